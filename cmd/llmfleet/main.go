@@ -1,0 +1,60 @@
+// Command llmfleet runs the llmfleet proxy and the provider emulator.
+//
+//	llmfleet serve    [flags]   the transparent batching proxy
+//	llmfleet emulate  [flags]   a local stand-in for the Anthropic API
+//
+// Run "llmfleet <command> -h" for the flags of a command.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// commands maps a subcommand name to its entry point. Each entry point
+// parses its own flags from args and runs until ctx ends.
+var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "llmfleet: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err := cmd(ctx, args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "llmfleet %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, `usage: llmfleet <command> [flags]
+
+commands:
+  serve     run the batching proxy (speaks the Anthropic HTTP API)
+  emulate   run a local emulator of the Anthropic Messages and Batches APIs`)
+}

@@ -1,0 +1,80 @@
+package llmfleet
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Errors returned by llmfleet for requests that got no answer from the model.
+var (
+	// ErrClosed is returned for requests submitted after Close began.
+	ErrClosed = errors.New("llmfleet: dispatcher closed")
+	// ErrBatchCanceled is returned for a batched request whose batch was
+	// canceled before the request ran.
+	ErrBatchCanceled = errors.New("llmfleet: batch request canceled")
+	// ErrBatchExpired is returned for a batched request that the provider
+	// did not process before the batch expired.
+	ErrBatchExpired = errors.New("llmfleet: batch request expired")
+	// ErrBudgetExceeded is returned when a request's latency budget ran out
+	// before its answer arrived.
+	ErrBudgetExceeded = errors.New("llmfleet: latency budget exceeded")
+	// ErrUnknownProvider is returned for a request naming no configured provider.
+	ErrUnknownProvider = errors.New("llmfleet: unknown provider")
+	// ErrResultMissing is returned when an ended batch carried no result
+	// for a request.
+	ErrResultMissing = errors.New("llmfleet: batch ended without a result for the request")
+)
+
+// Error is an error answered by a provider, in the shape of its error
+// envelope. For a batched request that errored, StatusCode is the HTTP status
+// the synchronous API would have answered with.
+type Error struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Type is the provider's error type, e.g. "invalid_request_error".
+	Type string
+	// Message is the provider's error message.
+	Message string
+	// RequestID is the provider's request id, if any.
+	RequestID string
+	// RetryAfter is the delay the provider asked for, if any.
+	RetryAfter time.Duration
+	// Body is the raw error envelope, if the provider sent one.
+	Body []byte
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	return fmt.Sprintf("llmfleet: provider error %d %s: %s", e.StatusCode, e.Type, e.Message)
+}
+
+// StatusForErrorType returns the HTTP status that the Anthropic API uses for
+// an error type; 500 for types it does not know.
+func StatusForErrorType(t string) int {
+	switch t {
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "billing_error":
+		return http.StatusPaymentRequired
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "conflict_error":
+		return http.StatusConflict
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "timeout_error":
+		return http.StatusGatewayTimeout
+	case "overloaded_error":
+		return 529
+	default:
+		return http.StatusInternalServerError
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/llmfleet/llmfleet
+
+go 1.26.8

@@ -1,0 +1,117 @@
+package llmfleet
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+)
+
+// Provider is a model provider's API: its synchronous create-message call
+// and its batch API. Implementations must be safe for concurrent use.
+type Provider interface {
+	// Name returns the provider's name, e.g. "anthropic".
+	Name() string
+	// Limits returns the provider's per-batch limits.
+	Limits() BatchLimits
+	// Send makes a synchronous, non-streaming create-message call. An error
+	// answer from the provider is returned as an *Error.
+	Send(ctx context.Context, req *Request) (*Response, error)
+	// Stream makes a synchronous streaming create-message call and returns
+	// the provider's server-sent-event stream once the provider answered 200.
+	Stream(ctx context.Context, req *Request) (io.ReadCloser, error)
+	// CreateBatch creates one batch job. It must not create the batch twice:
+	// when a create fails ambiguously it reconciles with the provider and
+	// returns the batch it finds, or an error.
+	CreateBatch(ctx context.Context, cred Credential, header http.Header, items []BatchItem) (*Batch, error)
+	// GetBatch retrieves one batch.
+	GetBatch(ctx context.Context, cred Credential, id string) (*Batch, error)
+	// ListBatches lists the credential's batches, newest first, one page
+	// after afterID (empty for the first page).
+	ListBatches(ctx context.Context, cred Credential, afterID string, limit int) (*BatchPage, error)
+	// Results streams the results of an ended batch to fn, in the order the
+	// provider sends them (any order). An error from fn stops the stream.
+	Results(ctx context.Context, cred Credential, id string, fn func(BatchResult) error) error
+	// CancelBatch asks the provider to cancel a batch.
+	CancelBatch(ctx context.Context, cred Credential, id string) (*Batch, error)
+}
+
+// BatchLimits are a provider's limits on one batch.
+type BatchLimits struct {
+	// MaxRequests is the most requests one batch may hold.
+	MaxRequests int
+	// MaxBytes is the largest encoded create body.
+	MaxBytes int64
+}
+
+// BatchItem is one request inside a batch create call.
+type BatchItem struct {
+	// CustomID links the item to its result; unique within the batch.
+	CustomID string
+	// Params is the create-message body, without "stream".
+	Params json.RawMessage
+}
+
+// BatchStatus is the processing status of a batch.
+type BatchStatus string
+
+// The processing statuses of a batch.
+const (
+	BatchInProgress BatchStatus = "in_progress"
+	BatchCanceling  BatchStatus = "canceling"
+	BatchEnded      BatchStatus = "ended"
+)
+
+// RequestCounts counts a batch's requests by state.
+type RequestCounts struct {
+	Processing int `json:"processing"`
+	Succeeded  int `json:"succeeded"`
+	Errored    int `json:"errored"`
+	Canceled   int `json:"canceled"`
+	Expired    int `json:"expired"`
+}
+
+// Total returns the number of requests in the batch.
+func (c RequestCounts) Total() int {
+	return c.Processing + c.Succeeded + c.Errored + c.Canceled + c.Expired
+}
+
+// Batch is a provider batch job.
+type Batch struct {
+	ID         string
+	Status     BatchStatus
+	Counts     RequestCounts
+	CreatedAt  time.Time
+	EndedAt    time.Time // zero until ended
+	ExpiresAt  time.Time
+	ResultsURL string
+}
+
+// BatchPage is one page of a batch listing.
+type BatchPage struct {
+	Batches []Batch
+	HasMore bool
+	LastID  string
+}
+
+// ResultType is the outcome of one request inside a batch.
+type ResultType string
+
+// The outcomes of a batched request.
+const (
+	ResultSucceeded ResultType = "succeeded"
+	ResultErrored   ResultType = "errored"
+	ResultCanceled  ResultType = "canceled"
+	ResultExpired   ResultType = "expired"
+)
+
+// BatchResult is the result of one request of a batch.
+type BatchResult struct {
+	CustomID string
+	Type     ResultType
+	// Message is the Message object when Type is ResultSucceeded.
+	Message json.RawMessage
+	// Error is the provider's error when Type is ResultErrored.
+	Error *Error
+}

@@ -1,0 +1,125 @@
+package llmfleet
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// Route is the path a request takes to the provider.
+type Route string
+
+// The routes a request can take.
+const (
+	// RouteSync sends the request to the provider's synchronous endpoint.
+	RouteSync Route = "sync"
+	// RouteBatch pools the request into a provider batch job.
+	RouteBatch Route = "batch"
+)
+
+// Credential is the secret a request is sent upstream with. Exactly one of
+// APIKey and AuthToken is normally set. A Credential is never logged: its
+// String and LogValue methods print only its fingerprint.
+type Credential struct {
+	// APIKey is sent as x-api-key.
+	APIKey string
+	// AuthToken is sent as "Authorization: Bearer <token>".
+	AuthToken string
+}
+
+// IsZero reports whether the credential carries no secret.
+func (c Credential) IsZero() bool { return c.APIKey == "" && c.AuthToken == "" }
+
+// Fingerprint returns a stable identifier of the credential, computed as a
+// keyed hash so that it reveals nothing about the secret. Pools and access
+// checks compare fingerprints, never secrets. key may be nil, in which case
+// a fixed domain-separation key is used.
+func (c Credential) Fingerprint(key []byte) string {
+	if key == nil {
+		key = []byte("llmfleet credential fingerprint v1")
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("k:"))
+	m.Write([]byte(c.APIKey))
+	m.Write([]byte{0})
+	m.Write([]byte("t:"))
+	m.Write([]byte(c.AuthToken))
+	return "cred_" + hex.EncodeToString(m.Sum(nil)[:12])
+}
+
+// String prints the fingerprint, never the secret.
+func (c Credential) String() string { return c.Fingerprint(nil) }
+
+// GoString prints the fingerprint, never the secret.
+func (c Credential) GoString() string { return "llmfleet.Credential{" + c.Fingerprint(nil) + "}" }
+
+// Request is one model call: the provider it goes to, the credential it must
+// be sent with and its raw JSON body, which is passed on byte for byte (it is
+// never decoded and re-encoded, so fields unknown to llmfleet survive).
+type Request struct {
+	// Provider names the provider, e.g. "anthropic".
+	Provider string
+	// Credential is the secret the request is sent with.
+	Credential Credential
+	// Header holds provider headers to pass on, such as anthropic-beta and
+	// anthropic-version. Requests whose pass-through headers differ are never
+	// pooled into one batch. It may be nil.
+	Header http.Header
+	// Body is the raw JSON body of the provider's create-message call.
+	Body json.RawMessage
+}
+
+// Response is the answer to a Request, whichever route it took.
+type Response struct {
+	// Route is the route the request took.
+	Route Route
+	// StatusCode is the HTTP status the synchronous API answered (or would
+	// have answered) with: 200 for a Response.
+	StatusCode int
+	// Header holds the provider's response headers on the sync route; nil
+	// for batched responses.
+	Header http.Header
+	// Body is the provider's Message object, as raw JSON.
+	Body json.RawMessage
+	// BatchID is the provider's batch id for batched responses.
+	BatchID string
+	// CustomID is the custom_id the request had inside its batch.
+	CustomID string
+	// Usage is the token usage the provider reported.
+	Usage Usage
+	// Model is the model that answered.
+	Model string
+	// Queued is how long the request waited in the pool before its batch was
+	// created; BatchTurnaround is how long the batch took upstream.
+	Queued, BatchTurnaround time.Duration
+}
+
+// Usage is the token usage of one request, as the provider reports it.
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreation            struct {
+		Ephemeral5mInputTokens int64 `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1hInputTokens int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+}
+
+// MessageInfo holds the few fields of a Message that llmfleet reads.
+type MessageInfo struct {
+	ID         string `json:"id"`
+	Model      string `json:"model"`
+	StopReason string `json:"stop_reason"`
+	Usage      Usage  `json:"usage"`
+}
+
+// ParseMessageInfo decodes the fields llmfleet reads from a Message body.
+func ParseMessageInfo(body []byte) (MessageInfo, error) {
+	var m MessageInfo
+	err := json.Unmarshal(body, &m)
+	return m, err
+}

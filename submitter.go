@@ -1,0 +1,42 @@
+package llmfleet
+
+import (
+	"context"
+	"time"
+)
+
+// Submitter routes requests by latency budget. The dispatch.Dispatcher is
+// the engine's implementation; the proxy and the SDK middleware take a
+// Submitter so that they do not depend on the engine's package.
+type Submitter interface {
+	// Submit routes req by budget and waits for its answer. A budget of 0
+	// means none was given.
+	Submit(ctx context.Context, budget time.Duration, req *Request) (*Response, error)
+	// SubmitSync sends req to the synchronous endpoint.
+	SubmitSync(ctx context.Context, req *Request) (*Response, error)
+	// SubmitBatch pools req into a batch, whatever its budget; budget, if
+	// positive, still bounds how long it waits and when its pool flushes.
+	SubmitBatch(ctx context.Context, budget time.Duration, req *Request) (*Response, error)
+	// Plan returns the route Submit would choose for req now.
+	Plan(budget time.Duration, req *Request) Route
+	// Stats returns the counters of the engine.
+	Stats() Stats
+}
+
+// Stats are the dispatcher's counters.
+type Stats struct {
+	SyncCalls        int64 `json:"sync_calls"`
+	BatchedCalls     int64 `json:"batched_calls"`
+	BatchesSubmitted int64 `json:"batches_submitted"`
+	BatchesEnded     int64 `json:"batches_ended"`
+	Errors           int64 `json:"errors"`
+	QueueDepth       int64 `json:"queue_depth"`
+	BatchesInFlight  int64 `json:"batches_in_flight"`
+	// ManagementCalls counts the batch API calls made (create, retrieve,
+	// list, results, cancel).
+	ManagementCalls int64 `json:"management_calls"`
+	// DroppedResults counts results that arrived after their caller left.
+	DroppedResults int64 `json:"dropped_results"`
+	// BudgetMisses counts requests whose budget ran out before an answer.
+	BudgetMisses int64 `json:"budget_misses"`
+}
