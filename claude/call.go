@@ -1,0 +1,211 @@
+package claude
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// call describes one API call, which may take several attempts.
+type call struct {
+	op     string // for logs: "send", "create", "retrieve", ...
+	method string
+	path   string
+	query  url.Values
+	cred   llmfleet.Credential
+	header http.Header // the caller's headers; only anthropic-* are sent
+	body   []byte      // nil for no body
+	accept string      // Accept header; empty means application/json
+
+	// idempotent calls are retried after any connection error. Other calls
+	// are retried after a connection error only if the request was never
+	// written.
+	idempotent bool
+	// stream returns a 2xx response with its body unread.
+	stream bool
+}
+
+// reply is the 2xx answer to a call.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte        // read body, unless the call streams
+	stream io.ReadCloser // unread body of a streaming call
+}
+
+// connError is a call's failure without a usable answer: the connection
+// failed, or the answer's body could not be read.
+type connError struct {
+	op      string
+	written bool // the request was written, so the provider may have acted on it
+	err     error
+}
+
+func (e *connError) Error() string {
+	if e.written {
+		return fmt.Sprintf("claude: %s: request sent, no answer: %v", e.op, e.err)
+	}
+	return fmt.Sprintf("claude: %s: %v", e.op, e.err)
+}
+
+func (e *connError) Unwrap() error { return e.err }
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 1 << 20
+
+// do makes the call, retrying as the package documentation describes. A
+// non-2xx answer that is not retried is returned as an *llmfleet.Error; a
+// connection failure as a *connError, or ctx's error once ctx is done.
+func (p *Provider) do(ctx context.Context, c *call) (*reply, error) {
+	if c.cred.IsZero() {
+		return nil, localError(http.StatusUnauthorized, "authentication_error",
+			"no credential: set an API key (x-api-key) or an auth token (Authorization: Bearer)")
+	}
+	maxRetries := p.maxRetries()
+	for attempt := 0; ; attempt++ {
+		rep, res, err, retry := p.attempt(ctx, c, attempt)
+		if err == nil {
+			return rep, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		if !retry || attempt >= maxRetries {
+			return nil, err
+		}
+		delay := p.retryDelay(res, attempt)
+		p.logger().WarnContext(ctx, "anthropic: retrying", "op", c.op, "retry", attempt+1,
+			"error", err.Error(), "delay", delay, "credential", c.cred.String())
+		if err := p.sleep(ctx, delay); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// attempt makes one attempt of c. It returns the reply, or the error with the
+// response header (nil if there was no response) and whether the error may
+// be retried.
+func (p *Provider) attempt(ctx context.Context, c *call, n int) (rep *reply, res http.Header, err error, retry bool) {
+	var body io.Reader
+	if c.body != nil {
+		body = bytes.NewReader(c.body)
+	}
+	u := p.url(c.path)
+	if len(c.query) > 0 {
+		u += "?" + c.query.Encode()
+	}
+	var written atomic.Bool
+	trace := &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				written.Store(true)
+			}
+		},
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), c.method, u, body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("claude: %s: %w", c.op, err), false
+	}
+	p.setHeaders(req.Header, c.cred, c.header, c.body != nil)
+	if c.accept != "" {
+		req.Header.Set("Accept", c.accept)
+	}
+	resp, err := p.httpClient().Do(req)
+	if err != nil {
+		w := written.Load()
+		return nil, nil, &connError{op: c.op, written: w, err: err}, c.idempotent || !w
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if c.stream {
+			return &reply{status: resp.StatusCode, header: resp.Header, stream: resp.Body}, nil, nil, false
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			// The provider answered, so it acted on the request: only an
+			// idempotent call may be sent again.
+			return nil, resp.Header, &connError{op: c.op, written: true, err: fmt.Errorf("reading answer: %w", err)}, c.idempotent
+		}
+		return &reply{status: resp.StatusCode, header: resp.Header, body: b}, nil, nil, false
+	}
+	b, readErr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	retry = shouldRetry(resp)
+	if readErr != nil && !retry {
+		if v, ok := retryHeader(resp.Header); !ok || v {
+			retry = c.idempotent
+		}
+	}
+	return nil, resp.Header, parseError(resp.StatusCode, resp.Header, b, p.now()), retry
+}
+
+// shouldRetry reports whether an error answer may be retried: the
+// x-should-retry header decides if present, else the status does.
+func shouldRetry(resp *http.Response) bool {
+	if v, ok := retryHeader(resp.Header); ok {
+		return v
+	}
+	s := resp.StatusCode
+	return s == http.StatusRequestTimeout || s == http.StatusConflict ||
+		s == http.StatusTooManyRequests || s >= 500
+}
+
+func retryHeader(h http.Header) (retry, ok bool) {
+	switch h.Get("X-Should-Retry") {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+// retryAfter returns the delay the provider asked for in h: retry-after-ms,
+// else retry-after in seconds or as an HTTP date.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if h == nil {
+		return 0, false
+	}
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil {
+			return max(0, time.Duration(ms*float64(time.Millisecond))), true
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil {
+			return max(0, time.Duration(s*float64(time.Second))), true
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(0, t.Sub(now)), true
+		}
+	}
+	return 0, false
+}
+
+// retryDelay is the wait before retry number n+1 (n counts from 0).
+func (p *Provider) retryDelay(h http.Header, n int) time.Duration {
+	if d, ok := retryAfter(h, p.now()); ok {
+		return d
+	}
+	d := min(500*time.Millisecond<<min(n, 10), 8*time.Second)
+	// Up to a quarter off, so that clients that failed together spread out.
+	return d - time.Duration(rand.Int64N(int64(d/4)+1))
+}
+
+// isAmbiguous reports whether err is a failure after which the provider may
+// have acted on the request.
+func isAmbiguous(err error) bool {
+	var ce *connError
+	return errors.As(err, &ce) && ce.written
+}

@@ -1,0 +1,95 @@
+package claude
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// ErrAmbiguousCreate is wrapped by the error CreateBatch returns when a
+// create failed after it was sent and reconciliation could not tell whether
+// the provider created the batch. The batch may exist and be billed; list
+// the credential's batches before creating it again.
+var ErrAmbiguousCreate = errors.New("claude: batch create failed after it was sent; the batch may exist")
+
+// envelope is the Anthropic error body:
+// {"type":"error","error":{"type":...,"message":...},"request_id":...}.
+type envelope struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	RequestID string `json:"request_id"`
+}
+
+// parseError turns an error answer into an *llmfleet.Error. A body that is
+// not an error envelope still gives an Error, typed by its status.
+func parseError(status int, h http.Header, body []byte, now time.Time) *llmfleet.Error {
+	e := &llmfleet.Error{StatusCode: status, Body: body}
+	var env envelope
+	if json.Unmarshal(body, &env) == nil && env.Error.Type != "" {
+		e.Type = env.Error.Type
+		e.Message = env.Error.Message
+		e.RequestID = env.RequestID
+	} else {
+		e.Type = typeForStatus(status)
+		e.Message = strings.TrimSpace(string(body))
+		if len(e.Message) > 512 {
+			e.Message = e.Message[:512] + "…"
+		}
+		if e.Message == "" {
+			e.Message = http.StatusText(status)
+		}
+	}
+	if e.RequestID == "" && h != nil {
+		e.RequestID = h.Get("Request-Id")
+	}
+	if d, ok := retryAfter(h, now); ok {
+		e.RetryAfter = d
+	}
+	return e
+}
+
+// localError is an error found before anything was sent, in the shape of the
+// provider's error envelope.
+func localError(status int, typ, msg string) *llmfleet.Error {
+	var env envelope
+	env.Type = "error"
+	env.Error.Type = typ
+	env.Error.Message = msg
+	body, _ := json.Marshal(env)
+	return &llmfleet.Error{StatusCode: status, Type: typ, Message: msg, Body: body}
+}
+
+// typeForStatus is the Anthropic error type of an HTTP status.
+func typeForStatus(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusConflict:
+		return "conflict_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case 529:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
+}

@@ -1,0 +1,189 @@
+package claude
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// Defaults used for the zero values of Provider's fields.
+const (
+	// DefaultBaseURL is the Anthropic API's base URL.
+	DefaultBaseURL = "https://api.anthropic.com"
+	// DefaultVersion is the anthropic-version header sent when the request
+	// does not carry one.
+	DefaultVersion = "2023-06-01"
+	// DefaultMaxRetries is the number of retries when MaxRetries is zero.
+	DefaultMaxRetries = 2
+	// DefaultReconcileSkew is the clock skew allowed between this host and
+	// the provider when a batch create is reconciled.
+	DefaultReconcileSkew = 2 * time.Minute
+	// DefaultReconcileDelay is how long an ambiguous batch create waits
+	// before it lists the provider's batches.
+	DefaultReconcileDelay = 2 * time.Second
+)
+
+// The Anthropic Message Batches API's limits on one batch. MaxBytes takes
+// "256 MB" in its decimal sense, the stricter reading.
+const (
+	MaxBatchRequests = 100_000
+	MaxBatchBytes    = 256_000_000
+)
+
+// Provider is a client of the Anthropic Messages and Message Batches APIs.
+// It implements llmfleet.Provider. Its zero value talks to the real API with
+// default settings; set fields before first use and do not change them
+// afterwards. A Provider is safe for concurrent use and must not be copied
+// after first use.
+type Provider struct {
+	// BaseURL is the API's base URL, without a trailing "/v1"; it may
+	// include a path prefix. Empty means DefaultBaseURL.
+	BaseURL string
+
+	// HTTPClient sends the requests. Nil means a client of the Provider's
+	// own with pooled keep-alive connections and no overall timeout (the
+	// caller's context bounds each call). A client Timeout that fires after
+	// a batch create was written counts as an ambiguous failure.
+	HTTPClient *http.Client
+
+	// Version is the anthropic-version header sent when the request's
+	// header has none. Empty means DefaultVersion.
+	Version string
+
+	// MaxRetries is the number of retries after the first attempt. Zero
+	// means DefaultMaxRetries; a negative value disables retries.
+	MaxRetries int
+
+	// ReconcileSkew is the clock skew allowed between this host and the
+	// provider when an ambiguous batch create is reconciled (see the
+	// package documentation). Zero means DefaultReconcileSkew.
+	ReconcileSkew time.Duration
+
+	// ReconcileDelay is how long an ambiguous batch create waits, to let the
+	// provider finish a create it may still be working on, before listing
+	// batches. Zero means DefaultReconcileDelay; negative means no wait.
+	ReconcileDelay time.Duration
+
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+
+	// Sleep waits for d or until ctx is done, returning ctx.Err() in the
+	// latter case. It is used for retry backoff and ReconcileDelay. Nil
+	// means a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	// Logger receives retry and reconciliation events. Credentials are
+	// logged by fingerprint only. Nil means no logging.
+	Logger *slog.Logger
+
+	clientOnce sync.Once
+	client     *http.Client
+
+	mu        sync.Mutex
+	creates   map[*createCall]struct{}
+	handedOut map[string]time.Time // batch id → when CreateBatch returned it
+
+	// testHookReconcileWait, if set, is called when a reconciliation starts
+	// waiting for other creates.
+	testHookReconcileWait func()
+}
+
+var _ llmfleet.Provider = (*Provider)(nil)
+
+// Name returns "anthropic".
+func (p *Provider) Name() string { return "anthropic" }
+
+// Limits returns the Message Batches API's per-batch limits.
+func (p *Provider) Limits() llmfleet.BatchLimits {
+	return llmfleet.BatchLimits{MaxRequests: MaxBatchRequests, MaxBytes: MaxBatchBytes}
+}
+
+func (p *Provider) httpClient() *http.Client {
+	if p.HTTPClient != nil {
+		return p.HTTPClient
+	}
+	p.clientOnce.Do(func() {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		p.client = &http.Client{Transport: t}
+	})
+	return p.client
+}
+
+func (p *Provider) url(path string) string {
+	base := p.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	return strings.TrimRight(base, "/") + path
+}
+
+func (p *Provider) version() string {
+	if p.Version == "" {
+		return DefaultVersion
+	}
+	return p.Version
+}
+
+func (p *Provider) maxRetries() int {
+	switch {
+	case p.MaxRetries == 0:
+		return DefaultMaxRetries
+	case p.MaxRetries < 0:
+		return 0
+	}
+	return p.MaxRetries
+}
+
+func (p *Provider) skew() time.Duration {
+	if p.ReconcileSkew <= 0 {
+		return DefaultReconcileSkew
+	}
+	return p.ReconcileSkew
+}
+
+func (p *Provider) reconcileDelay() time.Duration {
+	switch {
+	case p.ReconcileDelay == 0:
+		return DefaultReconcileDelay
+	case p.ReconcileDelay < 0:
+		return 0
+	}
+	return p.ReconcileDelay
+}
+
+func (p *Provider) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+func (p *Provider) sleep(ctx context.Context, d time.Duration) error {
+	if p.Sleep != nil {
+		return p.Sleep(ctx, d)
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (p *Provider) logger() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
