@@ -1,0 +1,573 @@
+package emulator
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+const (
+	batchLifetime  = 24 * time.Hour
+	resultsKeptFor = 29 * 24 * time.Hour
+)
+
+var customIDRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// batch is one message batch.
+type batch struct {
+	id       string
+	seq      int64
+	key      string // API key fingerprint of its creator
+	created  time.Time
+	expires  time.Time
+	end      time.Time // when it ends: all done, expired or canceled
+	cancelAt time.Time // zero unless canceled
+	items    []*batchItem
+	settled  bool
+	deleted  bool
+	counts   llmfleet.RequestCounts
+	results  []byte // JSONL, shuffled
+}
+
+// batchItem is one request of a batch.
+type batchItem struct {
+	customID string
+	params   json.RawMessage
+	done     time.Time // when its processing finishes
+}
+
+// handleCreate serves POST /v1/messages/batches.
+func (s *Server) handleCreate(c *call) {
+	body, e := readBody(c, MaxBatchBytes)
+	if e != nil {
+		writeError(c.w, e, c.id)
+		return
+	}
+	items, e := parseBatchCreate(body)
+	if e != nil {
+		writeError(c.w, e, c.id)
+		return
+	}
+	s.mu.Lock()
+	now := s.now()
+	s.advance(now)
+	b := s.newBatch(c.key, now, items)
+	out := s.batchJSON(b, now, c.r)
+	s.mu.Unlock()
+	writeJSON(c.w, http.StatusOK, out)
+}
+
+// parseBatchCreate validates the envelope of a batch create body. The
+// params of each request are validated only when the batch runs.
+func parseBatchCreate(body []byte) ([]*batchItem, *apiError) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		return nil, invalid("Invalid JSON in request body: expected an object with a \"requests\" list")
+	}
+	for k := range top {
+		if k != "requests" {
+			return nil, invalid("%s: Extra inputs are not permitted", k)
+		}
+	}
+	v, ok := top["requests"]
+	if !ok || isNull(v) {
+		return nil, invalid("requests: Field required")
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(v, &raw); err != nil {
+		return nil, invalid("requests: Input should be a valid list")
+	}
+	if len(raw) == 0 {
+		return nil, invalid("requests: List should have at least 1 item after validation, not 0")
+	}
+	if len(raw) > MaxBatchRequests {
+		return nil, invalid("requests: List should have at most %d items after validation, not %d", MaxBatchRequests, len(raw))
+	}
+	seen := make(map[string]bool, len(raw))
+	items := make([]*batchItem, 0, len(raw))
+	for i, r := range raw {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(r, &fields); err != nil || fields == nil {
+			return nil, invalid("requests.%d: Input should be a valid dictionary", i)
+		}
+		for k := range fields {
+			if k != "custom_id" && k != "params" {
+				return nil, invalid("requests.%d.%s: Extra inputs are not permitted", i, k)
+			}
+		}
+		var id string
+		if v, ok := fields["custom_id"]; !ok || isNull(v) {
+			return nil, invalid("requests.%d.custom_id: Field required", i)
+		} else if err := json.Unmarshal(v, &id); err != nil {
+			return nil, invalid("requests.%d.custom_id: Input should be a valid string", i)
+		}
+		if !customIDRE.MatchString(id) {
+			return nil, invalid("requests.%d.custom_id: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'", i)
+		}
+		if seen[id] {
+			return nil, invalid("requests: custom_id values must be unique within a batch; %q is used more than once", id)
+		}
+		seen[id] = true
+		pv, ok := fields["params"]
+		if !ok || isNull(pv) {
+			return nil, invalid("requests.%d.params: Field required", i)
+		}
+		if pv[0] != '{' {
+			return nil, invalid("requests.%d.params: Input should be a valid dictionary", i)
+		}
+		items = append(items, &batchItem{customID: id, params: pv})
+	}
+	return items, nil
+}
+
+// newBatch creates a batch and schedules its items. The caller holds mu.
+func (s *Server) newBatch(key string, now time.Time, items []*batchItem) *batch {
+	st := s.st
+	st.batchSeq++
+	b := &batch{
+		id:      "msgbatch_01" + idText(fmt.Sprintf("batch|%d|%d", s.Seed, st.batchSeq)),
+		seq:     st.batchSeq,
+		key:     key,
+		created: now,
+		expires: now.Add(batchLifetime),
+		items:   items,
+		counts:  llmfleet.RequestCounts{Processing: len(items)},
+	}
+	// Turnaround: the longest over the batch's distinct models; an item's
+	// [turnaround:] directive sets its own. Items finish at random points
+	// within the turnaround.
+	r := s.rng("batch", b.seq)
+	var models []string
+	own := make([]time.Duration, len(items))
+	for i, it := range items {
+		own[i] = -1
+		var m struct {
+			Model string `json:"model"`
+		}
+		json.Unmarshal(it.params, &m)
+		if !slices.Contains(models, m.Model) {
+			models = append(models, m.Model)
+		}
+		if p, e := parseParams(it.params, modeBatch); e == nil {
+			if d := parseDirectives(p.lastUserText()); d.hasTurn {
+				own[i] = max(d.turnaround, 0)
+			}
+		}
+	}
+	sort.Strings(models)
+	var turn time.Duration
+	for _, m := range models {
+		turn = max(turn, s.turnaround(m, r))
+	}
+	natural := turn
+	for i, it := range items {
+		if own[i] >= 0 {
+			it.done = now.Add(own[i])
+			natural = max(natural, own[i])
+		} else {
+			it.done = now.Add(time.Duration(r.Float64() * float64(turn)))
+		}
+	}
+	b.end = now.Add(min(natural, batchLifetime))
+	st.batches[b.id] = b
+	st.byKey[key] = append(st.byKey[key], b)
+	st.pending = append(st.pending, b)
+	for _, it := range items {
+		st.stats.submit(b.id, it.customID, paramsHash(it.params))
+	}
+	st.stats.batch(b.id).Requests = len(items)
+	return b
+}
+
+// paramsHash is the hex SHA-256 of the compacted params JSON.
+func paramsHash(p json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, p) != nil {
+		buf.Reset()
+		buf.Write(p)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return hex.EncodeToString(sum[:])
+}
+
+// advance ends every batch whose end time has come, in order of end time.
+// The caller holds mu.
+func (s *Server) advance(now time.Time) {
+	st := s.st
+	var due []*batch
+	keep := st.pending[:0]
+	for _, b := range st.pending {
+		if !now.Before(b.end) {
+			due = append(due, b)
+		} else {
+			keep = append(keep, b)
+		}
+	}
+	clear(st.pending[len(keep):])
+	st.pending = keep
+	sort.Slice(due, func(i, j int) bool {
+		if !due[i].end.Equal(due[j].end) {
+			return due[i].end.Before(due[j].end)
+		}
+		return due[i].seq < due[j].seq
+	})
+	for _, b := range due {
+		s.settle(b)
+	}
+}
+
+// settle computes the results of a batch that has ended. The caller holds
+// mu.
+func (s *Server) settle(b *batch) {
+	order := make([]int, len(b.items))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return b.items[order[i]].done.Before(b.items[order[j]].done) })
+	lines := make([][]byte, len(b.items))
+	b.counts = llmfleet.RequestCounts{}
+	for _, i := range order {
+		it := b.items[i]
+		var res any
+		switch {
+		case it.done.After(b.end) && !b.cancelAt.IsZero():
+			res = map[string]string{"type": "canceled"}
+			b.counts.Canceled++
+		case it.done.After(b.end):
+			res = map[string]string{"type": "expired"}
+			b.counts.Expired++
+		default:
+			res = s.runBatchItem(b, it)
+			switch res.(type) {
+			case erroredResult:
+				b.counts.Errored++
+			case succeededResult:
+				b.counts.Succeeded++
+			default:
+				b.counts.Expired++
+			}
+		}
+		line, err := json.Marshal(struct {
+			CustomID string `json:"custom_id"`
+			Result   any    `json:"result"`
+		}{it.customID, res})
+		if err != nil {
+			panic(err)
+		}
+		lines[i] = line
+	}
+	r := s.rng("results", b.id)
+	r.Shuffle(len(lines), func(i, j int) { lines[i], lines[j] = lines[j], lines[i] })
+	var buf bytes.Buffer
+	for _, l := range lines {
+		buf.Write(l)
+		buf.WriteByte('\n')
+	}
+	b.results = buf.Bytes()
+	b.settled = true
+	b.items = nil // the results hold all that is left to serve
+}
+
+type succeededResult struct {
+	Type    string      `json:"type"`
+	Message messageJSON `json:"message"`
+}
+
+type erroredResult struct {
+	Type  string          `json:"type"`
+	Error json.RawMessage `json:"error"`
+}
+
+// runBatchItem answers one request of a batch. The caller holds mu.
+func (s *Server) runBatchItem(b *batch, it *batchItem) any {
+	p, e := parseParams(it.params, modeBatch)
+	if e == nil {
+		d := parseDirectives(p.lastUserText())
+		if d.expire {
+			return map[string]string{"type": "expired"}
+		}
+		if d.errorType != "" {
+			e = directiveError(d.errorType)
+		}
+	}
+	if e != nil {
+		return erroredResult{Type: "errored", Error: envelope(e, s.requestIDLocked())}
+	}
+	fp, _ := promptBlocks(p)
+	rep := buildReply(p)
+	in := s.useCache(b.key, fp, it.done)
+	return succeededResult{Type: "succeeded", Message: rep.message(makeUsage(in, rep.outputTokens, "batch"))}
+}
+
+// batchJSON is the MessageBatch object.
+type batchJSON struct {
+	ID                string                 `json:"id"`
+	Type              string                 `json:"type"`
+	ProcessingStatus  string                 `json:"processing_status"`
+	RequestCounts     llmfleet.RequestCounts `json:"request_counts"`
+	EndedAt           *string                `json:"ended_at"`
+	CreatedAt         string                 `json:"created_at"`
+	ExpiresAt         string                 `json:"expires_at"`
+	ArchivedAt        *string                `json:"archived_at"`
+	CancelInitiatedAt *string                `json:"cancel_initiated_at"`
+	ResultsURL        *string                `json:"results_url"`
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00") }
+
+func rfc3339p(t time.Time) *string {
+	v := rfc3339(t)
+	return &v
+}
+
+// batchJSON renders b as seen at now by request r. The caller holds mu.
+func (s *Server) batchJSON(b *batch, now time.Time, r *http.Request) batchJSON {
+	out := batchJSON{ID: b.id, Type: "message_batch", ProcessingStatus: "in_progress",
+		RequestCounts: b.counts, CreatedAt: rfc3339(b.created), ExpiresAt: rfc3339(b.expires)}
+	if !b.cancelAt.IsZero() {
+		out.ProcessingStatus = "canceling"
+		out.CancelInitiatedAt = rfc3339p(b.cancelAt)
+	}
+	if b.settled {
+		out.ProcessingStatus = "ended"
+		out.EndedAt = rfc3339p(b.end)
+		u := resultsURL(r, b.id)
+		out.ResultsURL = &u
+	}
+	if archived := b.created.Add(resultsKeptFor); !now.Before(archived) {
+		out.ArchivedAt = rfc3339p(archived)
+	}
+	return out
+}
+
+// resultsURL is the absolute URL of a batch's results, on the host the
+// request came to.
+func resultsURL(r *http.Request, id string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/v1/messages/batches/" + id + "/results"
+}
+
+// lookup finds the caller's batch id. The caller holds mu.
+func (s *Server) lookup(c *call, id string) (*batch, *apiError) {
+	b, ok := s.st.batches[id]
+	if !ok || b.deleted || b.key != c.key {
+		return nil, notFound("No message batch found with id %q", id)
+	}
+	return b, nil
+}
+
+// handleRetrieve serves GET /v1/messages/batches/{id}.
+func (s *Server) handleRetrieve(c *call) {
+	s.mu.Lock()
+	now := s.now()
+	s.advance(now)
+	b, e := s.lookup(c, batchIDOf(c))
+	if e != nil {
+		s.mu.Unlock()
+		writeError(c.w, e, c.id)
+		return
+	}
+	out := s.batchJSON(b, now, c.r)
+	s.mu.Unlock()
+	writeJSON(c.w, http.StatusOK, out)
+}
+
+// handleCancel serves POST /v1/messages/batches/{id}/cancel.
+func (s *Server) handleCancel(c *call) {
+	s.mu.Lock()
+	now := s.now()
+	s.advance(now)
+	b, e := s.lookup(c, batchIDOf(c))
+	if e == nil && b.settled {
+		e = invalid("Message batch %s has already ended and can no longer be canceled", b.id)
+	}
+	if e != nil {
+		s.mu.Unlock()
+		writeError(c.w, e, c.id)
+		return
+	}
+	if b.cancelAt.IsZero() {
+		b.cancelAt = now
+		delay := s.CancelDelay
+		if delay == 0 {
+			delay = time.Second
+		}
+		b.end = minTime(b.end, now.Add(max(delay, 0)))
+	}
+	out := s.batchJSON(b, now, c.r)
+	s.mu.Unlock()
+	writeJSON(c.w, http.StatusOK, out)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// handleDelete serves DELETE /v1/messages/batches/{id}.
+func (s *Server) handleDelete(c *call) {
+	s.mu.Lock()
+	now := s.now()
+	s.advance(now)
+	b, e := s.lookup(c, batchIDOf(c))
+	if e == nil && !b.settled {
+		e = invalid("Message batch %s is still being processed; cancel it and wait for it to end before deleting it", b.id)
+	}
+	if e != nil {
+		s.mu.Unlock()
+		writeError(c.w, e, c.id)
+		return
+	}
+	b.deleted = true
+	b.results = nil
+	list := s.st.byKey[b.key]
+	if i := slices.Index(list, b); i >= 0 {
+		s.st.byKey[b.key] = slices.Delete(list, i, i+1)
+	}
+	s.mu.Unlock()
+	writeJSON(c.w, http.StatusOK, map[string]string{"id": b.id, "type": "message_batch_deleted"})
+}
+
+// handleResults serves GET /v1/messages/batches/{id}/results.
+func (s *Server) handleResults(c *call) {
+	s.mu.Lock()
+	now := s.now()
+	s.advance(now)
+	b, e := s.lookup(c, batchIDOf(c))
+	switch {
+	case e != nil:
+	case !b.settled:
+		e = invalid("Message batch %s has not ended yet; results are available once processing_status is \"ended\"", b.id)
+	case !now.Before(b.created.Add(resultsKeptFor)):
+		e = notFound("The results of message batch %s are no longer available", b.id)
+	}
+	if e != nil {
+		s.mu.Unlock()
+		writeError(c.w, e, c.id)
+		return
+	}
+	data := b.results
+	s.mu.Unlock()
+	ct := "application/x-jsonl"
+	if strings.Contains(c.r.Header.Get("Accept"), "application/binary") {
+		ct = "application/binary"
+	}
+	c.w.Header().Set("Content-Type", ct)
+	c.w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	c.w.WriteHeader(http.StatusOK)
+	c.w.Write(data)
+}
+
+// listJSON is a page of the batch listing.
+type listJSON struct {
+	Data    []batchJSON `json:"data"`
+	HasMore bool        `json:"has_more"`
+	FirstID *string     `json:"first_id"`
+	LastID  *string     `json:"last_id"`
+}
+
+// handleList serves GET /v1/messages/batches.
+func (s *Server) handleList(c *call) {
+	q := c.r.URL.Query()
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(c.w, invalid("limit: Input should be an integer between 1 and 1000"), c.id)
+			return
+		}
+		limit = n
+	}
+	after, before := q.Get("after_id"), q.Get("before_id")
+	if after != "" && before != "" {
+		writeError(c.w, invalid("after_id and before_id cannot both be given"), c.id)
+		return
+	}
+	s.mu.Lock()
+	now := s.now()
+	s.advance(now)
+	cursor := func(id string) (int64, *apiError) {
+		b, ok := s.st.batches[id]
+		if !ok || b.key != c.key {
+			return 0, invalid("%q is not a valid batch id for pagination", id)
+		}
+		return b.seq, nil
+	}
+	all := s.st.byKey[c.key] // oldest first
+	var page []*batch
+	hasMore := false
+	switch {
+	case before != "":
+		seq, e := cursor(before)
+		if e != nil {
+			s.mu.Unlock()
+			writeError(c.w, e, c.id)
+			return
+		}
+		// The limit batches just newer than the cursor, newest first.
+		var newer []*batch
+		for _, b := range all {
+			if b.seq > seq {
+				newer = append(newer, b)
+			}
+		}
+		if len(newer) > limit {
+			newer, hasMore = newer[:limit], true
+		}
+		page = newer
+		slices.Reverse(page)
+	default:
+		seq := int64(1 << 62)
+		if after != "" {
+			var e *apiError
+			if seq, e = cursor(after); e != nil {
+				s.mu.Unlock()
+				writeError(c.w, e, c.id)
+				return
+			}
+		}
+		for i := len(all) - 1; i >= 0; i-- {
+			if all[i].seq >= seq {
+				continue
+			}
+			if len(page) == limit {
+				hasMore = true
+				break
+			}
+			page = append(page, all[i])
+		}
+	}
+	out := listJSON{Data: make([]batchJSON, 0, len(page)), HasMore: hasMore}
+	for _, b := range page {
+		out.Data = append(out.Data, s.batchJSON(b, now, c.r))
+	}
+	if len(page) > 0 {
+		out.FirstID = &page[0].id
+		out.LastID = &page[len(page)-1].id
+	}
+	s.mu.Unlock()
+	writeJSON(c.w, http.StatusOK, out)
+}
+
+// batchIDOf is the batch id in the call's path.
+func batchIDOf(c *call) string {
+	rest := strings.TrimPrefix(c.r.URL.Path, "/v1/messages/batches/")
+	id, _, _ := strings.Cut(rest, "/")
+	return id
+}

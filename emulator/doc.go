@@ -1,0 +1,103 @@
+// Package emulator is a local stand-in for the Anthropic Messages and
+// Message Batches HTTP APIs. Tests, the demo and the benchmarks run against
+// it, and users can test their fleets offline with it ("llmfleet emulate").
+// It implements the wire formats on its own, as an independent check of
+// llmfleet's client.
+//
+// # Endpoints
+//
+//	POST   /v1/messages                          create a message (JSON or SSE stream)
+//	POST   /v1/messages/count_tokens             count input tokens
+//	POST   /v1/messages/batches                  create a batch
+//	GET    /v1/messages/batches                  list batches (limit, after_id, before_id)
+//	GET    /v1/messages/batches/{id}             retrieve a batch
+//	POST   /v1/messages/batches/{id}/cancel      cancel a batch
+//	DELETE /v1/messages/batches/{id}             delete an ended batch
+//	GET    /v1/messages/batches/{id}/results     results JSONL
+//	GET    /emulator/v1/stats                    the emulator's Stats as JSON (not in the real API)
+//
+// Every request needs an API key (x-api-key, or Authorization: Bearer) and
+// anthropic-version (2023-06-01); X-Stainless-* headers, anthropic-beta
+// values and the ?beta=true query are ignored. Every response carries a
+// request-id header, and every error the envelope
+// {"type":"error","error":{"type":...,"message":...},"request_id":...}.
+//
+// # Replies
+//
+// The reply is a pure function of the request body. Its text is "Answer to:
+// " followed by the text of the last user message (ReplyText computes it);
+// its id is "msg_01" plus a hash of the body (MessageID). If tools are given
+// and the last user text contains "[tool]", or tool_choice is "any" or
+// "tool", the reply also carries a tool_use block (the chosen tool, or the
+// first one, with input {"query": <last user text>}) and stops with
+// "tool_use". With thinking "enabled" or "adaptive" a thinking block with a
+// signature comes first. stop_sequences cut the text where they occur, and
+// max_tokens cuts the output where its tokens run out. A body with
+// max_tokens 0 (a cache pre-warm, sync and non-streaming only) gets empty
+// content, stop_reason "max_tokens" and output_tokens 0.
+//
+// # Directives
+//
+// Directives in the text of the last user message drive test scenarios:
+//
+//	[tool]              answer with a tool_use block when tools are given
+//	[error:<type>]      fail with that error type and its status, e.g.
+//	                    [error:overloaded_error] is a 529; inside a batch the
+//	                    request's result is "errored" with that type
+//	[expire]            inside a batch, the request's result is "expired"
+//	[slow:<duration>]   delay a synchronous reply, e.g. [slow:3s]
+//	[turnaround:<dur>]  inside a batch, the request takes this long, which
+//	                    lengthens its batch (e.g. [turnaround:25h] expires it)
+//
+// # Usage and prompt caching
+//
+// The prompt is flattened into blocks: each tool, each system block (a
+// system string is one block) and each message content block (a string
+// content is one block). A block of n bytes of JSON counts ceil(n/4) input
+// tokens. Output tokens are a quarter of the reply's characters (thinking,
+// text and tool input JSON) plus one, so never 0 for a real reply.
+//
+// A block with cache_control {"type":"ephemeral","ttl":"5m"|"1h"} is a
+// breakpoint (a top-level cache_control marks the last block; at most four
+// breakpoints). The prefix up to a breakpoint, keyed by API key, model and
+// the exact bytes of its blocks, is cached with the breakpoint's TTL. For
+// each request: the hit is the longest live cached prefix found by looking
+// back at most 20 blocks from each breakpoint; its tokens are reported as
+// cache_read_input_tokens and its TTL is refreshed. The breakpoints past
+// the hit are written: tokens up to the last 1h breakpoint count as
+// ephemeral_1h_input_tokens, the rest up to the last breakpoint as
+// ephemeral_5m_input_tokens (their sum is cache_creation_input_tokens).
+// input_tokens is what lies after the last breakpoint or hit, at least 1.
+// Server.CacheMinTokens sets a minimum cacheable prefix (none by default).
+// Sync replies say service_tier "standard", batch results "batch".
+//
+// # Batches
+//
+// Batch state is derived from Server.Now on each request, with no
+// background goroutines. A batch ends Server.Turnaround after its creation
+// (the longest over its distinct models); its requests stay "processing"
+// until then and finish at random points within that time, which matters
+// only for cancel: a canceled batch stays "canceling" for
+// Server.CancelDelay, requests finished by then succeed and the others are
+// "canceled". A batch still running 24h after creation ends as expired:
+// unfinished requests are "expired". Batch params are validated when the
+// batch runs, so bad params come back as "errored" results; only envelope
+// problems (custom_id pattern, duplicates, 1..100000 requests, 256 MB)
+// fail the create. Results come back shuffled (deterministically, by Seed).
+// Results are kept 29 days after creation (archived_at).
+//
+// Deviations from the real API: batches and the prompt cache are scoped per
+// API key, not per workspace; batch results are computed when the batch
+// ends, in order of their finish time; replies are canned text; ids are
+// deterministic; token counts are the byte-based estimate above.
+//
+// # Faults
+//
+// Server.InjectFault makes the next matching requests fail: any status and
+// error type, retry-after, retry-after-ms, x-should-retry, the spend-cap
+// 429 (ErrorCode), delays, dropped connections before or after the request
+// body, dropped responses after processing, and an SSE error event after a
+// 200 on a stream. Stats reports the calls per endpoint and every request
+// ever submitted in a batch, so tests can check that nothing was submitted
+// twice.
+package emulator

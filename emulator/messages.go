@@ -1,0 +1,61 @@
+package emulator
+
+import (
+	"net/http"
+)
+
+// handleMessages serves POST /v1/messages.
+func (s *Server) handleMessages(c *call) {
+	body, e := readBody(c, MaxMessageBytes)
+	if e != nil {
+		writeError(c.w, e, c.id)
+		return
+	}
+	p, e := parseParams(body, modeSync)
+	if e != nil {
+		writeError(c.w, e, c.id)
+		return
+	}
+	d := parseDirectives(p.lastUserText())
+	if p.maxTokens == 0 {
+		d = directives{} // a pre-warm generates nothing
+	}
+	ctx := c.r.Context()
+	if s.sleep(ctx, s.Latency) != nil || s.sleep(ctx, d.slow) != nil {
+		return
+	}
+	if d.errorType != "" {
+		writeError(c.w, directiveError(d.errorType), c.id)
+		return
+	}
+	fp, _ := promptBlocks(p) // validated by parseParams
+	rep := buildReply(p)
+	s.mu.Lock()
+	now := s.now()
+	s.advance(now)
+	in := s.useCache(c.key, fp, now)
+	s.mu.Unlock()
+	msg := rep.message(makeUsage(in, rep.outputTokens, "standard"))
+	if p.stream {
+		f, _ := s.takeFault(c.r.Method, c.r.URL.Path, c.endpoint, true)
+		s.writeStream(c, p, msg, f)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, msg)
+}
+
+// handleCountTokens serves POST /v1/messages/count_tokens.
+func (s *Server) handleCountTokens(c *call) {
+	body, e := readBody(c, MaxMessageBytes)
+	if e != nil {
+		writeError(c.w, e, c.id)
+		return
+	}
+	p, e := parseParams(body, modeCount)
+	if e != nil {
+		writeError(c.w, e, c.id)
+		return
+	}
+	fp, _ := promptBlocks(p)
+	writeJSON(c.w, http.StatusOK, map[string]int64{"input_tokens": max(fp.total, 1)})
+}

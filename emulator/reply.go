@@ -1,0 +1,293 @@
+package emulator
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// directives are the test directives found in the last user text.
+type directives struct {
+	tool       bool
+	errorType  string
+	expire     bool
+	slow       time.Duration
+	turnaround time.Duration
+	hasTurn    bool
+}
+
+var directiveRE = regexp.MustCompile(`\[(tool|expire|error:[a-z_]+|slow:[0-9a-zµ.]+|turnaround:[0-9a-zµ.]+)\]`)
+
+func parseDirectives(text string) directives {
+	var d directives
+	for _, m := range directiveRE.FindAllStringSubmatch(text, -1) {
+		name, arg, _ := strings.Cut(m[1], ":")
+		switch name {
+		case "tool":
+			d.tool = true
+		case "expire":
+			d.expire = true
+		case "error":
+			d.errorType = arg
+		case "slow":
+			if v, err := time.ParseDuration(arg); err == nil {
+				d.slow = v
+			}
+		case "turnaround":
+			if v, err := time.ParseDuration(arg); err == nil {
+				d.turnaround, d.hasTurn = v, true
+			}
+		}
+	}
+	return d
+}
+
+// directiveError is the error a [error:<type>] directive asks for.
+func directiveError(t string) *apiError {
+	e := &apiError{status: llmfleet.StatusForErrorType(t), typ: t, message: "emulated " + t + " (requested by the [error:" + t + "] directive)"}
+	if t == "overloaded_error" {
+		e.message = "Overloaded"
+	}
+	return e
+}
+
+// block is one content block of a reply.
+type block struct {
+	Type      string
+	Text      string          // text
+	Thinking  string          // thinking
+	Signature string          // thinking
+	ID, Name  string          // tool_use
+	Input     json.RawMessage // tool_use
+}
+
+// MarshalJSON writes the block in the API's field order.
+func (b block) MarshalJSON() ([]byte, error) {
+	switch b.Type {
+	case "thinking":
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"signature"`
+		}{b.Type, b.Thinking, b.Signature})
+	case "tool_use":
+		return json.Marshal(struct {
+			Type  string          `json:"type"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}{b.Type, b.ID, b.Name, b.Input})
+	default:
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{b.Type, b.Text})
+	}
+}
+
+// reply is the model's answer to a request, before usage.
+type reply struct {
+	id           string
+	model        string
+	content      []block
+	stopReason   string
+	stopSequence *string
+	outputTokens int64
+}
+
+// buildReply computes the deterministic reply to p: a pure function of the
+// request body.
+func buildReply(p *params) *reply {
+	sum := sha256.Sum256(p.raw)
+	seed := string(sum[:])
+	r := &reply{id: "msg_01" + idText("msg|"+seed), model: p.model, stopReason: "end_turn"}
+	if p.maxTokens == 0 {
+		r.stopReason = "max_tokens"
+		r.content = []block{}
+		return r
+	}
+	user := p.lastUserText()
+	d := parseDirectives(user)
+	var blocks []block
+	if p.thinking == "enabled" || p.thinking == "adaptive" {
+		sig := sha256.Sum256([]byte("signature|" + seed))
+		blocks = append(blocks, block{Type: "thinking", Thinking: "Thinking about: " + user,
+			Signature: base64.StdEncoding.EncodeToString(append(sig[:], sig[:]...))})
+	}
+	text := "Answer to: " + user
+	var toolBlock *block
+	if len(p.tools) > 0 && p.toolChoice != "none" && (d.tool || p.toolChoice == "any" || p.toolChoice == "tool") {
+		name := p.tools[0].name
+		if p.toolChoice == "tool" {
+			name = p.toolName
+		}
+		var in bytes.Buffer
+		enc := json.NewEncoder(&in)
+		enc.SetEscapeHTML(false)
+		enc.Encode(map[string]string{"query": user})
+		toolBlock = &block{Type: "tool_use", ID: "toolu_01" + idText("tool|"+seed), Name: name,
+			Input: bytes.TrimSpace(in.Bytes())}
+		r.stopReason = "tool_use"
+	}
+	// Stop sequences cut the text and everything after it.
+	best := -1
+	for _, ss := range p.stopSequences {
+		if ss == "" {
+			continue
+		}
+		if i := strings.Index(text, ss); i >= 0 && (best < 0 || i < best) {
+			best = i
+			seq := ss
+			r.stopSequence = &seq
+		}
+	}
+	if best >= 0 {
+		text = text[:best]
+		toolBlock = nil
+		r.stopReason = "stop_sequence"
+	}
+	if text != "" {
+		blocks = append(blocks, block{Type: "text", Text: text})
+	}
+	if toolBlock != nil {
+		blocks = append(blocks, *toolBlock)
+	}
+	// max_tokens truncates the output where its tokens run out.
+	if outputTokens(blocks) > p.maxTokens {
+		budget := 4*p.maxTokens - 1
+		var kept []block
+		for _, b := range blocks {
+			if budget <= 0 {
+				break
+			}
+			switch b.Type {
+			case "thinking":
+				b.Thinking = cut(b.Thinking, &budget)
+			case "text":
+				b.Text = cut(b.Text, &budget)
+			case "tool_use":
+				if int64(len(b.Input)) > budget {
+					budget = 0
+					continue
+				}
+				budget -= int64(len(b.Input))
+			}
+			kept = append(kept, b)
+		}
+		blocks = kept
+		r.stopReason = "max_tokens"
+		r.stopSequence = nil
+	}
+	if blocks == nil {
+		blocks = []block{}
+	}
+	r.content = blocks
+	r.outputTokens = outputTokens(blocks)
+	return r
+}
+
+// cut returns the longest prefix of s within *budget bytes, ending on a
+// rune boundary, and takes its length from *budget.
+func cut(s string, budget *int64) string {
+	if int64(len(s)) <= *budget {
+		*budget -= int64(len(s))
+		return s
+	}
+	n := int(*budget)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	*budget = 0
+	return s[:n]
+}
+
+// outputTokens counts a reply's output tokens: a quarter of its characters
+// (thinking, text and tool input JSON), plus one.
+func outputTokens(blocks []block) int64 {
+	n := 0
+	for _, b := range blocks {
+		n += len(b.Thinking) + len(b.Text) + len(b.Input)
+	}
+	return int64(n/4 + 1)
+}
+
+// ReplyText returns the text of the text block of the emulator's reply to
+// the create-message body: "Answer to: " followed by the text of the last
+// user message (its string content, or its text blocks and the text of its
+// tool_result blocks joined by "\n"), cut by stop_sequences and max_tokens
+// as the reply is. It returns an error, in the API's words, when the body
+// is not a valid request.
+func ReplyText(body []byte) (string, error) {
+	p, e := parseParams(body, modeSync)
+	if e != nil {
+		return "", e
+	}
+	for _, b := range buildReply(p).content {
+		if b.Type == "text" {
+			return b.Text, nil
+		}
+	}
+	return "", nil
+}
+
+// MessageID returns the id of the emulator's reply to the create-message
+// body, a hash of the body: "msg_01" followed by 22 base-62 characters.
+func MessageID(body []byte) string {
+	sum := sha256.Sum256(body)
+	return "msg_01" + idText("msg|"+string(sum[:]))
+}
+
+// usageJSON is the usage object of a Message.
+type usageJSON struct {
+	InputTokens              int64             `json:"input_tokens"`
+	CacheCreationInputTokens int64             `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64             `json:"cache_read_input_tokens"`
+	CacheCreation            cacheCreationJSON `json:"cache_creation"`
+	OutputTokens             int64             `json:"output_tokens"`
+	ServiceTier              string            `json:"service_tier"`
+}
+
+type cacheCreationJSON struct {
+	Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+}
+
+func makeUsage(in inputUsage, output int64, tier string) usageJSON {
+	return usageJSON{
+		InputTokens:              in.input,
+		CacheCreationInputTokens: in.write5m + in.write1h,
+		CacheReadInputTokens:     in.cacheRead,
+		CacheCreation:            cacheCreationJSON{Ephemeral5m: in.write5m, Ephemeral1h: in.write1h},
+		OutputTokens:             output,
+		ServiceTier:              tier,
+	}
+}
+
+// messageJSON is the Message object.
+type messageJSON struct {
+	ID           string          `json:"id"`
+	Type         string          `json:"type"`
+	Role         string          `json:"role"`
+	Model        string          `json:"model"`
+	Content      []block         `json:"content"`
+	StopReason   *string         `json:"stop_reason"`
+	StopSequence *string         `json:"stop_sequence"`
+	StopDetails  json.RawMessage `json:"stop_details"`
+	Container    json.RawMessage `json:"container"`
+	Usage        usageJSON       `json:"usage"`
+}
+
+var jsonNull = json.RawMessage("null")
+
+func (r *reply) message(u usageJSON) messageJSON {
+	sr := r.stopReason
+	return messageJSON{ID: r.id, Type: "message", Role: "assistant", Model: r.model, Content: r.content,
+		StopReason: &sr, StopSequence: r.stopSequence, StopDetails: jsonNull, Container: jsonNull, Usage: u}
+}

@@ -1,0 +1,138 @@
+package emulator
+
+import (
+	"maps"
+	"slices"
+)
+
+// StatsPath is the path of the emulator's own statistics endpoint, which
+// the real API does not have: GET /emulator/v1/stats answers the Stats as
+// JSON, without authentication.
+const StatsPath = "/emulator/v1/stats"
+
+// Stats are the emulator's observations, for tests.
+type Stats struct {
+	// Calls counts the HTTP requests received per endpoint (one of the
+	// Endpoint* names), including those that failed or met a fault.
+	Calls map[string]int `json:"calls"`
+	// Submissions lists every request ever submitted in a created batch,
+	// in order of submission.
+	Submissions []Submission `json:"submissions"`
+	// Batches holds per-batch counters, by batch id.
+	Batches map[string]BatchStats `json:"batches"`
+	// FaultsFired counts the injected faults used.
+	FaultsFired int `json:"faults_fired"`
+}
+
+// Submission is one request submitted in a batch.
+type Submission struct {
+	BatchID  string `json:"batch_id"`
+	CustomID string `json:"custom_id"`
+	// ParamsHash is the hex SHA-256 of the compacted params JSON.
+	ParamsHash string `json:"params_hash"`
+}
+
+// BatchStats counts the calls made about one batch.
+type BatchStats struct {
+	// Requests is the number of requests in the batch.
+	Requests int `json:"requests"`
+	// Retrieves, Results, Cancels and Deletes count the calls to those
+	// endpoints for this batch (including failed ones).
+	Retrieves int `json:"retrieves"`
+	Results   int `json:"results"`
+	Cancels   int `json:"cancels"`
+	Deletes   int `json:"deletes"`
+}
+
+// DuplicateParams returns the params hashes submitted more than once,
+// across all batches, sorted.
+func (st Stats) DuplicateParams() []string {
+	n := map[string]int{}
+	for _, s := range st.Submissions {
+		n[s.ParamsHash]++
+	}
+	var out []string
+	for h, c := range n {
+		if c > 1 {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ManagementCalls returns the number of batch API calls made: create,
+// retrieve, list, results, cancel and delete.
+func (st Stats) ManagementCalls() int {
+	return st.Calls[EndpointCreate] + st.Calls[EndpointRetrieve] + st.Calls[EndpointList] +
+		st.Calls[EndpointResults] + st.Calls[EndpointCancel] + st.Calls[EndpointDelete]
+}
+
+// statsState is the mutable form of Stats, guarded by Server.mu.
+type statsState struct {
+	calls       map[string]int
+	submissions []Submission
+	batches     map[string]*BatchStats
+}
+
+func newStatsState() statsState {
+	return statsState{calls: map[string]int{}, batches: map[string]*BatchStats{}}
+}
+
+func (st *statsState) submit(batchID, customID, hash string) {
+	st.submissions = append(st.submissions, Submission{BatchID: batchID, CustomID: customID, ParamsHash: hash})
+}
+
+func (st *statsState) batch(id string) *BatchStats {
+	b := st.batches[id]
+	if b == nil {
+		b = &BatchStats{}
+		st.batches[id] = b
+	}
+	return b
+}
+
+// count records a call to rt.
+func (s *Server) count(rt routed) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.st.stats
+	st.calls[rt.endpoint]++
+	if rt.batchID == "" {
+		return
+	}
+	if _, ok := s.st.batches[rt.batchID]; !ok {
+		return
+	}
+	b := st.batch(rt.batchID)
+	switch rt.endpoint {
+	case EndpointRetrieve:
+		b.Retrieves++
+	case EndpointResults:
+		b.Results++
+	case EndpointCancel:
+		b.Cancels++
+	case EndpointDelete:
+		b.Deletes++
+	}
+}
+
+// Stats returns a snapshot of the emulator's observations.
+func (s *Server) Stats() Stats {
+	s.init()
+	s.mu.Lock()
+	st := &s.st.stats
+	out := Stats{
+		Calls:       maps.Clone(st.calls),
+		Submissions: append([]Submission{}, st.submissions...),
+		Batches:     make(map[string]BatchStats, len(st.batches)),
+	}
+	for id, b := range st.batches {
+		out.Batches[id] = *b
+	}
+	s.mu.Unlock()
+	s.fault.mu.Lock()
+	out.FaultsFired = s.fault.fired
+	s.fault.mu.Unlock()
+	return out
+}
