@@ -82,6 +82,9 @@ func encodeCreate(items []llmfleet.BatchItem) ([]byte, error) {
 	for _, it := range items {
 		size += len(`{"custom_id":"","params":},`) + len(it.CustomID) + len(it.Params)
 	}
+	if size-1 > MaxBatchBytes {
+		return nil, tooLarge(size - 1)
+	}
 	var b bytes.Buffer
 	b.Grow(size)
 	b.WriteString(`{"requests":[`)
@@ -106,8 +109,12 @@ func encodeCreate(items []llmfleet.BatchItem) ([]byte, error) {
 	}
 	b.WriteString(`]}`)
 	if b.Len() > MaxBatchBytes {
-		return nil, localError(http.StatusRequestEntityTooLarge, "request_too_large",
-			fmt.Sprintf("batch create body is %d bytes, more than %d", b.Len(), MaxBatchBytes))
+		return nil, tooLarge(b.Len())
 	}
 	return b.Bytes(), nil
+}
+
+func tooLarge(n int) error {
+	return localError(http.StatusRequestEntityTooLarge, "request_too_large",
+		fmt.Sprintf("batch create body is %d bytes, more than the %d a batch may hold", n, MaxBatchBytes))
 }

@@ -91,6 +91,9 @@ type fakeBatches struct {
 	now      time.Time
 	OnCreate func(n int) (record, answer bool)
 	OnList   func(w http.ResponseWriter) bool // true: handled
+	// Block, if set, runs after the nth create was recorded, before it is
+	// answered.
+	Block func(n int)
 }
 
 func (f *fakeBatches) add(n int, at time.Time) *fakeBatch {
@@ -125,7 +128,11 @@ func (f *fakeBatches) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if record {
 			b = f.add(len(body.Requests), f.now)
 		}
+		n := f.creates
 		f.mu.Unlock()
+		if f.Block != nil {
+			f.Block(n)
+		}
 		if !answer {
 			panic(http.ErrAbortHandler)
 		}
