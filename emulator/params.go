@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -29,6 +30,7 @@ var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 // params is a decoded create-message body.
 type params struct {
 	raw           []byte
+	digest        string // hash of the canonical body without "stream"
 	model         string
 	maxTokens     int64
 	stream        bool
@@ -78,7 +80,7 @@ func parseParams(body []byte, m mode) (*params, *apiError) {
 	if dec.More() || top == nil {
 		return nil, invalid("Invalid JSON in request body: expected a single JSON object")
 	}
-	p := &params{raw: body}
+	p := &params{raw: body, digest: digest(top)}
 	for k := range top {
 		if !knownParams[k] {
 			return nil, invalid("%s: Extra inputs are not permitted", k)
@@ -172,6 +174,26 @@ func parseParams(body []byte, m mode) (*params, *apiError) {
 		return nil, e
 	}
 	return p, nil
+}
+
+// digest hashes the canonical form of a body (members sorted, whitespace
+// removed, "stream" left out), so that a reply does not depend on layout or
+// on whether it is streamed.
+func digest(top map[string]json.RawMessage) string {
+	canon := make(map[string]json.RawMessage, len(top))
+	for k, v := range top {
+		if k == "stream" {
+			continue
+		}
+		var buf bytes.Buffer
+		if json.Compact(&buf, v) == nil {
+			v = buf.Bytes()
+		}
+		canon[k] = v
+	}
+	b, _ := json.Marshal(canon)
+	sum := sha256.Sum256(b)
+	return string(sum[:])
 }
 
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }

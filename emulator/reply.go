@@ -105,8 +105,7 @@ type reply struct {
 // buildReply computes the deterministic reply to p: a pure function of the
 // request body.
 func buildReply(p *params) *reply {
-	sum := sha256.Sum256(p.raw)
-	seed := string(sum[:])
+	seed := p.digest
 	r := &reply{id: "msg_01" + idText("msg|"+seed), model: p.model, stopReason: "end_turn"}
 	if p.maxTokens == 0 {
 		r.stopReason = "max_tokens"
@@ -238,10 +237,15 @@ func ReplyText(body []byte) (string, error) {
 }
 
 // MessageID returns the id of the emulator's reply to the create-message
-// body, a hash of the body: "msg_01" followed by 22 base-62 characters.
+// body: "msg_01" followed by 22 base-62 characters of a hash of the body
+// (ignoring its layout and its "stream" member), or "" if the body is not a
+// JSON object.
 func MessageID(body []byte) string {
-	sum := sha256.Sum256(body)
-	return "msg_01" + idText("msg|"+string(sum[:]))
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil || top == nil {
+		return ""
+	}
+	return "msg_01" + idText("msg|"+digest(top))
 }
 
 // usageJSON is the usage object of a Message.

@@ -189,17 +189,32 @@ func notFound(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusNotFound, typ: "not_found_error", message: fmt.Sprintf(format, args...)}
 }
 
+// errorJSON is the inner error object of an envelope.
+type errorJSON struct {
+	Type    string       `json:"type"`
+	Message string       `json:"message"`
+	Details *detailsJSON `json:"details,omitempty"`
+}
+
+type detailsJSON struct {
+	ErrorCode string `json:"error_code"`
+}
+
+func (e *apiError) inner() errorJSON {
+	out := errorJSON{Type: e.typ, Message: e.message}
+	if e.errorCode != "" {
+		out.Details = &detailsJSON{ErrorCode: e.errorCode}
+	}
+	return out
+}
+
 // envelope is the JSON error envelope of the Anthropic API.
 func envelope(e *apiError, requestID string) []byte {
-	inner := map[string]any{"type": e.typ, "message": e.message}
-	if e.errorCode != "" {
-		inner["details"] = map[string]any{"error_code": e.errorCode}
-	}
 	b, _ := json.Marshal(struct {
-		Type      string         `json:"type"`
-		Error     map[string]any `json:"error"`
-		RequestID string         `json:"request_id"`
-	}{"error", inner, requestID})
+		Type      string    `json:"type"`
+		Error     errorJSON `json:"error"`
+		RequestID string    `json:"request_id"`
+	}{"error", e.inner(), requestID})
 	return b
 }
 

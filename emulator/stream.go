@@ -13,6 +13,69 @@ type sseEvent struct {
 	data any
 }
 
+// Stream event payloads, with "type" first as the API sends it.
+type (
+	evType struct {
+		Type string `json:"type"`
+	}
+	evMessageStart struct {
+		Type    string      `json:"type"`
+		Message messageJSON `json:"message"`
+	}
+	evBlockStart struct {
+		Type         string `json:"type"`
+		Index        int    `json:"index"`
+		ContentBlock block  `json:"content_block"`
+	}
+	evBlockDelta struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+		Delta any    `json:"delta"`
+	}
+	evBlockStop struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+	}
+	evMessageDelta struct {
+		Type  string         `json:"type"`
+		Delta evStop         `json:"delta"`
+		Usage evMessageUsage `json:"usage"`
+	}
+	evStop struct {
+		StopReason   *string         `json:"stop_reason"`
+		StopSequence *string         `json:"stop_sequence"`
+		StopDetails  json.RawMessage `json:"stop_details"`
+		Container    json.RawMessage `json:"container"`
+	}
+	evMessageUsage struct {
+		InputTokens              int64 `json:"input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+	}
+	textDelta struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	thinkingDelta struct {
+		Type     string `json:"type"`
+		Thinking string `json:"thinking"`
+	}
+	signatureDelta struct {
+		Type      string `json:"type"`
+		Signature string `json:"signature"`
+	}
+	jsonDelta struct {
+		Type        string `json:"type"`
+		PartialJSON string `json:"partial_json"`
+	}
+	evError struct {
+		Type      string    `json:"type"`
+		Error     errorJSON `json:"error"`
+		RequestID string    `json:"request_id"`
+	}
+)
+
 // streamEvents returns the SSE events that deliver msg, in the order of the
 // real API: message_start, each block's start/deltas/stop, message_delta,
 // message_stop, with ping events at random (but deterministic) points.
@@ -21,7 +84,7 @@ func (s *Server) streamEvents(msg messageJSON) []sseEvent {
 	var evs []sseEvent
 	ping := func() {
 		if r.IntN(8) == 0 {
-			evs = append(evs, sseEvent{"ping", map[string]string{"type": "ping"}})
+			evs = append(evs, sseEvent{"ping", evType{"ping"}})
 		}
 	}
 	start := msg
@@ -29,48 +92,45 @@ func (s *Server) streamEvents(msg messageJSON) []sseEvent {
 	start.StopReason = nil
 	start.StopSequence = nil
 	start.Usage.OutputTokens = min(1, msg.Usage.OutputTokens)
-	evs = append(evs, sseEvent{"message_start", map[string]any{"type": "message_start", "message": start}})
-	evs = append(evs, sseEvent{"ping", map[string]string{"type": "ping"}})
+	evs = append(evs, sseEvent{"message_start", evMessageStart{"message_start", start}})
+	evs = append(evs, sseEvent{"ping", evType{"ping"}})
 	delta := func(i int, d any) {
-		evs = append(evs, sseEvent{"content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}})
+		evs = append(evs, sseEvent{"content_block_delta", evBlockDelta{"content_block_delta", i, d}})
 		ping()
 	}
 	for i, b := range msg.Content {
-		var first block
-		first.Type = b.Type
+		first := block{Type: b.Type}
 		if b.Type == "tool_use" {
 			first.ID, first.Name, first.Input = b.ID, b.Name, json.RawMessage("{}")
 		}
-		evs = append(evs, sseEvent{"content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": first}})
+		evs = append(evs, sseEvent{"content_block_start", evBlockStart{"content_block_start", i, first}})
 		ping()
 		switch b.Type {
 		case "text":
 			for _, piece := range split(r, b.Text, 12) {
-				delta(i, map[string]string{"type": "text_delta", "text": piece})
+				delta(i, textDelta{"text_delta", piece})
 			}
 		case "thinking":
 			for _, piece := range split(r, b.Thinking, 24) {
-				delta(i, map[string]string{"type": "thinking_delta", "thinking": piece})
+				delta(i, thinkingDelta{"thinking_delta", piece})
 			}
-			delta(i, map[string]string{"type": "signature_delta", "signature": b.Signature})
+			delta(i, signatureDelta{"signature_delta", b.Signature})
 		case "tool_use":
-			delta(i, map[string]string{"type": "input_json_delta", "partial_json": ""})
+			delta(i, jsonDelta{"input_json_delta", ""})
 			for _, piece := range split(r, string(b.Input), 10) {
-				delta(i, map[string]string{"type": "input_json_delta", "partial_json": piece})
+				delta(i, jsonDelta{"input_json_delta", piece})
 			}
 		}
-		evs = append(evs, sseEvent{"content_block_stop", map[string]any{"type": "content_block_stop", "index": i}})
+		evs = append(evs, sseEvent{"content_block_stop", evBlockStop{"content_block_stop", i}})
 		ping()
 	}
 	u := msg.Usage
-	evs = append(evs, sseEvent{"message_delta", map[string]any{
-		"type": "message_delta",
-		"delta": map[string]any{"stop_reason": msg.StopReason, "stop_sequence": msg.StopSequence,
-			"stop_details": nil, "container": nil},
-		"usage": map[string]int64{"input_tokens": u.InputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens,
-			"cache_read_input_tokens": u.CacheReadInputTokens, "output_tokens": u.OutputTokens},
+	evs = append(evs, sseEvent{"message_delta", evMessageDelta{
+		Type:  "message_delta",
+		Delta: evStop{msg.StopReason, msg.StopSequence, jsonNull, jsonNull},
+		Usage: evMessageUsage{u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens},
 	}})
-	evs = append(evs, sseEvent{"message_stop", map[string]string{"type": "message_stop"}})
+	evs = append(evs, sseEvent{"message_stop", evType{"message_stop"}})
 	return evs
 }
 
@@ -109,8 +169,8 @@ func (s *Server) writeStream(c *call, p *params, msg messageJSON, f *Fault) {
 			if m == "" {
 				m = defaultMessage(typ)
 			}
-			evs = append(evs[:n:n], sseEvent{"error", map[string]any{"type": "error",
-				"error": map[string]string{"type": typ, "message": m}, "request_id": c.id}})
+			evs = append(evs[:n:n], sseEvent{"error", evError{"error",
+				errorJSON{Type: typ, Message: m}, c.id}})
 		}
 	}
 	h := c.w.Header()
