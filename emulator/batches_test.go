@@ -161,3 +161,196 @@ func TestBatchLifecycle(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+func TestBatchCancel(t *testing.T) {
+	e := newEnv(t)
+	e.s.CancelDelay = 2 * time.Second
+	b := e.create(items(200, func(i int) string { return fmt.Sprintf("q%d", i) }))
+	id := b["id"].(string)
+	e.clock.Add(5 * time.Second) // within the 10s..19s turnaround
+	r := e.do("POST", "/v1/messages/batches/"+id+"/cancel", nil)
+	if r.status != 200 {
+		t.Fatalf("cancel %d %s", r.status, r.body)
+	}
+	c := r.json(t)
+	if c["processing_status"] != "canceling" || c["cancel_initiated_at"] == nil || counts(c)["processing"] != 200 {
+		t.Fatalf("cancel answer %v", c)
+	}
+	e.clock.Add(time.Second)
+	if g := e.get(id); g["processing_status"] != "canceling" {
+		t.Fatalf("still canceling: %v", g)
+	}
+	e.clock.Add(time.Second)
+	g := e.get(id)
+	cn := counts(g)
+	if g["processing_status"] != "ended" || cn["succeeded"] == 0 || cn["canceled"] == 0 || cn["succeeded"]+cn["canceled"] != 200 {
+		t.Fatalf("after cancel: %v", g)
+	}
+	n := map[string]int{}
+	for _, l := range e.results(id) {
+		n[l.Result.Type]++
+	}
+	if n["succeeded"] != cn["succeeded"] || n["canceled"] != cn["canceled"] {
+		t.Fatalf("results %v, counts %v", n, cn)
+	}
+	errType(t, e.do("POST", "/v1/messages/batches/"+id+"/cancel", nil), 400, "invalid_request_error")
+}
+
+func TestBatchExpiry(t *testing.T) {
+	e := newEnv(t)
+	its := items(4, func(i int) string { return fmt.Sprintf("q%d", i) })
+	its[3].Params = msgBody("slow one [turnaround:30h]")
+	b := e.create(its)
+	id := b["id"].(string)
+	e.clock.Add(23 * time.Hour)
+	if g := e.get(id); g["processing_status"] != "in_progress" {
+		t.Fatalf("%v", g)
+	}
+	e.clock.Add(time.Hour)
+	g := e.get(id)
+	if g["processing_status"] != "ended" || g["ended_at"] != g["expires_at"] {
+		t.Fatalf("expired batch %v", g)
+	}
+	if c := counts(g); c["succeeded"] != 3 || c["expired"] != 1 {
+		t.Fatalf("counts %v", c)
+	}
+	for _, l := range e.results(id) {
+		if (l.CustomID == "req-3") != (l.Result.Type == "expired") {
+			t.Fatalf("result %+v", l)
+		}
+	}
+	e.clock.Add(29 * 24 * time.Hour)
+	if g := e.get(id); g["archived_at"] == nil {
+		t.Fatalf("not archived: %v", g)
+	}
+	errType(t, e.do("GET", "/v1/messages/batches/"+id+"/results", nil), 404, "not_found_error")
+}
+
+func TestBatchErroredResults(t *testing.T) {
+	e := newEnv(t)
+	noModel := msgBody("x")
+	delete(noModel, "model")
+	noMax := msgBody("x")
+	delete(noMax, "max_tokens")
+	cases := map[string]map[string]any{
+		"stream":     msgBody("x", "stream", true),
+		"max0":       msgBody("x", "max_tokens", 0),
+		"nomax":      noMax,
+		"nomodel":    noModel,
+		"speed":      msgBody("x", "speed", "fast"),
+		"nomessages": {"model": "m", "max_tokens": 10},
+		"directive":  msgBody("x [error:overloaded_error]"),
+		"expire":     msgBody("x [expire]"),
+		"ok":         msgBody("fine"),
+	}
+	var its []item
+	for id, p := range cases {
+		its = append(its, item{id, p})
+	}
+	b := e.create(its)
+	e.clock.Add(time.Minute)
+	g := e.get(b["id"].(string))
+	if c := counts(g); c["errored"] != 7 || c["expired"] != 1 || c["succeeded"] != 1 {
+		t.Fatalf("counts %v", c)
+	}
+	for _, l := range e.results(b["id"].(string)) {
+		switch l.CustomID {
+		case "ok":
+			if l.Result.Type != "succeeded" {
+				t.Fatalf("%+v", l)
+			}
+		case "expire":
+			if l.Result.Type != "expired" {
+				t.Fatalf("%+v", l)
+			}
+		default:
+			want := "invalid_request_error"
+			if l.CustomID == "directive" {
+				want = "overloaded_error"
+			}
+			er := l.Result.Error
+			if l.Result.Type != "errored" || er.Type != "error" || er.Error.Type != want || er.Error.Message == "" || er.RequestID == "" {
+				t.Fatalf("%s: %+v", l.CustomID, l.Result)
+			}
+		}
+	}
+}
+
+func TestBatchCreateValidation(t *testing.T) {
+	e := newEnv(t)
+	ok := msgBody("x")
+	cases := map[string]any{
+		"malformed":  "{",
+		"none":       map[string]any{"requests": []any{}},
+		"missing":    map[string]any{},
+		"extra":      map[string]any{"requests": []any{item{"a", ok}}, "x": 1},
+		"bad id":     map[string]any{"requests": []any{item{"a.b", ok}}},
+		"long id":    map[string]any{"requests": []any{item{strings.Repeat("a", 65), ok}}},
+		"dup":        map[string]any{"requests": []any{item{"a", ok}, item{"a", ok}}},
+		"no params":  map[string]any{"requests": []any{map[string]any{"custom_id": "a"}}},
+		"str params": map[string]any{"requests": []any{map[string]any{"custom_id": "a", "params": "x"}}},
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			errType(t, e.do("POST", "/v1/messages/batches", body), 400, "invalid_request_error")
+		})
+	}
+	if n := len(e.s.Stats().Submissions); n != 0 {
+		t.Fatalf("%d submissions recorded for failed creates", n)
+	}
+}
+
+func TestBatchList(t *testing.T) {
+	e := newEnv(t)
+	var ids []string
+	for i := range 7 {
+		ids = append(ids, e.create(items(1, func(int) string { return fmt.Sprint(i) }))["id"].(string))
+		e.clock.Add(time.Second)
+	}
+	e.do("POST", "/v1/messages/batches", map[string]any{"requests": items(1, func(int) string { return "other" })}, "X-Api-Key", "key-b")
+	list := func(q string) (got []string, m map[string]any) {
+		t.Helper()
+		r := e.do("GET", "/v1/messages/batches"+q, nil)
+		if r.status != 200 {
+			t.Fatalf("list %s: %d %s", q, r.status, r.body)
+		}
+		m = r.json(t)
+		for _, d := range m["data"].([]any) {
+			got = append(got, d.(map[string]any)["id"].(string))
+		}
+		return got, m
+	}
+	all, m := list("")
+	if len(all) != 7 || all[0] != ids[6] || all[6] != ids[0] || m["has_more"] != false {
+		t.Fatalf("default page %v %v", all, m["has_more"])
+	}
+	var paged []string
+	after := ""
+	for {
+		q := "?limit=3"
+		if after != "" {
+			q += "&after_id=" + after
+		}
+		got, m := list(q)
+		paged = append(paged, got...)
+		if m["first_id"] != got[0] || m["last_id"] != got[len(got)-1] {
+			t.Fatalf("first/last %v", m)
+		}
+		if m["has_more"] != true {
+			break
+		}
+		after = m["last_id"].(string)
+	}
+	if strings.Join(paged, ",") != strings.Join(all, ",") {
+		t.Fatalf("paged %v, want %v", paged, all)
+	}
+	got, m := list("?limit=2&before_id=" + ids[2])
+	if len(got) != 2 || got[0] != ids[4] || got[1] != ids[3] || m["has_more"] != true {
+		t.Fatalf("before page %v %v", got, m["has_more"])
+	}
+	if got, m := list("?after_id=" + ids[0]); len(got) != 0 || m["has_more"] != false || m["first_id"] != nil {
+		t.Fatalf("empty page %v %v", got, m)
+	}
+	errType(t, e.do("GET", "/v1/messages/batches?limit=0", nil), 400, "invalid_request_error")
+	errType(t, e.do("GET", "/v1/messages/batches?limit=1001", nil), 400, "invalid_request_error")
+}
