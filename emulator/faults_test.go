@@ -1,0 +1,154 @@
+package emulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFaultStatuses(t *testing.T) {
+	e := newEnv(t)
+	body := msgBody("x")
+	e.s.InjectFault(Fault{Endpoint: EndpointMessages, Status: 429, RetryAfter: 1500 * time.Millisecond, Times: 2})
+	for range 2 {
+		r := e.do("POST", "/v1/messages", body)
+		errType(t, r, 429, "rate_limit_error")
+		if r.header.Get("retry-after") != "2" {
+			t.Fatalf("retry-after %q", r.header.Get("retry-after"))
+		}
+	}
+	if r := e.do("POST", "/v1/messages", body); r.status != 200 {
+		t.Fatalf("fault outlived Times: %d", r.status)
+	}
+	e.s.InjectFault(Fault{Method: "POST", PathPrefix: "/v1/messages", Status: 429, ErrorCode: "enforced_spend_limit_reached"})
+	r := e.do("POST", "/v1/messages", body)
+	errType(t, r, 429, "rate_limit_error")
+	var env struct {
+		Error struct {
+			Details struct {
+				ErrorCode string `json:"error_code"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	json.Unmarshal(r.body, &env)
+	if env.Error.Details.ErrorCode != "enforced_spend_limit_reached" || r.header.Get("retry-after") != "" {
+		t.Fatalf("spend cap %s %v", r.body, r.header)
+	}
+	for _, st := range []struct {
+		status int
+		typ    string
+	}{{400, "invalid_request_error"}, {401, "authentication_error"}, {402, "billing_error"}, {403, "permission_error"},
+		{404, "not_found_error"}, {409, "conflict_error"}, {413, "request_too_large"}, {500, "api_error"},
+		{504, "timeout_error"}, {529, "overloaded_error"}} {
+		e.s.InjectFault(Fault{Endpoint: EndpointRetrieve, Status: st.status, ShouldRetry: "false"})
+		r := e.do("GET", "/v1/messages/batches/msgbatch_x", nil)
+		errType(t, r, st.status, st.typ)
+		if r.header.Get("x-should-retry") != "false" {
+			t.Fatal("no x-should-retry")
+		}
+	}
+	// Endpoint filter: a create fault leaves messages alone.
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, Status: 500, Times: -1})
+	if r := e.do("POST", "/v1/messages", body); r.status != 200 {
+		t.Fatal("create fault hit messages")
+	}
+	errType(t, e.do("POST", "/v1/messages/batches", map[string]any{"requests": items(1, func(int) string { return "a" })}), 500, "api_error")
+	if e.s.PendingFaults() != 1 {
+		t.Fatal("unlimited fault used up")
+	}
+	e.s.ClearFaults()
+	if st := e.s.Stats(); st.FaultsFired != 14 || len(st.Submissions) != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestFaultDelayAndDrops(t *testing.T) {
+	e := newEnv(t)
+	e.s.InjectFault(Fault{Delay: 5 * time.Second})
+	if r := e.do("POST", "/v1/messages", msgBody("x")); r.status != 200 || len(e.slept) != 1 || e.slept[0] != 5*time.Second {
+		t.Fatalf("delay: %d %v", r.status, e.slept)
+	}
+	send := func(path string, body []byte) error {
+		req, _ := http.NewRequest("POST", e.ts.URL+path, bytes.NewReader(body))
+		req.Header.Set("x-api-key", "key-a")
+		req.Header.Set("anthropic-version", "2023-06-01")
+		res, err := e.ts.Client().Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		return err
+	}
+	e.s.InjectFault(Fault{DropConnection: true})
+	if err := send("/v1/messages", mustJSON(t, msgBody("x"))); err == nil {
+		t.Fatal("DropConnection: no error")
+	}
+	create := mustJSON(t, map[string]any{"requests": items(3, func(int) string { return "a" })})
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, DropAfterBody: true})
+	if err := send("/v1/messages/batches", create); err == nil {
+		t.Fatal("DropAfterBody: no error")
+	}
+	if n := len(e.s.Stats().Submissions); n != 0 {
+		t.Fatalf("DropAfterBody created a batch (%d submissions)", n)
+	}
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, DropResponse: true})
+	if err := send("/v1/messages/batches", create); err == nil {
+		t.Fatal("DropResponse: no error")
+	}
+	st := e.s.Stats()
+	if len(st.Submissions) != 3 {
+		t.Fatalf("DropResponse: %d submissions", len(st.Submissions))
+	}
+	// The batch exists and can be found by listing.
+	r := e.do("GET", "/v1/messages/batches", nil)
+	if d := r.json(t)["data"].([]any); len(d) != 1 || d[0].(map[string]any)["id"] != st.Submissions[0].BatchID {
+		t.Fatalf("list after DropResponse: %s", r.body)
+	}
+}
+
+func TestFaultStreamError(t *testing.T) {
+	e := newEnv(t)
+	e.s.InjectFault(Fault{StreamError: true, StreamErrorAfter: 3})
+	// A non-streaming request does not use the stream fault.
+	if r := e.do("POST", "/v1/messages", msgBody("x")); r.status != 200 || e.s.PendingFaults() != 1 {
+		t.Fatal("stream fault used by a non-streaming request")
+	}
+	r := e.do("POST", "/v1/messages", msgBody("x", "stream", true))
+	if r.status != 200 {
+		t.Fatalf("status %d", r.status)
+	}
+	evs := parseSSE(t, r.body)
+	if len(evs) != 4 || evs[0].name != "message_start" || evs[3].name != "error" {
+		t.Fatalf("events %v", evs)
+	}
+	if typ := evs[3].data["error"].(map[string]any)["type"]; typ != "overloaded_error" {
+		t.Fatalf("error event %s", evs[3].raw)
+	}
+	if !strings.Contains(string(r.body), "event: error\ndata: {\"type\":\"error\"") {
+		t.Fatalf("framing %q", r.body)
+	}
+}
+
+func TestStatsEndpoint(t *testing.T) {
+	e := newEnv(t)
+	b := e.create(items(2, func(i int) string { return "a" }))
+	e.get(b["id"].(string))
+	r := e.raw("GET", StatsPath, nil, http.Header{})
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	var st Stats
+	if err := json.Unmarshal(r.body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Calls[EndpointCreate] != 1 || st.Calls[EndpointRetrieve] != 1 || len(st.Submissions) != 2 ||
+		st.Batches[b["id"].(string)].Retrieves != 1 || st.Batches[b["id"].(string)].Requests != 2 || st.ManagementCalls() != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Both requests carry the same params: a duplicate.
+	if d := st.DuplicateParams(); len(d) != 1 || d[0] != st.Submissions[0].ParamsHash {
+		t.Fatalf("duplicates %v", d)
+	}
+}
