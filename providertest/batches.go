@@ -1,0 +1,363 @@
+package providertest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// item is a batch item and the outcome the suite expects for it.
+type item struct {
+	llmfleet.BatchItem
+	want      llmfleet.ResultType
+	errorType string
+}
+
+func (s *suite) items(prefix string, n int) []item {
+	out := make([]item, n)
+	for i := range out {
+		out[i] = item{
+			BatchItem: llmfleet.BatchItem{
+				CustomID: fmt.Sprintf("%s-%d", prefix, i),
+				Params:   s.body(fmt.Sprintf("%s question number %d", prefix, i)),
+			},
+			want: llmfleet.ResultSucceeded,
+		}
+	}
+	return out
+}
+
+func batchItems(its []item) []llmfleet.BatchItem {
+	out := make([]llmfleet.BatchItem, len(its))
+	for i, it := range its {
+		out[i] = it.BatchItem
+	}
+	return out
+}
+
+// waitEnded advances the upstream's clock, by doubling steps, until the batch
+// has ended; at most 30 hours, beyond the 24 hours after which a batch
+// expires.
+func waitEnded(t *testing.T, e Env, id string) *llmfleet.Batch {
+	t.Helper()
+	total := time.Duration(0)
+	for step := time.Second; total <= 30*time.Hour; step *= 2 {
+		e.Advance(step)
+		total += step
+		b, err := e.Provider.GetBatch(ctx(t), e.Credential, id)
+		if err != nil {
+			t.Fatalf("GetBatch: %v", err)
+		}
+		if b.ID != id {
+			t.Fatalf("GetBatch(%s) returned %s", id, b.ID)
+		}
+		if b.Status == llmfleet.BatchEnded {
+			return b
+		}
+		if b.Status != llmfleet.BatchInProgress && b.Status != llmfleet.BatchCanceling {
+			t.Fatalf("batch status %q", b.Status)
+		}
+	}
+	t.Fatalf("batch %s did not end within 30h", id)
+	return nil
+}
+
+// results collects a batch's results by custom_id, failing on duplicates.
+func results(t *testing.T, e Env, id string) (map[string]llmfleet.BatchResult, []string) {
+	t.Helper()
+	got := map[string]llmfleet.BatchResult{}
+	var order []string
+	err := e.Provider.Results(ctx(t), e.Credential, id, func(r llmfleet.BatchResult) error {
+		if _, dup := got[r.CustomID]; dup {
+			t.Errorf("result for %s delivered twice", r.CustomID)
+		}
+		got[r.CustomID] = r
+		order = append(order, r.CustomID)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Results: %v", err)
+	}
+	return got, order
+}
+
+// countResults tallies results by type.
+func countResults(rs map[string]llmfleet.BatchResult) llmfleet.RequestCounts {
+	var c llmfleet.RequestCounts
+	for _, r := range rs {
+		switch r.Type {
+		case llmfleet.ResultSucceeded:
+			c.Succeeded++
+		case llmfleet.ResultErrored:
+			c.Errored++
+		case llmfleet.ResultCanceled:
+			c.Canceled++
+		case llmfleet.ResultExpired:
+			c.Expired++
+		}
+	}
+	return c
+}
+
+func (s *suite) needAdvance(t *testing.T, e Env) {
+	if e.Advance == nil {
+		t.Skip("Env.Advance is nil: batches cannot be made to end")
+	}
+}
+
+func (s *suite) batchLifecycle(t *testing.T) {
+	e := s.env(t)
+	s.needAdvance(t, e)
+	its := s.items("ok", 6)
+	its = append(its, item{
+		BatchItem: llmfleet.BatchItem{CustomID: "bad-params",
+			Params: []byte(`{"model":"` + s.model() + `","max_tokens":0,"messages":[{"role":"user","content":"zero"}]}`)},
+		want: llmfleet.ResultErrored, errorType: "invalid_request_error",
+	})
+	if s.h.ErrorPrompt != nil {
+		its = append(its, item{
+			BatchItem: llmfleet.BatchItem{CustomID: "overloaded", Params: s.body(s.h.ErrorPrompt("overloaded_error"))},
+			want:      llmfleet.ResultErrored, errorType: "overloaded_error",
+		})
+	}
+	if s.h.ExpirePrompt != "" {
+		its = append(its, item{
+			BatchItem: llmfleet.BatchItem{CustomID: "expire_me", Params: s.body(s.h.ExpirePrompt)},
+			want:      llmfleet.ResultExpired,
+		})
+	}
+	n := len(its)
+	created, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(its))
+	if err != nil {
+		t.Fatalf("CreateBatch: %v", err)
+	}
+	if created.ID == "" || created.Status != llmfleet.BatchInProgress || created.Counts.Total() != n ||
+		created.Counts.Processing != n || created.CreatedAt.IsZero() || !created.EndedAt.IsZero() || created.ResultsURL != "" {
+		t.Errorf("created batch %+v", created)
+	}
+	if d := created.ExpiresAt.Sub(created.CreatedAt); d != 24*time.Hour {
+		t.Errorf("expires %v after creation, want 24h", d)
+	}
+	got, err := e.Provider.GetBatch(ctx(t), e.Credential, created.ID)
+	if err != nil {
+		t.Fatalf("GetBatch: %v", err)
+	}
+	if got.ID != created.ID || !got.CreatedAt.Equal(created.CreatedAt) || got.Counts.Total() != n {
+		t.Errorf("GetBatch %+v, created %+v", got, created)
+	}
+
+	ended := waitEnded(t, e, created.ID)
+	if ended.EndedAt.IsZero() || ended.EndedAt.Before(ended.CreatedAt) || ended.Counts.Processing != 0 || ended.Counts.Total() != n {
+		t.Errorf("ended batch %+v", ended)
+	}
+	rs, order := results(t, e, created.ID)
+	if len(rs) != n {
+		t.Fatalf("%d results for %d requests", len(rs), n)
+	}
+	if c := countResults(rs); c != ended.Counts {
+		t.Errorf("results count %+v, batch says %+v", c, ended.Counts)
+	}
+	for _, it := range its {
+		r, ok := rs[it.CustomID]
+		if !ok {
+			t.Errorf("no result for %s", it.CustomID)
+			continue
+		}
+		if r.Type != it.want {
+			t.Errorf("%s: result %s, want %s", it.CustomID, r.Type, it.want)
+			continue
+		}
+		switch r.Type {
+		case llmfleet.ResultSucceeded:
+			if r.Error != nil {
+				t.Errorf("%s: succeeded with an error", it.CustomID)
+			}
+			s.checkMessage(t, it.Params, r.Message)
+		case llmfleet.ResultErrored:
+			if r.Error == nil {
+				t.Errorf("%s: errored without an error", it.CustomID)
+				continue
+			}
+			wantError(t, it.CustomID, r.Error, llmfleet.StatusForErrorType(it.errorType), it.errorType)
+		}
+	}
+	inOrder := slices.EqualFunc(order, its, func(id string, it item) bool { return id == it.CustomID })
+	t.Logf("results came in submission order: %v", inOrder)
+
+	stop := errors.New("stop here")
+	calls := 0
+	err = e.Provider.Results(ctx(t), e.Credential, created.ID, func(llmfleet.BatchResult) error {
+		calls++
+		return stop
+	})
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("an error from fn: Results returned %v after %d calls", err, calls)
+	}
+}
+
+func (s *suite) batchResultsEarly(t *testing.T) {
+	e := s.env(t)
+	b, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(s.items("early", 2)))
+	if err != nil {
+		t.Fatalf("CreateBatch: %v", err)
+	}
+	called := false
+	err = e.Provider.Results(ctx(t), e.Credential, b.ID, func(llmfleet.BatchResult) error {
+		called = true
+		return nil
+	})
+	if err == nil || called {
+		t.Errorf("Results of a running batch: err %v, fn called %v", err, called)
+	}
+}
+
+func (s *suite) batchList(t *testing.T) {
+	e := s.env(t)
+	var ids []string
+	for i := range 3 {
+		b, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(s.items(fmt.Sprintf("list%d", i), i+1)))
+		if err != nil {
+			t.Fatalf("CreateBatch: %v", err)
+		}
+		ids = append(ids, b.ID)
+	}
+	page, err := e.Provider.ListBatches(ctx(t), e.Credential, "", 2)
+	if err != nil {
+		t.Fatalf("ListBatches: %v", err)
+	}
+	if len(page.Batches) != 2 || page.Batches[0].ID != ids[2] || page.Batches[1].ID != ids[1] || !page.HasMore || page.LastID != ids[1] {
+		t.Errorf("first page %+v, want %v newest first", page, ids)
+	}
+	if len(page.Batches) == 2 && page.Batches[0].Counts.Total() != 3 {
+		t.Errorf("listed counts %+v", page.Batches[0].Counts)
+	}
+	page, err = e.Provider.ListBatches(ctx(t), e.Credential, page.LastID, 2)
+	if err != nil {
+		t.Fatalf("ListBatches: %v", err)
+	}
+	if len(page.Batches) != 1 || page.Batches[0].ID != ids[0] || page.HasMore {
+		t.Errorf("second page %+v", page)
+	}
+	page, err = e.Provider.ListBatches(ctx(t), e.Credential, "", 0)
+	if err != nil {
+		t.Fatalf("ListBatches: %v", err)
+	}
+	if len(page.Batches) != 3 || page.HasMore {
+		t.Errorf("default page %+v", page)
+	}
+}
+
+func (s *suite) batchCancel(t *testing.T) {
+	e := s.env(t)
+	s.needAdvance(t, e)
+	its := s.items("cancel", 5)
+	b, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(its))
+	if err != nil {
+		t.Fatalf("CreateBatch: %v", err)
+	}
+	c, err := e.Provider.CancelBatch(ctx(t), e.Credential, b.ID)
+	if err != nil {
+		t.Fatalf("CancelBatch: %v", err)
+	}
+	if c.ID != b.ID || (c.Status != llmfleet.BatchCanceling && c.Status != llmfleet.BatchEnded) {
+		t.Errorf("canceled batch %+v", c)
+	}
+	ended := waitEnded(t, e, b.ID)
+	if ended.Counts.Canceled+ended.Counts.Succeeded != len(its) {
+		t.Errorf("canceled batch counts %+v", ended.Counts)
+	}
+	rs, _ := results(t, e, b.ID)
+	if len(rs) != len(its) {
+		t.Fatalf("%d results for %d requests", len(rs), len(its))
+	}
+	for _, it := range its {
+		r := rs[it.CustomID]
+		switch r.Type {
+		case llmfleet.ResultSucceeded:
+			s.checkMessage(t, it.Params, r.Message)
+		case llmfleet.ResultCanceled:
+		default:
+			t.Errorf("%s: result %q in a canceled batch", it.CustomID, r.Type)
+		}
+	}
+	if c := countResults(rs); c != ended.Counts {
+		t.Errorf("results count %+v, batch says %+v", c, ended.Counts)
+	}
+}
+
+func (s *suite) batchNotFound(t *testing.T) {
+	e := s.env(t)
+	const id = "msgbatch_01NoSuchBatchAnywhere"
+	_, err := e.Provider.GetBatch(ctx(t), e.Credential, id)
+	wantError(t, "GetBatch", err, 404, "not_found_error")
+	_, err = e.Provider.CancelBatch(ctx(t), e.Credential, id)
+	wantError(t, "CancelBatch", err, 404, "not_found_error")
+	err = e.Provider.Results(ctx(t), e.Credential, id, func(llmfleet.BatchResult) error { return nil })
+	wantError(t, "Results", err, 404, "not_found_error")
+}
+
+func (s *suite) batchCreateRejected(t *testing.T) {
+	e := s.env(t)
+	its := batchItems(s.items("dup", 2))
+	its[1].CustomID = its[0].CustomID
+	_, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, its)
+	wantError(t, "duplicate custom_id", err, 400, "invalid_request_error")
+	its = batchItems(s.items("bad", 1))
+	its[0].CustomID = "not a valid id!"
+	_, err = e.Provider.CreateBatch(ctx(t), e.Credential, nil, its)
+	wantError(t, "bad custom_id", err, 400, "invalid_request_error")
+	s.wantBatches(t, e, 0)
+}
+
+// wantBatches checks that the upstream lists n batches, and returns them.
+func (s *suite) wantBatches(t *testing.T, e Env, n int) []llmfleet.Batch {
+	t.Helper()
+	page, err := e.Provider.ListBatches(ctx(t), e.Credential, "", 100)
+	if err != nil {
+		t.Fatalf("ListBatches: %v", err)
+	}
+	if len(page.Batches) != n {
+		t.Errorf("upstream lists %d batches, want %d", len(page.Batches), n)
+	}
+	return page.Batches
+}
+
+func (s *suite) batchCreateDroppedResponse(t *testing.T) {
+	e := s.env(t)
+	if e.DropCreateResponse == nil {
+		t.Skip("Env.DropCreateResponse is nil")
+	}
+	// A batch of another size first: it must not be mistaken for the new one.
+	if _, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(s.items("before", 2))); err != nil {
+		t.Fatalf("CreateBatch: %v", err)
+	}
+	e.DropCreateResponse()
+	b, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(s.items("dropped", 3)))
+	bs := s.wantBatches(t, e, 2)
+	if err != nil {
+		t.Fatalf("CreateBatch after a lost answer: %v (the batch exists; it should have been found)", err)
+	}
+	if b.ID != bs[0].ID || b.Counts.Total() != 3 {
+		t.Errorf("CreateBatch returned %+v, the upstream created %+v", b, bs[0])
+	}
+}
+
+func (s *suite) batchCreateDroppedRequest(t *testing.T) {
+	e := s.env(t)
+	if e.DropCreateRequest == nil {
+		t.Skip("Env.DropCreateRequest is nil")
+	}
+	e.DropCreateRequest()
+	b, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(s.items("lost", 3)))
+	if err != nil {
+		t.Fatalf("CreateBatch after a lost request: %v", err)
+	}
+	bs := s.wantBatches(t, e, 1)
+	if len(bs) == 1 && bs[0].ID != b.ID {
+		t.Errorf("CreateBatch returned %s, the upstream holds %s", b.ID, bs[0].ID)
+	}
+}

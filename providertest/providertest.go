@@ -1,0 +1,207 @@
+// Package providertest checks that an llmfleet.Provider behaves as the
+// contract of that interface says, against an upstream the test controls,
+// in the manner of testing/slogtest:
+//
+//	func TestContract(t *testing.T) {
+//		providertest.Run(t, providertest.Harness{New: newEnv, Answer: answer})
+//	}
+//
+// Run exercises Send, Stream, typed errors, the whole batch lifecycle
+// (create, retrieve, list, results matched by custom_id, cancel) and the
+// errored, canceled and expired result types. Request bodies are in the
+// Anthropic Messages format, llmfleet's lingua franca.
+package providertest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// Harness tells Run how to reach a fresh upstream and what it answers.
+type Harness struct {
+	// New starts a fresh upstream, with no batches, and returns the
+	// provider under test talking to it. It is called once per subtest;
+	// cleanup goes through t.Cleanup. Required.
+	New func(t *testing.T) Env
+
+	// Model is the model named in request bodies. Empty means
+	// "claude-sonnet-4-6".
+	Model string
+
+	// Answer returns the text of the upstream's reply to a create-message
+	// body. Nil means only that some text came back is checked.
+	Answer func(body []byte) string
+
+	// ErrorPrompt returns a user prompt that makes the upstream fail the
+	// request with the given error type: at once on the synchronous API,
+	// as an errored result inside a batch. Nil skips the checks that need
+	// it.
+	ErrorPrompt func(errorType string) string
+
+	// ExpirePrompt is a user prompt whose request the upstream leaves
+	// unprocessed until its batch expires. Empty skips the check.
+	ExpirePrompt string
+}
+
+// Env is one fresh upstream and the provider under test.
+type Env struct {
+	// Provider is the provider under test. Required.
+	Provider llmfleet.Provider
+	// Credential is a credential the upstream accepts. Required.
+	Credential llmfleet.Credential
+	// BadCredential is a non-empty credential the upstream rejects with an
+	// authentication error. Zero skips that check.
+	BadCredential llmfleet.Credential
+
+	// Advance moves the upstream's clock forward by d, so that batches end
+	// or expire without waiting. Nil skips the checks that need batches
+	// to end.
+	Advance func(d time.Duration)
+
+	// DropCreateResponse makes the upstream create the next batch, then
+	// drop the connection instead of answering: the ambiguous failure
+	// after which CreateBatch must not create the batch twice. Nil skips
+	// that check.
+	DropCreateResponse func()
+	// DropCreateRequest makes the upstream read the next batch create,
+	// then drop the connection without creating anything. Nil skips that
+	// check.
+	DropCreateRequest func()
+}
+
+// Run runs the contract suite as subtests of t.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.New == nil {
+		t.Fatal("providertest: Harness.New is nil")
+	}
+	s := &suite{h: h}
+	t.Run("Identity", s.identity)
+	t.Run("Send", s.send)
+	t.Run("SendConcurrent", s.sendConcurrent)
+	t.Run("SendErrors", s.sendErrors)
+	t.Run("Stream", s.stream)
+	t.Run("StreamErrors", s.streamErrors)
+	t.Run("BatchLifecycle", s.batchLifecycle)
+	t.Run("BatchResultsEarly", s.batchResultsEarly)
+	t.Run("BatchList", s.batchList)
+	t.Run("BatchCancel", s.batchCancel)
+	t.Run("BatchNotFound", s.batchNotFound)
+	t.Run("BatchCreateRejected", s.batchCreateRejected)
+	t.Run("BatchCreateDroppedResponse", s.batchCreateDroppedResponse)
+	t.Run("BatchCreateDroppedRequest", s.batchCreateDroppedRequest)
+}
+
+type suite struct{ h Harness }
+
+func (s *suite) env(t *testing.T) Env {
+	t.Helper()
+	e := s.h.New(t)
+	if e.Provider == nil || e.Credential.IsZero() {
+		t.Fatal("providertest: Env needs a Provider and a Credential")
+	}
+	return e
+}
+
+func (s *suite) model() string {
+	if s.h.Model != "" {
+		return s.h.Model
+	}
+	return "claude-sonnet-4-6"
+}
+
+// body returns a create-message body whose last user text is prompt.
+// extra holds further top-level members, e.g. `"stream":true`.
+func (s *suite) body(prompt string, extra ...string) []byte {
+	p, _ := json.Marshal(prompt)
+	b := fmt.Sprintf(`{"model":%q,"max_tokens":1024,"messages":[{"role":"user","content":%s}]`, s.model(), p)
+	for _, e := range extra {
+		b += "," + e
+	}
+	return []byte(b + "}")
+}
+
+func (s *suite) request(e Env, body []byte) *llmfleet.Request {
+	return &llmfleet.Request{Provider: e.Provider.Name(), Credential: e.Credential, Body: body}
+}
+
+// checkText checks that text is the upstream's answer to body.
+func (s *suite) checkText(t *testing.T, body []byte, text string) {
+	t.Helper()
+	if s.h.Answer == nil {
+		if text == "" {
+			t.Errorf("empty answer to %s", body)
+		}
+		return
+	}
+	if want := s.h.Answer(body); text != want {
+		t.Errorf("answer %q, want %q", text, want)
+	}
+}
+
+// message is the part of a Message object the suite checks.
+type message struct {
+	ID         string `json:"id"`
+	Type       string `json:"type"`
+	Role       string `json:"role"`
+	Model      string `json:"model"`
+	StopReason string `json:"stop_reason"`
+	Content    []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	Usage llmfleet.Usage `json:"usage"`
+}
+
+func (m message) text() string {
+	out := ""
+	for _, c := range m.Content {
+		if c.Type == "text" {
+			out += c.Text
+		}
+	}
+	return out
+}
+
+// checkMessage decodes raw as a Message answering body and checks it.
+func (s *suite) checkMessage(t *testing.T, body []byte, raw json.RawMessage) message {
+	t.Helper()
+	var m message
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("answer is not a Message: %v: %s", err, raw)
+	}
+	if m.ID == "" || m.Type != "message" || m.Role != "assistant" || m.StopReason == "" {
+		t.Errorf("Message fields: %s", raw)
+	}
+	if m.Usage.OutputTokens <= 0 {
+		t.Errorf("output_tokens %d", m.Usage.OutputTokens)
+	}
+	s.checkText(t, body, m.text())
+	return m
+}
+
+// wantError checks that err is an *llmfleet.Error of the given status and
+// type (type "" accepts any).
+func wantError(t *testing.T, what string, err error, status int, typ string) *llmfleet.Error {
+	t.Helper()
+	var e *llmfleet.Error
+	if !errors.As(err, &e) {
+		t.Errorf("%s: got %v (%T), want an *llmfleet.Error %d %s", what, err, err, status, typ)
+		return nil
+	}
+	if e.StatusCode != status || (typ != "" && e.Type != typ) {
+		t.Errorf("%s: got error %d %s (%s), want %d %s", what, e.StatusCode, e.Type, e.Message, status, typ)
+	}
+	if e.Message == "" {
+		t.Errorf("%s: error without a message", what)
+	}
+	return e
+}
+
+func ctx(t *testing.T) context.Context { return t.Context() }
