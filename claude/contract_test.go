@@ -1,0 +1,77 @@
+package claude_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claude"
+	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/providertest"
+)
+
+// manualClock is a clock that moves only when told to.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func noSleep(ctx context.Context, d time.Duration) error { return ctx.Err() }
+
+func TestContract(t *testing.T) {
+	providertest.Run(t, providertest.Harness{
+		New: func(t *testing.T) providertest.Env {
+			clock := &manualClock{now: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
+			em := &emulator.Server{
+				Now:   clock.Now,
+				Sleep: noSleep,
+				Keys:  []string{"sk-ant-contract-good"},
+				Seed:  7,
+			}
+			srv := httptest.NewServer(em)
+			t.Cleanup(srv.Close)
+			p := &claude.Provider{
+				BaseURL:    srv.URL,
+				HTTPClient: srv.Client(),
+				Now:        clock.Now,
+				Sleep:      noSleep,
+			}
+			return providertest.Env{
+				Provider:      p,
+				Credential:    llmfleet.Credential{APIKey: "sk-ant-contract-good"},
+				BadCredential: llmfleet.Credential{APIKey: "sk-ant-contract-bad"},
+				Advance:       clock.Advance,
+				DropCreateResponse: func() {
+					em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointCreate, DropResponse: true})
+				},
+				DropCreateRequest: func() {
+					em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointCreate, DropAfterBody: true})
+				},
+			}
+		},
+		Answer: func(body []byte) string {
+			text, err := emulator.ReplyText(body)
+			if err != nil {
+				t.Errorf("emulator.ReplyText: %v", err)
+			}
+			return text
+		},
+		ErrorPrompt:  func(typ string) string { return "please fail [error:" + typ + "]" },
+		ExpirePrompt: "never mind [expire]",
+	})
+}

@@ -1,0 +1,145 @@
+package claude_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claude"
+	"github.com/llmfleet/llmfleet/emulator"
+)
+
+// recordedSleeps records the waits asked for, without waiting.
+type recordedSleeps struct {
+	mu sync.Mutex
+	ds []time.Duration
+}
+
+func (r *recordedSleeps) Sleep(ctx context.Context, d time.Duration) error {
+	r.mu.Lock()
+	r.ds = append(r.ds, d)
+	r.mu.Unlock()
+	return ctx.Err()
+}
+
+func startEmulator(t *testing.T) (*emulator.Server, *claude.Provider, *recordedSleeps) {
+	t.Helper()
+	clock := &manualClock{now: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
+	em := &emulator.Server{Now: clock.Now, Sleep: noSleep}
+	srv := httptest.NewServer(em)
+	t.Cleanup(srv.Close)
+	sl := &recordedSleeps{}
+	return em, &claude.Provider{BaseURL: srv.URL, HTTPClient: srv.Client(), Now: clock.Now, Sleep: sl.Sleep}, sl
+}
+
+var emuCred = llmfleet.Credential{APIKey: "sk-ant-emulator"}
+
+const emuBody = `{"model":"claude-sonnet-4-6","max_tokens":2000,"messages":[{"role":"user","content":"Plan a trip [tool]"}],` +
+	`"thinking":{"type":"enabled","budget_tokens":1024},` +
+	`"tools":[{"name":"search","description":"web search","input_schema":{"type":"object","properties":{"query":{"type":"string"}}}}]}`
+
+// The Message reassembled from the emulator's stream equals the one the
+// non-streaming call answers, which checks ReadMessage against an
+// independent implementation of the wire format.
+func TestReadMessageMatchesEmulator(t *testing.T) {
+	_, p, _ := startEmulator(t)
+	resp, err := p.Send(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(emuBody)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamBody := emuBody[:len(emuBody)-1] + `,"stream":true}`
+	rc, err := p.Stream(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(streamBody)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got, err := claude.ReadMessage(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b map[string]any
+	if err := json.Unmarshal(resp.Body, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got, &b); err != nil {
+		t.Fatal(err)
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Errorf("streamed message\n%s\ndiffers from\n%s", jb, ja)
+	}
+}
+
+func TestEmulatorStreamErrorEvent(t *testing.T) {
+	em, p, _ := startEmulator(t)
+	em.InjectFault(emulator.Fault{StreamError: true, StreamErrorAfter: 3})
+	body := `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	rc, err := p.Stream(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	_, err = claude.ReadMessage(rc)
+	var e *llmfleet.Error
+	if !errors.As(err, &e) || e.StatusCode != 529 || e.Type != "overloaded_error" {
+		t.Errorf("err %v", err)
+	}
+}
+
+func TestEmulatorRetryAfter(t *testing.T) {
+	em, p, sl := startEmulator(t)
+	em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, Status: 429, RetryAfter: 3 * time.Second})
+	em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, Status: 529, RetryAfterMs: 250 * time.Millisecond})
+	body := `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
+	if _, err := p.Send(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(body)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sl.ds) != 2 || sl.ds[0] != 3*time.Second || sl.ds[1] != 250*time.Millisecond {
+		t.Errorf("sleeps %v", sl.ds)
+	}
+	// A spend-cap 429 that forbids retries is returned at once.
+	em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, Status: 429, ShouldRetry: "false", ErrorCode: "enforced_spend_limit_reached"})
+	_, err := p.Send(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(body)})
+	var e *llmfleet.Error
+	if !errors.As(err, &e) || e.StatusCode != 429 || e.RequestID == "" || len(sl.ds) != 2 {
+		t.Errorf("err %v, sleeps %v", err, sl.ds)
+	}
+	// A connection dropped after the body was sent is not retried.
+	em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, DropAfterBody: true})
+	if _, err := p.Send(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(body)}); err == nil {
+		t.Error("dropped Send succeeded")
+	}
+	if n := em.Stats().Calls[emulator.EndpointMessages]; n != 5 {
+		t.Errorf("%d messages calls, want 5", n)
+	}
+}
+
+// An ambiguous create against the emulator submits each request once.
+func TestEmulatorAmbiguousCreateSubmitsOnce(t *testing.T) {
+	for _, f := range []emulator.Fault{
+		{Endpoint: emulator.EndpointCreate, DropResponse: true},
+		{Endpoint: emulator.EndpointCreate, DropAfterBody: true},
+		{Endpoint: emulator.EndpointCreate, Status: 529},
+	} {
+		em, p, _ := startEmulator(t)
+		em.InjectFault(f)
+		items := []llmfleet.BatchItem{
+			{CustomID: "a", Params: []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"}]}`)},
+			{CustomID: "b", Params: []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"b"}]}`)},
+		}
+		b, err := p.CreateBatch(t.Context(), emuCred, nil, items)
+		if err != nil {
+			t.Fatalf("%+v: %v", f, err)
+		}
+		st := em.Stats()
+		if d := st.DuplicateParams(); len(d) != 0 || len(st.Submissions) != 2 || st.Submissions[0].BatchID != b.ID {
+			t.Errorf("%+v: submissions %+v", f, st.Submissions)
+		}
+	}
+}
