@@ -36,7 +36,9 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, he
 		if err == nil {
 			b, err := decodeBatch(rep.body)
 			if err != nil {
-				// The batch exists, but its id is unreadable.
+				// The batch exists, but its id is unreadable: it must not
+				// be mistaken for another create's.
+				p.markAmbiguous(cc)
 				return nil, fmt.Errorf("%w: %w", ErrAmbiguousCreate, err)
 			}
 			adopted = b.ID
@@ -48,6 +50,7 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, he
 		}
 		log := p.logger().With("credential", cred.String(), "requests", len(items))
 		if ctx.Err() != nil {
+			p.markAmbiguous(cc)
 			log.WarnContext(ctx, "anthropic: batch create failed after it was sent; context done, not reconciled", "error", err.Error())
 			return nil, fmt.Errorf("%w (not reconciled: %w): %w", ErrAmbiguousCreate, ctx.Err(), err)
 		}

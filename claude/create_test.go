@@ -266,3 +266,30 @@ func TestAmbiguousCreateUnresolvedPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A create answered with an unreadable body made a batch whose id is
+// unknown: the caller is told it may exist, and a later ambiguous create of
+// the same size does not adopt it.
+func TestCreateUnreadableAnswer(t *testing.T) {
+	f := &fakeBatches{now: testNow}
+	var n atomic.Int32
+	p, _ := newTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && n.Add(1) == 1 {
+			f.mu.Lock()
+			f.add(2, testNow)
+			f.mu.Unlock()
+			w.Write([]byte(`{"id":`))
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	f.OnCreate = func(int) (bool, bool) { return false, false }
+	_, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
+	if !errors.Is(err, ErrAmbiguousCreate) {
+		t.Fatalf("first: %v", err)
+	}
+	_, err = p.CreateBatch(context.Background(), testCred, nil, items(2))
+	if !errors.Is(err, ErrAmbiguousCreate) || !strings.Contains(err.Error(), "other ambiguous") {
+		t.Errorf("second: %v", err)
+	}
+}

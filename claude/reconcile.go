@@ -77,6 +77,13 @@ func (p *Provider) settleLocked(c *createCall) {
 	}
 }
 
+// markAmbiguous marks c as having made a batch whose id is unknown.
+func (p *Provider) markAmbiguous(c *createCall) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.ambiguous = true
+}
+
 // finishCreate ends c, recording id (if any) as handed out. An unresolved
 // ambiguous call is kept for a while: its batch may exist and must not be
 // mistaken for another create's.
