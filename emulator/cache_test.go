@@ -122,3 +122,20 @@ func TestBatchCaching(t *testing.T) {
 		t.Fatalf("sync after batch %+v", u)
 	}
 }
+
+func TestInputTokens(t *testing.T) {
+	e := newEnv(t)
+	body := mustJSON(t, msgBody("count me", "system", "be brief"))
+	n, err := InputTokens(body)
+	if err != nil || n != tok(t, "count me")+tok(t, "be brief") {
+		t.Fatalf("InputTokens %d %v", n, err)
+	}
+	if u := e.usage(body); u.InputTokens != n {
+		t.Fatalf("usage %+v, want %d", u, n)
+	}
+	ct := map[string]any{"model": "m", "messages": []any{map[string]any{"role": "user", "content": "count me"}}, "system": "be brief"}
+	r := e.do("POST", "/v1/messages/count_tokens", ct)
+	if r.status != 200 || r.json(t)["input_tokens"].(float64) != float64(n) {
+		t.Fatalf("count_tokens %d %s", r.status, r.body)
+	}
+}

@@ -295,3 +295,19 @@ func (r *reply) message(u usageJSON) messageJSON {
 	return messageJSON{ID: r.id, Type: "message", Role: "assistant", Model: r.model, Content: r.content,
 		StopReason: &sr, StopSequence: r.stopSequence, StopDetails: jsonNull, Container: jsonNull, Usage: u}
 }
+
+// InputTokens returns the input tokens the emulator counts for the
+// create-message body before any caching (what POST
+// /v1/messages/count_tokens answers): the sum over the prompt's blocks of
+// ceil(JSON bytes / 4), at least 1.
+func InputTokens(body []byte) (int64, error) {
+	p, e := parseParams(body, modeSync)
+	if e != nil {
+		return 0, e
+	}
+	fp, e := promptBlocks(p)
+	if e != nil {
+		return 0, e
+	}
+	return max(fp.total, 1), nil
+}
