@@ -1,0 +1,66 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// credentialFrom returns the credential carried by a request's headers:
+// x-api-key, or Authorization: Bearer.
+func credentialFrom(h http.Header) llmfleet.Credential {
+	c := llmfleet.Credential{APIKey: h.Get("X-Api-Key")}
+	if a := h.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		c.AuthToken = strings.TrimSpace(a[7:])
+	}
+	return c
+}
+
+// setCredential replaces the credential headers of h with c.
+func setCredential(h http.Header, c llmfleet.Credential) {
+	h.Del("X-Api-Key")
+	h.Del("Authorization")
+	if c.APIKey != "" {
+		h.Set("X-Api-Key", c.APIKey)
+	}
+	if c.AuthToken != "" {
+		h.Set("Authorization", "Bearer "+c.AuthToken)
+	}
+}
+
+// ClientKeys is a Server.Credentials hook for the proxy-held-key mode: the
+// proxy admits clients by keys of its own and sends every admitted request
+// upstream with one credential. Client keys are kept only as SHA-256
+// hashes (see HashKey), so the configuration holds no client secret.
+type ClientKeys struct {
+	// Upstream is the credential sent upstream for every admitted client.
+	Upstream llmfleet.Credential
+	// Hashes maps the hex SHA-256 of each admitted client key, as
+	// HashKey returns it, to a name for the client (used in logs).
+	Hashes map[string]string
+}
+
+// HashKey returns the hex SHA-256 of a client key, the form ClientKeys
+// stores. It is what `printf %s "$KEY" | sha256sum` prints.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// Map is the Server.Credentials hook: it admits a client presenting a known
+// key, as x-api-key or as a bearer token, and returns the upstream
+// credential.
+func (k *ClientKeys) Map(presented llmfleet.Credential) (llmfleet.Credential, bool) {
+	for _, key := range [...]string{presented.APIKey, presented.AuthToken} {
+		if key == "" {
+			continue
+		}
+		if _, ok := k.Hashes[HashKey(key)]; ok {
+			return k.Upstream, true
+		}
+	}
+	return llmfleet.Credential{}, false
+}

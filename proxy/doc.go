@@ -1,0 +1,82 @@
+// Package proxy speaks the Anthropic HTTP API in front of a
+// llmfleet.Submitter, so that existing clients get batching without code
+// changes. It has two faces, which share one routing and one
+// event-stream-synthesis code path:
+//
+//   - Server.Handler, the transparent HTTP proxy behind `llmfleet serve`;
+//   - Server.Middleware, an option.Middleware for
+//     github.com/anthropics/anthropic-sdk-go that routes in process.
+//
+// # Proxy
+//
+// POST /v1/messages is routed by latency budget. The budget comes from the
+// header llmfleet-latency-budget-ms (integer milliseconds), or, for clients
+// that can only set a base URL, from a path prefix: /budget/<ms>/v1/messages
+// (ANTHROPIC_BASE_URL=http://127.0.0.1:8787/budget/600000); every other
+// path works under the prefix too. The header wins over the prefix. A
+// request with no budget gets Server.DefaultBudget, by default 0, and a
+// budget of 0 always means the sync route. Otherwise the Submitter's Plan
+// chooses. The header llmfleet-route: sync|batch forces a route. Every
+// /v1/messages response, errors included, carries llmfleet-route with the
+// route taken (a request rejected before it could be routed reports sync);
+// batched ones carry llmfleet-batch-id, sent as a trailer when a stream had
+// to begin before the batch ended. No llmfleet-* header goes upstream. A
+// malformed budget or route header is a 400 invalid_request_error.
+//
+// The sync route and every other /v1/ path go upstream through
+// httputil.ReverseProxy: bodies stream both ways, server-sent events are
+// flushed as they arrive, connections are pooled. The body of a sync
+// request is read only when routing needs it (a positive budget), and then
+// handed on as read.
+//
+// The batch route checks the body first (a JSON object with a string
+// model, an integer max_tokens ≥ 1 and a non-empty messages array, at most
+// 32 MB) and answers 400 invalid_request_error or 413 request_too_large at
+// once. It removes "stream" without re-encoding anything else, passes the
+// anthropic-* headers along with the request, and waits. A non-streaming
+// caller gets the Message exactly as the batch returned it. A streaming
+// caller gets an event stream synthesised from the Message, in the API's
+// event order and shapes. While it waits it gets a ping event every
+// PingInterval; the 200 status goes out with the first ping.
+//
+// # Errors
+//
+// A batched request that errored is answered with the status and error
+// envelope the sync API would have sent, or, once its stream has begun,
+// with an error event carrying the envelope. llmfleet's own errors map to:
+//
+//	llmfleet.ErrBudgetExceeded      504 timeout_error
+//	llmfleet.ErrBatchExpired        529 overloaded_error
+//	llmfleet.ErrClosed              529 overloaded_error (shutting down)
+//	llmfleet.ErrBatchCanceled       500 api_error
+//	llmfleet.ErrResultMissing       500 api_error
+//	llmfleet.ErrUnknownProvider     500 api_error
+//	any other failure upstream      502 api_error
+//	forced batch, no Submitter      503 api_error
+//
+// # Credentials
+//
+// By default the client's own x-api-key or Authorization header goes
+// upstream, and batches are pooled per credential, so that two keys never
+// share a batch. With Server.Credentials set (for instance to
+// ClientKeys.Map), the proxy holds the upstream credential itself and
+// admits clients by keys of their own; an unknown key gets 401
+// authentication_error.
+//
+// # Tool loops
+//
+// With Server.ToolResultsSync set (off by default), a turn whose last user
+// message carries tool_result blocks goes to the sync route whatever its
+// budget, so an agent in the middle of a tool loop is not slowed down; a
+// forced route still wins.
+//
+// # SDK middleware
+//
+//	srv := &proxy.Server{Submitter: dispatcher}
+//	client := anthropic.NewClient(option.WithMiddleware(srv.Middleware()))
+//	ctx = llmfleet.WithBudget(ctx, 10*time.Minute)
+//	msg, err := client.Messages.New(ctx, params)          // may be batched
+//	stream := client.Messages.NewStreaming(ctx, params)   // likewise
+//
+// Calls whose context carries no budget go through unchanged.
+package proxy

@@ -1,0 +1,224 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// call is a create-message call once routed.
+type call struct {
+	route  llmfleet.Route
+	budget time.Duration
+	// cred is the upstream credential, set when it differs from the one
+	// the client presented (proxy-held-key mode).
+	cred *llmfleet.Credential
+	// body is the request body, nil if routing did not need to read it.
+	body []byte
+	// req is the Request for the Submitter (batch route only).
+	req *llmfleet.Request
+	// stream reports whether the caller asked for a stream (batch route only).
+	stream bool
+}
+
+// plan routes a create-message call: it reads the route and budget the
+// request asks for, checks the credential and, when routing needs it, reads
+// the body and asks the Submitter. On error it still returns a call whose
+// route is the one the error is reported under.
+func (s *Server) plan(r *http.Request) (*call, *apiError) {
+	c := &call{route: llmfleet.RouteSync}
+	var force llmfleet.Route
+	switch v := r.Header.Get(HeaderRoute); v {
+	case "":
+	case string(llmfleet.RouteSync), string(llmfleet.RouteBatch):
+		force = llmfleet.Route(v)
+	default:
+		return c, invalidRequest("The llmfleet-route header must be sync or batch.")
+	}
+
+	budget, given := llmfleet.BudgetFrom(r.Context())
+	if v := r.Header.Get(HeaderBudget); v != "" {
+		b, err := parseBudget(v)
+		if err != nil {
+			return c, invalidRequest("The llmfleet-latency-budget-ms header must be a non-negative integer number of milliseconds.")
+		}
+		budget, given = b, true
+	}
+	if !given {
+		budget = s.DefaultBudget
+	}
+	c.budget = budget
+
+	cred := credentialFrom(r.Header)
+	if s.Credentials != nil {
+		up, ok := s.Credentials(cred)
+		if !ok {
+			return c, unauthorized
+		}
+		cred, c.cred = up, &up
+	}
+
+	if force == llmfleet.RouteSync || force == "" && (budget <= 0 || s.Submitter == nil) {
+		return c, nil
+	}
+	if force == llmfleet.RouteBatch {
+		c.route = llmfleet.RouteBatch
+		if s.Submitter == nil {
+			return c, &apiError{http.StatusServiceUnavailable, "api_error", "llmfleet has no dispatcher to batch the request"}
+		}
+	}
+
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return c, invalidRequest("llmfleet could not read the request body.")
+	}
+	if len(body) > MaxBodyBytes {
+		return c, tooLarge
+	}
+	c.body = body
+	req := &llmfleet.Request{
+		Provider:   s.Provider,
+		Credential: cred,
+		Header:     passHeaders(r.Header),
+		Body:       body,
+	}
+	if force == "" {
+		if s.ToolResultsSync && lastUserHasToolResult(body) {
+			return c, nil
+		}
+		c.route = s.Submitter.Plan(budget, req)
+		if c.route != llmfleet.RouteBatch {
+			c.route = llmfleet.RouteSync
+			return c, nil
+		}
+	}
+	params, stream, e := batchBody(body)
+	if e != nil {
+		return c, e
+	}
+	req.Body = params
+	c.req, c.stream = req, stream
+	return c, nil
+}
+
+// passHeaders returns the provider headers a batched request carries into
+// its batch: every anthropic-* header (anthropic-version, anthropic-beta,
+// ...). Requests whose such headers differ are never pooled together.
+func passHeaders(h http.Header) http.Header {
+	var out http.Header
+	for k, v := range h {
+		if len(k) > 10 && strings.EqualFold(k[:10], "anthropic-") {
+			if out == nil {
+				out = make(http.Header)
+			}
+			out[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+	return out
+}
+
+// serveMessages serves POST /v1/messages.
+func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
+	c, e := s.plan(r)
+	w.Header().Set(HeaderRoute, string(c.route))
+	if e != nil {
+		writeAPIError(w, e)
+		return
+	}
+	s.log.Debug("routed", "route", c.route, "budget", c.budget)
+	if c.route == llmfleet.RouteBatch {
+		s.serveBatch(w, r, c)
+		return
+	}
+	s.serveSync(w, r, c)
+}
+
+// serveSync sends a routed call straight upstream through the reverse proxy.
+func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
+	if c.body != nil || c.cred != nil {
+		ctx := r.Context()
+		if c.cred != nil {
+			ctx = context.WithValue(ctx, upstreamCredential{}, *c.cred)
+		}
+		r = r.WithContext(ctx)
+		if c.body != nil {
+			r.Body = io.NopCloser(bytes.NewReader(c.body))
+			r.ContentLength = int64(len(c.body))
+		}
+	}
+	s.rp.ServeHTTP(w, r)
+}
+
+// serveBatch pools a routed call into a batch and answers with its result:
+// the Message as JSON, or a synthesised event stream for a streaming caller.
+func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
+	ctx := r.Context()
+	if !c.stream {
+		resp, err := s.Submitter.SubmitBatch(ctx, c.budget, c.req)
+		if err != nil {
+			s.writeFailure(w, r, err)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+		h.Set("Request-Id", newRequestID())
+		if resp.BatchID != "" {
+			h.Set(HeaderBatchID, resp.BatchID)
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(resp.Body)
+		return
+	}
+
+	p := &parkedStream{w: w, rc: http.NewResponseController(w), clock: s.clock, interval: s.PingInterval}
+	if p.interval <= 0 {
+		p.interval = DefaultPingInterval
+	}
+	p.arm()
+	resp, err := s.Submitter.SubmitBatch(ctx, c.budget, c.req)
+	begun := p.stop()
+	if err != nil {
+		if !begun {
+			s.writeFailure(w, r, err)
+			return
+		}
+		s.logFailure(r, err)
+		writeErrorEvent(w, failureFor(err).eventData())
+		p.rc.Flush()
+		return
+	}
+	if resp.BatchID != "" {
+		w.Header().Set(HeaderBatchID, resp.BatchID) // a trailer if the stream had begun
+	}
+	if !begun {
+		p.begin(false)
+	}
+	if err := writeMessageEvents(w, resp.Body); err != nil {
+		s.log.Warn("batch result is not a Message", "batch", resp.BatchID, "err", err)
+		writeErrorEvent(w, encodeEnvelope("api_error", "llmfleet got a malformed batch result", newRequestID()))
+	}
+	p.rc.Flush()
+}
+
+// writeFailure answers err, from the Submitter, as the sync API would have.
+func (s *Server) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
+	s.logFailure(r, err)
+	f := failureFor(err)
+	writeErrorBody(w, f.status, f.requestID, f.retryAfter, f.body)
+}
+
+func (s *Server) logFailure(r *http.Request, err error) {
+	var pe *llmfleet.Error
+	if r.Context().Err() != nil || errors.As(err, &pe) {
+		return // the caller left, or the provider answered: nothing wrong here
+	}
+	s.log.Warn("batched request failed", "err", err)
+}

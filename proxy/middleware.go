@@ -1,0 +1,163 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/llmfleet/llmfleet"
+)
+
+// Middleware returns an anthropic-sdk-go middleware that routes the SDK's
+// create-message calls (client.Messages.New and NewStreaming) whose context
+// carries a latency budget (llmfleet.WithBudget) exactly as the proxy
+// routes POST /v1/messages, in process: a call routed sync goes on through
+// the SDK's own HTTP client; a batched one is answered from its batch, as a
+// Message or as a synthesised event stream. Calls without a budget, and
+// every other call, go on unchanged. Upstream and Transport are not used.
+func (s *Server) Middleware() option.Middleware {
+	s.init()
+	return s.middleware
+}
+
+func (s *Server) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if _, ok := llmfleet.BudgetFrom(req.Context()); !ok || req.Method != http.MethodPost ||
+		!strings.HasSuffix(req.URL.Path, "/v1/messages") {
+		return next(req)
+	}
+	c, e := s.plan(req)
+	if e != nil {
+		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(HeaderRoute, string(c.route))
+			writeAPIError(w, e)
+		}), nil
+	}
+	if c.route == llmfleet.RouteBatch {
+		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(HeaderRoute, string(c.route))
+			s.serveBatch(w, r, c)
+		}), nil
+	}
+	for k := range req.Header {
+		if len(k) >= 9 && strings.EqualFold(k[:9], "llmfleet-") {
+			req.Header.Del(k)
+		}
+	}
+	if c.cred != nil {
+		setCredential(req.Header, *c.cred)
+	}
+	if c.body != nil {
+		body := c.body
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.ContentLength = int64(len(body))
+	}
+	resp, err := next(req)
+	if resp != nil {
+		resp.Header.Set(HeaderRoute, string(llmfleet.RouteSync))
+	}
+	return resp, err
+}
+
+// serveInProcess runs h on req in a goroutine of its own and returns the
+// response it writes as soon as its status is written; the body streams
+// from h as it writes. Closing the body cancels h's request context. The
+// goroutine ends when h returns.
+func serveInProcess(req *http.Request, h http.HandlerFunc) *http.Response {
+	ctx, cancel := context.WithCancel(req.Context())
+	pr, pw := io.Pipe()
+	w := &pipeWriter{
+		header: make(http.Header),
+		req:    req,
+		pw:     pw,
+		body:   &pipeBody{pr: pr, cancel: cancel},
+		ready:  make(chan *http.Response, 1),
+	}
+	go func() {
+		defer cancel()
+		defer w.finish()
+		h(w, req.WithContext(ctx))
+	}()
+	return <-w.ready
+}
+
+// pipeWriter is an http.ResponseWriter whose response is read in process.
+type pipeWriter struct {
+	header http.Header
+	req    *http.Request
+	pw     *io.PipeWriter
+	body   *pipeBody
+	ready  chan *http.Response
+
+	resp *http.Response
+}
+
+func (w *pipeWriter) Header() http.Header { return w.header }
+
+func (w *pipeWriter) WriteHeader(code int) {
+	if w.resp != nil {
+		return
+	}
+	resp := &http.Response{
+		Status:        strconv.Itoa(code) + " " + http.StatusText(code),
+		StatusCode:    code,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        w.header.Clone(),
+		Body:          w.body,
+		ContentLength: -1,
+		Request:       w.req,
+	}
+	if n, err := strconv.ParseInt(w.header.Get("Content-Length"), 10, 64); err == nil {
+		resp.ContentLength = n
+	}
+	if names := w.header.Values("Trailer"); len(names) > 0 {
+		resp.Header.Del("Trailer")
+		resp.Trailer = make(http.Header)
+		for _, n := range names {
+			resp.Trailer[http.CanonicalHeaderKey(n)] = nil
+		}
+	}
+	w.resp = resp
+	w.ready <- resp
+}
+
+func (w *pipeWriter) Write(b []byte) (int, error) {
+	if w.resp == nil {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.pw.Write(b)
+}
+
+// Flush implements http.Flusher; the pipe holds nothing back.
+func (w *pipeWriter) Flush() {}
+
+// finish sets the trailers and ends the body.
+func (w *pipeWriter) finish() {
+	if w.resp == nil {
+		w.WriteHeader(http.StatusOK)
+	}
+	for k := range w.resp.Trailer {
+		w.resp.Trailer[k] = w.header.Values(k)
+	}
+	w.pw.Close()
+}
+
+// pipeBody is the body of an in-process response.
+type pipeBody struct {
+	pr     *io.PipeReader
+	cancel context.CancelFunc
+}
+
+func (b *pipeBody) Read(p []byte) (int, error) { return b.pr.Read(p) }
+
+// Close stops the handler: its request context is canceled.
+func (b *pipeBody) Close() error {
+	b.cancel()
+	return b.pr.Close()
+}

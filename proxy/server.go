@@ -1,0 +1,239 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// DefaultUpstream is the Anthropic API, the upstream of a Server whose
+// Upstream is nil.
+const DefaultUpstream = "https://api.anthropic.com"
+
+// DefaultPingInterval is the interval between ping events on a parked
+// streaming request when Server.PingInterval is 0.
+const DefaultPingInterval = 10 * time.Second
+
+// Header names of the proxy's own protocol. They are never sent upstream.
+const (
+	// HeaderBudget carries a request's latency budget in integer milliseconds.
+	HeaderBudget = "Llmfleet-Latency-Budget-Ms"
+	// HeaderRoute forces a route ("sync" or "batch") on a request, and tells
+	// on every /v1/messages response which route it took.
+	HeaderRoute = "Llmfleet-Route"
+	// HeaderBatchID names the provider batch that answered a batched request.
+	HeaderBatchID = "Llmfleet-Batch-Id"
+)
+
+// Server is the transparent proxy: it speaks the Anthropic HTTP API, routes
+// POST /v1/messages by latency budget through a Submitter and passes every
+// other /v1/ path upstream unchanged. Its zero value is a plain reverse proxy
+// to the Anthropic API; set Submitter to route. A Server must not be copied
+// or have its fields changed once Handler or Middleware has been called.
+type Server struct {
+	// Submitter routes and batches create-message calls. If nil, every
+	// request goes to the sync route and a forced batch route is refused.
+	Submitter llmfleet.Submitter
+
+	// Upstream is the base URL of the Anthropic API; nil means
+	// DefaultUpstream. The sync route and the pass-through paths go there.
+	Upstream *url.URL
+
+	// Transport makes the upstream calls of the sync route and the
+	// pass-through paths. Nil means a pooled clone of
+	// http.DefaultTransport, shared by the Server's handlers.
+	Transport http.RoundTripper
+
+	// Provider is the provider name put on the Requests given to the
+	// Submitter; empty means the Submitter's default provider.
+	Provider string
+
+	// DefaultBudget is the latency budget of a request that carries none.
+	// Zero (the default) sends such requests to the sync route: an unmarked
+	// request is never made slow.
+	DefaultBudget time.Duration
+
+	// ToolResultsSync, if set, sends to the sync route every turn whose last
+	// user message carries tool_result blocks (an agent in the middle of a
+	// tool loop), whatever its budget, unless the route is forced.
+	ToolResultsSync bool
+
+	// Credentials, if set, puts the proxy in proxy-held-key mode: it is
+	// called with the credential a client presented (x-api-key or bearer
+	// token) and returns the credential to send upstream; ok false answers
+	// 401 authentication_error. ClientKeys.Map is such a hook. If nil, the
+	// client's own credential goes upstream. Batching pools are per
+	// upstream credential.
+	Credentials func(presented llmfleet.Credential) (upstream llmfleet.Credential, ok bool)
+
+	// PingInterval is the interval between ping events sent to a streaming
+	// caller while its batched request waits; 0 means DefaultPingInterval.
+	// The response status and headers go out with the first ping, so a
+	// result arriving before it is answered exactly as the sync API would.
+	PingInterval time.Duration
+
+	// Clock times the pings; nil means the real clock.
+	Clock llmfleet.Clock
+
+	// Logger receives one debug line per routed request and warnings for
+	// upstream failures; nil discards. Credentials are never logged.
+	Logger *slog.Logger
+
+	once     sync.Once
+	log      *slog.Logger
+	clock    llmfleet.Clock
+	upstream *url.URL
+	rp       *httputil.ReverseProxy
+	mux      *http.ServeMux
+}
+
+// Handler returns the HTTP handler of the proxy:
+//
+//	GET  /healthz                 200 once the proxy serves
+//	POST /v1/messages             routed by latency budget
+//	     /v1/...                  passed upstream unchanged, streaming included
+//	     /budget/<ms>/<path>      <path> with a latency budget of <ms> milliseconds
+func (s *Server) Handler() http.Handler {
+	s.init()
+	return s.mux
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		s.log = s.Logger
+		if s.log == nil {
+			s.log = slog.New(slog.DiscardHandler)
+		}
+		s.clock = s.Clock
+		if s.clock == nil {
+			s.clock = llmfleet.RealClock{}
+		}
+		s.upstream = s.Upstream
+		if s.upstream == nil {
+			s.upstream, _ = url.Parse(DefaultUpstream)
+		}
+		t := s.Transport
+		if t == nil {
+			dt := http.DefaultTransport.(*http.Transport).Clone()
+			dt.MaxIdleConns = 1024
+			dt.MaxIdleConnsPerHost = 256
+			t = dt
+		}
+		s.rp = &httputil.ReverseProxy{
+			Rewrite:       s.rewrite,
+			Transport:     t,
+			FlushInterval: -1,
+			BufferPool:    &bufferPool{},
+			ErrorHandler:  s.upstreamError,
+			ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Write([]byte("ok\n"))
+		})
+		mux.HandleFunc("POST /v1/messages", s.serveMessages)
+		mux.HandleFunc("/v1/", s.servePassThrough)
+		mux.HandleFunc("/budget/{ms}/{path...}", s.serveBudgetPrefix)
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			writeAPIError(w, &apiError{http.StatusNotFound, "not_found_error", "Not found: " + r.URL.Path})
+		})
+		s.mux = mux
+	})
+}
+
+// serveBudgetPrefix serves /budget/<ms>/<path> as <path> with a budget.
+func (s *Server) serveBudgetPrefix(w http.ResponseWriter, r *http.Request) {
+	path := "/" + r.PathValue("path")
+	budget, err := parseBudget(r.PathValue("ms"))
+	if err != nil {
+		if path == "/v1/messages" {
+			w.Header().Set(HeaderRoute, string(llmfleet.RouteSync))
+		}
+		writeAPIError(w, invalidRequest("The latency budget in the path /budget/<ms>/ must be a non-negative integer number of milliseconds."))
+		return
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	u := *r.URL
+	u.Path = path
+	u.RawPath = ""
+	if prefix := "/budget/" + r.PathValue("ms"); strings.HasPrefix(r.URL.RawPath, prefix) {
+		u.RawPath = r.URL.RawPath[len(prefix):]
+	}
+	r2.URL = &u
+	r2.RequestURI = u.RequestURI()
+	r2 = r2.WithContext(llmfleet.WithBudget(r.Context(), budget))
+	s.mux.ServeHTTP(w, r2)
+}
+
+// parseBudget parses a budget in integer milliseconds.
+func parseBudget(v string) (time.Duration, error) {
+	ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || ms < 0 || ms > int64(1<<62/time.Millisecond) {
+		return 0, strconv.ErrSyntax
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// servePassThrough passes a request upstream unchanged, apart from the
+// credential in proxy-held-key mode and the proxy's own headers.
+func (s *Server) servePassThrough(w http.ResponseWriter, r *http.Request) {
+	if s.Credentials != nil {
+		c, ok := s.Credentials(credentialFrom(r.Header))
+		if !ok {
+			writeAPIError(w, unauthorized)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, c))
+	}
+	s.rp.ServeHTTP(w, r)
+}
+
+var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key"}
+
+// upstreamCredential is the context key of the credential that replaces
+// the client's on the way upstream.
+type upstreamCredential struct{}
+
+// rewrite prepares an upstream request of the reverse proxy.
+func (s *Server) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(s.upstream)
+	for k := range pr.Out.Header {
+		if len(k) >= 9 && strings.EqualFold(k[:9], "llmfleet-") {
+			delete(pr.Out.Header, k)
+		}
+	}
+	if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
+		setCredential(pr.Out.Header, c)
+	}
+}
+
+// upstreamError answers a request whose upstream call failed.
+func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return // the client left
+	}
+	s.log.Warn("upstream call failed", "path", r.URL.Path, "err", err)
+	writeAPIError(w, &apiError{http.StatusBadGateway, "api_error", "llmfleet could not reach the upstream API"})
+}
+
+// bufferPool recycles the copy buffers of the reverse proxy.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
