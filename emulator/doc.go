@@ -26,7 +26,8 @@
 //
 // The reply is a pure function of the request body. Its text is "Answer to:
 // " followed by the text of the last user message (ReplyText computes it);
-// its id is "msg_01" plus a hash of the body (MessageID). If tools are given
+// its id is "msg_01" plus a hash of the body, ignoring its layout and its
+// "stream" member (MessageID), so a streamed reply equals the plain one. If tools are given
 // and the last user text contains "[tool]", or tool_choice is "any" or
 // "tool", the reply also carries a tool_use block (the chosen tool, or the
 // first one, with input {"query": <last user text>}) and stops with
@@ -69,6 +70,7 @@
 // ephemeral_5m_input_tokens (their sum is cache_creation_input_tokens).
 // input_tokens is what lies after the last breakpoint or hit, at least 1.
 // Server.CacheMinTokens sets a minimum cacheable prefix (none by default).
+// InputTokens computes the uncached count of a body.
 // Sync replies say service_tier "standard", batch results "batch".
 //
 // # Batches

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 type sse struct {
@@ -260,7 +261,7 @@ func TestDirectivesSync(t *testing.T) {
 	if r := e.do("POST", "/v1/messages", msgBody("x [slow:3s]")); r.status != 200 {
 		t.Fatal(r.status)
 	}
-	e.s.Latency = 250 * 1e6
+	e.s.Latency = 250 * time.Millisecond
 	e.do("POST", "/v1/messages", msgBody("y"))
 	if len(e.slept) != 2 || e.slept[0].String() != "3s" || e.slept[1].String() != "250ms" {
 		t.Fatalf("slept %v", e.slept)
