@@ -75,12 +75,9 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		}
 	}
 
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-	if err != nil {
-		return c, invalidRequest("llmfleet could not read the request body.")
-	}
-	if len(body) > MaxBodyBytes {
-		return c, tooLarge
+	body, e := readBody(r)
+	if e != nil {
+		return c, e
 	}
 	c.body = body
 	req := &llmfleet.Request{
@@ -104,8 +101,29 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		return c, e
 	}
 	req.Body = params
-	c.req, c.stream = req, stream
+	c.req, c.stream, c.body = req, stream, nil // a parked request holds one copy of its body
 	return c, nil
+}
+
+// readBody reads a request body of at most MaxBodyBytes.
+func readBody(r *http.Request) ([]byte, *apiError) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	if r.ContentLength > MaxBodyBytes {
+		return nil, tooLarge
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r.Body, MaxBodyBytes+1)); err != nil {
+		return nil, invalidRequest("llmfleet could not read the request body.")
+	}
+	if buf.Len() > MaxBodyBytes {
+		return nil, tooLarge
+	}
+	return buf.Bytes(), nil
 }
 
 // passHeaders returns the provider headers a batched request carries into
