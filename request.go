@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"time"
 )
@@ -123,3 +124,6 @@ func ParseMessageInfo(body []byte) (MessageInfo, error) {
 	err := json.Unmarshal(body, &m)
 	return m, err
 }
+
+// LogValue logs the fingerprint, never the secret.
+func (c Credential) LogValue() slog.Value { return slog.StringValue(c.Fingerprint(nil)) }
