@@ -45,7 +45,7 @@
 // envelope the sync API would have sent, or, once its stream has begun,
 // with an error event carrying the envelope. llmfleet's own errors map to:
 //
-//	llmfleet.ErrBudgetExceeded      504 timeout_error
+//	llmfleet.ErrBudgetExceeded      504 timeout_error, x-should-retry: false
 //	llmfleet.ErrBatchExpired        529 overloaded_error
 //	llmfleet.ErrClosed              529 overloaded_error (shutting down)
 //	llmfleet.ErrBatchCanceled       500 api_error

@@ -18,12 +18,15 @@ type apiError struct {
 	status int
 	typ    string
 	msg    string
+	// noRetry marks answers that clients must not retry as they are
+	// (x-should-retry: false), such as a spent latency budget.
+	noRetry bool
 }
 
 func (e *apiError) Error() string { return e.typ + ": " + e.msg }
 
 func invalidRequest(msg string) *apiError {
-	return &apiError{http.StatusBadRequest, "invalid_request_error", msg}
+	return &apiError{http.StatusBadRequest, "invalid_request_error", msg, false}
 }
 
 // envelope is the Anthropic error body.
@@ -58,10 +61,12 @@ func encodeEnvelope(typ, msg, requestID string) []byte {
 // writeAPIError answers with e in the Anthropic error envelope.
 func writeAPIError(w http.ResponseWriter, e *apiError) {
 	id := newRequestID()
-	writeErrorBody(w, e.status, id, 0, encodeEnvelope(e.typ, e.msg, id))
+	writeErrorBody(w, failure{status: e.status, requestID: id, noRetry: e.noRetry, body: encodeEnvelope(e.typ, e.msg, id)})
 }
 
-func writeErrorBody(w http.ResponseWriter, status int, requestID string, retryAfter time.Duration, body []byte) {
+// writeErrorBody answers with f.
+func writeErrorBody(w http.ResponseWriter, f failure) {
+	status, requestID, retryAfter, body := f.status, f.requestID, f.retryAfter, f.body
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -70,6 +75,9 @@ func writeErrorBody(w http.ResponseWriter, status int, requestID string, retryAf
 	}
 	if retryAfter > 0 {
 		h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
+	}
+	if f.noRetry {
+		h.Set("X-Should-Retry", "false")
 	}
 	w.WriteHeader(status)
 	w.Write(body)
@@ -81,6 +89,7 @@ type failure struct {
 	status     int
 	requestID  string
 	retryAfter time.Duration
+	noRetry    bool
 	body       []byte
 }
 
@@ -110,30 +119,30 @@ func failureFor(err error) failure {
 	}
 	e := apiErrorFor(err)
 	id := newRequestID()
-	return failure{status: e.status, requestID: id, body: encodeEnvelope(e.typ, e.msg, id)}
+	return failure{status: e.status, requestID: id, noRetry: e.noRetry, body: encodeEnvelope(e.typ, e.msg, id)}
 }
 
 // apiErrorFor maps llmfleet's errors (and any other error) to an envelope.
 func apiErrorFor(err error) *apiError {
 	switch {
 	case errors.Is(err, llmfleet.ErrBudgetExceeded), errors.Is(err, context.DeadlineExceeded):
-		return &apiError{http.StatusGatewayTimeout, "timeout_error", "the request's latency budget ran out before its batch ended"}
+		return &apiError{http.StatusGatewayTimeout, "timeout_error", "the request's latency budget ran out before its batch ended", true}
 	case errors.Is(err, llmfleet.ErrBatchExpired):
-		return &apiError{529, "overloaded_error", "the provider did not process the batch before it expired"}
+		return &apiError{529, "overloaded_error", "the provider did not process the batch before it expired", false}
 	case errors.Is(err, llmfleet.ErrClosed):
-		return &apiError{529, "overloaded_error", "llmfleet is shutting down"}
+		return &apiError{529, "overloaded_error", "llmfleet is shutting down", false}
 	case errors.Is(err, llmfleet.ErrBatchCanceled):
-		return &apiError{http.StatusInternalServerError, "api_error", "the batch holding the request was canceled"}
+		return &apiError{http.StatusInternalServerError, "api_error", "the batch holding the request was canceled", false}
 	case errors.Is(err, llmfleet.ErrResultMissing):
-		return &apiError{http.StatusInternalServerError, "api_error", "the batch ended without a result for the request"}
+		return &apiError{http.StatusInternalServerError, "api_error", "the batch ended without a result for the request", false}
 	case errors.Is(err, llmfleet.ErrUnknownProvider):
-		return &apiError{http.StatusInternalServerError, "api_error", "llmfleet has no provider for the request"}
+		return &apiError{http.StatusInternalServerError, "api_error", "llmfleet has no provider for the request", false}
 	default:
-		return &apiError{http.StatusBadGateway, "api_error", "llmfleet could not reach the provider"}
+		return &apiError{http.StatusBadGateway, "api_error", "llmfleet could not reach the provider", false}
 	}
 }
 
-// eventEnvelope returns the envelope as one line, fit for an SSE error event.
+// eventData returns the envelope as one line, fit for an SSE error event.
 func (f failure) eventData() []byte {
 	return compactJSON(f.body)
 }

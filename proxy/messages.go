@@ -71,7 +71,7 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 	if force == llmfleet.RouteBatch {
 		c.route = llmfleet.RouteBatch
 		if s.Submitter == nil {
-			return c, &apiError{http.StatusServiceUnavailable, "api_error", "llmfleet has no dispatcher to batch the request"}
+			return c, &apiError{http.StatusServiceUnavailable, "api_error", "llmfleet has no dispatcher to batch the request", false}
 		}
 	}
 
@@ -230,7 +230,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 func (s *Server) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
 	s.logFailure(r, err)
 	f := failureFor(err)
-	writeErrorBody(w, f.status, f.requestID, f.retryAfter, f.body)
+	writeErrorBody(w, f)
 }
 
 func (s *Server) logFailure(r *http.Request, err error) {

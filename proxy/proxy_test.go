@@ -279,6 +279,9 @@ func TestBatchErrorsSDK(t *testing.T) {
 				if ae.Response.Header.Get("llmfleet-route") != "batch" || ae.RequestID == "" {
 					t.Fatalf("headers %v", ae.Response.Header)
 				}
+				if noRetry := ae.Response.Header.Get("x-should-retry") == "false"; noRetry != (c.status == 504) {
+					t.Fatalf("x-should-retry %q for %d", ae.Response.Header.Get("x-should-retry"), c.status)
+				}
 			}
 		})
 	}
