@@ -1,0 +1,224 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// fakeProvider is an in-memory provider for the dispatcher's unit tests.
+// It runs on the time package's clock, which synctest bubbles fake.
+type fakeProvider struct {
+	mu         sync.Mutex
+	turnaround func(model string) time.Duration // nil: 60s
+	createErr  error                            // returned by the next CreateBatch
+	pollErrs   int                              // fail this many GetBatch/ListBatches calls
+	never      bool                             // batches never end
+	maxReq     int
+	batches    map[string]*fakeBatch
+	order      []string
+	calls      map[string]int
+	syncBodies []string
+	rng        *rand.Rand
+}
+
+type fakeBatch struct {
+	b     llmfleet.Batch
+	cred  string
+	items []llmfleet.BatchItem
+	ends  time.Time
+}
+
+func newFake() *fakeProvider {
+	return &fakeProvider{batches: map[string]*fakeBatch{}, calls: map[string]int{}, rng: rand.New(rand.NewSource(1))}
+}
+
+func (f *fakeProvider) Name() string { return "fake" }
+
+func (f *fakeProvider) Limits() llmfleet.BatchLimits {
+	return llmfleet.BatchLimits{MaxRequests: f.maxReq, MaxBytes: 1 << 20}
+}
+
+// answer is the fake model's reply to a body.
+func answer(body []byte) string {
+	var p struct {
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &p)
+	if len(p.Messages) == 0 {
+		return ""
+	}
+	return "re: " + p.Messages[len(p.Messages)-1].Content
+}
+
+func message(body []byte) json.RawMessage {
+	m, _ := json.Marshal(map[string]any{
+		"id": "msg_1", "type": "message", "role": "assistant", "model": modelOf(body),
+		"content":     []any{map[string]any{"type": "text", "text": answer(body)}},
+		"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 10, "output_tokens": 5},
+	})
+	return m
+}
+
+func (f *fakeProvider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.Response, error) {
+	f.mu.Lock()
+	f.calls["send"]++
+	f.syncBodies = append(f.syncBodies, string(req.Body))
+	f.mu.Unlock()
+	return &llmfleet.Response{StatusCode: 200, Body: message(req.Body)}, nil
+}
+
+func (f *fakeProvider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCloser, error) {
+	return nil, errors.New("not supported")
+}
+
+func (f *fakeProvider) CreateBatch(ctx context.Context, cred llmfleet.Credential, h http.Header, items []llmfleet.BatchItem) (*llmfleet.Batch, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls["create"]++
+	if err := f.createErr; err != nil {
+		f.createErr = nil
+		return nil, err
+	}
+	id := fmt.Sprintf("msgbatch_%d", len(f.order)+1)
+	now := time.Now()
+	ta := 60 * time.Second
+	if f.turnaround != nil {
+		ta = 0
+		for _, it := range items {
+			ta = max(ta, f.turnaround(modelOf(it.Params)))
+		}
+	}
+	fb := &fakeBatch{
+		b:     llmfleet.Batch{ID: id, Status: llmfleet.BatchInProgress, CreatedAt: now, Counts: llmfleet.RequestCounts{Processing: len(items)}},
+		cred:  cred.Fingerprint(nil),
+		items: items,
+		ends:  now.Add(ta),
+	}
+	f.batches[id] = fb
+	f.order = append(f.order, id)
+	b := fb.b
+	return &b, nil
+}
+
+func (f *fakeProvider) viewLocked(fb *fakeBatch) llmfleet.Batch {
+	if !f.never && !time.Now().Before(fb.ends) && fb.b.Status != llmfleet.BatchEnded {
+		fb.b.Status = llmfleet.BatchEnded
+		fb.b.EndedAt = fb.ends
+		fb.b.Counts = llmfleet.RequestCounts{Succeeded: len(fb.items)}
+	}
+	return fb.b
+}
+
+func (f *fakeProvider) GetBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls["get"]++
+	if f.pollErrs > 0 {
+		f.pollErrs--
+		return nil, &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "boom"}
+	}
+	fb := f.batches[id]
+	if fb == nil || fb.cred != cred.Fingerprint(nil) {
+		return nil, &llmfleet.Error{StatusCode: 404, Type: "not_found_error"}
+	}
+	b := f.viewLocked(fb)
+	return &b, nil
+}
+
+func (f *fakeProvider) ListBatches(ctx context.Context, cred llmfleet.Credential, after string, limit int) (*llmfleet.BatchPage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls["list"]++
+	if f.pollErrs > 0 {
+		f.pollErrs--
+		return nil, &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "boom"}
+	}
+	var page llmfleet.BatchPage
+	started := after == ""
+	for i := len(f.order) - 1; i >= 0; i-- {
+		fb := f.batches[f.order[i]]
+		if fb.cred != cred.Fingerprint(nil) {
+			continue
+		}
+		if !started {
+			started = fb.b.ID == after
+			continue
+		}
+		if len(page.Batches) == limit {
+			page.HasMore = true
+			break
+		}
+		page.Batches = append(page.Batches, f.viewLocked(fb))
+		page.LastID = fb.b.ID
+	}
+	return &page, nil
+}
+
+// resultFor decides one item's result from directives in its prompt.
+func resultFor(it llmfleet.BatchItem) llmfleet.BatchResult {
+	a := answer(it.Params)
+	switch {
+	case strings.Contains(a, "[errored]"):
+		return llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultErrored,
+			Error: &llmfleet.Error{StatusCode: 400, Type: "invalid_request_error", Message: "bad"}}
+	case strings.Contains(a, "[canceled]"):
+		return llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultCanceled}
+	case strings.Contains(a, "[expired]"):
+		return llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultExpired}
+	case strings.Contains(a, "[missing]"):
+		return llmfleet.BatchResult{}
+	}
+	return llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultSucceeded, Message: message(it.Params)}
+}
+
+func (f *fakeProvider) Results(ctx context.Context, cred llmfleet.Credential, id string, fn func(llmfleet.BatchResult) error) error {
+	f.mu.Lock()
+	f.calls["results"]++
+	fb := f.batches[id]
+	items := append([]llmfleet.BatchItem(nil), fb.items...)
+	f.rng.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+	f.mu.Unlock()
+	for _, it := range items {
+		r := resultFor(it)
+		if r.CustomID == "" {
+			continue
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *fakeProvider) CancelBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
+	return nil, errors.New("not supported")
+}
+
+func (f *fakeProvider) count(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
+}
+
+// batchSizes returns the size of each created batch, in creation order.
+func (f *fakeProvider) batchSizes() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n []int
+	for _, id := range f.order {
+		n = append(n, len(f.batches[id].items))
+	}
+	return n
+}

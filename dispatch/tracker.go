@@ -1,0 +1,294 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// tracker follows the in-flight batches of one provider and credential,
+// so that one upstream call answers for all of them.
+type tracker struct {
+	key      string
+	provider llmfleet.Provider
+	cred     llmfleet.Credential
+	batches  map[string]*flight
+	timer    llmfleet.Timer
+	timerAt  time.Time
+	busy     bool // a poll or a results fetch is under way
+}
+
+// flight is one batch in flight upstream.
+type flight struct {
+	id        string
+	submitted time.Time // local clock, when the create call returned
+	predicted time.Duration
+	models    []string
+	waiters   map[string]*waiter // by custom_id
+	nextCheck time.Time
+	ended     *llmfleet.Batch // set once the provider reports it ended
+}
+
+func (t *tracker) stopLocked() {
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+}
+
+// trackLocked starts tracking a newly created batch.
+func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credential, b *llmfleet.Batch, ws []*waiter) {
+	key := prov.Name() + "\x00" + cred.Fingerprint(nil)
+	t := d.trackers[key]
+	if t == nil {
+		t = &tracker{key: key, provider: prov, cred: cred, batches: map[string]*flight{}}
+		d.trackers[key] = t
+	}
+	now := d.clock.Now()
+	f := &flight{id: b.ID, submitted: now, waiters: make(map[string]*waiter, len(ws))}
+	seen := map[string]bool{}
+	for _, w := range ws {
+		w.state = stateInFlight
+		f.waiters[w.customID] = w
+		if !seen[w.model] {
+			seen[w.model] = true
+			f.models = append(f.models, w.model)
+			f.predicted = max(f.predicted, d.predictor.predict(prov.Name(), w.model))
+		}
+	}
+	if b.Status == llmfleet.BatchEnded {
+		f.ended = b
+		f.nextCheck = now
+	} else {
+		f.nextCheck = d.nextCheck(f, now)
+	}
+	t.batches[f.id] = f
+	d.beginWorkLocked()
+	d.rescheduleLocked(t)
+}
+
+// nextCheck returns when a batch should next be looked at: half the time
+// left until its predicted end, clamped to the poll interval bounds; after
+// the predicted end, an eighth of the overrun, clamped the same way.
+func (d *Dispatcher) nextCheck(f *flight, now time.Time) time.Time {
+	left := f.submitted.Add(f.predicted).Sub(now)
+	iv := left / 2
+	if left <= 0 {
+		iv = -left / 8
+	}
+	iv = max(d.pol.PollInterval, min(iv, d.pol.MaxPollInterval))
+	return now.Add(iv)
+}
+
+// rescheduleLocked sets the tracker's timer to its earliest due batch.
+func (d *Dispatcher) rescheduleLocked(t *tracker) {
+	if t.busy {
+		return
+	}
+	if len(t.batches) == 0 {
+		t.stopLocked()
+		delete(d.trackers, t.key)
+		return
+	}
+	var at time.Time
+	for _, f := range t.batches {
+		if at.IsZero() || f.nextCheck.Before(at) {
+			at = f.nextCheck
+		}
+	}
+	if t.timer != nil && t.timerAt.Equal(at) {
+		return
+	}
+	t.stopLocked()
+	t.timerAt = at
+	wait := at.Sub(d.clock.Now())
+	t.timer = d.clock.AfterFunc(max(wait, 0), func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.ctx.Err() != nil || t.busy || !t.timerAt.Equal(at) {
+			return
+		}
+		t.timer = nil
+		t.busy = true
+		d.goOwned(func() { d.poll(t) })
+	})
+}
+
+// poll looks at every in-flight batch of the tracker with as few calls as
+// it can, then fetches the results of the batches that ended.
+func (d *Dispatcher) poll(t *tracker) {
+	d.mu.Lock()
+	var open []string
+	var ended []*flight
+	oldest := time.Time{}
+	for id, f := range t.batches {
+		if f.ended != nil {
+			ended = append(ended, f)
+			continue
+		}
+		open = append(open, id)
+		if oldest.IsZero() || f.submitted.Before(oldest) {
+			oldest = f.submitted
+		}
+	}
+	d.mu.Unlock()
+
+	ctx := d.ctx
+	seen := map[string]*llmfleet.Batch{}
+	var pollErr error
+	switch {
+	case len(open) == 1:
+		d.stats.managementCalls.Add(1)
+		b, err := t.provider.GetBatch(ctx, t.cred, open[0])
+		if err != nil {
+			pollErr = err
+		} else {
+			seen[b.ID] = b
+		}
+	case len(open) > 1:
+		pollErr = d.list(ctx, t, open, seen)
+	}
+
+	d.mu.Lock()
+	now := d.clock.Now()
+	if pollErr != nil {
+		d.log.Warn("batch poll failed", "provider", t.provider.Name(), "credential", t.cred.String(), "batches", len(open), "err", pollErr)
+	}
+	for _, id := range open {
+		f := t.batches[id]
+		if f == nil {
+			continue
+		}
+		b := seen[id]
+		if b == nil || b.Status != llmfleet.BatchEnded {
+			f.nextCheck = d.nextCheck(f, now)
+			continue
+		}
+		f.ended = b
+		d.stats.batchesEnded.Add(1)
+		turnaround := b.EndedAt.Sub(b.CreatedAt)
+		for _, m := range f.models {
+			d.predictor.observe(t.provider.Name(), m, turnaround)
+		}
+		d.log.Info("batch ended", "provider", t.provider.Name(), "batch_id", id,
+			"turnaround", turnaround, "seen_after", now.Sub(f.submitted),
+			"succeeded", b.Counts.Succeeded, "errored", b.Counts.Errored,
+			"canceled", b.Counts.Canceled, "expired", b.Counts.Expired)
+		ended = append(ended, f)
+	}
+	d.mu.Unlock()
+
+	for _, f := range ended {
+		d.fetch(ctx, t, f)
+	}
+
+	d.mu.Lock()
+	t.busy = false
+	d.rescheduleLocked(t)
+	d.mu.Unlock()
+}
+
+// list pages through the credential's batches, newest first, until every
+// open batch was seen or the listing is older than the oldest of them. The
+// open batches it did not see are retrieved one by one.
+func (d *Dispatcher) list(ctx context.Context, t *tracker, open []string, seen map[string]*llmfleet.Batch) error {
+	want := make(map[string]bool, len(open))
+	for _, id := range open {
+		want[id] = true
+	}
+	limit := min(1000, max(20, 2*len(open)))
+	after := ""
+	for page := 0; page < 10 && len(want) > 0; page++ {
+		d.stats.managementCalls.Add(1)
+		p, err := t.provider.ListBatches(ctx, t.cred, after, limit)
+		if err != nil {
+			return err
+		}
+		for i := range p.Batches {
+			b := &p.Batches[i]
+			if want[b.ID] {
+				seen[b.ID] = b
+				delete(want, b.ID)
+			}
+		}
+		if !p.HasMore || p.LastID == "" {
+			break
+		}
+		after = p.LastID
+	}
+	for id := range want {
+		d.stats.managementCalls.Add(1)
+		b, err := t.provider.GetBatch(ctx, t.cred, id)
+		if err != nil {
+			return err
+		}
+		seen[id] = b
+	}
+	return nil
+}
+
+// fetch reads an ended batch's results and answers its waiters. If the
+// results cannot be read, the batch is tried again at the next poll.
+func (d *Dispatcher) fetch(ctx context.Context, t *tracker, f *flight) {
+	d.stats.managementCalls.Add(1)
+	b := f.ended
+	turnaround := b.EndedAt.Sub(b.CreatedAt)
+	err := t.provider.Results(ctx, t.cred, f.id, func(r llmfleet.BatchResult) error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		w := f.waiters[r.CustomID]
+		if w == nil {
+			return nil // not ours, or already answered
+		}
+		delete(f.waiters, r.CustomID)
+		resp, err := d.outcome(f, w, r, turnaround)
+		d.finishLocked(w, resp, err)
+		return nil
+	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.log.Warn("batch results failed", "provider", t.provider.Name(), "batch_id", f.id, "err", err)
+		f.nextCheck = d.clock.Now().Add(d.pol.PollInterval)
+		return
+	}
+	for id, w := range f.waiters {
+		delete(f.waiters, id)
+		d.finishLocked(w, nil, fmt.Errorf("%w (batch %s, custom_id %s)", llmfleet.ErrResultMissing, f.id, id))
+	}
+	delete(t.batches, f.id)
+	d.endWorkLocked()
+	d.log.Info("batch results delivered", "provider", t.provider.Name(), "batch_id", f.id)
+}
+
+// outcome turns one batch result into what its caller gets.
+func (d *Dispatcher) outcome(f *flight, w *waiter, r llmfleet.BatchResult, turnaround time.Duration) (*llmfleet.Response, error) {
+	switch r.Type {
+	case llmfleet.ResultSucceeded:
+		info, _ := llmfleet.ParseMessageInfo(r.Message)
+		return &llmfleet.Response{
+			Route:           llmfleet.RouteBatch,
+			StatusCode:      200,
+			Body:            r.Message,
+			BatchID:         f.id,
+			CustomID:        r.CustomID,
+			Usage:           info.Usage,
+			Model:           info.Model,
+			Queued:          f.submitted.Sub(w.enqueued),
+			BatchTurnaround: turnaround,
+		}, nil
+	case llmfleet.ResultErrored:
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		return nil, &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "batch request errored without an error body"}
+	case llmfleet.ResultCanceled:
+		return nil, fmt.Errorf("%w (batch %s)", llmfleet.ErrBatchCanceled, f.id)
+	case llmfleet.ResultExpired:
+		return nil, fmt.Errorf("%w (batch %s)", llmfleet.ErrBatchExpired, f.id)
+	default:
+		return nil, fmt.Errorf("llmfleet: unknown batch result type %q (batch %s)", r.Type, f.id)
+	}
+}
