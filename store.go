@@ -1,0 +1,190 @@
+package llmfleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// ErrNotFound is returned by a Store for a record it does not hold.
+var ErrNotFound = errors.New("llmfleet: not found")
+
+// RequestState is where a durable batched request is in its life.
+type RequestState string
+
+// The states of a durable request.
+const (
+	// RequestQueued: accepted, in a pool, not yet in a batch.
+	RequestQueued RequestState = "queued"
+	// RequestSubmitted: in a batch whose create call was made or is under
+	// way.
+	RequestSubmitted RequestState = "submitted"
+	// RequestDone: answered; the result is stored.
+	RequestDone RequestState = "done"
+)
+
+// StoredRequest is a request accepted for batching, as a Store keeps it.
+type StoredRequest struct {
+	// ID is llmfleet's id of the request ("lfr_..."), given to the caller in
+	// the llmfleet-request-id header and used by the async tickets API.
+	ID string
+	// Provider names the provider.
+	Provider string
+	// CredentialID is the keyed fingerprint of the request's credential. The
+	// secret itself is stored sealed, once, by PutCredential.
+	CredentialID string
+	// Header holds the pass-through provider headers.
+	Header http.Header
+	// Body is the raw request body.
+	Body json.RawMessage
+	// Model is the request's model.
+	Model string
+	// Budget is the request's latency budget (0: none).
+	Budget time.Duration
+	// AcceptedAt is when the request was accepted; Deadline is AcceptedAt
+	// plus Budget (zero: none).
+	AcceptedAt, Deadline time.Time
+	// State is where the request is.
+	State RequestState
+	// BatchID is the local id of the batch it was put in, CustomID its
+	// custom_id inside it.
+	BatchID, CustomID string
+	// Result is its answer once State is RequestDone.
+	Result *StoredResult
+}
+
+// StoredResult is the answer to a request exactly as the synchronous API
+// would have returned it: a status code and a body (a Message, or an error
+// envelope).
+type StoredResult struct {
+	StatusCode  int
+	Body        json.RawMessage
+	Usage       Usage
+	CompletedAt time.Time
+}
+
+// BatchState is where a durable batch is in its life.
+type BatchState string
+
+// The states of a durable batch.
+const (
+	// BatchIntent: recorded before the create call; the upstream id is not
+	// known yet. After a crash such a batch is reconciled with the provider,
+	// never blindly created again.
+	BatchIntent BatchState = "intent"
+	// BatchCreated: the provider accepted it; UpstreamID is set.
+	BatchCreated BatchState = "created"
+	// BatchResolved: every request of it was answered.
+	BatchResolved BatchState = "resolved"
+	// BatchFailed: the create call failed; its requests were answered with
+	// the error or queued again.
+	BatchFailed BatchState = "failed"
+)
+
+// StoredBatch is a batch as a Store keeps it. Its requests are the
+// StoredRequests whose BatchID is its ID.
+type StoredBatch struct {
+	// ID is llmfleet's local id of the batch.
+	ID string
+	// Provider names the provider, CredentialID the credential's keyed
+	// fingerprint.
+	Provider, CredentialID string
+	// UpstreamID is the provider's batch id, once known.
+	UpstreamID string
+	// State is where the batch is.
+	State BatchState
+	// Size is the number of requests in it.
+	Size int
+	// IntentAt is when the intent was recorded (before the create call);
+	// CreatedAt is the provider's created_at; EndedAt its ended_at.
+	IntentAt, CreatedAt, EndedAt time.Time
+}
+
+// Store keeps llmfleet's durable state: the requests accepted for
+// batching, the batches, their results, the sealed credentials needed to
+// poll after a restart, and the cost ledger. Implementations must be safe
+// for concurrent use, and each method's writes must be durable when it
+// returns. Every implementation must pass the suite in package storetest.
+type Store interface {
+	// AddRequest records a request accepted for batching (State queued).
+	// Implementations should commit concurrent calls together (group
+	// commit).
+	AddRequest(ctx context.Context, r *StoredRequest) error
+	// GetRequest returns one request, with its result if it has one.
+	GetRequest(ctx context.Context, id string) (*StoredRequest, error)
+	// RecordIntent records a batch about to be created (State intent) and
+	// moves its requests to submitted with their custom_ids, in one
+	// transaction. customIDs maps request id to custom_id.
+	RecordIntent(ctx context.Context, b *StoredBatch, customIDs map[string]string) error
+	// RecordCreated records the provider's id for a batch (State created).
+	RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error
+	// RecordCreateFailed marks a batch failed and puts its requests back in
+	// the queue (requeue true) or leaves them to be completed with the
+	// error by the caller.
+	RecordCreateFailed(ctx context.Context, batchID string, requeue bool) error
+	// RecordEnded records that the provider reported the batch ended.
+	RecordEnded(ctx context.Context, batchID string, endedAt time.Time) error
+	// CompleteRequests stores the results of requests (State done), in one
+	// transaction. results maps request id to result.
+	CompleteRequests(ctx context.Context, results map[string]*StoredResult) error
+	// ResolveBatch marks a batch resolved.
+	ResolveBatch(ctx context.Context, batchID string) error
+	// Pending returns what a restart must pick up: the queued requests and
+	// the batches in state intent or created, with their submitted requests.
+	Pending(ctx context.Context) (queued []*StoredRequest, batches []*PendingBatch, err error)
+	// PutCredential stores a sealed credential under its fingerprint; it is
+	// a no-op if one is stored already.
+	PutCredential(ctx context.Context, credentialID string, sealed []byte) error
+	// GetCredential returns a sealed credential.
+	GetCredential(ctx context.Context, credentialID string) ([]byte, error)
+	// AddLedger records ledger entries.
+	AddLedger(ctx context.Context, entries []LedgerEntry) error
+	// Ledger returns the ledger entries whose Time is in [from, to).
+	Ledger(ctx context.Context, from, to time.Time) ([]LedgerEntry, error)
+	// Purge deletes the results, done requests, resolved or failed batches
+	// and ledger entries older than before, and returns how many records
+	// it deleted.
+	Purge(ctx context.Context, before time.Time) (int, error)
+	// Close releases the store.
+	Close() error
+}
+
+// PendingBatch is a batch a restart must pick up, with its requests.
+type PendingBatch struct {
+	Batch    StoredBatch
+	Requests []*StoredRequest
+}
+
+// LedgerEntry is the cost record of one request.
+type LedgerEntry struct {
+	// RequestID is llmfleet's id of the request (may be empty for sync
+	// requests that have none).
+	RequestID string `json:"request_id,omitempty"`
+	// Time is when the request was answered.
+	Time time.Time `json:"time"`
+	// Provider and Model name what answered; Route how.
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Route    Route  `json:"route"`
+	// Outcome is "ok" or the error type.
+	Outcome string `json:"outcome"`
+	// Usage is the provider's token usage.
+	Usage Usage `json:"usage"`
+	// CostUSD is the cost at the route taken; OtherRouteUSD what the other
+	// route would have cost. Priced is false when the model was not in the
+	// price table (both costs are then 0 and the tokens still count).
+	CostUSD       float64 `json:"cost_usd"`
+	OtherRouteUSD float64 `json:"other_route_usd"`
+	Priced        bool    `json:"priced"`
+	// Queued is the wait in the pool, Turnaround the batch turnaround,
+	// Latency the whole time from acceptance to answer.
+	Queued     time.Duration `json:"queued_ns"`
+	Turnaround time.Duration `json:"turnaround_ns"`
+	Latency    time.Duration `json:"latency_ns"`
+	// Budget is the request's latency budget (0: none); BudgetMet whether
+	// it was answered within it.
+	Budget    time.Duration `json:"budget_ns"`
+	BudgetMet bool          `json:"budget_met"`
+}
