@@ -22,34 +22,68 @@ import (
 	"github.com/llmfleet/llmfleet/dispatch"
 )
 
+// config is the example's flags.
+type config struct {
+	url, key, model string
+	n               int
+	budget, window  time.Duration
+	poll            time.Duration
+}
+
 func main() {
-	url := flag.String("anthropic-url", "https://api.anthropic.com", "Anthropic API base URL")
-	n := flag.Int("n", 10, "number of concurrent agents")
-	budget := flag.Duration("budget", 10*time.Minute, "latency budget of every request")
-	window := flag.Duration("window", 30*time.Second, "batch window")
-	model := flag.String("model", "claude-haiku-4-5", "model")
+	var c config
+	flag.StringVar(&c.url, "anthropic-url", "https://api.anthropic.com", "Anthropic API base URL")
+	flag.IntVar(&c.n, "n", 10, "number of concurrent agents")
+	flag.DurationVar(&c.budget, "budget", 10*time.Minute, "latency budget of every request")
+	flag.DurationVar(&c.window, "window", 30*time.Second, "batch window")
+	flag.DurationVar(&c.poll, "poll", 0, "shortest and longest poll interval (0: the dispatcher's defaults)")
+	flag.StringVar(&c.model, "model", "claude-haiku-4-5", "model")
 	flag.Parse()
-	key := os.Getenv("ANTHROPIC_API_KEY")
-	if key == "" {
+	c.key = os.Getenv("ANTHROPIC_API_KEY")
+	if c.key == "" {
 		fmt.Fprintln(os.Stderr, "fleet: set ANTHROPIC_API_KEY")
 		os.Exit(2)
 	}
-	d := &dispatch.Dispatcher{
-		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: *url}},
-		Policy:    dispatch.Policy{BatchWindow: *window},
+	sum, err := run(context.Background(), c)
+	if sum != nil {
+		out, _ := json.Marshal(sum)
+		fmt.Println(string(out))
+		for _, f := range sum.failures {
+			fmt.Fprintln(os.Stderr, f)
+		}
 	}
-	if err := d.Open(); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(1)
 	}
-	ctx := context.Background()
-	cred := llmfleet.Credential{APIKey: key}
+}
+
+// summary is the one JSON line the example prints.
+type summary struct {
+	Agents   int                    `json:"agents"`
+	Failed   int                    `json:"failed"`
+	Routes   map[llmfleet.Route]int `json:"routes"`
+	Elapsed  string                 `json:"elapsed"`
+	Stats    llmfleet.Stats         `json:"stats"`
+	failures []string
+}
+
+// run runs the fleet and returns its summary; an error if any agent failed.
+func run(ctx context.Context, c config) (*summary, error) {
+	d := &dispatch.Dispatcher{
+		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: c.url}},
+		Policy:    dispatch.Policy{BatchWindow: c.window, PollInterval: c.poll, MaxPollInterval: c.poll},
+	}
+	if err := d.Open(); err != nil {
+		return nil, err
+	}
+	cred := llmfleet.Credential{APIKey: c.key}
 	ask := func(prompt string) (string, llmfleet.Route, error) {
 		body, _ := json.Marshal(map[string]any{
-			"model": *model, "max_tokens": 256,
+			"model": c.model, "max_tokens": 256,
 			"messages": []any{map[string]any{"role": "user", "content": prompt}},
 		})
-		resp, err := d.Submit(ctx, *budget, &llmfleet.Request{Provider: "anthropic", Credential: cred, Body: body})
+		resp, err := d.Submit(ctx, c.budget, &llmfleet.Request{Provider: "anthropic", Credential: cred, Body: body})
 		if err != nil {
 			return "", "", err
 		}
@@ -75,24 +109,23 @@ func main() {
 	}
 
 	start := time.Now()
+	sum := &summary{Agents: c.n, Routes: map[llmfleet.Route]int{}}
 	var mu sync.Mutex
-	routes := map[llmfleet.Route]int{}
-	var failures []string
 	var wg sync.WaitGroup
-	for i := range *n {
+	for i := range c.n {
 		wg.Go(func() {
 			first, r1, err := ask(fmt.Sprintf("Agent %d, turn 1: name a prime number.", i))
 			if err == nil {
 				var r2 llmfleet.Route
 				_, r2, err = ask(fmt.Sprintf("Agent %d, turn 2: you said %q; now double it.", i, first))
 				mu.Lock()
-				routes[r1]++
-				routes[r2]++
+				sum.Routes[r1]++
+				sum.Routes[r2]++
 				mu.Unlock()
 			}
 			if err != nil {
 				mu.Lock()
-				failures = append(failures, fmt.Sprintf("agent %d: %v", i, err))
+				sum.failures = append(sum.failures, fmt.Sprintf("agent %d: %v", i, err))
 				mu.Unlock()
 			}
 		})
@@ -101,18 +134,11 @@ func main() {
 	closeCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	_ = d.Close(closeCtx)
-	out, _ := json.Marshal(struct {
-		Agents  int                    `json:"agents"`
-		Failed  int                    `json:"failed"`
-		Routes  map[llmfleet.Route]int `json:"routes"`
-		Elapsed string                 `json:"elapsed"`
-		Stats   llmfleet.Stats         `json:"stats"`
-	}{*n, len(failures), routes, time.Since(start).Round(time.Millisecond).String(), d.Stats()})
-	fmt.Println(string(out))
-	for _, f := range failures {
-		fmt.Fprintln(os.Stderr, f)
+	sum.Failed = len(sum.failures)
+	sum.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	sum.Stats = d.Stats()
+	if sum.Failed > 0 {
+		return sum, fmt.Errorf("%d of %d agents failed", sum.Failed, c.n)
 	}
-	if len(failures) > 0 {
-		os.Exit(1)
-	}
+	return sum, nil
 }

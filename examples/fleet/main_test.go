@@ -1,0 +1,44 @@
+package main
+
+import (
+	"math/rand/v2"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet/emulator"
+)
+
+// TestFleetAgainstEmulator runs the example end to end over loopback. The
+// emulator's batches end after a few milliseconds and the dispatcher polls
+// every 20ms, so the run is short; nothing here asserts on time.
+func TestFleetAgainstEmulator(t *testing.T) {
+	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 5 * time.Millisecond }}
+	srv := httptest.NewServer(emu)
+	defer srv.Close()
+	base := config{url: srv.URL, key: "test-key", model: "claude-haiku-4-5", n: 40, window: time.Second, poll: 20 * time.Millisecond}
+
+	patient := base
+	patient.budget = 10 * time.Minute
+	sum, err := run(t.Context(), patient)
+	if err != nil {
+		t.Fatal(err, sum.failures)
+	}
+	if sum.Stats.SyncCalls != 0 || sum.Routes["batch"] != 80 || sum.Stats.BatchesSubmitted > 8 {
+		t.Fatalf("budget 10m: %+v", sum)
+	}
+	t.Logf("budget 10m: %d batches, %d management calls", sum.Stats.BatchesSubmitted, sum.Stats.ManagementCalls)
+	if dup := emu.Stats().DuplicateParams(); len(dup) > 0 {
+		t.Fatalf("submitted twice: %v", dup)
+	}
+
+	tight := base
+	tight.budget = time.Second
+	sum, err = run(t.Context(), tight)
+	if err != nil {
+		t.Fatal(err, sum.failures)
+	}
+	if sum.Stats.SyncCalls != 80 || sum.Stats.BatchedCalls != 0 {
+		t.Fatalf("budget 1s: %+v", sum)
+	}
+}
