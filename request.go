@@ -85,6 +85,9 @@ type Response struct {
 	Header http.Header
 	// Body is the provider's Message object, as raw JSON.
 	Body json.RawMessage
+	// RequestID is llmfleet's id of a batched request ("lfr_..."), by which
+	// its result can be fetched later when the dispatcher has a Store.
+	RequestID string
 	// BatchID is the provider's batch id for batched responses.
 	BatchID string
 	// CustomID is the custom_id the request had inside its batch.
