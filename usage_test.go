@@ -1,0 +1,29 @@
+package llmfleet
+
+import "testing"
+
+func TestUsageCacheWrites(t *testing.T) {
+	split := func(total, m5, h1 int64) Usage {
+		var u Usage
+		u.CacheCreationInputTokens = total
+		u.CacheCreation.Ephemeral5mInputTokens = m5
+		u.CacheCreation.Ephemeral1hInputTokens = h1
+		return u
+	}
+	for _, c := range []struct {
+		u        Usage
+		m5, h1   int64
+		describe string
+	}{
+		{split(0, 0, 0), 0, 0, "none"},
+		{split(1000, 0, 0), 1000, 0, "total only counts as 5m"},
+		{split(1000, 400, 600), 400, 600, "split"},
+		{split(0, 0, 700), 0, 700, "split without total"},
+		{split(1000, 0, 600), 400, 600, "remainder counts as 5m"},
+	} {
+		m5, h1 := c.u.CacheWrites()
+		if m5 != c.m5 || h1 != c.h1 {
+			t.Errorf("%s: got %d/%d, want %d/%d", c.describe, m5, h1, c.m5, c.h1)
+		}
+	}
+}
