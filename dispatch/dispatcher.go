@@ -29,6 +29,25 @@ type Dispatcher struct {
 	Clock llmfleet.Clock
 	// Logger receives one line per batch lifecycle event; nil discards.
 	Logger *slog.Logger
+	// Store, if set, makes batched requests durable: each is recorded
+	// before it is queued, each batch's intent before its create call and
+	// its upstream id right after, each result before its caller gets it.
+	// Open picks up what a previous process left: queued requests are
+	// pooled again, batches in flight are polled again, and batches whose
+	// create call may or may not have happened are reconciled with the
+	// provider's list of batches, never blindly created again.
+	Store llmfleet.Store
+	// Sealer seals the credentials the Store keeps (needed to poll after a
+	// restart) and fingerprints credentials. Required with a Store.
+	Sealer llmfleet.Sealer
+	// Retention is how long stored results are kept. Default 29 days, as
+	// the provider keeps batch results.
+	Retention time.Duration
+	// Observe, if set, is called once for every answered request with its
+	// ledger entry (costs not filled in). It is called with the
+	// dispatcher's lock held: it must be quick and must not call back into
+	// the Dispatcher.
+	Observe func(llmfleet.LedgerEntry)
 
 	pol       Policy
 	clock     llmfleet.Clock
@@ -47,6 +66,7 @@ type Dispatcher struct {
 	inflight int       // batches created and not yet resolved, plus creates under way
 	idle     chan bool // closed and replaced when inflight drops to zero
 	seq      uint64
+	sealed   map[string]bool // credential fingerprints already in the Store
 
 	stats counters
 }
@@ -63,11 +83,12 @@ var _ llmfleet.Submitter = (*Dispatcher)(nil)
 // first Submit.
 func (d *Dispatcher) Open() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.opened {
+		d.mu.Unlock()
 		return fmt.Errorf("dispatch: Open called twice")
 	}
 	if len(d.Providers) == 0 {
+		d.mu.Unlock()
 		return fmt.Errorf("dispatch: no providers")
 	}
 	d.opened = true
@@ -85,7 +106,34 @@ func (d *Dispatcher) Open() error {
 	d.pools = map[string]*pool{}
 	d.trackers = map[string]*tracker{}
 	d.idle = make(chan bool)
+	d.sealed = map[string]bool{}
+	if d.Store != nil {
+		if d.Sealer == nil {
+			d.mu.Unlock()
+			return fmt.Errorf("dispatch: a Store needs a Sealer")
+		}
+		if d.Retention <= 0 {
+			d.Retention = 29 * 24 * time.Hour
+		}
+	}
+	d.mu.Unlock()
+	if d.Store != nil {
+		if err := d.recover(d.ctx); err != nil {
+			return fmt.Errorf("dispatch: recovering stored state: %w", err)
+		}
+		d.mu.Lock()
+		d.goOwned(d.purgeLoop)
+		d.mu.Unlock()
+	}
 	return nil
+}
+
+// fingerprint returns the keyed fingerprint of a credential.
+func (d *Dispatcher) fingerprint(c llmfleet.Credential) string {
+	if d.Sealer != nil {
+		return d.Sealer.Fingerprint(c)
+	}
+	return c.Fingerprint(nil)
 }
 
 // Close stops accepting requests, flushes every pool at once and waits for
@@ -225,7 +273,18 @@ func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*ll
 		return nil, llmfleet.ErrClosed
 	}
 	d.stats.syncCalls.Add(1)
+	start := d.clock.Now()
 	resp, err := p.Send(ctx, req)
+	if d.Observe != nil {
+		e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: modelOf(req.Body),
+			Route: llmfleet.RouteSync, Outcome: outcomeOf(err)}
+		e.Latency = e.Time.Sub(start)
+		e.BudgetMet = err == nil
+		if resp != nil {
+			e.Usage = resp.Usage
+		}
+		d.Observe(e)
+	}
 	if err != nil {
 		d.stats.errors.Add(1)
 		return nil, err
@@ -261,13 +320,20 @@ func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req 
 	}
 	now := d.clock.Now()
 	w := &waiter{
+		id:       llmfleet.NewID("lfr_"),
 		req:      req,
+		provider: p.Name(),
 		model:    modelOf(req.Body),
 		enqueued: now,
+		budget:   budget,
 		done:     make(chan outcome, 1),
 	}
 	if budget > 0 {
 		w.deadline = now.Add(budget)
+	}
+	if err := d.persist(ctx, p, w); err != nil {
+		d.stats.errors.Add(1)
+		return nil, err
 	}
 	if err := d.enqueue(p, w); err != nil {
 		d.stats.errors.Add(1)
@@ -315,6 +381,7 @@ func (d *Dispatcher) leave(w *waiter) (outcome, bool) {
 	}
 	switch w.state {
 	case stateQueued:
+		d.storeCanceledLocked(w)
 		w.pool.remove(w)
 		d.stats.queueDepth.Add(-1)
 		w.state = stateDone
@@ -336,6 +403,7 @@ func (d *Dispatcher) finishLocked(w *waiter, resp *llmfleet.Response, err error)
 		return
 	}
 	w.state = stateDone
+	d.observeLocked(w, resp, err)
 	if w.abandoned {
 		d.stats.droppedResults.Add(1)
 		return

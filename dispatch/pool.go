@@ -65,7 +65,7 @@ func (d *Dispatcher) enqueue(p llmfleet.Provider, w *waiter) error {
 		return &llmfleet.Error{StatusCode: 413, Type: "request_too_large",
 			Message: "request is larger than the provider's batch size limit"}
 	}
-	key := p.Name() + "\x00" + w.req.Credential.Fingerprint(nil) + "\x00" + headerSignature(w.req.Header)
+	key := p.Name() + "\x00" + d.fingerprint(w.req.Credential) + "\x00" + headerSignature(w.req.Header)
 	pl := d.pools[key]
 	if pl == nil {
 		pl = &pool{key: key, provider: p, req: w.req}
@@ -168,15 +168,25 @@ func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 	d.beginWorkLocked()
 	first := pl.req
 	prov := pl.provider
-	d.goOwned(func() { d.create(prov, first, ws, items) })
+	batchID := llmfleet.NewID("lfb_")
+	d.goOwned(func() { d.create(prov, first, batchID, ws, items) })
 }
 
 // create makes the create call and hands the batch to its tracker.
-func (d *Dispatcher) create(prov llmfleet.Provider, first *llmfleet.Request, ws []*waiter, items []llmfleet.BatchItem) {
+func (d *Dispatcher) create(prov llmfleet.Provider, first *llmfleet.Request, batchID string, ws []*waiter, items []llmfleet.BatchItem) {
 	ctx, cancel := context.WithTimeout(d.ctx, d.pol.CreateTimeout)
 	defer cancel()
-	d.stats.managementCalls.Add(1)
-	b, err := prov.CreateBatch(ctx, first.Credential, first.Header, items)
+	err := d.recordIntent(ctx, prov, first, batchID, ws)
+	var b *llmfleet.Batch
+	if err == nil {
+		d.stats.managementCalls.Add(1)
+		b, err = prov.CreateBatch(ctx, first.Credential, first.Header, items)
+		if err == nil {
+			d.recordCreated(ctx, batchID, b)
+		} else {
+			d.recordCreateFailed(ctx, batchID, ws, err)
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	defer d.endWorkLocked()
@@ -190,5 +200,5 @@ func (d *Dispatcher) create(prov llmfleet.Provider, first *llmfleet.Request, ws 
 	}
 	d.stats.batchesSubmitted.Add(1)
 	d.log.Info("batch created", "provider", prov.Name(), "batch_id", b.ID, "credential", first.Credential.String(), "requests", len(ws))
-	d.trackLocked(prov, first.Credential, b, ws)
+	d.trackLocked(prov, first.Credential, batchID, b, ws)
 }

@@ -22,7 +22,8 @@ type tracker struct {
 
 // flight is one batch in flight upstream.
 type flight struct {
-	id        string
+	id        string    // the provider's batch id
+	localID   string    // llmfleet's batch id
 	submitted time.Time // local clock, when the create call returned
 	predicted time.Duration
 	models    []string
@@ -39,18 +40,19 @@ func (t *tracker) stopLocked() {
 }
 
 // trackLocked starts tracking a newly created batch.
-func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credential, b *llmfleet.Batch, ws []*waiter) {
-	key := prov.Name() + "\x00" + cred.Fingerprint(nil)
+func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credential, localID string, b *llmfleet.Batch, ws []*waiter) {
+	key := prov.Name() + "\x00" + d.fingerprint(cred)
 	t := d.trackers[key]
 	if t == nil {
 		t = &tracker{key: key, provider: prov, cred: cred, batches: map[string]*flight{}}
 		d.trackers[key] = t
 	}
 	now := d.clock.Now()
-	f := &flight{id: b.ID, submitted: now, waiters: make(map[string]*waiter, len(ws))}
+	f := &flight{id: b.ID, localID: localID, submitted: now, waiters: make(map[string]*waiter, len(ws))}
 	seen := map[string]bool{}
 	for _, w := range ws {
 		w.state = stateInFlight
+		w.submitted = now
 		f.waiters[w.customID] = w
 		if !seen[w.model] {
 			seen[w.model] = true
@@ -168,6 +170,7 @@ func (d *Dispatcher) poll(t *tracker) {
 		}
 		f.ended = b
 		d.stats.batchesEnded.Add(1)
+		d.recordEnded(f, b)
 		turnaround := b.EndedAt.Sub(b.CreatedAt)
 		for _, m := range f.models {
 			d.predictor.observe(t.provider.Name(), m, turnaround)
@@ -229,24 +232,49 @@ func (d *Dispatcher) list(ctx context.Context, t *tracker, open []string, seen m
 	return nil
 }
 
-// fetch reads an ended batch's results and answers its waiters. If the
-// results cannot be read, the batch is tried again at the next poll.
+// fetch reads an ended batch's results, stores them, and then answers
+// their waiters. If the results cannot be read or stored, the batch is
+// tried again at the next poll.
 func (d *Dispatcher) fetch(ctx context.Context, t *tracker, f *flight) {
 	d.stats.managementCalls.Add(1)
 	b := f.ended
 	turnaround := b.EndedAt.Sub(b.CreatedAt)
+	results := map[string]llmfleet.BatchResult{}
 	err := t.provider.Results(ctx, t.cred, f.id, func(r llmfleet.BatchResult) error {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		w := f.waiters[r.CustomID]
-		if w == nil {
-			return nil // not ours, or already answered
-		}
-		delete(f.waiters, r.CustomID)
-		resp, err := d.outcome(f, w, r, turnaround)
-		d.finishLocked(w, resp, err)
+		results[r.CustomID] = r
 		return nil
 	})
+	type answer struct {
+		w    *waiter
+		resp *llmfleet.Response
+		err  error
+	}
+	var answers []answer
+	if err == nil {
+		d.mu.Lock()
+		for id, w := range f.waiters {
+			a := answer{w: w}
+			if r, ok := results[id]; ok {
+				a.resp, a.err = d.outcome(f, w, r, turnaround)
+			} else {
+				a.err = fmt.Errorf("%w (batch %s, custom_id %s)", llmfleet.ErrResultMissing, f.id, id)
+			}
+			answers = append(answers, a)
+		}
+		d.mu.Unlock()
+		if d.Store != nil {
+			stored := make(map[string]*llmfleet.StoredResult, len(answers))
+			for _, a := range answers {
+				stored[a.w.id] = storedResult(a.resp, a.err, d.clock.Now())
+			}
+			err = d.Store.CompleteRequests(ctx, stored)
+			if err == nil {
+				if rerr := d.Store.ResolveBatch(ctx, f.localID); rerr != nil {
+					d.log.Warn("batch resolve not stored", "batch_id", f.id, "err", rerr)
+				}
+			}
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
@@ -254,13 +282,13 @@ func (d *Dispatcher) fetch(ctx context.Context, t *tracker, f *flight) {
 		f.nextCheck = d.clock.Now().Add(d.pol.PollInterval)
 		return
 	}
-	for id, w := range f.waiters {
-		delete(f.waiters, id)
-		d.finishLocked(w, nil, fmt.Errorf("%w (batch %s, custom_id %s)", llmfleet.ErrResultMissing, f.id, id))
+	for _, a := range answers {
+		delete(f.waiters, a.w.customID)
+		d.finishLocked(a.w, a.resp, a.err)
 	}
 	delete(t.batches, f.id)
 	d.endWorkLocked()
-	d.log.Info("batch results delivered", "provider", t.provider.Name(), "batch_id", f.id)
+	d.log.Info("batch results delivered", "provider", t.provider.Name(), "batch_id", f.id, "requests", len(answers))
 }
 
 // outcome turns one batch result into what its caller gets.
@@ -276,6 +304,7 @@ func (d *Dispatcher) outcome(f *flight, w *waiter, r llmfleet.BatchResult, turna
 			CustomID:        r.CustomID,
 			Usage:           info.Usage,
 			Model:           info.Model,
+			RequestID:       w.id,
 			Queued:          f.submitted.Sub(w.enqueued),
 			BatchTurnaround: turnaround,
 		}, nil

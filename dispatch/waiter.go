@@ -24,7 +24,10 @@ type outcome struct {
 
 // waiter is one batched request and its caller.
 type waiter struct {
+	id       string // llmfleet's request id
 	req      *llmfleet.Request
+	provider string // the provider's name
+	budget   time.Duration
 	model    string
 	enqueued time.Time
 	deadline time.Time // zero: no budget
@@ -33,6 +36,8 @@ type waiter struct {
 	// Guarded by Dispatcher.mu.
 	state     waiterState
 	abandoned bool // the caller left after submission
+	detached  bool // no caller waits: recovered after a restart, or async
+	submitted time.Time
 	pool      *pool
 	customID  string
 }
