@@ -40,3 +40,15 @@ type Stats struct {
 	// BudgetMisses counts requests whose budget ran out before an answer.
 	BudgetMisses int64 `json:"budget_misses"`
 }
+
+// Tickets is implemented by Submitters that can accept a request without
+// waiting for its answer and keep the answer to be read later (the
+// dispatcher does when it has a Store).
+type Tickets interface {
+	// Enqueue accepts req for batching and returns llmfleet's id of it.
+	Enqueue(ctx context.Context, budget time.Duration, req *Request) (string, error)
+	// Lookup returns the stored request and, once answered, its result.
+	// Only the credential that submitted it may read it: any other gets
+	// ErrNotFound.
+	Lookup(ctx context.Context, id string, cred Credential) (*StoredRequest, error)
+}
