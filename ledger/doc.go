@@ -1,0 +1,13 @@
+// Package ledger builds and aggregates llmfleet's cost ledger.
+//
+// Every answered (or failed) request leaves one llmfleet.LedgerEntry: its
+// route, usage, cost at that route and what the other route would have
+// cost. Call.Entry builds an entry from what Submit returned and Make prices
+// it through a PriceFunc hook (such as the Cost method of a pricing table).
+//
+// Summarize and Totals aggregate entries into the Summary served as JSON at
+// GET /llmfleet/v1/stats: calls by route, what was paid, what the same
+// traffic would have cost at the sync route, what was saved, budget misses,
+// and breakdowns by model and by route. WriteTable renders a Summary for
+// the terminal.
+package ledger

@@ -1,0 +1,131 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// PriceFunc returns the cost in USD of usage u of a model at route, and
+// whether the model is priced at all. The Cost method of a pricing.Table
+// fits.
+type PriceFunc func(provider, model string, u llmfleet.Usage, route llmfleet.Route) (usd float64, priced bool)
+
+// Make returns e with its costs filled in by price: CostUSD at e.Route,
+// OtherRouteUSD at the other route, and Priced. An empty route is taken as
+// the sync route. When price is nil or does not know the model, both costs
+// are 0 and Priced is false: the tokens still count, the request is flagged.
+func Make(price PriceFunc, e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
+	if e.Route == "" {
+		e.Route = llmfleet.RouteSync
+	}
+	other := llmfleet.RouteBatch
+	if e.Route == llmfleet.RouteBatch {
+		other = llmfleet.RouteSync
+	}
+	e.CostUSD, e.OtherRouteUSD, e.Priced = 0, 0, false
+	if price == nil {
+		return e
+	}
+	cost, ok := price(e.Provider, e.Model, e.Usage, e.Route)
+	if !ok {
+		return e
+	}
+	otherCost, ok := price(e.Provider, e.Model, e.Usage, other)
+	if !ok {
+		return e
+	}
+	e.CostUSD, e.OtherRouteUSD, e.Priced = cost, otherCost, true
+	return e
+}
+
+// Call describes one request as its caller saw it, for Entry.
+type Call struct {
+	// Provider names the provider; Model the requested model, used when
+	// Response does not name the one that answered.
+	Provider, Model string
+	// Route is the route the request was sent on, used when there is no
+	// Response (the request failed); Response.Route wins otherwise.
+	Route llmfleet.Route
+	// Budget is the request's latency budget (0: none).
+	Budget time.Duration
+	// Start is when the request was accepted, End when it was answered.
+	Start, End time.Time
+	// Response and Err are what Submit returned.
+	Response *llmfleet.Response
+	Err      error
+}
+
+// Entry returns the ledger entry of the call, without costs: pass it to
+// Make. The budget counts as met when there is none, or when the answer
+// came within it.
+func (c Call) Entry() llmfleet.LedgerEntry {
+	e := llmfleet.LedgerEntry{
+		Time:     c.End,
+		Provider: c.Provider,
+		Model:    c.Model,
+		Route:    c.Route,
+		Outcome:  Outcome(c.Err),
+		Latency:  c.End.Sub(c.Start),
+		Budget:   c.Budget,
+	}
+	if e.Latency < 0 {
+		e.Latency = 0
+	}
+	if r := c.Response; r != nil {
+		e.RequestID = r.RequestID
+		if r.Model != "" {
+			e.Model = r.Model
+		}
+		if r.Route != "" {
+			e.Route = r.Route
+		}
+		e.Usage = r.Usage
+		e.Queued = r.Queued
+		e.Turnaround = r.BatchTurnaround
+	}
+	if e.Route == "" {
+		e.Route = llmfleet.RouteSync
+	}
+	e.BudgetMet = c.Budget <= 0 ||
+		(!errors.Is(c.Err, llmfleet.ErrBudgetExceeded) && e.Latency <= c.Budget)
+	return e
+}
+
+// Outcome returns the ledger outcome of a request that ended with err:
+// "ok" for nil, the provider's error type for an *llmfleet.Error, and a
+// short name for llmfleet's own errors.
+func Outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var pe *llmfleet.Error
+	switch {
+	case errors.As(err, &pe):
+		if pe.Type != "" {
+			return pe.Type
+		}
+		return "http_" + strconv.Itoa(pe.StatusCode)
+	case errors.Is(err, llmfleet.ErrBudgetExceeded):
+		return "budget_exceeded"
+	case errors.Is(err, llmfleet.ErrBatchCanceled):
+		return "batch_canceled"
+	case errors.Is(err, llmfleet.ErrBatchExpired):
+		return "batch_expired"
+	case errors.Is(err, llmfleet.ErrResultMissing):
+		return "result_missing"
+	case errors.Is(err, llmfleet.ErrClosed):
+		return "closed"
+	case errors.Is(err, llmfleet.ErrUnknownProvider):
+		return "unknown_provider"
+	case errors.Is(err, context.Canceled):
+		return "client_canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded"
+	default:
+		return "error"
+	}
+}

@@ -1,0 +1,155 @@
+package ledger
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// Tokens counts tokens by kind. The kinds are those of the
+// llmfleet_tokens_total metric.
+type Tokens struct {
+	Input        int64 `json:"input"`
+	Output       int64 `json:"output"`
+	CacheWrite5m int64 `json:"cache_write_5m"`
+	CacheWrite1h int64 `json:"cache_write_1h"`
+	CacheRead    int64 `json:"cache_read"`
+}
+
+// TokensOf returns the tokens of a usage; cache writes are split by TTL as
+// llmfleet.Usage.CacheWrites does.
+func TokensOf(u llmfleet.Usage) Tokens {
+	w5m, w1h := u.CacheWrites()
+	return Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheWrite5m: w5m, CacheWrite1h: w1h, CacheRead: u.CacheReadInputTokens}
+}
+
+// Total returns the number of tokens of every kind.
+func (t Tokens) Total() int64 {
+	return t.Input + t.Output + t.CacheWrite5m + t.CacheWrite1h + t.CacheRead
+}
+
+func (t *Tokens) add(o Tokens) {
+	t.Input += o.Input
+	t.Output += o.Output
+	t.CacheWrite5m += o.CacheWrite5m
+	t.CacheWrite1h += o.CacheWrite1h
+	t.CacheRead += o.CacheRead
+}
+
+// Breakdown aggregates the entries of one model or one route.
+type Breakdown struct {
+	// Calls counts the entries, Errors those whose outcome is not "ok".
+	Calls  int64 `json:"calls"`
+	Errors int64 `json:"errors"`
+	// Tokens counts their tokens, priced or not.
+	Tokens Tokens `json:"tokens"`
+	// CostUSD is what was paid; SyncEquivalentUSD what the same requests
+	// would have cost at the sync route; SavedUSD the difference.
+	CostUSD           float64 `json:"cost_usd"`
+	SyncEquivalentUSD float64 `json:"sync_equivalent_usd"`
+	SavedUSD          float64 `json:"saved_usd"`
+	// BudgetMisses counts the entries that missed their latency budget.
+	BudgetMisses int64 `json:"budget_misses"`
+	// UnpricedRequests counts the entries of models missing from the price
+	// table; their cost is unknown and not included above.
+	UnpricedRequests int64 `json:"unpriced_requests"`
+}
+
+// add counts one entry.
+func (b *Breakdown) add(e llmfleet.LedgerEntry, tok Tokens) {
+	b.Calls++
+	if e.Outcome != "ok" {
+		b.Errors++
+	}
+	b.Tokens.add(tok)
+	if IsBudgetMiss(e) {
+		b.BudgetMisses++
+	}
+	if !e.Priced {
+		b.UnpricedRequests++
+		return
+	}
+	b.CostUSD += e.CostUSD
+	b.SyncEquivalentUSD += SyncEquivalent(e)
+	b.SavedUSD = b.SyncEquivalentUSD - b.CostUSD
+}
+
+// Summary is the aggregate of ledger entries served at GET
+// /llmfleet/v1/stats.
+type Summary struct {
+	// From and To bound the entries' times, [From, To), when given.
+	From time.Time `json:"from,omitzero"`
+	To   time.Time `json:"to,omitzero"`
+	// SyncCalls and BatchedCalls count the entries by route.
+	SyncCalls    int64 `json:"sync_calls"`
+	BatchedCalls int64 `json:"batched_calls"`
+	// BatchesSubmitted is the number of batches the dispatcher created; the
+	// ledger does not know it, the caller sets it (llmfleet.Stats).
+	BatchesSubmitted int64 `json:"batches_submitted"`
+	// Errors counts the entries whose outcome is not "ok".
+	Errors int64 `json:"errors"`
+	// CostUSD is what was paid; SyncEquivalentUSD what all the traffic
+	// would have cost at the sync route; SavedUSD the difference, and
+	// SavedPercent that difference as a percentage of SyncEquivalentUSD.
+	CostUSD           float64 `json:"cost_usd"`
+	SyncEquivalentUSD float64 `json:"sync_equivalent_usd"`
+	SavedUSD          float64 `json:"saved_usd"`
+	SavedPercent      float64 `json:"saved_percent"`
+	// BudgetMisses counts the entries answered after their latency budget.
+	BudgetMisses int64 `json:"budget_misses"`
+	// UnpricedRequests counts the entries of models missing from the price
+	// table, UnpricedTokens their tokens; their cost is not included.
+	UnpricedRequests int64  `json:"unpriced_requests"`
+	UnpricedTokens   Tokens `json:"unpriced_tokens"`
+	// Tokens counts all tokens by kind.
+	Tokens Tokens `json:"tokens"`
+	// ByModel and ByRoute break the figures down by model and by route.
+	ByModel map[string]Breakdown `json:"by_model"`
+	ByRoute map[string]Breakdown `json:"by_route"`
+	// RecentBudgetMisses holds the latest entries that missed their
+	// budget, newest first.
+	RecentBudgetMisses []llmfleet.LedgerEntry `json:"recent_budget_misses"`
+}
+
+// IsBudgetMiss reports whether an entry had a budget and missed it.
+func IsBudgetMiss(e llmfleet.LedgerEntry) bool { return e.Budget > 0 && !e.BudgetMet }
+
+// SyncEquivalent returns what an entry cost or would have cost at the sync
+// route: its CostUSD on the sync route, its OtherRouteUSD on the batch
+// route.
+func SyncEquivalent(e llmfleet.LedgerEntry) float64 {
+	if e.Route == llmfleet.RouteBatch {
+		return e.OtherRouteUSD
+	}
+	return e.CostUSD
+}
+
+// DefaultRecentMisses is how many recent budget misses a Summary keeps by
+// default.
+const DefaultRecentMisses = 20
+
+// Summarize aggregates the entries whose Time is in [from, to); a zero from
+// or to leaves that side open. It keeps the DefaultRecentMisses latest
+// budget misses.
+func Summarize(entries []llmfleet.LedgerEntry, from, to time.Time) Summary {
+	var t Totals
+	for _, e := range entries {
+		if (!from.IsZero() && e.Time.Before(from)) || (!to.IsZero() && !e.Time.Before(to)) {
+			continue
+		}
+		t.Add(e)
+	}
+	s := t.Summary()
+	s.From, s.To = from, to
+	return s
+}
+
+// clone returns a copy of s that shares no memory with it.
+func (s Summary) clone() Summary {
+	s.ByModel = maps.Clone(s.ByModel)
+	s.ByRoute = maps.Clone(s.ByRoute)
+	s.RecentBudgetMisses = slices.Clone(s.RecentBudgetMisses)
+	return s
+}
