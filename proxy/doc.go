@@ -43,16 +43,19 @@
 //
 // A batched request that errored is answered with the status and error
 // envelope the sync API would have sent, or, once its stream has begun,
-// with an error event carrying the envelope. llmfleet's own errors map to:
+// with an error event carrying the envelope. llmfleet's own errors map as
+// llmfleet.ErrorAnswer maps them:
 //
 //	llmfleet.ErrBudgetExceeded      504 timeout_error, x-should-retry: false
 //	llmfleet.ErrBatchExpired        529 overloaded_error
 //	llmfleet.ErrClosed              529 overloaded_error (shutting down)
 //	llmfleet.ErrBatchCanceled       500 api_error
 //	llmfleet.ErrResultMissing       500 api_error
-//	llmfleet.ErrUnknownProvider     500 api_error
-//	any other failure upstream      502 api_error
-//	forced batch, no Submitter      503 api_error
+//	any other failure               502 api_error
+//
+// The proxy's own refusals: a forced batch route with no Submitter is a
+// 503 api_error, an unreachable upstream a 502 api_error, an unknown path
+// outside /v1/ a 404 not_found_error.
 //
 // # Credentials
 //

@@ -71,7 +71,7 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 	if force == llmfleet.RouteBatch {
 		c.route = llmfleet.RouteBatch
 		if s.Submitter == nil {
-			return c, &apiError{http.StatusServiceUnavailable, "api_error", "llmfleet has no dispatcher to batch the request", false}
+			return c, &apiError{http.StatusServiceUnavailable, "api_error", "llmfleet has no dispatcher to batch the request"}
 		}
 	}
 
@@ -187,7 +187,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
-		h.Set("Request-Id", newRequestID())
+		h.Set("Request-Id", llmfleet.NewID("req_"))
 		if resp.BatchID != "" {
 			h.Set(HeaderBatchID, resp.BatchID)
 		}
@@ -221,7 +221,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	if err := writeMessageEvents(w, resp.Body); err != nil {
 		s.log.Warn("batch result is not a Message", "batch", resp.BatchID, "err", err)
-		writeErrorEvent(w, encodeEnvelope("api_error", "llmfleet got a malformed batch result", newRequestID()))
+		writeErrorEvent(w, llmfleet.ErrorEnvelope("api_error", "llmfleet got a malformed batch result", llmfleet.NewID("req_")))
 	}
 	p.rc.Flush()
 }

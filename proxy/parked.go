@@ -55,7 +55,7 @@ func (p *parkedStream) begin(trailer bool) {
 	h := p.w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Request-Id", newRequestID())
+	h.Set("Request-Id", llmfleet.NewID("req_"))
 	if trailer {
 		h.Set("Trailer", HeaderBatchID)
 	}
