@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claude"
+	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/proxy"
+)
+
+func init() { commands["serve"] = runServe }
+
+// serveConfig holds the settings of "llmfleet serve" that have no flag:
+// the proxy-held-key mode, configured only in the --config file.
+type serveConfig struct {
+	// UpstreamAPIKeyEnv and UpstreamAuthTokenEnv name the environment
+	// variables holding the credential the proxy sends upstream; the
+	// secret itself never goes in the file.
+	UpstreamAPIKeyEnv    string `yaml:"upstream-api-key-env"`
+	UpstreamAuthTokenEnv string `yaml:"upstream-auth-token-env"`
+	// ClientKeys maps a client name to the hex SHA-256 of its proxy key.
+	ClientKeys map[string]string `yaml:"client-keys"`
+}
+
+const serveUsage = `usage: llmfleet serve [flags]
+
+Runs the batching proxy. Point clients at it as their Anthropic base URL;
+requests carrying a latency budget (header llmfleet-latency-budget-ms, or
+the path prefix /budget/<ms>) are batched when the budget allows.
+
+Flags may also be set in a YAML file given with --config, one key per flag
+name (flags given on the command line win):
+
+  listen: 127.0.0.1:8787
+  anthropic-url: https://api.anthropic.com
+  sync-max-latency: 5s
+  batch-window: 30s
+  batch-min-size: 10
+  batch-max-size: 100
+  default-budget: 0s
+  # proxy-held keys (file only): clients present keys of their own,
+  # the proxy sends its own credential upstream.
+  upstream-api-key-env: ANTHROPIC_API_KEY
+  client-keys:
+    alice: <hex SHA-256 of alice's proxy key: printf %s "$KEY" | sha256sum>
+
+flags:
+`
+
+// runServe runs the proxy until ctx ends, then shuts down in order: it
+// stops accepting connections, closes the dispatcher (pooled requests go
+// out, in-flight batches are awaited up to --shutdown-timeout) and waits
+// for the callers still connected.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		io.WriteString(stderr, serveUsage)
+		fs.PrintDefaults()
+	}
+	configFile := fs.String("config", "", "YAML file with settings (flags on the command line win)")
+	listen := fs.String("listen", "127.0.0.1:8787", "address to listen on")
+	anthropicURL := fs.String("anthropic-url", claude.DefaultBaseURL, "base URL of the Anthropic API")
+	syncMax := fs.Duration("sync-max-latency", 0, "largest budget that always goes sync (0: dispatcher default, 5s)")
+	window := fs.Duration("batch-window", 0, "longest a request waits in a pool (0: dispatcher default, 30s)")
+	minSize := fs.Int("batch-min-size", 0, "pool size at which a batch goes out at once (0: dispatcher default, 10)")
+	maxSize := fs.Int("batch-max-size", 0, "most requests in one batch (0: dispatcher default, 100)")
+	poll := fs.Duration("poll-interval", 0, "shortest interval between polls of a credential's batches (0: dispatcher default, 5s)")
+	maxPoll := fs.Duration("max-poll-interval", 0, "longest interval between polls while a batch is in flight (0: dispatcher default, 30s)")
+	prior := fs.Duration("turnaround-prior", 0, "predicted batch turnaround before any is observed (0: dispatcher default, 2m)")
+	defBudget := fs.Duration("default-budget", 0, "budget of a request that carries none (0: sync)")
+	toolSync := fs.Bool("tool-results-sync", false, "send turns whose last user message carries tool_result blocks sync")
+	ping := fs.Duration("ping-interval", proxy.DefaultPingInterval, "interval of ping events to a waiting streaming caller")
+	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight batches")
+	verbose := fs.Bool("v", false, "log every routed request")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	var cfg serveConfig
+	if *configFile != "" {
+		var err error
+		if cfg, err = loadServeConfig(fs, *configFile); err != nil {
+			return err
+		}
+	}
+
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	upstream, err := url.Parse(strings.TrimSuffix(*anthropicURL, "/"))
+	if err != nil || upstream.Scheme == "" || upstream.Host == "" {
+		return fmt.Errorf("--anthropic-url %q is not an absolute URL", *anthropicURL)
+	}
+	creds, err := cfg.credentials(os.Getenv)
+	if err != nil {
+		return err
+	}
+
+	d := &dispatch.Dispatcher{
+		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: upstream.String(), Logger: logger}},
+		Policy: dispatch.Policy{
+			SyncMaxLatency:  *syncMax,
+			BatchWindow:     *window,
+			BatchMinSize:    *minSize,
+			BatchMaxSize:    *maxSize,
+			PollInterval:    *poll,
+			MaxPollInterval: *maxPoll,
+			TurnaroundPrior: *prior,
+		},
+		Logger: logger,
+	}
+	if err := d.Open(); err != nil {
+		return err
+	}
+	srv := &proxy.Server{
+		Submitter:       d,
+		Upstream:        upstream,
+		DefaultBudget:   *defBudget,
+		ToolResultsSync: *toolSync,
+		PingInterval:    *ping,
+		Logger:          logger,
+	}
+	if creds != nil {
+		srv.Credentials = creds.Map
+	}
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		d.Close(context.Background())
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	stopped := make(chan struct{})
+	hs.RegisterOnShutdown(func() { close(stopped) })
+	fmt.Fprintf(stdout, "llmfleet serving on http://%s (upstream %s)\n", ln.Addr(), upstream)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), *shutdown)
+	defer cancel()
+	shutErr := make(chan error, 1)
+	go func() { shutErr <- hs.Shutdown(shutCtx) }()
+	if serveErr == nil {
+		<-stopped // listeners closed: no new request arrives
+	}
+	if err := d.Close(shutCtx); err != nil {
+		logger.Warn("dispatcher closed before its batches ended", "err", err)
+	}
+	if err := <-shutErr; err != nil {
+		logger.Warn("callers still connected at shutdown", "err", err)
+		hs.Close()
+	}
+	if serveErr == nil {
+		serveErr = <-errc
+	}
+	logger.Info("stopped", "stats", fmt.Sprintf("%+v", d.Stats()))
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		return nil
+	}
+	return serveErr
+}
+
+// loadServeConfig reads a --config file: keys named like flags set the flags
+// not given on the command line; the other keys are returned.
+func loadServeConfig(fs *flag.FlagSet, file string) (serveConfig, error) {
+	var cfg serveConfig
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return cfg, err
+	}
+	var doc map[string]yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return cfg, fmt.Errorf("%s: %v", file, err)
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %v", file, err)
+	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	keys := make([]string, 0, len(doc))
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch k {
+		case "upstream-api-key-env", "upstream-auth-token-env", "client-keys":
+			continue
+		case "config":
+			return cfg, fmt.Errorf("%s: a config file cannot name another", file)
+		}
+		if fs.Lookup(k) == nil {
+			return cfg, fmt.Errorf("%s: unknown setting %q", file, k)
+		}
+		node := doc[k]
+		if node.Kind != yaml.ScalarNode {
+			return cfg, fmt.Errorf("%s: %s must be a single value", file, k)
+		}
+		if explicit[k] {
+			continue
+		}
+		if err := fs.Set(k, node.Value); err != nil {
+			return cfg, fmt.Errorf("%s: %s: %v", file, k, err)
+		}
+	}
+	return cfg, nil
+}
+
+// credentials returns the proxy-held-key hook the config asks for, or nil.
+func (c serveConfig) credentials(getenv func(string) string) (*proxy.ClientKeys, error) {
+	if len(c.ClientKeys) == 0 {
+		if c.UpstreamAPIKeyEnv != "" || c.UpstreamAuthTokenEnv != "" {
+			return nil, errors.New("config: an upstream key is set but no client-keys admit clients")
+		}
+		return nil, nil
+	}
+	var up llmfleet.Credential
+	if c.UpstreamAPIKeyEnv != "" {
+		if up.APIKey = getenv(c.UpstreamAPIKeyEnv); up.APIKey == "" {
+			return nil, fmt.Errorf("config: environment variable %s (upstream-api-key-env) is empty", c.UpstreamAPIKeyEnv)
+		}
+	}
+	if c.UpstreamAuthTokenEnv != "" {
+		if up.AuthToken = getenv(c.UpstreamAuthTokenEnv); up.AuthToken == "" {
+			return nil, fmt.Errorf("config: environment variable %s (upstream-auth-token-env) is empty", c.UpstreamAuthTokenEnv)
+		}
+	}
+	if up.IsZero() {
+		return nil, errors.New("config: client-keys need upstream-api-key-env or upstream-auth-token-env")
+	}
+	keys := &proxy.ClientKeys{Upstream: up, Hashes: make(map[string]string, len(c.ClientKeys))}
+	for name, h := range c.ClientKeys {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			return nil, fmt.Errorf("config: client-keys: %s is not a hex SHA-256 of a key", name)
+		}
+		keys.Hashes[h] = name
+	}
+	return keys, nil
+}
