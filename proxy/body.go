@@ -101,4 +101,4 @@ func lastUserHasToolResult(body []byte) bool {
 }
 
 // tooLarge is the answer to a body over MaxBodyBytes.
-var tooLarge = &apiError{http.StatusRequestEntityTooLarge, "request_too_large", "Request exceeds the maximum allowed number of bytes.", false}
+var tooLarge = &apiError{http.StatusRequestEntityTooLarge, "request_too_large", "Request exceeds the maximum allowed number of bytes."}

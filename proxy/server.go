@@ -144,7 +144,7 @@ func (s *Server) init() {
 		mux.HandleFunc("/v1/", s.servePassThrough)
 		mux.HandleFunc("/budget/{ms}/{path...}", s.serveBudgetPrefix)
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-			writeAPIError(w, &apiError{http.StatusNotFound, "not_found_error", "Not found: " + r.URL.Path, false})
+			writeAPIError(w, &apiError{http.StatusNotFound, "not_found_error", "Not found: " + r.URL.Path})
 		})
 		s.mux = mux
 	})
@@ -198,7 +198,7 @@ func (s *Server) servePassThrough(w http.ResponseWriter, r *http.Request) {
 	s.rp.ServeHTTP(w, r)
 }
 
-var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key", false}
+var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key"}
 
 // upstreamCredential is the context key of the credential that replaces
 // the client's on the way upstream.
@@ -223,7 +223,7 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 		return // the client left
 	}
 	s.log.Warn("upstream call failed", "path", r.URL.Path, "err", err)
-	writeAPIError(w, &apiError{http.StatusBadGateway, "api_error", "llmfleet could not reach the upstream API", false})
+	writeAPIError(w, &apiError{http.StatusBadGateway, "api_error", "llmfleet could not reach the upstream API"})
 }
 
 // bufferPool recycles the copy buffers of the reverse proxy.
