@@ -1,0 +1,236 @@
+// Package metrics exposes llmfleet's Prometheus metrics.
+//
+// New registers them on an injected prometheus.Registerer; nothing is
+// registered globally. The metric names and labels are a public contract:
+//
+//	llmfleet_requests_total{route,model,outcome}      counter
+//	llmfleet_tokens_total{route,model,kind}           counter (kind: input, output, cache_write_5m, cache_write_1h, cache_read)
+//	llmfleet_cost_usd_total{route,model}              counter
+//	llmfleet_saved_usd_total                          counter
+//	llmfleet_queue_depth                              gauge
+//	llmfleet_batches_in_flight                        gauge
+//	llmfleet_batch_turnaround_seconds{model}          histogram
+//	llmfleet_budget_misses_total                      counter
+//	llmfleet_upstream_errors_total{kind}              counter
+package metrics
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// TurnaroundBuckets are the buckets of llmfleet_batch_turnaround_seconds,
+// from a second to the 24-hour batch expiry.
+var TurnaroundBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400}
+
+// maxLabelValues caps the distinct values of the model and kind labels, so
+// that clients naming arbitrary models cannot blow up the series count;
+// further values are reported as "other".
+const maxLabelValues = 200
+
+// Metrics holds llmfleet's metrics. Its methods are safe for concurrent use.
+type Metrics struct {
+	requests     *prometheus.CounterVec
+	tokens       *prometheus.CounterVec
+	cost         *prometheus.CounterVec
+	saved        prometheus.Counter
+	turnaround   *prometheus.HistogramVec
+	budgetMisses prometheus.Counter
+	upstream     *prometheus.CounterVec
+	gauges       *gauges
+	models       labelSet
+	kinds        labelSet
+}
+
+// New creates the metrics and registers them on reg.
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	if reg == nil {
+		return nil, errors.New("metrics: nil Registerer")
+	}
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llmfleet_requests_total",
+			Help: "Requests answered or failed, by route, model and outcome (ok or the error type).",
+		}, []string{"route", "model", "outcome"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llmfleet_tokens_total",
+			Help: "Tokens used, by route, model and kind (input, output, cache_write_5m, cache_write_1h, cache_read).",
+		}, []string{"route", "model", "kind"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llmfleet_cost_usd_total",
+			Help: "Cost in USD at list prices of the requests of priced models, by route and model.",
+		}, []string{"route", "model"}),
+		saved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "llmfleet_saved_usd_total",
+			Help: "USD saved by batching: what batched requests would have cost at the sync route, minus what they cost.",
+		}),
+		turnaround: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "llmfleet_batch_turnaround_seconds",
+			Help:    "Time from a batch's creation to its end at the provider, by model.",
+			Buckets: TurnaroundBuckets,
+		}, []string{"model"}),
+		budgetMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "llmfleet_budget_misses_total",
+			Help: "Requests answered after their latency budget ran out, or not at all because it did.",
+		}),
+		upstream: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llmfleet_upstream_errors_total",
+			Help: "Errors of calls to the provider, by kind (the provider's error type, http_<status> or network).",
+		}, []string{"kind"}),
+		gauges: newGauges(),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.tokens, m.cost, m.saved, m.turnaround, m.budgetMisses, m.upstream, m.gauges} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Observe counts one ledger entry: the request, its tokens, its cost, what
+// batching saved, and whether it missed its budget.
+func (m *Metrics) Observe(e llmfleet.LedgerEntry) {
+	route := string(e.Route)
+	if route == "" {
+		route = string(llmfleet.RouteSync)
+	}
+	model := m.models.value(e.Model)
+	outcome := e.Outcome
+	if outcome == "" {
+		outcome = "unknown"
+	}
+	m.requests.WithLabelValues(route, model, outcome).Inc()
+	w5m, w1h := e.Usage.CacheWrites()
+	for _, k := range []struct {
+		kind string
+		n    int64
+	}{
+		{"input", e.Usage.InputTokens},
+		{"output", e.Usage.OutputTokens},
+		{"cache_write_5m", w5m},
+		{"cache_write_1h", w1h},
+		{"cache_read", e.Usage.CacheReadInputTokens},
+	} {
+		if k.n > 0 {
+			m.tokens.WithLabelValues(route, model, k.kind).Add(float64(k.n))
+		}
+	}
+	if e.Priced {
+		if e.CostUSD > 0 {
+			m.cost.WithLabelValues(route, model).Add(e.CostUSD)
+		}
+		if saved := e.OtherRouteUSD - e.CostUSD; e.Route == llmfleet.RouteBatch && saved > 0 {
+			m.saved.Add(saved)
+		}
+	}
+	if e.Budget > 0 && !e.BudgetMet {
+		m.budgetMisses.Inc()
+	}
+}
+
+// ObserveBatchTurnaround records how long a batch of a model took at the
+// provider.
+func (m *Metrics) ObserveBatchTurnaround(model string, d time.Duration) {
+	m.turnaround.WithLabelValues(m.models.value(model)).Observe(d.Seconds())
+}
+
+// UpstreamError counts an error of a call to the provider; kind is the
+// provider's error type, "http_<status>" or "network".
+func (m *Metrics) UpstreamError(kind string) {
+	if kind == "" {
+		kind = "unknown"
+	}
+	m.upstream.WithLabelValues(m.kinds.value(kind)).Inc()
+}
+
+// SetQueueDepth sets llmfleet_queue_depth, the requests waiting in pools.
+// It is ignored while a stats function is set.
+func (m *Metrics) SetQueueDepth(n int64) { m.gauges.queue.Store(n) }
+
+// SetBatchesInFlight sets llmfleet_batches_in_flight. It is ignored while
+// a stats function is set.
+func (m *Metrics) SetBatchesInFlight(n int64) { m.gauges.inFlight.Store(n) }
+
+// SetStatsFunc makes the gauges read the dispatcher's counters at each
+// scrape (QueueDepth and BatchesInFlight of f's result) instead of the
+// values set with SetQueueDepth and SetBatchesInFlight; nil undoes it. The
+// dispatcher's Stats method fits.
+func (m *Metrics) SetStatsFunc(f func() llmfleet.Stats) {
+	if f == nil {
+		m.gauges.stats.Store(nil)
+		return
+	}
+	m.gauges.stats.Store(&f)
+}
+
+// Handler serves the metrics gathered by g in the Prometheus text format,
+// for GET /metrics.
+func Handler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+}
+
+// labelSet caps the distinct values of a label.
+type labelSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// value returns v, "unknown" for an empty v, or "other" once the set is
+// full and v is not in it.
+func (s *labelSet) value(v string) string {
+	if v == "" {
+		return "unknown"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[v] {
+		return v
+	}
+	if len(s.seen) >= maxLabelValues {
+		return "other"
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[v] = true
+	return v
+}
+
+// gauges collects llmfleet_queue_depth and llmfleet_batches_in_flight,
+// from a stats function when one is set.
+type gauges struct {
+	queueDesc, inFlightDesc *prometheus.Desc
+	queue, inFlight         atomic.Int64
+	stats                   atomic.Pointer[func() llmfleet.Stats]
+}
+
+func newGauges() *gauges {
+	return &gauges{
+		queueDesc:    prometheus.NewDesc("llmfleet_queue_depth", "Requests waiting in pools for their batch.", nil, nil),
+		inFlightDesc: prometheus.NewDesc("llmfleet_batches_in_flight", "Batches created at the provider and not yet resolved.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.queueDesc
+	ch <- g.inFlightDesc
+}
+
+// Collect implements prometheus.Collector.
+func (g *gauges) Collect(ch chan<- prometheus.Metric) {
+	queue, inFlight := g.queue.Load(), g.inFlight.Load()
+	if f := g.stats.Load(); f != nil {
+		s := (*f)()
+		queue, inFlight = s.QueueDepth, s.BatchesInFlight
+	}
+	ch <- prometheus.MustNewConstMetric(g.queueDesc, prometheus.GaugeValue, float64(queue))
+	ch <- prometheus.MustNewConstMetric(g.inFlightDesc, prometheus.GaugeValue, float64(inFlight))
+}
