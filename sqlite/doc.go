@@ -1,0 +1,39 @@
+// Package sqlite is llmfleet's default durable state: an llmfleet.Store in
+// one embedded SQLite database file.
+//
+// # Driver
+//
+// It uses modernc.org/sqlite, SQLite translated to pure Go, rather than a
+// cgo binding such as mattn/go-sqlite3. llmfleet ships as one static
+// binary that cross-compiles with GOOS/GOARCH alone, and its CI and
+// contributors need no C toolchain. The cost is speed, about half that of
+// the C library on write-heavy loads, which group commit more than makes
+// up for: the durable path is bounded by fsync, not by SQL.
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=FULL, foreign keys on and
+// a busy timeout. Every write method returns only once its transaction is
+// committed and the WAL fsynced, so what it wrote survives a SIGKILL of
+// the process and a power loss alike. (synchronous=NORMAL, settable with
+// DB.Synchronous, would still survive a crash of the process, since a
+// commit is in the operating system's cache once written, but could lose
+// the last commits on a power loss: too weak for a record that a batch
+// was paid for.)
+//
+// One connection writes; a small pool reads, and in WAL mode readers never
+// wait for the writer. AddRequest calls are committed in groups: one
+// goroutine, started by Open and stopped by Close, takes every call
+// waiting, inserts them in one transaction and pays one fsync for all;
+// each caller returns once its own row is durable.
+//
+// # Schema
+//
+// Migrations are SQL files embedded in the binary (migrations/NNNN_*.sql),
+// applied in order on Open in one transaction; PRAGMA user_version records
+// the schema version. A database from a newer llmfleet is refused.
+//
+// New files are created 0600 in a 0700 directory: they hold prompts and
+// answers. Credentials are stored only as the sealed bytes the caller
+// gives (see package vault); the store never sees a secret.
+package sqlite

@@ -1,0 +1,165 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// requestColumns are the columns scanRequest reads, in order.
+const requestColumns = `id, provider, credential_id, header, body, model, budget,
+	accepted_at, deadline, state, batch_id, custom_id,
+	status_code, result_body, usage, completed_at`
+
+const insertRequest = `INSERT INTO requests (id, provider, credential_id, header, body,
+	model, budget, accepted_at, deadline, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued')`
+
+// insertArgs returns the arguments of insertRequest for r.
+func insertArgs(r *llmfleet.StoredRequest) ([]any, error) {
+	if r.ID == "" {
+		return nil, errors.New("sqlite: request without an id")
+	}
+	h, err := encodeHeader(r.Header)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: request %s header: %w", r.ID, err)
+	}
+	return []any{r.ID, r.Provider, r.CredentialID, h, bytesOrEmpty(r.Body),
+		r.Model, int64(r.Budget), nanos(r.AcceptedAt), nanos(r.Deadline)}, nil
+}
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// scanRequest reads one row of requestColumns.
+func scanRequest(s rowScanner) (*llmfleet.StoredRequest, error) {
+	var (
+		r                             llmfleet.StoredRequest
+		header, usage, resultBody     []byte
+		budget                        int64
+		accepted, deadline, completed sql.NullInt64
+		batchID, customID             sql.NullString
+		status                        sql.NullInt64
+		state                         string
+	)
+	err := s.Scan(&r.ID, &r.Provider, &r.CredentialID, &header, &r.Body, &r.Model, &budget,
+		&accepted, &deadline, &state, &batchID, &customID,
+		&status, &resultBody, &usage, &completed)
+	if err != nil {
+		return nil, err
+	}
+	if r.Header, err = decodeHeader(header); err != nil {
+		return nil, fmt.Errorf("sqlite: request %s header: %w", r.ID, err)
+	}
+	if r.Body == nil {
+		r.Body = []byte{}
+	}
+	r.Budget = time.Duration(budget)
+	r.AcceptedAt, r.Deadline = timeOf(accepted), timeOf(deadline)
+	r.State = llmfleet.RequestState(state)
+	r.BatchID, r.CustomID = batchID.String, customID.String
+	if r.State == llmfleet.RequestDone {
+		res := &llmfleet.StoredResult{StatusCode: int(status.Int64), Body: resultBody, CompletedAt: timeOf(completed)}
+		if res.Body == nil {
+			res.Body = []byte{}
+		}
+		if res.Usage, err = decodeUsage(usage); err != nil {
+			return nil, fmt.Errorf("sqlite: request %s usage: %w", r.ID, err)
+		}
+		r.Result = res
+	}
+	return &r, nil
+}
+
+// GetRequest returns one request, with its result if it has one, or an
+// error wrapping llmfleet.ErrNotFound.
+func (d *DB) GetRequest(ctx context.Context, id string) (*llmfleet.StoredRequest, error) {
+	row := d.r.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE id = ?`, id)
+	r, err := scanRequest(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: request %s: %w", id, llmfleet.ErrNotFound)
+	}
+	return r, err
+}
+
+// CompleteRequests stores the results of requests (State done), in one
+// transaction. A request that is done already keeps its first result. An
+// unknown id fails the whole call with an error wrapping
+// llmfleet.ErrNotFound.
+func (d *DB) CompleteRequests(ctx context.Context, results map[string]*llmfleet.StoredResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	return d.write(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `UPDATE requests SET state = 'done',
+			status_code = ?, result_body = ?, usage = ?, completed_at = ?
+			WHERE id = ? AND state != 'done'`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for id, res := range results {
+			if res == nil {
+				return fmt.Errorf("sqlite: request %s: nil result", id)
+			}
+			u, err := encodeUsage(res.Usage)
+			if err != nil {
+				return err
+			}
+			n, err := affected(stmt.ExecContext(ctx, res.StatusCode, bytesOrEmpty(res.Body), u, nanos(res.CompletedAt), id))
+			if err != nil {
+				return fmt.Errorf("sqlite: completing request %s: %w", id, err)
+			}
+			if n == 0 {
+				if err := mustExist(ctx, tx, "requests", id); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// mustExist returns an error wrapping llmfleet.ErrNotFound unless table
+// has a row with id.
+func mustExist(ctx context.Context, tx *sql.Tx, table, id string) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM `+table+` WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: %s %s: %w", table[:len(table)-1], id, llmfleet.ErrNotFound)
+	}
+	return err
+}
+
+// affected returns the rows affected by an Exec.
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// write runs fn in a transaction on the writing connection and commits it.
+func (d *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if d.isClosed() {
+		return ErrClosed
+	}
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (d *DB) isClosed() bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.closed
+}

@@ -1,0 +1,267 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// checkPendingBatch compares a pending batch with the batch recorded and
+// the requests it should still list.
+func checkPendingBatch(t *testing.T, got *llmfleet.PendingBatch, want llmfleet.StoredBatch, reqs ...*llmfleet.StoredRequest) {
+	t.Helper()
+	g := got.Batch
+	if g.ID != want.ID || g.Provider != want.Provider || g.CredentialID != want.CredentialID ||
+		g.UpstreamID != want.UpstreamID || g.State != want.State || g.Size != want.Size {
+		t.Errorf("pending batch\n got %+v\nwant %+v", g, want)
+	}
+	if !g.IntentAt.Equal(want.IntentAt) || !g.CreatedAt.Equal(want.CreatedAt) || !g.EndedAt.Equal(want.EndedAt) {
+		t.Errorf("batch %s: times %v %v %v, want %v %v %v", want.ID, g.IntentAt, g.CreatedAt, g.EndedAt,
+			want.IntentAt, want.CreatedAt, want.EndedAt)
+	}
+	if len(got.Requests) != len(reqs) {
+		t.Fatalf("batch %s: requests %v, want %v", want.ID, ids(got.Requests), ids(reqs))
+	}
+	for i, r := range reqs {
+		checkRequest(t, got.Requests[i], r)
+	}
+}
+
+// lifecycle walks a batch through intent, created, ended, complete and
+// resolve, checking what Pending returns at each step: what a restart
+// would pick up had the process died there.
+func (s *suite) lifecycle(t *testing.T) {
+	st := s.store(t)
+	rs := []*llmfleet.StoredRequest{request(1), request(2), request(3)}
+	other := request(4)
+	s.add(t, st, append(rs, other)...)
+
+	// Crash point 1: accepted, not yet in a batch.
+	q, pb := s.pending(t, st)
+	if fmt.Sprint(ids(q)) != fmt.Sprint(ids(append(rs, other))) || len(pb) != 0 {
+		t.Fatalf("Pending after adds: queued %v, %d batches", ids(q), len(pb))
+	}
+
+	// Crash point 2: intent recorded, create call under way.
+	b := batch(1)
+	b.Size = 99              // the store counts the requests itself
+	b.UpstreamID = "ignored" // not known at intent time
+	b.State = llmfleet.BatchState("bogus")
+	cids := customIDs(rs...)
+	if err := st.RecordIntent(ctx(t), b, cids); err != nil {
+		t.Fatal(err)
+	}
+	want := llmfleet.StoredBatch{ID: b.ID, Provider: b.Provider, CredentialID: b.CredentialID,
+		State: llmfleet.BatchIntent, Size: 3, IntentAt: b.IntentAt}
+	sub := make([]*llmfleet.StoredRequest, len(rs))
+	for i, r := range rs {
+		sub[i] = with(r, llmfleet.RequestSubmitted, b.ID, cids[r.ID], nil)
+		checkRequest(t, s.get(t, st, r.ID), sub[i])
+	}
+	q, pb = s.pending(t, st)
+	if fmt.Sprint(ids(q)) != fmt.Sprint([]string{other.ID}) || len(pb) != 1 {
+		t.Fatalf("Pending after intent: queued %v, %d batches", ids(q), len(pb))
+	}
+	checkPendingBatch(t, pb[0], want, sub...)
+
+	// Crash point 3: the provider accepted the batch.
+	created := base.Add(time.Hour + 1500*time.Millisecond)
+	if err := st.RecordCreated(ctx(t), b.ID, "msgbatch_01abc", created); err != nil {
+		t.Fatal(err)
+	}
+	want.State, want.UpstreamID, want.CreatedAt = llmfleet.BatchCreated, "msgbatch_01abc", created
+	_, pb = s.pending(t, st)
+	if len(pb) != 1 {
+		t.Fatalf("Pending after created: %d batches", len(pb))
+	}
+	checkPendingBatch(t, pb[0], want, sub...)
+
+	// Crash point 4: the provider reported the batch ended.
+	ended := base.Add(90 * time.Minute)
+	if err := st.RecordEnded(ctx(t), b.ID, ended); err != nil {
+		t.Fatal(err)
+	}
+	want.EndedAt = ended
+	_, pb = s.pending(t, st)
+	if len(pb) != 1 {
+		t.Fatalf("Pending after ended: %d batches", len(pb))
+	}
+	checkPendingBatch(t, pb[0], want, sub...)
+
+	// Crash point 5: some results stored.
+	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{rs[0].ID: result(1), rs[2].ID: errorResult()}); err != nil {
+		t.Fatal(err)
+	}
+	checkRequest(t, s.get(t, st, rs[0].ID), with(rs[0], llmfleet.RequestDone, b.ID, cids[rs[0].ID], result(1)))
+	checkRequest(t, s.get(t, st, rs[2].ID), with(rs[2], llmfleet.RequestDone, b.ID, cids[rs[2].ID], errorResult()))
+	_, pb = s.pending(t, st)
+	if len(pb) != 1 {
+		t.Fatalf("Pending after partial results: %d batches", len(pb))
+	}
+	checkPendingBatch(t, pb[0], want, sub[1])
+
+	// Crash point 6: every result stored, batch not resolved yet.
+	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{rs[1].ID: result(2)}); err != nil {
+		t.Fatal(err)
+	}
+	_, pb = s.pending(t, st)
+	if len(pb) != 1 {
+		t.Fatalf("Pending after all results: %d batches", len(pb))
+	}
+	checkPendingBatch(t, pb[0], want)
+
+	// Resolved: nothing left to pick up but the other request.
+	if err := st.ResolveBatch(ctx(t), b.ID); err != nil {
+		t.Fatal(err)
+	}
+	q, pb = s.pending(t, st)
+	if fmt.Sprint(ids(q)) != fmt.Sprint([]string{other.ID}) || len(pb) != 0 {
+		t.Fatalf("Pending after resolve: queued %v, %d batches", ids(q), len(pb))
+	}
+	checkRequest(t, s.get(t, st, rs[1].ID), with(rs[1], llmfleet.RequestDone, b.ID, cids[rs[1].ID], result(2)))
+	checkRequest(t, s.get(t, st, other.ID), other)
+}
+
+func (s *suite) intentNotQueued(t *testing.T) {
+	st := s.store(t)
+	r1, r2, r3 := request(1), request(2), request(3)
+	s.add(t, st, r1, r2, r3)
+	if err := st.RecordIntent(ctx(t), batch(1), customIDs(r1)); err != nil {
+		t.Fatal(err)
+	}
+	// r1 is in batch 1 already: batch 2 must not take it, nor r2.
+	err := st.RecordIntent(ctx(t), batch(2), map[string]string{r2.ID: "a", r1.ID: "b"})
+	if err == nil {
+		t.Fatal("RecordIntent with a request that is not queued: no error")
+	}
+	checkRequest(t, s.get(t, st, r1.ID), with(r1, llmfleet.RequestSubmitted, batch(1).ID, "r0", nil))
+	checkRequest(t, s.get(t, st, r2.ID), r2)
+	_, pb := s.pending(t, st)
+	if len(pb) != 1 || pb[0].Batch.ID != batch(1).ID {
+		t.Fatalf("Pending after a failed intent: %d batches", len(pb))
+	}
+	// A done request cannot go into a batch either.
+	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{r3.ID: errorResult()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordIntent(ctx(t), batch(3), customIDs(r3)); err == nil {
+		t.Error("RecordIntent with a done request: no error")
+	}
+	// The failed batch ids remain free.
+	if err := st.RecordIntent(ctx(t), batch(2), customIDs(r2)); err != nil {
+		t.Fatalf("RecordIntent after a failed one with the same id: %v", err)
+	}
+}
+
+func (s *suite) createFailedRequeue(t *testing.T) {
+	st := s.store(t)
+	rs := []*llmfleet.StoredRequest{request(1), request(2)}
+	s.add(t, st, rs...)
+	b := batch(1)
+	if err := st.RecordIntent(ctx(t), b, customIDs(rs...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordCreateFailed(ctx(t), b.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		checkRequest(t, s.get(t, st, r.ID), r)
+	}
+	q, pb := s.pending(t, st)
+	if fmt.Sprint(ids(q)) != fmt.Sprint(ids(rs)) || len(pb) != 0 {
+		t.Fatalf("Pending after a requeued failure: queued %v, %d batches", ids(q), len(pb))
+	}
+	// They go out in the next batch.
+	b2 := batch(2)
+	if err := st.RecordIntent(ctx(t), b2, customIDs(rs...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordCreated(ctx(t), b2.ID, "msgbatch_2", base.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	_, pb = s.pending(t, st)
+	if len(pb) != 1 || pb[0].Batch.ID != b2.ID || len(pb[0].Requests) != 2 {
+		t.Fatalf("Pending after the second batch: %d batches", len(pb))
+	}
+}
+
+// createFailedNoRequeue: the requests stay submitted until the caller
+// completes them with the error; the failed batch is not pending.
+func (s *suite) createFailedNoRequeue(t *testing.T) {
+	st := s.store(t)
+	rs := []*llmfleet.StoredRequest{request(1), request(2)}
+	s.add(t, st, rs...)
+	b := batch(1)
+	cids := customIDs(rs...)
+	if err := st.RecordIntent(ctx(t), b, cids); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordCreateFailed(ctx(t), b.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	q, pb := s.pending(t, st)
+	if len(q) != 0 || len(pb) != 0 {
+		t.Fatalf("Pending after a failure: %d queued, %d batches, want none", len(q), len(pb))
+	}
+	for _, r := range rs {
+		checkRequest(t, s.get(t, st, r.ID), with(r, llmfleet.RequestSubmitted, b.ID, cids[r.ID], nil))
+	}
+	res := map[string]*llmfleet.StoredResult{rs[0].ID: errorResult(), rs[1].ID: errorResult()}
+	if err := st.CompleteRequests(ctx(t), res); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		checkRequest(t, s.get(t, st, r.ID), with(r, llmfleet.RequestDone, b.ID, cids[r.ID], errorResult()))
+	}
+}
+
+// completeQueuedAndTwice: a request can be answered without a batch (say,
+// refused), and an answer once stored never changes.
+func (s *suite) completeQueuedAndTwice(t *testing.T) {
+	st := s.store(t)
+	r1, r2 := request(1), request(2)
+	s.add(t, st, r1, r2)
+	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{r1.ID: errorResult()}); err != nil {
+		t.Fatal(err)
+	}
+	checkRequest(t, s.get(t, st, r1.ID), with(r1, llmfleet.RequestDone, "", "", errorResult()))
+	q, _ := s.pending(t, st)
+	if fmt.Sprint(ids(q)) != fmt.Sprint([]string{r2.ID}) {
+		t.Errorf("Pending after completing a queued request: %v", ids(q))
+	}
+	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{r1.ID: result(1)}); err != nil {
+		t.Fatalf("CompleteRequests of a done request: %v", err)
+	}
+	checkRequest(t, s.get(t, st, r1.ID), with(r1, llmfleet.RequestDone, "", "", errorResult()))
+	if err := st.CompleteRequests(ctx(t), nil); err != nil {
+		t.Errorf("CompleteRequests(nil): %v", err)
+	}
+}
+
+func (s *suite) pendingOrder(t *testing.T) {
+	st := s.store(t)
+	order := []int{5, 1, 4, 2, 3}
+	for _, i := range order {
+		s.add(t, st, request(i))
+	}
+	for _, i := range []int{3, 1, 2} {
+		r := request(10 + i)
+		s.add(t, st, r)
+		if err := st.RecordIntent(ctx(t), batch(i), customIDs(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, pb := s.pending(t, st)
+	if got := fmt.Sprint(ids(q)); got != "[lfr_0001 lfr_0002 lfr_0003 lfr_0004 lfr_0005]" {
+		t.Errorf("queued order %s, want by AcceptedAt", got)
+	}
+	var bs []string
+	for _, b := range pb {
+		bs = append(bs, b.Batch.ID)
+	}
+	if got := fmt.Sprint(bs); got != "[lfb_0001 lfb_0002 lfb_0003]" {
+		t.Errorf("batch order %s, want by IntentAt", got)
+	}
+}

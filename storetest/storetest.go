@@ -1,0 +1,309 @@
+// Package storetest checks that an llmfleet.Store behaves as the contract
+// of that interface says, in the manner of testing/slogtest:
+//
+//	func TestStore(t *testing.T) {
+//		storetest.Run(t, storetest.Harness{New: newStore, Reopen: reopen})
+//	}
+//
+// Run exercises every method: requests stored byte for byte, the batch
+// lifecycle (intent, created, ended, complete, resolve), failed creates
+// with and without requeue, what Pending returns after each crash point,
+// results, sealed credentials, the ledger, retention (Purge), ErrNotFound
+// for unknown ids, concurrent AddRequest calls and, given a Reopen hook,
+// that everything survives closing and reopening the store.
+//
+// Beyond the interface's doc comments, the suite pins down these rules:
+//   - AddRequest refuses an id stored already, and a request for which it
+//     returns an error (a canceled context among others) is not stored.
+//   - RecordIntent sets Size to the number of requests; it fails, recording
+//     nothing, when a request is unknown (ErrNotFound) or not queued.
+//   - A batch stays in state created after RecordEnded; Pending lists it,
+//     with EndedAt, until ResolveBatch.
+//   - Pending lists queued requests oldest AcceptedAt first, and with each
+//     batch only its requests still submitted.
+//   - CompleteRequests may complete a queued request; a request that is
+//     done keeps its first result.
+//   - RecordCreateFailed with requeue clears BatchID and CustomID.
+//   - Purge counts deleted requests, batches and ledger entries; it keeps
+//     queued and submitted requests and pending batches whatever their age.
+//   - Stores return copies: changing what a method returned, or what was
+//     passed to it, changes nothing stored.
+//
+// Times must round-trip to the nanosecond (compared with time.Time.Equal),
+// bodies byte for byte. A nil Header may come back nil or empty.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// Harness tells Run how to get stores.
+type Harness struct {
+	// New returns a fresh, empty store. It is called once per subtest;
+	// closing the store goes through t.Cleanup, so it must not fail if
+	// Reopen closed the store already. Required.
+	New func(t *testing.T) llmfleet.Store
+
+	// Reopen closes old and returns a store reading the same data, as a
+	// restart of the process would; the new store is closed through
+	// t.Cleanup. Nil skips the durability checks.
+	Reopen func(t *testing.T, old llmfleet.Store) llmfleet.Store
+}
+
+// Run runs the contract suite against the stores of h.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.New == nil {
+		t.Fatal("storetest: Harness.New is nil")
+	}
+	s := &suite{h: h}
+	tests := []struct {
+		name string
+		fn   func(t *testing.T)
+	}{
+		{"AddGetRequest", s.addGet},
+		{"AddRequestMinimal", s.addMinimal},
+		{"AddRequestDuplicate", s.addDuplicate},
+		{"AddRequestCanceled", s.addCanceled},
+		{"Copies", s.copies},
+		{"NotFound", s.notFound},
+		{"Lifecycle", s.lifecycle},
+		{"RecordIntentNotQueued", s.intentNotQueued},
+		{"CreateFailedRequeue", s.createFailedRequeue},
+		{"CreateFailedNoRequeue", s.createFailedNoRequeue},
+		{"CompleteQueuedAndTwice", s.completeQueuedAndTwice},
+		{"PendingOrder", s.pendingOrder},
+		{"Credentials", s.credentials},
+		{"Ledger", s.ledger},
+		{"Purge", s.purge},
+		{"ConcurrentAdd", s.concurrentAdd},
+		{"ConcurrentLifecycle", s.concurrentLifecycle},
+		{"Restart", s.restart},
+		{"Reopen", s.reopen},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, tc.fn)
+	}
+}
+
+type suite struct {
+	h Harness
+}
+
+// base is the suite's reference time: nanoseconds and a zone other than
+// UTC, so that a store that drops either is caught.
+var base = time.Date(2026, 3, 14, 15, 9, 26, 535897932, time.FixedZone("UTC+1", 3600))
+
+func ctx(t *testing.T) context.Context { return t.Context() }
+
+func (s *suite) store(t *testing.T) llmfleet.Store {
+	t.Helper()
+	st := s.h.New(t)
+	if st == nil {
+		t.Fatal("Harness.New returned nil")
+	}
+	return st
+}
+
+// body returns a create-message body of about 1.5 KB whose bytes a store
+// must keep as they are: odd spacing, escapes, non-ASCII text, key order
+// and number formats that a JSON round trip would change.
+func body(i int) json.RawMessage {
+	pad := bytes.Repeat([]byte("lorem ipsum "), 100)
+	return json.RawMessage(fmt.Sprintf("{\"model\":\"claude-sonnet-4-6\", \"max_tokens\" : 1024,\n\t\"temperature\":1.0,"+
+		"\"top_p\":1e0,\"zz_unknown\":{\"b\":1,\"a\":2},\"messages\":[{\"role\":\"user\",\"content\":"+
+		"\"question %d: caf\u00e9 \\u00e9 \\\"quoted\\\" \\ud83d\\ude00 %s\"}]}  \n", i, pad))
+}
+
+func header() http.Header {
+	return http.Header{
+		"Anthropic-Version": {"2023-06-01"},
+		"Anthropic-Beta":    {"message-batches-2024-09-24", "prompt-caching-2024-07-31"},
+	}
+}
+
+// request returns a queued request numbered i, accepted at base+i ms.
+func request(i int) *llmfleet.StoredRequest {
+	at := base.Add(time.Duration(i) * time.Millisecond)
+	return &llmfleet.StoredRequest{
+		ID:           fmt.Sprintf("lfr_%04d", i),
+		Provider:     "anthropic",
+		CredentialID: "cred_0123456789abcdef01234567",
+		Header:       header(),
+		Body:         body(i),
+		Model:        "claude-sonnet-4-6",
+		Budget:       90 * time.Minute,
+		AcceptedAt:   at,
+		Deadline:     at.Add(90 * time.Minute),
+		State:        llmfleet.RequestQueued,
+	}
+}
+
+func (s *suite) add(t *testing.T, st llmfleet.Store, rs ...*llmfleet.StoredRequest) {
+	t.Helper()
+	for _, r := range rs {
+		if err := st.AddRequest(ctx(t), r); err != nil {
+			t.Fatalf("AddRequest(%s): %v", r.ID, err)
+		}
+	}
+}
+
+func (s *suite) get(t *testing.T, st llmfleet.Store, id string) *llmfleet.StoredRequest {
+	t.Helper()
+	r, err := st.GetRequest(ctx(t), id)
+	if err != nil {
+		t.Fatalf("GetRequest(%s): %v", id, err)
+	}
+	if r == nil {
+		t.Fatalf("GetRequest(%s) returned nil", id)
+	}
+	return r
+}
+
+// batch returns a batch numbered i, its intent recorded at base+1h+i s.
+func batch(i int) *llmfleet.StoredBatch {
+	return &llmfleet.StoredBatch{
+		ID:           fmt.Sprintf("lfb_%04d", i),
+		Provider:     "anthropic",
+		CredentialID: "cred_0123456789abcdef01234567",
+		State:        llmfleet.BatchIntent,
+		IntentAt:     base.Add(time.Hour + time.Duration(i)*time.Second),
+	}
+}
+
+// customIDs maps each request's id to a custom_id.
+func customIDs(rs ...*llmfleet.StoredRequest) map[string]string {
+	m := make(map[string]string, len(rs))
+	for i, r := range rs {
+		m[r.ID] = fmt.Sprintf("r%d", i)
+	}
+	return m
+}
+
+// result returns a successful answer to request i.
+func result(i int) *llmfleet.StoredResult {
+	res := &llmfleet.StoredResult{
+		StatusCode: 200,
+		Body: json.RawMessage(fmt.Sprintf(`{"id":"msg_%04d","type":"message","role":"assistant","model":"claude-sonnet-4-6",`+
+			`"content":[{"type":"text","text":"answer %d \u00e9"}],"stop_reason":"end_turn","stop_sequence":null,`+
+			`"usage":{"input_tokens":%d,"output_tokens":7}}`+"\n", i, i, 100+i)),
+		CompletedAt: base.Add(2*time.Hour + time.Duration(i)*time.Millisecond),
+	}
+	res.Usage.InputTokens = int64(100 + i)
+	res.Usage.OutputTokens = 7
+	res.Usage.CacheCreationInputTokens = 11
+	res.Usage.CacheReadInputTokens = 13
+	res.Usage.CacheCreation.Ephemeral5mInputTokens = 5
+	res.Usage.CacheCreation.Ephemeral1hInputTokens = 6
+	return res
+}
+
+// errorResult returns an error envelope answer.
+func errorResult() *llmfleet.StoredResult {
+	return &llmfleet.StoredResult{
+		StatusCode:  529,
+		Body:        json.RawMessage(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`),
+		CompletedAt: base.Add(3 * time.Hour),
+	}
+}
+
+func (s *suite) pending(t *testing.T, st llmfleet.Store) ([]*llmfleet.StoredRequest, []*llmfleet.PendingBatch) {
+	t.Helper()
+	q, b, err := st.Pending(ctx(t))
+	if err != nil {
+		t.Fatalf("Pending: %v", err)
+	}
+	return q, b
+}
+
+// checkRequest compares a stored request with the one that was added and
+// the state, batch and result it should have now.
+func checkRequest(t *testing.T, got, want *llmfleet.StoredRequest) {
+	t.Helper()
+	if got.ID != want.ID {
+		t.Fatalf("request id %q, want %q", got.ID, want.ID)
+	}
+	id := want.ID
+	if got.Provider != want.Provider || got.CredentialID != want.CredentialID || got.Model != want.Model {
+		t.Errorf("%s: provider/credential/model %q %q %q, want %q %q %q", id,
+			got.Provider, got.CredentialID, got.Model, want.Provider, want.CredentialID, want.Model)
+	}
+	if len(want.Header) == 0 {
+		if len(got.Header) != 0 {
+			t.Errorf("%s: Header %v, want none", id, got.Header)
+		}
+	} else if !reflect.DeepEqual(got.Header, want.Header) {
+		t.Errorf("%s: Header %v, want %v", id, got.Header, want.Header)
+	}
+	if !bytes.Equal(got.Body, want.Body) {
+		t.Errorf("%s: Body changed:\n got %q\nwant %q", id, got.Body, want.Body)
+	}
+	if got.Budget != want.Budget {
+		t.Errorf("%s: Budget %v, want %v", id, got.Budget, want.Budget)
+	}
+	if !got.AcceptedAt.Equal(want.AcceptedAt) || !got.Deadline.Equal(want.Deadline) {
+		t.Errorf("%s: AcceptedAt %v Deadline %v, want %v %v", id, got.AcceptedAt, got.Deadline, want.AcceptedAt, want.Deadline)
+	}
+	if got.State != want.State {
+		t.Errorf("%s: State %q, want %q", id, got.State, want.State)
+	}
+	if got.BatchID != want.BatchID || got.CustomID != want.CustomID {
+		t.Errorf("%s: BatchID %q CustomID %q, want %q %q", id, got.BatchID, got.CustomID, want.BatchID, want.CustomID)
+	}
+	checkResult(t, id, got.Result, want.Result)
+}
+
+func checkResult(t *testing.T, id string, got, want *llmfleet.StoredResult) {
+	t.Helper()
+	switch {
+	case want == nil && got != nil:
+		t.Errorf("%s: Result %+v, want none", id, got)
+	case want != nil && got == nil:
+		t.Errorf("%s: no Result, want one", id)
+	case want != nil:
+		if got.StatusCode != want.StatusCode {
+			t.Errorf("%s: result status %d, want %d", id, got.StatusCode, want.StatusCode)
+		}
+		if !bytes.Equal(got.Body, want.Body) {
+			t.Errorf("%s: result body changed:\n got %q\nwant %q", id, got.Body, want.Body)
+		}
+		if got.Usage != want.Usage {
+			t.Errorf("%s: result usage %+v, want %+v", id, got.Usage, want.Usage)
+		}
+		if !got.CompletedAt.Equal(want.CompletedAt) {
+			t.Errorf("%s: CompletedAt %v, want %v", id, got.CompletedAt, want.CompletedAt)
+		}
+	}
+}
+
+// with returns a copy of r in a state, batch and custom id, with a result.
+func with(r *llmfleet.StoredRequest, state llmfleet.RequestState, batchID, customID string, res *llmfleet.StoredResult) *llmfleet.StoredRequest {
+	c := *r
+	c.State, c.BatchID, c.CustomID, c.Result = state, batchID, customID, res
+	return &c
+}
+
+func ids(rs []*llmfleet.StoredRequest) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func isNotFound(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, llmfleet.ErrNotFound) {
+		t.Errorf("%s: error %v, want llmfleet.ErrNotFound", what, err)
+	}
+}
