@@ -97,7 +97,8 @@ func (c Call) Entry() llmfleet.LedgerEntry {
 
 // Outcome returns the ledger outcome of a request that ended with err:
 // "ok" for nil, the provider's error type for an *llmfleet.Error, and a
-// short name for llmfleet's own errors.
+// short name for llmfleet's own errors, the names the dispatcher gives
+// its ledger entries.
 func Outcome(err error) string {
 	if err == nil {
 		return "ok"
@@ -112,9 +113,9 @@ func Outcome(err error) string {
 	case errors.Is(err, llmfleet.ErrBudgetExceeded):
 		return "budget_exceeded"
 	case errors.Is(err, llmfleet.ErrBatchCanceled):
-		return "batch_canceled"
+		return "canceled"
 	case errors.Is(err, llmfleet.ErrBatchExpired):
-		return "batch_expired"
+		return "expired"
 	case errors.Is(err, llmfleet.ErrResultMissing):
 		return "result_missing"
 	case errors.Is(err, llmfleet.ErrClosed):
@@ -122,7 +123,7 @@ func Outcome(err error) string {
 	case errors.Is(err, llmfleet.ErrUnknownProvider):
 		return "unknown_provider"
 	case errors.Is(err, context.Canceled):
-		return "client_canceled"
+		return "caller_canceled"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
 	default:
