@@ -27,6 +27,17 @@
 // waiting, inserts them in one transaction and pays one fsync for all;
 // each caller returns once its own row is durable.
 //
+// # Throughput
+//
+// BenchmarkAddRequest measures requests accepted per second on the durable
+// path, with 1.5 KB bodies, each AddRequest returning once its row is
+// committed and fsynced. On a 2-core virtual machine (ext4 on virtio,
+// shared with other work): about 2,500 requests/s with a single caller,
+// 14,000/s with 16 concurrent callers and 31,000/s with 128
+// (37,000/s with synchronous=NORMAL). Run it with
+//
+//	go test -run '^$' -bench AddRequest ./sqlite
+//
 // # Schema
 //
 // Migrations are SQL files embedded in the binary (migrations/NNNN_*.sql),
