@@ -144,6 +144,12 @@ func TestSummarizeWorkload(t *testing.T) {
 	check("mystery-1", s.ByModel["mystery-1"], 1, 0, 0, 1, 0, 0)
 	check("sync", s.ByRoute["sync"], 3, 0, 0, 1, 0.01566, 0.01566)
 	check("batch", s.ByRoute["batch"], 3, 1, 2, 0, 0.1435, 0.287)
+	if b := s.ByModel["sonnet"]; b.SyncCalls != 1 || b.BatchedCalls != 2 {
+		t.Errorf("sonnet split: %+v", b)
+	}
+	if b := s.ByRoute["batch"]; b.SyncCalls != 0 || b.BatchedCalls != 3 {
+		t.Errorf("batch route split: %+v", b)
+	}
 	if len(s.ByModel) != 3 || len(s.ByRoute) != 2 {
 		t.Errorf("breakdowns: %v %v", s.ByModel, s.ByRoute)
 	}

@@ -43,6 +43,9 @@ type Breakdown struct {
 	// Calls counts the entries, Errors those whose outcome is not "ok".
 	Calls  int64 `json:"calls"`
 	Errors int64 `json:"errors"`
+	// SyncCalls and BatchedCalls split Calls by route.
+	SyncCalls    int64 `json:"sync_calls"`
+	BatchedCalls int64 `json:"batched_calls"`
 	// Tokens counts their tokens, priced or not.
 	Tokens Tokens `json:"tokens"`
 	// CostUSD is what was paid; SyncEquivalentUSD what the same requests
@@ -60,6 +63,11 @@ type Breakdown struct {
 // add counts one entry.
 func (b *Breakdown) add(e llmfleet.LedgerEntry, tok Tokens) {
 	b.Calls++
+	if e.Route == llmfleet.RouteBatch {
+		b.BatchedCalls++
+	} else {
+		b.SyncCalls++
+	}
 	if e.Outcome != "ok" {
 		b.Errors++
 	}
