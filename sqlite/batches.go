@@ -108,6 +108,9 @@ func (d *DB) updateBatch(ctx context.Context, batchID, query string, args ...any
 // queued requests, oldest first, and the batches in state intent or
 // created, oldest intent first, each with its requests still submitted.
 func (d *DB) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, batches []*llmfleet.PendingBatch, err error) {
+	if d.r == nil {
+		return nil, nil, ErrClosed
+	}
 	tx, err := d.r.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, nil, err

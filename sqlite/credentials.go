@@ -26,6 +26,9 @@ func (d *DB) PutCredential(ctx context.Context, credentialID string, sealed []by
 // GetCredential returns a sealed credential, or an error wrapping
 // llmfleet.ErrNotFound.
 func (d *DB) GetCredential(ctx context.Context, credentialID string) ([]byte, error) {
+	if d.r == nil {
+		return nil, ErrClosed
+	}
 	var sealed []byte
 	err := d.r.QueryRowContext(ctx, `SELECT sealed FROM credentials WHERE id = ?`, credentialID).Scan(&sealed)
 	if errors.Is(err, sql.ErrNoRows) {

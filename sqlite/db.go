@@ -23,9 +23,11 @@ var ErrClosed = errors.New("sqlite: store closed")
 
 // DB is the embedded SQLite llmfleet.Store. Set its fields, then call Open;
 // the zero value opens the database at DefaultPath. A DB must not be copied
-// or reconfigured after Open. Close it when done.
+// or reconfigured after Open. Close it when done. Its methods return
+// ErrClosed before Open and after Close.
 type DB struct {
-	// Path is the database file. Empty means DefaultPath(). Its directory
+	// Path is the database file. Empty means DefaultPath(), which Open
+	// then sets Path to. Its directory
 	// is created (0700) when missing, and a new file is created 0600: it
 	// holds prompts and answers.
 	Path string

@@ -41,6 +41,9 @@ func (d *DB) AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) erro
 // Ledger returns the ledger entries whose Time is in [from, to), in time
 // order, then in the order they were added.
 func (d *DB) Ledger(ctx context.Context, from, to time.Time) ([]llmfleet.LedgerEntry, error) {
+	if d.r == nil {
+		return nil, ErrClosed
+	}
 	rows, err := d.r.QueryContext(ctx, `SELECT time, request_id, provider, model, route, outcome, usage,
 		cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met
 		FROM ledger WHERE time >= ? AND time < ? ORDER BY time, seq`, from.UnixNano(), to.UnixNano())

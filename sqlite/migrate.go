@@ -89,6 +89,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 
 // SchemaVersion returns the schema version of the open database.
 func (d *DB) SchemaVersion(ctx context.Context) (int, error) {
+	if d.r == nil {
+		return 0, ErrClosed
+	}
 	var v int
 	err := d.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
 	return v, err

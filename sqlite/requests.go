@@ -77,6 +77,9 @@ func scanRequest(s rowScanner) (*llmfleet.StoredRequest, error) {
 // GetRequest returns one request, with its result if it has one, or an
 // error wrapping llmfleet.ErrNotFound.
 func (d *DB) GetRequest(ctx context.Context, id string) (*llmfleet.StoredRequest, error) {
+	if d.r == nil {
+		return nil, ErrClosed
+	}
 	row := d.r.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE id = ?`, id)
 	r, err := scanRequest(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -144,7 +147,7 @@ func affected(res sql.Result, err error) (int64, error) {
 
 // write runs fn in a transaction on the writing connection and commits it.
 func (d *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if d.isClosed() {
+	if d.w == nil || d.isClosed() {
 		return ErrClosed
 	}
 	tx, err := d.w.BeginTx(ctx, nil)

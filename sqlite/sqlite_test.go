@@ -128,3 +128,22 @@ func TestDefaultPath(t *testing.T) {
 		t.Errorf("DefaultPath without XDG_DATA_HOME = %s, want %s", p, want)
 	}
 }
+
+func TestNotOpened(t *testing.T) {
+	var d sqlite.DB
+	if err := d.AddRequest(t.Context(), &llmfleet.StoredRequest{ID: "lfr_1"}); err == nil {
+		t.Error("AddRequest before Open: no error")
+	}
+	if _, err := d.GetRequest(t.Context(), "lfr_1"); err == nil {
+		t.Error("GetRequest before Open: no error")
+	}
+	if _, _, err := d.Pending(t.Context()); err == nil {
+		t.Error("Pending before Open: no error")
+	}
+	if err := d.ResolveBatch(t.Context(), "lfb_1"); err == nil {
+		t.Error("ResolveBatch before Open: no error")
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("Close before Open: %v", err)
+	}
+}

@@ -19,8 +19,9 @@
 //     nothing, when a request is unknown (ErrNotFound) or not queued.
 //   - A batch stays in state created after RecordEnded; Pending lists it,
 //     with EndedAt, until ResolveBatch.
-//   - Pending lists queued requests oldest AcceptedAt first, and with each
-//     batch only its requests still submitted.
+//   - Pending lists queued requests oldest AcceptedAt first, batches oldest
+//     IntentAt first, and with each batch only its requests still
+//     submitted.
 //   - CompleteRequests may complete a queued request; a request that is
 //     done keeps its first result.
 //   - RecordCreateFailed with requeue clears BatchID and CustomID.
