@@ -5,6 +5,12 @@
 //
 //	llmfleet emulate --listen 127.0.0.1:8788 &
 //	ANTHROPIC_API_KEY=test go run ./examples/fleet -anthropic-url http://127.0.0.1:8788 -n 40 -budget 10m -window 1s
+//
+// With -via lib (the default) the agents call dispatch.Dispatcher.Submit.
+// With -via sdk they use the official Go SDK, github.com/anthropics/anthropic-sdk-go,
+// with llmfleet's middleware (proxy.Server.Middleware) and the budget on
+// the context (llmfleet.WithBudget); the route of each answer is read from
+// its llmfleet-route response header.
 package main
 
 import (
@@ -12,19 +18,26 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/proxy"
 )
 
 // config is the example's flags.
 type config struct {
 	url, key, model string
+	via             string // "lib" or "sdk"
 	n               int
 	budget, window  time.Duration
 	poll            time.Duration
@@ -38,6 +51,7 @@ func main() {
 	flag.DurationVar(&c.window, "window", 30*time.Second, "batch window")
 	flag.DurationVar(&c.poll, "poll", 0, "shortest and longest poll interval (0: the dispatcher's defaults)")
 	flag.StringVar(&c.model, "model", "claude-haiku-4-5", "model")
+	flag.StringVar(&c.via, "via", "lib", `how agents call: "lib" (Dispatcher.Submit) or "sdk" (anthropic-sdk-go with llmfleet's middleware)`)
 	flag.Parse()
 	c.key = os.Getenv("ANTHROPIC_API_KEY")
 	if c.key == "" {
@@ -68,36 +82,35 @@ type summary struct {
 	failures []string
 }
 
+// askFunc asks one question and returns the answer's text and route.
+type askFunc func(prompt string) (string, llmfleet.Route, error)
+
 // run runs the fleet and returns its summary; an error if any agent failed.
 func run(ctx context.Context, c config) (*summary, error) {
 	d := &dispatch.Dispatcher{
 		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: c.url}},
 		Policy:    dispatch.Policy{BatchWindow: c.window, PollInterval: c.poll, MaxPollInterval: c.poll},
 	}
+	var call askFunc
+	switch c.via {
+	case "", "lib":
+		call = libAsk(ctx, c, d)
+	case "sdk":
+		var err error
+		if call, err = sdkAsk(ctx, c, d); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("-via %q: want lib or sdk", c.via)
+	}
 	if err := d.Open(); err != nil {
 		return nil, err
 	}
-	cred := llmfleet.Credential{APIKey: c.key}
 	ask := func(prompt string) (string, llmfleet.Route, error) {
-		body, _ := json.Marshal(map[string]any{
-			"model": c.model, "max_tokens": 256,
-			"messages": []any{map[string]any{"role": "user", "content": prompt}},
-		})
-		resp, err := d.Submit(ctx, c.budget, &llmfleet.Request{Provider: "anthropic", Credential: cred, Body: body})
+		text, route, err := call(prompt)
 		if err != nil {
 			return "", "", err
 		}
-		var m struct {
-			Content []struct{ Type, Text string } `json:"content"`
-		}
-		if err := json.Unmarshal(resp.Body, &m); err != nil {
-			return "", "", err
-		}
-		var b strings.Builder
-		for _, c := range m.Content {
-			b.WriteString(c.Text)
-		}
-		text := b.String()
 		// Against the emulator, an answer names its own prompt.
 		if strings.HasPrefix(text, "Answer to: ") && text != "Answer to: "+prompt {
 			return "", "", fmt.Errorf("got someone else's answer: %q", text)
@@ -105,7 +118,7 @@ func run(ctx context.Context, c config) (*summary, error) {
 		if text == "" {
 			return "", "", fmt.Errorf("empty answer")
 		}
-		return text, resp.Route, nil
+		return text, route, nil
 	}
 
 	start := time.Now()
@@ -116,12 +129,15 @@ func run(ctx context.Context, c config) (*summary, error) {
 		wg.Go(func() {
 			first, r1, err := ask(fmt.Sprintf("Agent %d, turn 1: name a prime number.", i))
 			if err == nil {
-				var r2 llmfleet.Route
-				_, r2, err = ask(fmt.Sprintf("Agent %d, turn 2: you said %q; now double it.", i, first))
 				mu.Lock()
 				sum.Routes[r1]++
-				sum.Routes[r2]++
 				mu.Unlock()
+				var r2 llmfleet.Route
+				if _, r2, err = ask(fmt.Sprintf("Agent %d, turn 2: you said %q; now double it.", i, first)); err == nil {
+					mu.Lock()
+					sum.Routes[r2]++
+					mu.Unlock()
+				}
 			}
 			if err != nil {
 				mu.Lock()
@@ -141,4 +157,61 @@ func run(ctx context.Context, c config) (*summary, error) {
 		return sum, fmt.Errorf("%d of %d agents failed", sum.Failed, c.n)
 	}
 	return sum, nil
+}
+
+// libAsk asks through the dispatcher's Submit.
+func libAsk(ctx context.Context, c config, d *dispatch.Dispatcher) askFunc {
+	cred := llmfleet.Credential{APIKey: c.key}
+	return func(prompt string) (string, llmfleet.Route, error) {
+		body, _ := json.Marshal(map[string]any{
+			"model": c.model, "max_tokens": 256,
+			"messages": []any{map[string]any{"role": "user", "content": prompt}},
+		})
+		resp, err := d.Submit(ctx, c.budget, &llmfleet.Request{Provider: "anthropic", Credential: cred, Body: body})
+		if err != nil {
+			return "", "", err
+		}
+		var m struct {
+			Content []struct{ Type, Text string } `json:"content"`
+		}
+		if err := json.Unmarshal(resp.Body, &m); err != nil {
+			return "", "", err
+		}
+		var b strings.Builder
+		for _, c := range m.Content {
+			b.WriteString(c.Text)
+		}
+		return b.String(), resp.Route, nil
+	}
+}
+
+// sdkAsk asks through the official Go SDK with llmfleet's middleware.
+func sdkAsk(ctx context.Context, c config, d *dispatch.Dispatcher) (askFunc, error) {
+	up, err := url.Parse(c.url)
+	if err != nil {
+		return nil, fmt.Errorf("-anthropic-url: %v", err)
+	}
+	srv := &proxy.Server{Submitter: d, Upstream: up}
+	client := anthropic.NewClient(
+		option.WithBaseURL(c.url),
+		option.WithAPIKey(c.key),
+		option.WithMiddleware(srv.Middleware()),
+	)
+	ctx = llmfleet.WithBudget(ctx, c.budget)
+	return func(prompt string) (string, llmfleet.Route, error) {
+		var raw *http.Response
+		msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
+			Model:     anthropic.Model(c.model),
+			MaxTokens: 256,
+			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(prompt))},
+		}, option.WithResponseInto(&raw))
+		if err != nil {
+			return "", "", err
+		}
+		var b strings.Builder
+		for _, block := range msg.Content {
+			b.WriteString(block.Text)
+		}
+		return b.String(), llmfleet.Route(raw.Header.Get(proxy.HeaderRoute)), nil
+	}, nil
 }

@@ -9,36 +9,54 @@ import (
 	"github.com/llmfleet/llmfleet/emulator"
 )
 
-// TestFleetAgainstEmulator runs the example end to end over loopback. The
-// emulator's batches end after a few milliseconds and the dispatcher polls
-// every 20ms, so the run is short; nothing here asserts on time.
+// TestFleetAgainstEmulator runs the example end to end over loopback, once
+// through the library and once through the official Go SDK with llmfleet's
+// middleware. The emulator's batches end after a few milliseconds and the
+// dispatcher polls every 20ms, so the runs are short; nothing here asserts
+// on time.
 func TestFleetAgainstEmulator(t *testing.T) {
-	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 5 * time.Millisecond }}
-	srv := httptest.NewServer(emu)
-	defer srv.Close()
-	base := config{url: srv.URL, key: "test-key", model: "claude-haiku-4-5", n: 40, window: time.Second, poll: 20 * time.Millisecond}
+	for _, via := range []string{"lib", "sdk"} {
+		t.Run(via, func(t *testing.T) {
+			emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 5 * time.Millisecond }}
+			srv := httptest.NewServer(emu)
+			defer srv.Close()
+			base := config{url: srv.URL, key: "test-key", model: "claude-haiku-4-5", via: via, n: 40, window: time.Second, poll: 20 * time.Millisecond}
 
-	patient := base
-	patient.budget = 10 * time.Minute
-	sum, err := run(t.Context(), patient)
-	if err != nil {
-		t.Fatal(err, sum.failures)
-	}
-	if sum.Stats.SyncCalls != 0 || sum.Routes["batch"] != 80 || sum.Stats.BatchesSubmitted > 8 {
-		t.Fatalf("budget 10m: %+v", sum)
-	}
-	t.Logf("budget 10m: %d batches, %d management calls", sum.Stats.BatchesSubmitted, sum.Stats.ManagementCalls)
-	if dup := emu.Stats().DuplicateParams(); len(dup) > 0 {
-		t.Fatalf("submitted twice: %v", dup)
-	}
+			patient := base
+			patient.budget = 10 * time.Minute
+			sum, err := run(t.Context(), patient)
+			if err != nil {
+				t.Fatal(err, sum.failures)
+			}
+			if sum.Stats.SyncCalls != 0 || sum.Routes["batch"] != 80 || sum.Routes["sync"] != 0 ||
+				sum.Stats.BatchedCalls != 80 || sum.Stats.BatchesSubmitted > 8 {
+				t.Fatalf("budget 10m: %+v", sum)
+			}
+			t.Logf("budget 10m: %d batches, %d management calls", sum.Stats.BatchesSubmitted, sum.Stats.ManagementCalls)
+			if dup := emu.Stats().DuplicateParams(); len(dup) > 0 {
+				t.Fatalf("submitted twice: %v", dup)
+			}
 
-	tight := base
-	tight.budget = time.Second
-	sum, err = run(t.Context(), tight)
-	if err != nil {
-		t.Fatal(err, sum.failures)
+			tight := base
+			tight.budget = time.Second
+			sum, err = run(t.Context(), tight)
+			if err != nil {
+				t.Fatal(err, sum.failures)
+			}
+			if sum.Routes["sync"] != 80 || sum.Routes["batch"] != 0 || sum.Stats.BatchedCalls != 0 {
+				t.Fatalf("budget 1s: %+v", sum)
+			}
+			// Through the library the dispatcher makes the sync calls; through
+			// the SDK the middleware hands them back to the SDK's own client.
+			if want := map[string]int64{"lib": 80, "sdk": 0}[via]; sum.Stats.SyncCalls != want {
+				t.Fatalf("budget 1s: %d sync calls by the dispatcher, want %d", sum.Stats.SyncCalls, want)
+			}
+		})
 	}
-	if sum.Stats.SyncCalls != 80 || sum.Stats.BatchedCalls != 0 {
-		t.Fatalf("budget 1s: %+v", sum)
+}
+
+func TestFleetRejectsUnknownVia(t *testing.T) {
+	if _, err := run(t.Context(), config{via: "carrier-pigeon", url: "http://127.0.0.1:1", key: "k", n: 1}); err == nil {
+		t.Fatal("no error for -via carrier-pigeon")
 	}
 }
