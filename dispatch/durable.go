@@ -208,7 +208,7 @@ func (d *Dispatcher) Enqueue(ctx context.Context, budget time.Duration, req *llm
 		return "", err
 	}
 	now := d.clock.Now()
-	w := &waiter{id: llmfleet.NewID("lfr_"), req: req, provider: p.Name(), model: modelOf(req.Body), enqueued: now,
+	w := &waiter{id: requestID(req), req: req, provider: p.Name(), model: modelOf(req.Body), enqueued: now,
 		budget: budget, detached: true, done: make(chan outcome, 1)}
 	if budget > 0 {
 		w.deadline = now.Add(budget)
@@ -255,7 +255,7 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 		if err != nil {
 			return llmfleet.Credential{}, fmt.Errorf("credential %s: %w", id, err)
 		}
-		c, err := d.Sealer.Unseal(sealed)
+		c, err := d.Sealer.Unseal(id, sealed)
 		if err != nil {
 			return llmfleet.Credential{}, fmt.Errorf("credential %s: %w", id, err)
 		}
