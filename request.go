@@ -71,6 +71,12 @@ type Request struct {
 	Header http.Header
 	// Body is the raw JSON body of the provider's create-message call.
 	Body json.RawMessage
+	// ID, if set, is the llmfleet id ("lfr_...", see NewID) the request is
+	// kept under if it is batched; empty lets the Submitter assign one. A
+	// caller sets it to know the id before the answer, e.g. to send it in
+	// the headers of a stream that begins before its batch ends. It must
+	// be unique; the sync route ignores it.
+	ID string
 }
 
 // Response is the answer to a Request, whichever route it took.

@@ -320,7 +320,7 @@ func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req 
 	}
 	now := d.clock.Now()
 	w := &waiter{
-		id:       llmfleet.NewID("lfr_"),
+		id:       requestID(req),
 		req:      req,
 		provider: p.Name(),
 		model:    modelOf(req.Body),
@@ -367,6 +367,15 @@ func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req 
 		d.stats.errors.Add(1)
 		return nil, fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget)
 	}
+}
+
+// requestID returns the id a batched request is kept under: the caller's
+// choice, or a new one.
+func requestID(req *llmfleet.Request) string {
+	if req.ID != "" {
+		return req.ID
+	}
+	return llmfleet.NewID("lfr_")
 }
 
 // leave takes a caller that stopped waiting out of its pool, or marks its
