@@ -17,7 +17,8 @@
 //	GET    /emulator/v1/stats                    the emulator's Stats as JSON (not in the real API)
 //
 // Every request needs an API key (x-api-key, or Authorization: Bearer) and
-// anthropic-version (2023-06-01); X-Stainless-* headers, anthropic-beta
+// anthropic-version (2023-06-01, or 2026-10-21 as the newer SDK majors
+// send); X-Stainless-* headers, anthropic-beta
 // values and the ?beta=true query are ignored. Every response carries a
 // request-id header, and every error the envelope
 // {"type":"error","error":{"type":...,"message":...},"request_id":...}.
@@ -89,7 +90,9 @@
 // Results are kept 29 days after creation (archived_at).
 //
 // Deviations from the real API: batches and the prompt cache are scoped per
-// API key, not per workspace; batch results are computed when the batch
+// API key, not per workspace; both API versions get the same rules (the
+// stricter request checks of 2026-10-21, such as refusing temperature,
+// top_p and top_k, are not enforced); batch results are computed when the batch
 // ends, in order of their finish time; replies are canned text; ids are
 // deterministic; token counts are the byte-based estimate above.
 //

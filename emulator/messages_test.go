@@ -55,6 +55,11 @@ func TestAuthAndEnvelopes(t *testing.T) {
 	body := mustJSON(t, msgBody("x"))
 	errType(t, e.do("POST", "/v1/messages", body, "X-Api-Key", ""), 401, "authentication_error")
 	errType(t, e.do("POST", "/v1/messages", body, "Anthropic-Version", ""), 400, "invalid_request_error")
+	errType(t, e.do("POST", "/v1/messages", body, "Anthropic-Version", "2024-01-01"), 400, "invalid_request_error")
+	// The version the SDK majors of October 2026 send.
+	if r := e.do("POST", "/v1/messages", body, "Anthropic-Version", "2026-10-21"); r.status != 200 {
+		t.Fatalf("anthropic-version 2026-10-21: %d %s", r.status, r.body)
+	}
 	if r := e.do("POST", "/v1/messages?beta=true", body, "X-Api-Key", "", "Authorization", "Bearer tok",
 		"X-Stainless-Retry-Count", "1", "Anthropic-Beta", "made-up-2099"); r.status != 200 {
 		t.Fatalf("bearer: %d %s", r.status, r.body)

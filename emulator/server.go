@@ -324,7 +324,7 @@ func (s *Server) authenticate(c *call) *apiError {
 	switch v := c.r.Header.Get("anthropic-version"); v {
 	case "":
 		return invalid("anthropic-version: header is required")
-	case "2023-06-01", "2023-01-01":
+	case "2023-06-01", "2023-01-01", "2026-10-21":
 	default:
 		return invalid("anthropic-version: %q is not a valid version", v)
 	}
