@@ -25,6 +25,9 @@ var (
 	// ErrResultMissing is returned when an ended batch carried no result
 	// for a request.
 	ErrResultMissing = errors.New("llmfleet: batch ended without a result for the request")
+	// ErrNoStore is returned by the Tickets methods of a Submitter that
+	// keeps no durable state, and so cannot hold an answer to be read later.
+	ErrNoStore = errors.New("llmfleet: no durable store to keep answers")
 )
 
 // Error is an error answered by a provider, in the shape of its error

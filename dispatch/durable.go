@@ -201,7 +201,7 @@ func outcomeOf(err error) string {
 // Lookup. It needs a Store.
 func (d *Dispatcher) Enqueue(ctx context.Context, budget time.Duration, req *llmfleet.Request) (string, error) {
 	if d.Store == nil {
-		return "", fmt.Errorf("dispatch: Enqueue needs a Store")
+		return "", fmt.Errorf("dispatch: Enqueue needs a Store: %w", llmfleet.ErrNoStore)
 	}
 	p, err := d.provider(req)
 	if err != nil {

@@ -39,6 +39,45 @@
 // event order and shapes. While it waits it gets a ping event every
 // PingInterval; the 200 status goes out with the first ping.
 //
+// # Request ids and async requests
+//
+// Every batched response, errors and streams included, carries
+// llmfleet-request-id: llmfleet's id of the request ("lfr_..."), chosen by
+// the proxy before the request is handed on, so that a stream sends it
+// with its first headers. When the Submitter keeps durable state (it
+// implements llmfleet.Tickets, as a dispatch.Dispatcher with a Store
+// does), GET /llmfleet/v1/requests/{id} reads the request again, so a
+// caller whose connection dropped can fetch its answer later:
+//
+//	202 {"id":"lfr_...","type":"llmfleet_request","status":"queued"}     still pooled
+//	202 {"id":"lfr_...","type":"llmfleet_request","status":"submitted"}  its batch is upstream
+//	the status and body the synchronous call answered (or would have):
+//	200 with the Message, or the error status and envelope
+//
+// Only the credential that sent a request can read it; any other gets 404
+// not_found_error, as for an id that does not exist; no credential gets
+// 401. In proxy-held-key mode, where clients share one upstream
+// credential, a request is also bound to the key its client presented
+// (kept as a fingerprint), so clients cannot read each other's requests.
+// The path works under the /budget/<ms>/ prefix too.
+//
+// POST /v1/messages with the header Prefer: respond-async (RFC 7240;
+// other preferences in the header are ignored) takes the batch route
+// whatever its budget and does not wait: once the request is durably
+// accepted it answers 202 with the ticket above (status "queued"),
+// Location: /llmfleet/v1/requests/{id}, llmfleet-request-id and
+// Preference-Applied: respond-async. The body is checked as on the batch
+// route (400, 413). A streaming request asked async is accepted with
+// "stream" removed: its stored answer is the Message as JSON. A latency
+// budget, if given, still pulls its pool's flush forward, but nothing
+// fails when it runs out. Prefer: respond-async with llmfleet-route: sync,
+// or to a Submitter that keeps no durable state, is a 400
+// invalid_request_error.
+//
+// The id goes out with a stream's headers at its first ping, possibly a
+// moment before the request is durably accepted; a GET that early gets
+// 404.
+//
 // # Errors
 //
 // A batched request that errored is answered with the status and error

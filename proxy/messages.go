@@ -26,6 +26,9 @@ type call struct {
 	req *llmfleet.Request
 	// stream reports whether the caller asked for a stream (batch route only).
 	stream bool
+	// async reports whether the caller asked for a ticket at once
+	// (Prefer: respond-async) rather than for the answer.
+	async bool
 }
 
 // plan routes a create-message call: it reads the route and budget the
@@ -65,6 +68,16 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		cred, c.cred = up, &up
 	}
 
+	if prefersAsync(r.Header) {
+		if force == llmfleet.RouteSync {
+			return c, invalidRequest("Prefer: respond-async needs the batch route, and llmfleet-route asks for sync.")
+		}
+		c.route, c.async, force = llmfleet.RouteBatch, true, llmfleet.RouteBatch
+		if _, ok := s.Submitter.(llmfleet.Tickets); !ok {
+			return c, noTickets
+		}
+	}
+
 	if force == llmfleet.RouteSync || force == "" && (budget <= 0 || s.Submitter == nil) {
 		return c, nil
 	}
@@ -101,6 +114,15 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		return c, e
 	}
 	req.Body = params
+	req.ID = llmfleet.NewID("lfr_") // known before the answer, for the stream's headers
+	if s.Credentials != nil {
+		// Proxy-held keys: the upstream credential is shared, so the
+		// request also remembers which client key sent it.
+		if req.Header == nil {
+			req.Header = make(http.Header)
+		}
+		req.Header.Set(clientHeader, credentialFrom(r.Header).Fingerprint(nil))
+	}
 	c.req, c.stream, c.body = req, stream, nil // a parked request holds one copy of its body
 	return c, nil
 }
@@ -150,7 +172,11 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, e)
 		return
 	}
-	s.log.Debug("routed", "route", c.route, "budget", c.budget)
+	s.log.Debug("routed", "route", c.route, "budget", c.budget, "async", c.async)
+	if c.async {
+		s.serveAsync(w, r, c)
+		return
+	}
 	if c.route == llmfleet.RouteBatch {
 		s.serveBatch(w, r, c)
 		return
@@ -178,6 +204,7 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 // the Message as JSON, or a synthesised event stream for a streaming caller.
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
+	w.Header().Set(HeaderRequestID, c.req.ID)
 	if !c.stream {
 		resp, err := s.Submitter.SubmitBatch(ctx, c.budget, c.req)
 		if err != nil {
@@ -185,6 +212,9 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 			return
 		}
 		h := w.Header()
+		if resp.RequestID != "" {
+			h.Set(HeaderRequestID, resp.RequestID)
+		}
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 		h.Set("Request-Id", llmfleet.NewID("req_"))

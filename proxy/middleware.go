@@ -39,6 +39,10 @@ func (s *Server) middleware(req *http.Request, next option.MiddlewareNext) (*htt
 	if c.route == llmfleet.RouteBatch {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
+			if c.async {
+				s.serveAsync(w, r, c)
+				return
+			}
 			s.serveBatch(w, r, c)
 		}), nil
 	}

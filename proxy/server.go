@@ -31,6 +31,9 @@ const (
 	HeaderRoute = "Llmfleet-Route"
 	// HeaderBatchID names the provider batch that answered a batched request.
 	HeaderBatchID = "Llmfleet-Batch-Id"
+	// HeaderRequestID carries llmfleet's id of a batched request ("lfr_..."),
+	// by which its answer can be read again at RequestsPath + id.
+	HeaderRequestID = "Llmfleet-Request-Id"
 )
 
 // Server is the transparent proxy: it speaks the Anthropic HTTP API, routes
@@ -97,10 +100,12 @@ type Server struct {
 
 // Handler returns the HTTP handler of the proxy:
 //
-//	GET  /healthz                 200 once the proxy serves
-//	POST /v1/messages             routed by latency budget
-//	     /v1/...                  passed upstream unchanged, streaming included
-//	     /budget/<ms>/<path>      <path> with a latency budget of <ms> milliseconds
+//	GET  /healthz                      200 once the proxy serves
+//	POST /v1/messages                  routed by latency budget; with
+//	                                   Prefer: respond-async, 202 and a ticket
+//	GET  /llmfleet/v1/requests/{id}    a batched request's answer, or 202 while pending
+//	     /v1/...                       passed upstream unchanged, streaming included
+//	     /budget/<ms>/<path>           <path> with a latency budget of <ms> milliseconds
 func (s *Server) Handler() http.Handler {
 	s.init()
 	return s.mux
@@ -141,6 +146,7 @@ func (s *Server) init() {
 			w.Write([]byte("ok\n"))
 		})
 		mux.HandleFunc("POST /v1/messages", s.serveMessages)
+		mux.HandleFunc("GET "+RequestsPath+"{id}", s.serveTicket)
 		mux.HandleFunc("/v1/", s.servePassThrough)
 		mux.HandleFunc("/budget/{ms}/{path...}", s.serveBudgetPrefix)
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,148 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// RequestsPath is the path prefix of the async tickets API: GET
+// RequestsPath + id reads a batched request by its llmfleet-request-id.
+const RequestsPath = "/llmfleet/v1/requests/"
+
+// ticketType is the "type" of a ticket body.
+const ticketType = "llmfleet_request"
+
+// clientHeader is the request header under which, in proxy-held-key mode,
+// a batched request carries the fingerprint of the key its client
+// presented, so that only that client can read it back. Like every
+// llmfleet-* header it never goes upstream; it is kept with the request.
+const clientHeader = "Llmfleet-Client"
+
+// noTickets answers an async request to a Submitter that cannot keep
+// answers.
+var noTickets = invalidRequest("This llmfleet proxy keeps no durable state, so it cannot answer Prefer: respond-async; send the request without it.")
+
+// ticket is the body of a 202 answer about a request still pending.
+type ticket struct {
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Status string `json:"status"`
+}
+
+// prefersAsync reports whether the Prefer header (RFC 7240) of h asks for
+// respond-async.
+func prefersAsync(h http.Header) bool {
+	for _, v := range h.Values("Prefer") {
+		for _, pref := range strings.Split(v, ",") {
+			name, _, _ := strings.Cut(pref, ";")
+			name, _, _ = strings.Cut(name, "=")
+			if strings.EqualFold(strings.TrimSpace(name), "respond-async") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// serveAsync accepts a routed call for batching and answers 202 with its
+// ticket at once.
+func (s *Server) serveAsync(w http.ResponseWriter, r *http.Request, c *call) {
+	id, err := s.Submitter.(llmfleet.Tickets).Enqueue(r.Context(), c.budget, c.req)
+	if errors.Is(err, llmfleet.ErrNoStore) {
+		writeAPIError(w, noTickets)
+		return
+	}
+	if err != nil {
+		s.writeFailure(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Location", RequestsPath+id)
+	h.Set("Preference-Applied", "respond-async")
+	writeTicket(w, id, llmfleet.RequestQueued)
+}
+
+// writeTicket answers 202 with the ticket of a pending request.
+func writeTicket(w http.ResponseWriter, id string, state llmfleet.RequestState) {
+	body, _ := json.Marshal(ticket{ID: id, Type: ticketType, Status: string(state)})
+	h := w.Header()
+	h.Set(HeaderRequestID, id)
+	h.Set(HeaderRoute, string(llmfleet.RouteBatch))
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Request-Id", llmfleet.NewID("req_"))
+	w.WriteHeader(http.StatusAccepted)
+	w.Write(body)
+}
+
+// serveTicket serves GET /llmfleet/v1/requests/{id}: 202 with the ticket
+// while the request is pending, then the status and body its synchronous
+// call would have been answered with. A request is visible only to the
+// credential that submitted it (in proxy-held-key mode, to the client key
+// that did); anyone else gets 404, as for an id that does not exist.
+func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	notFound := &apiError{http.StatusNotFound, "not_found_error", "llmfleet has no request " + strconv.Quote(id) + " for this credential"}
+	cred := credentialFrom(r.Header)
+	client := ""
+	if s.Credentials != nil {
+		up, ok := s.Credentials(cred)
+		if !ok {
+			writeAPIError(w, unauthorized)
+			return
+		}
+		client, cred = cred.Fingerprint(nil), up
+	} else if cred.IsZero() {
+		writeAPIError(w, &apiError{http.StatusUnauthorized, "authentication_error", "x-api-key header is required"})
+		return
+	}
+	tickets, ok := s.Submitter.(llmfleet.Tickets)
+	if !ok {
+		writeAPIError(w, notFound)
+		return
+	}
+	sr, err := tickets.Lookup(r.Context(), id, cred)
+	switch {
+	case errors.Is(err, llmfleet.ErrNotFound):
+		writeAPIError(w, notFound)
+		return
+	case err != nil:
+		if r.Context().Err() == nil {
+			s.log.Warn("request lookup failed", "request_id", id, "err", err)
+		}
+		writeAPIError(w, &apiError{http.StatusInternalServerError, "api_error", "llmfleet could not read its state"})
+		return
+	case client != "" && sr.Header.Get(clientHeader) != client:
+		writeAPIError(w, notFound)
+		return
+	}
+	if sr.State != llmfleet.RequestDone || sr.Result == nil {
+		writeTicket(w, sr.ID, sr.State)
+		return
+	}
+	res := sr.Result
+	h := w.Header()
+	h.Set(HeaderRequestID, sr.ID)
+	h.Set(HeaderRoute, string(llmfleet.RouteBatch))
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(res.Body)))
+	reqID := ""
+	if res.StatusCode != http.StatusOK {
+		var env struct {
+			RequestID string `json:"request_id"`
+		}
+		json.Unmarshal(res.Body, &env)
+		reqID = env.RequestID
+	}
+	if reqID == "" {
+		reqID = llmfleet.NewID("req_")
+	}
+	h.Set("Request-Id", reqID)
+	w.WriteHeader(res.StatusCode)
+	w.Write(res.Body)
+}
