@@ -28,10 +28,12 @@ var assets = map[string]struct{ file, contentType string }{
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// Handler serves the page and its assets. Mount it on a subtree pattern,
-// such as "GET /llmfleet/": it serves the page at the subtree's root and
-// the assets by their names below it, and the page fetches v1/stats and
-// v1/dashboard relative to it.
+// Handler serves the page and its assets. Mount it on a subtree pattern
+// such as "/llmfleet/" (or "GET /llmfleet/" when the v1 endpoints are
+// mounted with "GET" too, or ServeMux reports a conflict): it serves the
+// page at the subtree's root and the assets by their names below it, and
+// the page fetches v1/stats and v1/dashboard relative to it. More specific
+// patterns, such as the v1 endpoints, take precedence over it.
 func Handler() http.Handler { return handler(static) }
 
 // handler serves the assets of fsys (the embedded files, or in the demo
