@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# End-to-end check with real clients: builds llmfleet, starts the emulator
+# and the proxy on free loopback ports, installs the official TypeScript SDK
+# and the Claude Code CLI from npm (versions pinned in e2e/package.json and
+# e2e/package-lock.json, cached under e2e/.npm and e2e/node_modules), and
+# drives both through the proxy. Prints one PASS/FAIL line per check and
+# exits non-zero if any check failed. .ci/run runs it after the Go tests.
+#
+#	bash e2e/run.sh
+set -uo pipefail
+cd "$(dirname "$0")"
+E2E=$PWD
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/llmfleet-e2e.XXXXXX")
+PIDS=()
+FAILED=0
+
+cleanup() {
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pass() { echo "PASS $*"; }
+fail() {
+	echo "FAIL $*"
+	FAILED=$((FAILED + 1))
+}
+die() {
+	fail "$*"
+	for f in "$WORK"/*.log; do
+		[ -f "$f" ] && { echo "--- $f"; tail -n 40 "$f"; }
+	done
+	echo "e2e: FAIL ($FAILED failed)"
+	exit 1
+}
+
+# wait_addr FILE PREFIX: the http://host:port a server printed after PREFIX.
+wait_addr() {
+	local file=$1 prefix=$2 i
+	for i in $(seq 1 100); do
+		if addr=$(grep -o "^$prefix http://[0-9.:]*" "$file" 2>/dev/null | grep -o 'http://.*'); then
+			echo "$addr"
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# --- build and start the emulator and the proxy -------------------------
+(cd .. && go build -o "$WORK/llmfleet" ./cmd/llmfleet) || die "build llmfleet"
+pass "build llmfleet"
+
+"$WORK/llmfleet" emulate --listen 127.0.0.1:0 --turnaround 1s -v >"$WORK/emulator.out" 2>"$WORK/emulator.log" &
+PIDS+=($!)
+EMU=$(wait_addr "$WORK/emulator.out" "emulator listening on") || die "emulator did not start"
+
+"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" \
+	--batch-window 500ms --poll-interval 200ms --max-poll-interval 500ms \
+	--turnaround-prior 2s --ping-interval 250ms -v \
+	>"$WORK/proxy.out" 2>"$WORK/proxy.log" &
+PIDS+=($!)
+PROXY=$(wait_addr "$WORK/proxy.out" "llmfleet serving on") || die "proxy did not start"
+if curl -fsS "$PROXY/healthz" >/dev/null; then
+	pass "proxy up at $PROXY (emulator $EMU)"
+else
+	die "proxy /healthz"
+fi
+
+# --- install the real clients ---------------------------------------------
+if npm install --no-audit --no-fund --cache "$E2E/.npm" >"$WORK/npm.log" 2>&1; then
+	pass "npm install @anthropic-ai/sdk @anthropic-ai/claude-code"
+else
+	die "npm install (see $WORK/npm.log)"
+fi
+CLAUDE=("$E2E/node_modules/.bin/claude")
+if ! "${CLAUDE[@]}" --version >/dev/null 2>&1; then
+	# The package's postinstall did not put the native binary in place;
+	# its wrapper finds the platform package itself.
+	CLAUDE=(node "$E2E/node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs")
+fi
+echo "claude code $("${CLAUDE[@]}" --version 2>&1 | head -n 1)"
+
+# --- (a) the TypeScript SDK -----------------------------------------------
+PROXY_URL=$PROXY node "$E2E/sdk.mjs" || FAILED=$((FAILED + 1))
+
+# --- (b) Claude Code, headless --------------------------------------------
+# counts prints "<sync /v1/messages calls> <batch submissions>" as the
+# emulator has seen them: a request the proxy answered by the sync route
+# reached the emulator's /v1/messages, a batched one was submitted in a
+# batch.
+counts() {
+	curl -fsS "$EMU/emulator/v1/stats" | node -e '
+let s = "";
+process.stdin.on("data", (d) => (s += d)).on("end", () => {
+  const st = JSON.parse(s);
+  console.log((st.calls || {}).messages || 0, (st.submissions || []).length);
+});'
+}
+
+# claude_p NAME BUDGET_MS WANT_ROUTE: runs `claude -p "say hello"` with
+# ANTHROPIC_BASE_URL on a /budget/<ms> prefix and checks its answer and
+# the route its requests took.
+claude_p() {
+	local name=$1 budget=$2 want=$3 home="$WORK/home-$1"
+	mkdir -p "$home"
+	local s0 b0 s1 b1 out rc
+	read -r s0 b0 < <(counts)
+	out=$(cd "$home" && env HOME="$home" XDG_CONFIG_HOME="$home/.config" \
+		ANTHROPIC_BASE_URL="$PROXY/budget/$budget" ANTHROPIC_API_KEY=test-claude-code \
+		CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
+		DISABLE_ERROR_REPORTING=1 CI=1 \
+		timeout 120 "${CLAUDE[@]}" -p "say hello" --model claude-sonnet-4-5 --max-turns 1 \
+		--output-format text </dev/null 2>"$WORK/claude-$name.log")
+	rc=$?
+	read -r s1 b1 < <(counts)
+	echo "$out" >"$WORK/claude-$name.out"
+	local ds=$((s1 - s0)) db=$((b1 - b0))
+	# The emulator answers "Answer to: " and the text of the last user
+	# message, which Claude Code sends as its context reminders followed by
+	# the prompt.
+	if [ $rc -ne 0 ]; then
+		fail "claude -p ($name): exit $rc: $(tail -n 5 "$WORK/claude-$name.log")"
+	elif [[ "$out" != "Answer to: "* || "$out" != *"say hello" ]]; then
+		fail "claude -p ($name): unexpected answer: $(echo "$out" | head -c 300)"
+	elif [ "$want" = batch ] && { [ "$db" -lt 1 ] || [ "$ds" -ne 0 ]; }; then
+		fail "claude -p ($name): want the batch route; the emulator got $ds sync calls and $db batched requests"
+	elif [ "$want" = sync ] && { [ "$ds" -lt 1 ] || [ "$db" -ne 0 ]; }; then
+		fail "claude -p ($name): want the sync route; the emulator got $ds sync calls and $db batched requests"
+	else
+		pass "claude -p ($name, budget ${budget}ms): answered by the $want route (emulator: $ds sync calls, $db batched requests)"
+	fi
+}
+claude_p patient 600000 batch
+claude_p tight 1000 sync
+
+if [ $FAILED -ne 0 ]; then
+	echo "--- proxy log (tail)"
+	tail -n 40 "$WORK/proxy.log"
+	echo "e2e: FAIL ($FAILED failed)"
+	exit 1
+fi
+echo "e2e: PASS"
