@@ -48,6 +48,10 @@ type Dispatcher struct {
 	// dispatcher's lock held: it must be quick and must not call back into
 	// the Dispatcher.
 	Observe func(llmfleet.LedgerEntry)
+	// ObserveTurnaround, if set, is called once per ended batch and model
+	// in it with the batch's turnaround (ended_at - created_at), under the
+	// same rules as Observe.
+	ObserveTurnaround func(provider, model string, turnaround time.Duration)
 
 	pol       Policy
 	clock     llmfleet.Clock
@@ -204,6 +208,35 @@ func (d *Dispatcher) Stats() llmfleet.Stats {
 		DroppedResults:   s.droppedResults.Load(),
 		BudgetMisses:     s.budgetMisses.Load(),
 	}
+}
+
+// FlightInfo describes one batch in flight.
+type FlightInfo struct {
+	ID        string    `json:"id"`
+	Provider  string    `json:"provider"`
+	Models    []string  `json:"models"`
+	Requests  int       `json:"requests"`
+	Submitted time.Time `json:"submitted"`
+	// PredictedEnd is when the dispatcher expects it to end.
+	PredictedEnd time.Time `json:"predicted_end"`
+	// Ended is true once the provider reported it ended and its results
+	// are being fetched.
+	Ended bool `json:"ended"`
+}
+
+// InFlight lists the batches in flight, oldest first.
+func (d *Dispatcher) InFlight() []FlightInfo {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []FlightInfo
+	for _, t := range d.trackers {
+		for _, f := range t.batches {
+			out = append(out, FlightInfo{ID: f.id, Provider: t.provider.Name(), Models: slices.Clone(f.models),
+				Requests: len(f.waiters), Submitted: f.submitted, PredictedEnd: f.submitted.Add(f.predicted), Ended: f.ended != nil})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Submitted.Before(out[j].Submitted) })
+	return out
 }
 
 // provider returns the provider a request names.

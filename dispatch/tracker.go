@@ -174,6 +174,9 @@ func (d *Dispatcher) poll(t *tracker) {
 		turnaround := b.EndedAt.Sub(b.CreatedAt)
 		for _, m := range f.models {
 			d.predictor.observe(t.provider.Name(), m, turnaround)
+			if d.ObserveTurnaround != nil {
+				d.ObserveTurnaround(t.provider.Name(), m, turnaround)
+			}
 		}
 		d.log.Info("batch ended", "provider", t.provider.Name(), "batch_id", id,
 			"turnaround", turnaround, "seen_after", now.Sub(f.submitted),
