@@ -36,9 +36,14 @@
 // and one call answers for all of them (a retrieve when one batch is in
 // flight, the list endpoint when several are). A batch is polled rarely
 // while it is young and more often near its predicted end: the next check
-// is half the time left until the predicted end, clamped between
-// Policy.PollInterval and Policy.MaxPollInterval; after the predicted end
-// it backs off slowly from Policy.PollInterval.
+// is half the time left until the predicted end; after the predicted end,
+// a quarter of the overrun. Both are clamped between Policy.PollInterval
+// and the larger of Policy.MaxPollInterval and a tenth of the batch's
+// expected (or, once late, actual) age. TestPollingCost records what that
+// costs: a batch that ends near its prediction costs about 7 management
+// calls in all (create, polls, results) and reaches its callers within one
+// poll interval of its end; a 6-hour batch costs about 21 calls once its
+// turnaround has been learned, and 68 while the 120s prior still stands.
 //
 // # Results
 //

@@ -71,16 +71,23 @@ func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credentia
 	d.rescheduleLocked(t)
 }
 
-// nextCheck returns when a batch should next be looked at: half the time
-// left until its predicted end, clamped to the poll interval bounds; after
-// the predicted end, an eighth of the overrun, clamped the same way.
+// nextCheck returns when a batch should next be looked at. Before its
+// predicted end: half the time left, so the checks tighten towards the
+// end. After it: a quarter of the overrun, so a late batch is checked less
+// and less often. Either way at least Policy.PollInterval and at most the
+// larger of Policy.MaxPollInterval and a tenth of the batch's expected
+// or actual age, which bounds the delivery delay of a long batch to about
+// 10% of its turnaround while keeping its polls few.
 func (d *Dispatcher) nextCheck(f *flight, now time.Time) time.Time {
-	left := f.submitted.Add(f.predicted).Sub(now)
+	age := now.Sub(f.submitted)
+	left := f.predicted - age
 	iv := left / 2
+	ceiling := max(d.pol.MaxPollInterval, f.predicted/10)
 	if left <= 0 {
-		iv = -left / 8
+		iv = -left / 4
+		ceiling = max(d.pol.MaxPollInterval, age/10)
 	}
-	iv = max(d.pol.PollInterval, min(iv, d.pol.MaxPollInterval))
+	iv = max(d.pol.PollInterval, min(iv, ceiling))
 	return now.Add(iv)
 }
 
