@@ -53,19 +53,28 @@ name (flags given on the command line win):
   batch-min-size: 10
   batch-max-size: 100
   default-budget: 0s
+  db: /var/lib/llmfleet/llmfleet.db
+  retention: 696h
   # proxy-held keys (file only): clients present keys of their own,
   # the proxy sends its own credential upstream.
   upstream-api-key-env: ANTHROPIC_API_KEY
   client-keys:
     alice: <hex SHA-256 of alice's proxy key: printf %s "$KEY" | sha256sum>
 
+Batched requests, their batches and results are kept in a SQLite database
+(--db), so that a crash or a restart loses nothing and pays for nothing
+twice. API keys needed to poll after a restart are stored sealed under a
+secret: $LLMFLEET_SECRET (hex or base64, at least 32 bytes) if set, else the
+file --secret-file, created 0600 on first start.
+
 flags:
 `
 
 // runServe runs the proxy until ctx ends, then shuts down in order: it
 // stops accepting connections, closes the dispatcher (pooled requests go
-// out, in-flight batches are awaited up to --shutdown-timeout) and waits
-// for the callers still connected.
+// out, in-flight batches are awaited up to --shutdown-timeout), waits for
+// the callers still connected and closes the store. Whatever is still
+// pending then is in the store, and the next start picks it up.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -87,6 +96,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	toolSync := fs.Bool("tool-results-sync", false, "send turns whose last user message carries tool_result blocks sync")
 	ping := fs.Duration("ping-interval", proxy.DefaultPingInterval, "interval of ping events to a waiting streaming caller")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight batches")
+	dbPath := fs.String("db", "", "SQLite database of the durable state (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share)")
+	secretFile := fs.String("secret-file", "", "file of the secret sealing stored API keys, created 0600 if missing (default: llmfleet.secret beside the database; $"+SecretEnv+" wins)")
+	retention := fs.Duration("retention", 29*24*time.Hour, "how long answered requests and their results are kept")
 	verbose := fs.Bool("v", false, "log every routed request")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,6 +128,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *retention <= 0 {
+		return fmt.Errorf("--retention must be positive")
+	}
+	state, err := openState(ctx, *dbPath, *secretFile, os.Getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { // last: after the dispatcher and the callers are done
+		if err := state.db.Close(); err != nil {
+			logger.Warn("closing the store", "err", err)
+		}
+	}()
+	logger.Info("durable state", "db", state.db.Path, "secret", state.secret, "retention", *retention)
 
 	d := &dispatch.Dispatcher{
 		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: upstream.String(), Logger: logger}},
@@ -128,9 +153,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			MaxPollInterval: *maxPoll,
 			TurnaroundPrior: *prior,
 		},
-		Logger: logger,
+		Logger:    logger,
+		Store:     state.db,
+		Sealer:    state.vault,
+		Retention: *retention,
 	}
 	if err := d.Open(); err != nil {
+		// Recovery may have sent batches out already: let them be recorded.
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.Close(closeCtx)
+		cancel()
 		return err
 	}
 	srv := &proxy.Server{

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/llmfleet/llmfleet/sqlite"
+	"github.com/llmfleet/llmfleet/vault"
+)
+
+// SecretEnv names the environment variable by which an operator gives the
+// vault's secret instead of a file: at least 32 random bytes, as hex or
+// base64 (e.g. `openssl rand -hex 32`).
+const SecretEnv = "LLMFLEET_SECRET"
+
+// secretFileName is the name of the secret file created beside the
+// database when --secret-file is not given. It does not start with the
+// database's name, so that copying llmfleet.db* does not copy the secret
+// along with the credentials it seals.
+const secretFileName = "llmfleet.secret"
+
+// state is the durable state of "llmfleet serve": the store and the
+// vault that seals the credentials kept in it.
+type state struct {
+	db     *sqlite.DB
+	vault  *vault.Vault
+	secret string // where the secret came from, for the log
+}
+
+// openState opens the database at dbPath (empty: sqlite.DefaultPath) and
+// the vault: under the secret in $LLMFLEET_SECRET if set, else in
+// secretFile (empty: llmfleet.secret beside the database), created 0600
+// on first start.
+func openState(ctx context.Context, dbPath, secretFile string, getenv func(string) string, logger *slog.Logger) (*state, error) {
+	if dbPath == "" {
+		p, err := sqlite.DefaultPath()
+		if err != nil {
+			return nil, err
+		}
+		dbPath = p
+	}
+	st := &state{}
+	if env := getenv(SecretEnv); env != "" {
+		secret, err := parseSecret(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", SecretEnv, err)
+		}
+		v, err := vault.New(secret)
+		clear(secret)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", SecretEnv, err)
+		}
+		st.vault, st.secret = v, "$"+SecretEnv
+	} else {
+		if secretFile == "" {
+			secretFile = filepath.Join(filepath.Dir(dbPath), secretFileName)
+		}
+		v, err := vault.Open(secretFile)
+		if err != nil {
+			return nil, err
+		}
+		st.vault, st.secret = v, secretFile
+	}
+	st.db = &sqlite.DB{Path: dbPath, Logger: logger}
+	if err := st.db.Open(ctx); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// parseSecret decodes an operator-given secret: hex, or base64 (standard
+// or URL alphabet, padded or not).
+func parseSecret(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if b, err := hex.DecodeString(s); err == nil {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	return nil, errors.New("the secret is neither hex nor base64")
+}
