@@ -240,14 +240,14 @@ func assertNotFound(t *testing.T, resp *http.Response) {
 func TestDurableSyncAnswersCanBeFetchedAgain(t *testing.T) {
 	st := newDurableStack(t, dispatch.Policy{}, nil)
 	const key = "sk-test-a"
-	for _, prompt := range []string{"gamma", "[error:invalid_request_error] delta", "[error:overloaded_error] epsilon"} {
+	for _, prompt := range []string{"gamma", "[error:invalid_request_error] delta", "[error:overloaded_error] epsilon", "[expire] theta"} {
 		resp := post(t, st.ts.URL+"/v1/messages", userBody(prompt), "llmfleet-route", "batch")
 		sync := answer{resp.StatusCode, readAll(t, resp.Body)}
 		id := resp.Header.Get("llmfleet-request-id")
 		if !strings.HasPrefix(id, "lfr_") || resp.Header.Get("llmfleet-route") != "batch" {
 			t.Fatalf("%s: headers %v", prompt, resp.Header)
 		}
-		if strings.HasPrefix(prompt, "[error") == (sync.status == 200) {
+		if strings.HasPrefix(prompt, "[") == (sync.status == 200) {
 			t.Fatalf("%s: sync answered %+v", prompt, sync)
 		}
 		got, _ := fetch(t, st.ts.URL, id, key)

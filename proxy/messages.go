@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -208,7 +209,8 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	if !c.stream {
 		resp, err := s.Submitter.SubmitBatch(ctx, c.budget, c.req)
 		if err != nil {
-			s.writeFailure(w, r, err)
+			s.logFailure(r, err)
+			writeErrorBody(w, s.batchFailure(r, c, err))
 			return
 		}
 		h := w.Header()
@@ -234,12 +236,13 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	resp, err := s.Submitter.SubmitBatch(ctx, c.budget, c.req)
 	begun := p.stop()
 	if err != nil {
+		s.logFailure(r, err)
+		f := s.batchFailure(r, c, err)
 		if !begun {
-			s.writeFailure(w, r, err)
+			writeErrorBody(w, f)
 			return
 		}
-		s.logFailure(r, err)
-		writeErrorEvent(w, failureFor(err).eventData())
+		writeErrorEvent(w, f.eventData())
 		p.rc.Flush()
 		return
 	}
@@ -254,6 +257,30 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		writeErrorEvent(w, llmfleet.ErrorEnvelope("api_error", "llmfleet got a malformed batch result", llmfleet.NewID("req_")))
 	}
 	p.rc.Flush()
+}
+
+// batchFailure is the answer to a batched call that failed with err. If
+// the Submitter stored an answer for the request (llmfleet.Tickets), that
+// very answer is given, so that fetching the request again later gets the
+// same bytes, request_id included.
+func (s *Server) batchFailure(r *http.Request, c *call, err error) failure {
+	f := failureFor(err)
+	t, ok := s.Submitter.(llmfleet.Tickets)
+	if !ok || r.Context().Err() != nil {
+		return f
+	}
+	sr, lerr := t.Lookup(r.Context(), c.req.ID, c.req.Credential)
+	if lerr != nil || sr.State != llmfleet.RequestDone || sr.Result == nil || sr.Result.StatusCode != f.status {
+		return f
+	}
+	f.body = sr.Result.Body
+	var env struct {
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(f.body, &env) == nil && env.RequestID != "" {
+		f.requestID = env.RequestID
+	}
+	return f
 }
 
 // writeFailure answers err, from the Submitter, as the sync API would have.
