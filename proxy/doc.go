@@ -112,6 +112,22 @@
 // budget, so an agent in the middle of a tool loop is not slowed down; a
 // forced route still wins.
 //
+// # Cost ledger
+//
+// The batch route goes through the Submitter, which reports its ledger
+// entries itself (dispatch.Dispatcher.Observe). The sync route does not,
+// so the proxy reports it: with Server.Observe set, every sync
+// create-message call gives one llmfleet.LedgerEntry (route sync, model,
+// usage, outcome, latency, budget and whether it was met), read off the
+// response as it streams through: the Message's usage, or a stream's
+// message_start usage updated by the cumulative usage of message_delta.
+// Nothing is buffered: only the usage, model and error members are kept.
+// To read them, the proxy asks upstream for an uncompressed body (the
+// transport still compresses between the proxy and upstream) and a caller
+// gets the body uncompressed. Server.UpstreamError counts the sync
+// route's failed upstream calls: error answers, error events in a stream,
+// unreachable upstreams and streams that broke off.
+//
 // # SDK middleware
 //
 //	srv := &proxy.Server{Submitter: dispatcher}

@@ -187,6 +187,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 
 // serveSync sends a routed call straight upstream through the reverse proxy.
 func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
+	r = s.markSync(r, c)
 	if c.body != nil || c.cred != nil {
 		ctx := r.Context()
 		if c.cred != nil {

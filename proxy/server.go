@@ -90,6 +90,24 @@ type Server struct {
 	// upstream failures; nil discards. Credentials are never logged.
 	Logger *slog.Logger
 
+	// Observe, if set, is called once for every create-message call of the
+	// sync route, which goes upstream through the reverse proxy rather than
+	// the Submitter, with its ledger entry (costs not filled in): model,
+	// usage, outcome ("ok" or the error type), latency and budget. The
+	// usage is read off the response as it streams to the caller (the
+	// Message's usage, or message_start's updated by message_delta's),
+	// without holding it. Observe is called when the response has been
+	// passed on in full or the call failed, from the goroutine serving the
+	// request: it must be quick and safe for concurrent use.
+	Observe func(llmfleet.LedgerEntry)
+
+	// UpstreamError, if set, is called for each failed upstream call of
+	// the sync route with the kind of failure: the error type of an error
+	// response or of an error event in a stream, "http_<status>" when the
+	// type is unknown, "network" when the upstream was unreachable or the
+	// response broke off.
+	UpstreamError func(kind string)
+
 	once     sync.Once
 	log      *slog.Logger
 	clock    llmfleet.Clock
@@ -133,12 +151,13 @@ func (s *Server) init() {
 			t = dt
 		}
 		s.rp = &httputil.ReverseProxy{
-			Rewrite:       s.rewrite,
-			Transport:     t,
-			FlushInterval: -1,
-			BufferPool:    &bufferPool{},
-			ErrorHandler:  s.upstreamError,
-			ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+			Rewrite:        s.rewrite,
+			Transport:      t,
+			FlushInterval:  -1,
+			BufferPool:     &bufferPool{},
+			ErrorHandler:   s.upstreamError,
+			ModifyResponse: s.tapResponse,
+			ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		}
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -221,10 +240,12 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
 		setCredential(pr.Out.Header, c)
 	}
+	prepareObserved(pr)
 }
 
 // upstreamError answers a request whose upstream call failed.
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	s.observeFailure(r)
 	if r.Context().Err() != nil {
 		return // the client left
 	}

@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// This file observes the sync route for the cost ledger. The sync route
+// goes upstream through the reverse proxy, not through the Submitter, so
+// the proxy itself reads the usage off the response as it streams to the
+// caller: the body is wrapped in a reader that passes every byte on as it
+// comes and keeps only the few members it needs (model, usage, error).
+
+// syncCall is what the proxy knows of a sync create-message call before
+// its response arrives. It rides in the request's context.
+type syncCall struct {
+	start  time.Time
+	budget time.Duration
+	body   []byte // the request body, if routing read it
+	once   sync.Once
+}
+
+type syncCallKey struct{}
+
+// observing reports whether the sync route is observed.
+func (s *Server) observing() bool { return s.Observe != nil || s.UpstreamError != nil }
+
+// markSync marks r as a sync create-message call to observe, when the
+// sync route is observed.
+func (s *Server) markSync(r *http.Request, c *call) *http.Request {
+	if !s.observing() {
+		return r
+	}
+	sc := &syncCall{start: s.clock.Now(), budget: c.budget, body: c.body}
+	return r.WithContext(context.WithValue(r.Context(), syncCallKey{}, sc))
+}
+
+func syncCallOf(r *http.Request) *syncCall {
+	sc, _ := r.Context().Value(syncCallKey{}).(*syncCall)
+	return sc
+}
+
+// prepareObserved drops the caller's Accept-Encoding from an observed
+// call, so that the transport negotiates (and undoes) compression itself
+// and the usage can be read from the body.
+func prepareObserved(pr *httputil.ProxyRequest) {
+	if syncCallOf(pr.In) != nil {
+		pr.Out.Header.Del("Accept-Encoding")
+	}
+}
+
+// tapResponse is the reverse proxy's ModifyResponse: it wraps the body of
+// an observed call's response in a usageTap.
+func (s *Server) tapResponse(resp *http.Response) error {
+	sc := syncCallOf(resp.Request)
+	if sc == nil {
+		return nil
+	}
+	t := &usageTap{s: s, call: sc, rc: resp.Body, status: resp.StatusCode, ctx: resp.Request.Context()}
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		t.opaque = true
+	}
+	t.sse = strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
+	if t.sse && resp.StatusCode < 300 {
+		t.events = &sseTap{}
+	} else {
+		t.json = &jsonTap{}
+	}
+	resp.Body = t
+	return nil
+}
+
+// observeFailure reports an observed call whose upstream call failed
+// before any response: "caller_canceled" if the caller left, else an
+// api_error (the 502 the caller gets) and a network upstream error.
+func (s *Server) observeFailure(r *http.Request) {
+	sc := syncCallOf(r)
+	if sc == nil {
+		return
+	}
+	outcome := "api_error"
+	if r.Context().Err() != nil {
+		outcome = "caller_canceled"
+	} else if s.UpstreamError != nil {
+		s.UpstreamError("network")
+	}
+	s.reportSync(sc, "", llmfleet.Usage{}, outcome)
+}
+
+// reportSync hands the ledger entry of a sync call to Observe, once.
+func (s *Server) reportSync(sc *syncCall, model string, u llmfleet.Usage, outcome string) {
+	sc.once.Do(func() {
+		if s.Observe == nil {
+			return
+		}
+		now := s.clock.Now()
+		if model == "" && sc.body != nil {
+			var m struct {
+				Model string `json:"model"`
+			}
+			_ = json.Unmarshal(sc.body, &m)
+			model = m.Model
+		}
+		e := llmfleet.LedgerEntry{
+			Time:     now,
+			Provider: s.Provider,
+			Model:    model,
+			Route:    llmfleet.RouteSync,
+			Outcome:  outcome,
+			Usage:    u,
+			Latency:  now.Sub(sc.start),
+			Budget:   sc.budget,
+		}
+		e.BudgetMet = outcome == "ok" && (sc.budget <= 0 || e.Latency <= sc.budget)
+		s.Observe(e)
+	})
+}
+
+// usageTap is the body of an observed response: it passes every byte on
+// as it is read and reports the call once the body ends or is closed.
+type usageTap struct {
+	s      *Server
+	call   *syncCall
+	rc     io.ReadCloser
+	ctx    context.Context
+	status int
+	sse    bool
+	opaque bool // compressed: the usage cannot be read
+	json   *jsonTap
+	events *sseTap
+	eof    bool
+	err    error
+	once   sync.Once
+}
+
+func (t *usageTap) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if n > 0 && !t.opaque {
+		if t.events != nil {
+			t.events.write(p[:n])
+		} else {
+			t.json.write(p[:n])
+		}
+	}
+	if err != nil {
+		if err == io.EOF {
+			t.eof = true
+		} else {
+			t.err = err
+		}
+		t.finish()
+	}
+	return n, err
+}
+
+func (t *usageTap) Close() error {
+	err := t.rc.Close()
+	t.finish()
+	return err
+}
+
+// finish reports the call, once: its model, usage and outcome, and the
+// upstream error if it failed.
+func (t *usageTap) finish() { t.once.Do(t.report) }
+
+func (t *usageTap) report() {
+	var (
+		model, errType string
+		u              llmfleet.Usage
+	)
+	if t.events != nil {
+		model, u, errType = t.events.model, t.events.usage, t.events.errType
+	} else {
+		model, u, errType = t.json.result()
+	}
+	outcome := "ok"
+	upstreamErr := ""
+	switch {
+	case t.status >= 400:
+		outcome = errType
+		if outcome == "" {
+			outcome = "http_" + strconv.Itoa(t.status)
+		}
+		upstreamErr = outcome
+		u = llmfleet.Usage{}
+	case errType != "": // an error event in the stream
+		outcome, upstreamErr = errType, errType
+	case !t.eof && t.ctx.Err() != nil, !t.eof && t.err == nil:
+		outcome = "caller_canceled" // the caller left before the end
+	case !t.eof:
+		outcome, upstreamErr = "api_error", "network"
+	}
+	if upstreamErr != "" && t.s.UpstreamError != nil {
+		t.s.UpstreamError(upstreamErr)
+	}
+	t.s.reportSync(t.call, model, u, outcome)
+}

@@ -1,0 +1,271 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// The scanners below read a response as it streams by, in pieces of any
+// size, and keep only what the ledger needs. Neither holds the response:
+// the JSON scanner keeps a few top-level members, the event scanner the
+// data line of the few events that carry usage.
+
+// maxKept bounds what a scanner keeps of one member or one event; larger
+// ones are skipped.
+const maxKept = 1 << 20
+
+// jsonTap scans a JSON object and keeps the raw values of its top-level
+// members "model", "usage" and "error": enough to read a Message's usage
+// or an error envelope's type.
+type jsonTap struct {
+	depth     int
+	inStr     bool
+	esc       bool
+	key       []byte // the string being read at depth 1, up to 16 bytes
+	keyLong   bool
+	lastStr   string // the last string completed at depth 1
+	expect    bool   // a ':' at depth 1 was seen: a value comes next
+	capturing string // the member whose value is being kept
+	val       []byte
+	model     []byte
+	usage     []byte
+	err       []byte
+}
+
+// write scans p.
+func (t *jsonTap) write(p []byte) {
+	for _, c := range p {
+		if t.expect && t.depth == 1 && !t.inStr && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			t.expect = false
+			switch t.lastStr {
+			case "model", "usage", "error":
+				t.capturing, t.val = t.lastStr, t.val[:0]
+			}
+		}
+		if t.capturing != "" {
+			if len(t.val) < maxKept {
+				t.val = append(t.val, c)
+			} else {
+				t.capturing = "" // too large to be what we look for
+			}
+		}
+		if t.inStr {
+			switch {
+			case t.esc:
+				t.esc = false
+			case c == '\\':
+				t.esc = true
+			case c == '"':
+				t.inStr = false
+				if t.depth == 1 && !t.keyLong {
+					t.lastStr = string(t.key)
+				}
+			case t.depth == 1:
+				if len(t.key) < 16 {
+					t.key = append(t.key, c)
+				} else {
+					t.keyLong = true
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			t.inStr, t.key, t.keyLong, t.lastStr = true, t.key[:0], false, ""
+		case '{', '[':
+			t.depth++
+		case '}', ']':
+			t.depth--
+			if t.depth == 0 {
+				t.endValue()
+			}
+		case ':':
+			if t.depth == 1 {
+				t.expect = true
+			}
+		case ',':
+			if t.depth == 1 {
+				t.endValue()
+			}
+		}
+	}
+}
+
+// endValue ends the value being kept at the ',' or '}' just appended.
+func (t *jsonTap) endValue() {
+	if t.capturing == "" {
+		return
+	}
+	v := bytes.TrimSpace(t.val[:len(t.val)-1])
+	kept := append([]byte(nil), v...)
+	switch t.capturing {
+	case "model":
+		t.model = kept
+	case "usage":
+		t.usage = kept
+	case "error":
+		t.err = kept
+	}
+	t.capturing = ""
+}
+
+// result decodes what was kept: the model, the usage and, for an error
+// envelope, the error type.
+func (t *jsonTap) result() (model string, u llmfleet.Usage, errType string) {
+	if t.model != nil {
+		_ = json.Unmarshal(t.model, &model)
+	}
+	if t.usage != nil {
+		_ = json.Unmarshal(t.usage, &u)
+	}
+	if t.err != nil {
+		var e struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(t.err, &e)
+		errType = e.Type
+	}
+	return model, u, errType
+}
+
+// sseTap scans a Messages API event stream: the usage of message_start,
+// updated by the cumulative usage of each message_delta, the model, and
+// the type of an error event.
+type sseTap struct {
+	event   string // the current event's name
+	line    []byte
+	skip    bool // the current line is not kept
+	decided bool // whether the current line is kept is known
+
+	model   string
+	usage   llmfleet.Usage
+	errType string
+}
+
+// write scans p.
+func (t *sseTap) write(p []byte) {
+	for len(p) > 0 {
+		seg := p
+		i := bytes.IndexByte(p, '\n')
+		if i >= 0 {
+			seg, p = p[:i], p[i+1:]
+		} else {
+			p = nil
+		}
+		if !t.skip {
+			t.line = append(t.line, seg...)
+			if !t.decided && len(t.line) >= len("event:") {
+				t.decide()
+			}
+			if len(t.line) > maxKept {
+				t.skip, t.line = true, t.line[:0]
+			}
+		}
+		if i >= 0 {
+			if !t.skip {
+				t.decide()
+				if !t.skip {
+					t.processLine(bytes.TrimSuffix(t.line, []byte("\r")))
+				}
+			}
+			t.line, t.skip, t.decided = t.line[:0], false, false
+		}
+	}
+}
+
+// decide settles whether the current line is kept: event names, blank
+// lines and the data of the events that carry usage or an error.
+func (t *sseTap) decide() {
+	if t.decided {
+		return
+	}
+	t.decided = true
+	l := t.line
+	switch {
+	case len(l) == 0 || len(l) == 1 && l[0] == '\r':
+	case bytes.HasPrefix(l, []byte("event:")):
+	case bytes.HasPrefix(l, []byte("data:")):
+		switch t.event {
+		case "", "message_start", "message_delta", "error":
+		default:
+			t.skip = true
+		}
+	default:
+		t.skip = true
+	}
+	if t.skip {
+		t.line = t.line[:0]
+	}
+}
+
+// streamDeltaUsage is the usage of a message_delta event: cumulative counts,
+// each of which may be absent or null.
+type streamDeltaUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral5mInputTokens int64 `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1hInputTokens int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+}
+
+// processLine handles one kept line.
+func (t *sseTap) processLine(l []byte) {
+	switch {
+	case len(l) == 0:
+		t.event = ""
+	case bytes.HasPrefix(l, []byte("event:")):
+		t.event = string(bytes.TrimSpace(l[len("event:"):]))
+	case bytes.HasPrefix(l, []byte("data:")):
+		data := l[len("data:"):]
+		if len(data) > 0 && data[0] == ' ' {
+			data = data[1:]
+		}
+		var ev struct {
+			Type    string `json:"type"`
+			Message *struct {
+				Model string         `json:"model"`
+				Usage llmfleet.Usage `json:"usage"`
+			} `json:"message"`
+			Usage *streamDeltaUsage `json:"usage"`
+			Error *struct {
+				Type string `json:"type"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(data, &ev) != nil {
+			return
+		}
+		switch ev.Type {
+		case "message_start":
+			if ev.Message != nil {
+				t.model, t.usage = ev.Message.Model, ev.Message.Usage
+			}
+		case "message_delta":
+			if d := ev.Usage; d != nil {
+				set := func(dst *int64, v *int64) {
+					if v != nil {
+						*dst = *v
+					}
+				}
+				set(&t.usage.InputTokens, d.InputTokens)
+				set(&t.usage.OutputTokens, d.OutputTokens)
+				set(&t.usage.CacheCreationInputTokens, d.CacheCreationInputTokens)
+				set(&t.usage.CacheReadInputTokens, d.CacheReadInputTokens)
+				if d.CacheCreation != nil {
+					t.usage.CacheCreation.Ephemeral5mInputTokens = d.CacheCreation.Ephemeral5mInputTokens
+					t.usage.CacheCreation.Ephemeral1hInputTokens = d.CacheCreation.Ephemeral1hInputTokens
+				}
+			}
+		case "error":
+			if ev.Error != nil && ev.Error.Type != "" {
+				t.errType = ev.Error.Type
+			} else {
+				t.errType = "api_error"
+			}
+		}
+	}
+}
