@@ -144,7 +144,7 @@ func TestDurableAsyncTicket(t *testing.T) {
 	st := newDurableStack(t, dispatch.Policy{BatchMinSize: 2, BatchWindow: time.Hour}, nil)
 	const key = "sk-test-a"
 
-	first := userBody("alpha [turnaround:300ms]")
+	first := userBody("alpha [turnaround:1s]")
 	resp := post(t, st.ts.URL+"/v1/messages", first, "Prefer", "respond-async")
 	body := readAll(t, resp.Body)
 	var tk struct {
@@ -211,7 +211,7 @@ func TestDurableAsyncTicket(t *testing.T) {
 			want = a
 		}
 	}
-	if got != want || got.status != 200 || !strings.Contains(got.body, `"Answer to: alpha [turnaround:300ms]"`) {
+	if got != want || got.status != 200 || !strings.Contains(got.body, `"Answer to: alpha [turnaround:1s]"`) {
 		t.Fatalf("ticket answered\n %+v\nsync answered\n %+v", got, want)
 	}
 	if got, _ := fetch(t, st.ts.URL, second, key); got.status != 200 || !strings.Contains(got.body, `"Answer to: beta"`) ||
