@@ -364,6 +364,10 @@ func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req 
 	if budget > 0 {
 		w.deadline = now.Add(budget)
 	}
+	if err := d.checkSize(p, w); err != nil {
+		d.stats.errors.Add(1)
+		return nil, err
+	}
 	if err := d.persist(ctx, p, w); err != nil {
 		d.stats.errors.Add(1)
 		return nil, err

@@ -213,6 +213,9 @@ func (d *Dispatcher) Enqueue(ctx context.Context, budget time.Duration, req *llm
 	if budget > 0 {
 		w.deadline = now.Add(budget)
 	}
+	if err := d.checkSize(p, w); err != nil {
+		return "", err
+	}
 	if err := d.persist(ctx, p, w); err != nil {
 		return "", err
 	}
@@ -345,7 +348,13 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 			continue
 		}
 		if err := d.enqueue(p, w); err != nil {
-			return err
+			// No batch can take it (stored by an older version): answer it
+			// with the error rather than refuse to start.
+			d.log.Error("stored request cannot be queued again", "request_id", r.ID, "err", err)
+			res := map[string]*llmfleet.StoredResult{r.ID: storedResult(nil, err, d.clock.Now())}
+			if err := d.Store.CompleteRequests(ctx, res); err != nil {
+				return err
+			}
 		}
 	}
 	if n := len(queued) + len(batches); n > 0 {

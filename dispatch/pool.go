@@ -50,6 +50,16 @@ func (d *Dispatcher) limits(p llmfleet.Provider) (int, int64) {
 	return n, b - 4096 // room for the envelope
 }
 
+// checkSize refuses a request that no batch of p can hold. It is checked
+// before a request is stored, so that a restart never finds one.
+func (d *Dispatcher) checkSize(p llmfleet.Provider, w *waiter) error {
+	if _, maxBytes := d.limits(p); w.size() > maxBytes {
+		return &llmfleet.Error{StatusCode: 413, Type: "request_too_large",
+			Message: "request is larger than the provider's batch size limit"}
+	}
+	return nil
+}
+
 // enqueue adds w to its pool and flushes or reschedules the pool.
 func (d *Dispatcher) enqueue(p llmfleet.Provider, w *waiter) error {
 	d.mu.Lock()
@@ -60,11 +70,10 @@ func (d *Dispatcher) enqueue(p llmfleet.Provider, w *waiter) error {
 	if d.closed {
 		return llmfleet.ErrClosed
 	}
-	maxN, maxBytes := d.limits(p)
-	if w.size() > maxBytes {
-		return &llmfleet.Error{StatusCode: 413, Type: "request_too_large",
-			Message: "request is larger than the provider's batch size limit"}
+	if err := d.checkSize(p, w); err != nil {
+		return err
 	}
+	maxN, maxBytes := d.limits(p)
 	key := p.Name() + "\x00" + d.fingerprint(w.req.Credential) + "\x00" + headerSignature(w.req.Header)
 	pl := d.pools[key]
 	if pl == nil {
