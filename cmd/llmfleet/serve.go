@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -35,6 +34,9 @@ type serveConfig struct {
 	UpstreamAuthTokenEnv string `yaml:"upstream-auth-token-env"`
 	// ClientKeys maps a client name to the hex SHA-256 of its proxy key.
 	ClientKeys map[string]string `yaml:"client-keys"`
+	// Pricing overrides and extends the embedded price table, in the
+	// shape of the pricing package's prices.yaml.
+	Pricing yaml.Node `yaml:"pricing"`
 }
 
 const serveUsage = `usage: llmfleet serve [flags]
@@ -60,12 +62,24 @@ name (flags given on the command line win):
   upstream-api-key-env: ANTHROPIC_API_KEY
   client-keys:
     alice: <hex SHA-256 of alice's proxy key: printf %s "$KEY" | sha256sum>
+  # prices (file only): override or extend the embedded price table, in
+  # USD per million tokens; cache and batch prices follow from input.
+  pricing:
+    anthropic:
+      models:
+        claude-sonnet-4-6: {input: 3, output: 15}
 
 Batched requests, their batches and results are kept in a SQLite database
 (--db), so that a crash or a restart loses nothing and pays for nothing
 twice. API keys needed to poll after a restart are stored sealed under a
 secret: $LLMFLEET_SECRET (hex or base64, at least 32 bytes) if set, else the
 file --secret-file, created 0600 on first start.
+
+Besides the Anthropic API it serves, without asking for a key:
+GET /llmfleet/ (a live dashboard), /llmfleet/v1/stats (what was paid and
+saved, as JSON; ?since=24h reads the database), /llmfleet/v1/dashboard
+and /metrics (Prometheus). Logs never show a key, nor a message body
+unless --log-bodies is given.
 
 flags:
 `
@@ -100,6 +114,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	secretFile := fs.String("secret-file", "", "file of the secret sealing stored API keys, created 0600 if missing (default: llmfleet.secret beside the database; $"+SecretEnv+" wins)")
 	retention := fs.Duration("retention", 29*24*time.Hour, "how long answered requests and their results are kept")
 	verbose := fs.Bool("v", false, "log every routed request")
+	obsFlags := addObserveFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -114,11 +129,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
+	logger, err := obsFlags.logger(stderr, *verbose)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	prices, err := priceTable(cfg.Pricing)
+	if err != nil {
+		return err
+	}
 
 	upstream, err := url.Parse(strings.TrimSuffix(*anthropicURL, "/"))
 	if err != nil || upstream.Scheme == "" || upstream.Host == "" {
@@ -141,6 +159,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	logger.Info("durable state", "db", state.db.Path, "secret", state.secret, "retention", *retention)
+	obs, err := newObservability(prices, state.db, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { // before the store closes: the last ledger entries go in
+		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		obs.close(closeCtx)
+		cancel()
+	}()
 
 	d := &dispatch.Dispatcher{
 		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: upstream.String(), Logger: logger}},
@@ -158,6 +185,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Sealer:    state.vault,
 		Retention: *retention,
 	}
+	obs.wireDispatcher(d)
 	if err := d.Open(); err != nil {
 		// Recovery may have sent batches out already: let them be recorded.
 		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -176,13 +204,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if creds != nil {
 		srv.Credentials = creds.Map
 	}
+	obs.wireProxy(srv)
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		d.Close(context.Background())
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: obs.handler(srv.Handler(), *obsFlags.logBodies), ReadHeaderTimeout: 10 * time.Second}
 	stopped := make(chan struct{})
 	hs.RegisterOnShutdown(func() { close(stopped) })
 	fmt.Fprintf(stdout, "llmfleet serving on http://%s (upstream %s)\n", ln.Addr(), upstream)
@@ -243,7 +272,7 @@ func loadServeConfig(fs *flag.FlagSet, file string) (serveConfig, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		switch k {
-		case "upstream-api-key-env", "upstream-auth-token-env", "client-keys":
+		case "upstream-api-key-env", "upstream-auth-token-env", "client-keys", "pricing":
 			continue
 		case "config":
 			return cfg, fmt.Errorf("%s: a config file cannot name another", file)

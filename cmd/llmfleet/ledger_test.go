@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/llmfleet/llmfleet/dashboard"
+	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/ledger"
+)
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// listPrice is a model's published price in USD per million tokens of
+// each kind, at the sync route. The batch route pays half of each.
+type listPrice struct{ input, output, write5m, write1h, read float64 }
+
+// The published prices of the models of the workload, written out here
+// rather than read from the price table, so that the test checks it.
+var listPrices = map[string]listPrice{
+	"claude-sonnet-4-6": {input: 3, output: 15, write5m: 3.75, write1h: 6, read: 0.30},
+	"claude-haiku-4-5":  {input: 1, output: 5, write5m: 1.25, write1h: 2, read: 0.10},
+	// Priced only by the config file of the test.
+	"claude-custom-1": {input: 2, output: 10, write5m: 2.5, write1h: 4, read: 0.20},
+}
+
+// expected accumulates what the workload must cost, computed from the
+// usage the emulator reported to the client.
+type expected struct {
+	cost, syncEquivalent float64
+	byModel              map[string]float64
+	tokens1h             int64 // 1-hour cache writes of claude-sonnet-4-6 at the sync route
+}
+
+func (x *expected) add(t *testing.T, model string, u anthropic.Usage, batch bool) {
+	t.Helper()
+	p, ok := listPrices[model]
+	if !ok {
+		t.Fatalf("no list price for %s", model)
+	}
+	w5, w1 := u.CacheCreation.Ephemeral5mInputTokens, u.CacheCreation.Ephemeral1hInputTokens
+	if w5+w1 != u.CacheCreationInputTokens {
+		t.Fatalf("%s: cache writes split %d+%d of %d", model, w5, w1, u.CacheCreationInputTokens)
+	}
+	sync := (float64(u.InputTokens)*p.input + float64(u.OutputTokens)*p.output +
+		float64(w5)*p.write5m + float64(w1)*p.write1h + float64(u.CacheReadInputTokens)*p.read) / 1e6
+	paid := sync
+	if batch {
+		paid = sync / 2
+	}
+	x.cost += paid
+	x.syncEquivalent += sync
+	if x.byModel == nil {
+		x.byModel = map[string]float64{}
+	}
+	x.byModel[model] += paid
+	if model == "claude-sonnet-4-6" && !batch {
+		x.tokens1h += w1
+	}
+}
+
+// cachedPrompt is a prompt whose system has a 1-hour breakpoint on a long
+// block (unless with1h is false) and a 5-minute one on a shorter block,
+// long enough for the costs to show in cents. Prompts of different
+// fleets (e.g. "a", "b") share no cache entry.
+func cachedPrompt(model, question, fleet string, with1h bool) anthropic.MessageNewParams {
+	system := []anthropic.TextBlockParam{
+		{Text: strings.Repeat("You are a careful assistant of fleet "+fleet+". ", 4000),
+			CacheControl: anthropic.CacheControlEphemeralParam{TTL: anthropic.CacheControlEphemeralTTLTTL1h}},
+		{Text: strings.Repeat("Today's briefing for fleet "+fleet+". ", 2000),
+			CacheControl: anthropic.CacheControlEphemeralParam{TTL: anthropic.CacheControlEphemeralTTLTTL5m}},
+	}
+	if !with1h {
+		system = system[1:]
+	}
+	return anthropic.MessageNewParams{
+		Model: anthropic.Model(model), MaxTokens: 400, System: system,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(question))},
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+func getText(t *testing.T, url string) (string, http.Header) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	return string(body), resp.Header
+}
+
+// cents formats dollars to the cent.
+func cents(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// checkUSD checks a figure to the cent, and to rounding noise.
+func checkUSD(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if cents(got) != cents(want) || math.Abs(got-want) > 1e-9 {
+		t.Errorf("%s = %.12f, want %.12f", what, got, want)
+	}
+}
+
+// TestLedgerFigures drives a known workload through the whole stack (proxy
+// → dispatcher → claude → emulator on loopback), sync and batched, plain
+// and streamed, with 5-minute and 1-hour cache writes and cache reads, and
+// checks what the stats, the metrics, the dashboard and "llmfleet stats"
+// report against costs computed here from the usage the emulator gave the
+// client and the published prices.
+func TestLedgerFigures(t *testing.T) {
+	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 }}
+	emuTS := httptest.NewServer(emu)
+	defer emuTS.Close()
+
+	db := filepath.Join(t.TempDir(), "llmfleet.db")
+	cfg := writeFile(t, "anthropic-url: "+emuTS.URL+"\n"+
+		"batch-window: 5ms\npoll-interval: 2ms\nmax-poll-interval: 5ms\nturnaround-prior: 10ms\nping-interval: 1ms\n"+
+		"pricing:\n  anthropic:\n    models:\n      claude-custom-1: {input: 2, output: 10}\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := make(lineWriter, 4)
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, []string{"--config", cfg, "--listen", "127.0.0.1:0", "--db", db, "--log-format", "json"}, out, logs)
+	}()
+	var line string
+	select {
+	case line = <-out:
+	case err := <-done:
+		t.Fatalf("serve ended: %v\n%s", err, logs)
+	}
+	base := strings.Fields(strings.TrimPrefix(line, "llmfleet serving on "))[0]
+
+	const key = "sk-ledger-test-key"
+	client := anthropic.NewClient(option.WithBaseURL(base), option.WithAPIKey(key), option.WithMaxRetries(0))
+	batch := option.WithHeader("llmfleet-route", "batch")
+	var want expected
+	call := func(params anthropic.MessageNewParams, isBatch bool, opts ...option.RequestOption) anthropic.Usage {
+		t.Helper()
+		if isBatch {
+			opts = append(opts, batch)
+		}
+		msg, err := client.Messages.New(context.Background(), params, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.add(t, string(params.Model), msg.Usage, isBatch)
+		return msg.Usage
+	}
+	stream := func(params anthropic.MessageNewParams, isBatch bool) anthropic.Usage {
+		t.Helper()
+		var opts []option.RequestOption
+		if isBatch {
+			opts = append(opts, batch)
+		}
+		s := client.Messages.NewStreaming(context.Background(), params, opts...)
+		var msg anthropic.Message
+		for s.Next() {
+			if err := msg.Accumulate(s.Current()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		want.add(t, string(params.Model), msg.Usage, isBatch)
+		return msg.Usage
+	}
+
+	// Sync: the first call writes both cache entries, the streamed one
+	// reads them.
+	u := call(cachedPrompt("claude-sonnet-4-6", "first question", "a", true), false)
+	if u.CacheCreation.Ephemeral1hInputTokens == 0 || u.CacheCreation.Ephemeral5mInputTokens == 0 {
+		t.Fatalf("no 1h and 5m cache writes: %+v", u)
+	}
+	if u = stream(cachedPrompt("claude-sonnet-4-6", "second question", "a", true), false); u.CacheReadInputTokens == 0 {
+		t.Fatalf("no cache read: %+v", u)
+	}
+	// Batched: plain and streamed, on two models.
+	call(cachedPrompt("claude-sonnet-4-6", "third question, batched", "a", true), true)
+	if u = call(cachedPrompt("claude-sonnet-4-6", "fourth question, batched", "b", true), true); u.CacheCreation.Ephemeral1hInputTokens == 0 {
+		t.Fatalf("no 1h cache write in a batch: %+v", u)
+	}
+	stream(cachedPrompt("claude-haiku-4-5", "fifth question, batched", "a", false), true)
+	// A sync call that misses its 1ms budget.
+	call(cachedPrompt("claude-haiku-4-5", "[slow:20ms] sixth question", "a", false), false,
+		option.WithHeader("llmfleet-latency-budget-ms", "1"))
+	// A model priced by the config file only.
+	call(cachedPrompt("claude-custom-1", "seventh question", "a", true), false)
+	// An error answer, and a model the price table does not know.
+	if _, err := client.Messages.New(context.Background(), cachedPrompt("claude-sonnet-4-6", "[error:overloaded_error]", "a", true)); err == nil {
+		t.Fatal("no error")
+	}
+	if _, err := client.Messages.New(context.Background(), cachedPrompt("claude-test", "unpriced", "a", true)); err != nil {
+		t.Fatal(err)
+	}
+	const calls = 9
+
+	// The proxy reports a sync call once the upstream body has ended,
+	// which may be a moment after the client has the last byte.
+	var s ledger.Summary
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		getJSON(t, base+"/llmfleet/v1/stats", &s)
+		if s.SyncCalls+s.BatchedCalls == calls || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("paid $%s, would have paid $%s, saved $%s", cents(want.cost), cents(want.syncEquivalent), cents(want.syncEquivalent-want.cost))
+	checkSummary := func(where string, s ledger.Summary, batches bool) {
+		t.Helper()
+		if s.SyncCalls != 6 || s.BatchedCalls != 3 || s.Errors != 1 || s.BudgetMisses != 1 || s.UnpricedRequests != 1 {
+			t.Errorf("%s: calls %d sync %d batched, %d errors, %d budget misses, %d unpriced", where,
+				s.SyncCalls, s.BatchedCalls, s.Errors, s.BudgetMisses, s.UnpricedRequests)
+		}
+		if batches && s.BatchesSubmitted != 3 {
+			t.Errorf("%s: %d batches submitted", where, s.BatchesSubmitted)
+		}
+		checkUSD(t, where+" cost_usd", s.CostUSD, want.cost)
+		checkUSD(t, where+" sync_equivalent_usd", s.SyncEquivalentUSD, want.syncEquivalent)
+		checkUSD(t, where+" saved_usd", s.SavedUSD, want.syncEquivalent-want.cost)
+		for model, cost := range want.byModel {
+			checkUSD(t, where+" by_model "+model, s.ByModel[model].CostUSD, cost)
+		}
+		if b := s.ByRoute["batch"]; b.Calls != 3 || b.SavedUSD <= 0 || s.ByRoute["sync"].SavedUSD != 0 {
+			t.Errorf("%s: by route %+v", where, s.ByRoute)
+		}
+		if len(s.RecentBudgetMisses) != 1 || s.RecentBudgetMisses[0].Model != "claude-haiku-4-5" {
+			t.Errorf("%s: recent budget misses %+v", where, s.RecentBudgetMisses)
+		}
+	}
+	checkSummary("stats", s, true)
+	if want.cost < 0.5 || want.syncEquivalent-want.cost < 0.1 {
+		t.Fatalf("workload too cheap to check to the cent: $%f", want.cost)
+	}
+
+	// The same period read back from the database.
+	var stored ledger.Summary
+	getJSON(t, base+"/llmfleet/v1/stats?since=1h", &stored)
+	checkSummary("stats?since=1h", stored, false)
+
+	// Prometheus metrics.
+	text, _ := getText(t, base+"/metrics")
+	for _, name := range []string{"llmfleet_requests_total", "llmfleet_tokens_total", "llmfleet_cost_usd_total",
+		"llmfleet_saved_usd_total", "llmfleet_queue_depth", "llmfleet_batches_in_flight",
+		"llmfleet_batch_turnaround_seconds", "llmfleet_budget_misses_total", "llmfleet_upstream_errors_total"} {
+		if !strings.Contains(text, "\n"+name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	for _, sample := range []string{
+		`llmfleet_requests_total{model="claude-sonnet-4-6",outcome="ok",route="sync"} 2`,
+		`llmfleet_requests_total{model="unknown",outcome="overloaded_error",route="sync"} 1`,
+		`llmfleet_requests_total{model="claude-haiku-4-5",outcome="ok",route="batch"} 1`,
+		fmt.Sprintf(`llmfleet_tokens_total{kind="cache_write_1h",model="claude-sonnet-4-6",route="sync"} %d`, want.tokens1h),
+		`llmfleet_batch_turnaround_seconds_count{model="claude-sonnet-4-6"} 2`,
+		`llmfleet_batch_turnaround_seconds_count{model="claude-haiku-4-5"} 1`,
+		"llmfleet_queue_depth 0", "llmfleet_batches_in_flight 0", "llmfleet_budget_misses_total 1",
+		`llmfleet_upstream_errors_total{kind="overloaded_error"} 1`,
+	} {
+		if !strings.Contains(text, "\n"+sample+"\n") {
+			t.Errorf("/metrics lacks %s", sample)
+		}
+	}
+	saved := metricValue(t, text, "llmfleet_saved_usd_total")
+	checkUSD(t, "llmfleet_saved_usd_total", saved, want.syncEquivalent-want.cost)
+
+	// The dashboard.
+	page, h := getText(t, base+"/llmfleet/")
+	if !strings.HasPrefix(h.Get("Content-Type"), "text/html") || !strings.Contains(page, "app.js") {
+		t.Errorf("dashboard page: %s\n%s", h.Get("Content-Type"), page)
+	}
+	var snap dashboard.Snapshot
+	getJSON(t, base+"/llmfleet/v1/dashboard", &snap)
+	if snap.Stats.BatchesSubmitted != 3 || len(snap.Turnaround["claude-sonnet-4-6"]) != 2 || len(snap.Savings) == 0 {
+		t.Errorf("dashboard snapshot %+v", snap)
+	}
+	// Async tickets still reach the proxy past the dashboard's subtree.
+	resp, err := http.Get(base + "/llmfleet/v1/requests/lfr_nothing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET a ticket without a key: %d", resp.StatusCode)
+	}
+
+	// llmfleet stats --url asks the running proxy.
+	var tbl bytes.Buffer
+	if err := runStats(context.Background(), []string{"--url", base, "--since", "1h"}, &tbl, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, tbl.String(), want)
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// llmfleet stats --db reads the database once the proxy has stopped.
+	tbl.Reset()
+	if err := runStats(context.Background(), []string{"--db", db, "--since", "1h"}, &tbl, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	checkTable(t, tbl.String(), want)
+	t.Logf("llmfleet stats --db:\n%s", tbl.String())
+	var js ledger.Summary
+	tbl.Reset()
+	if err := runStats(context.Background(), []string{"--db", db, "--from", time.Now().Add(-time.Hour).Format(time.RFC3339), "--json"}, &tbl, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(tbl.Bytes(), &js); err != nil {
+		t.Fatal(err)
+	}
+	checkSummary("stats --db --json", js, false)
+
+	// JSON logs, one line per batch lifecycle event, no key, no body.
+	var created, delivered int
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %s", l)
+		}
+		switch rec["msg"] {
+		case "batch created":
+			created++
+		case "batch results delivered":
+			delivered++
+		}
+	}
+	if created != 3 || delivered != 3 {
+		t.Errorf("%d batch created and %d results delivered lines, want 3 each", created, delivered)
+	}
+	if all := logs.String(); strings.Contains(all, key) || strings.Contains(all, "first question") {
+		t.Errorf("logs hold a key or a body:\n%s", all)
+	}
+}
+
+// checkTable checks the terminal table of "llmfleet stats".
+func checkTable(t *testing.T, tbl string, want expected) {
+	t.Helper()
+	for _, s := range []string{
+		"Paid:             $" + strconv.FormatFloat(want.cost, 'f', 4, 64),
+		"Would have paid:  $" + strconv.FormatFloat(want.syncEquivalent, 'f', 4, 64),
+		"Saved:            $" + strconv.FormatFloat(want.syncEquivalent-want.cost, 'f', 4, 64),
+		"claude-sonnet-4-6", "claude-haiku-4-5", "claude-custom-1", "claude-test *", "batch", "sync",
+	} {
+		if !strings.Contains(tbl, s) {
+			t.Errorf("stats table lacks %q:\n%s", s, tbl)
+		}
+	}
+}
+
+// metricValue returns the value of an unlabelled sample.
+func metricValue(t *testing.T, text, name string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s", name)
+	return 0
+}
