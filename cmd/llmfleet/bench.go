@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -190,11 +191,13 @@ func startBenchEnv() (*benchEnv, error) {
 	env.closers = append(env.closers, stop)
 	up, _ := url.Parse(emuURL)
 
-	// The bare reverse proxy gets the same upstream pool as llmfleet's.
+	// The bare reverse proxy gets the same upstream pool as llmfleet's;
+	// its failures are counted, not logged.
 	bare := &httputil.ReverseProxy{
 		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(up) },
 		Transport:     pooledTransport(),
 		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
 	}
 	bareURL, stop, err := serveLoopback(bare)
 	if err != nil {
