@@ -40,7 +40,7 @@ type config struct {
 	via             string // "lib" or "sdk"
 	n               int
 	budget, window  time.Duration
-	poll            time.Duration
+	poll, prior     time.Duration
 }
 
 func main() {
@@ -50,6 +50,7 @@ func main() {
 	flag.DurationVar(&c.budget, "budget", 10*time.Minute, "latency budget of every request")
 	flag.DurationVar(&c.window, "window", 30*time.Second, "batch window")
 	flag.DurationVar(&c.poll, "poll", 0, "shortest and longest poll interval (0: the dispatcher's defaults)")
+	flag.DurationVar(&c.prior, "prior", 0, "predicted batch turnaround before any is observed (0: the dispatcher's default)")
 	flag.StringVar(&c.model, "model", "claude-haiku-4-5", "model")
 	flag.StringVar(&c.via, "via", "lib", `how agents call: "lib" (Dispatcher.Submit) or "sdk" (anthropic-sdk-go with llmfleet's middleware)`)
 	flag.Parse()
@@ -89,7 +90,7 @@ type askFunc func(prompt string) (string, llmfleet.Route, error)
 func run(ctx context.Context, c config) (*summary, error) {
 	d := &dispatch.Dispatcher{
 		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: c.url}},
-		Policy:    dispatch.Policy{BatchWindow: c.window, PollInterval: c.poll, MaxPollInterval: c.poll},
+		Policy:    dispatch.Policy{BatchWindow: c.window, PollInterval: c.poll, MaxPollInterval: c.poll, TurnaroundPrior: c.prior},
 	}
 	var call askFunc
 	switch c.via {

@@ -11,16 +11,16 @@ import (
 
 // TestFleetAgainstEmulator runs the example end to end over loopback, once
 // through the library and once through the official Go SDK with llmfleet's
-// middleware. The emulator's batches end after a few milliseconds and the
-// dispatcher polls every 20ms, so the runs are short; nothing here asserts
-// on time.
+// middleware. The emulator's batches end after a few milliseconds, the
+// dispatcher expects them to (a 100ms turnaround prior) and polls every
+// 20ms, so the runs are short; nothing here asserts on time.
 func TestFleetAgainstEmulator(t *testing.T) {
 	for _, via := range []string{"lib", "sdk"} {
 		t.Run(via, func(t *testing.T) {
 			emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 5 * time.Millisecond }}
 			srv := httptest.NewServer(emu)
 			defer srv.Close()
-			base := config{url: srv.URL, key: "test-key", model: "claude-haiku-4-5", via: via, n: 40, window: time.Second, poll: 20 * time.Millisecond}
+			base := config{url: srv.URL, key: "test-key", model: "claude-haiku-4-5", via: via, n: 40, window: time.Second, poll: 20 * time.Millisecond, prior: 100 * time.Millisecond}
 
 			patient := base
 			patient.budget = 10 * time.Minute
