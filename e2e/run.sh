@@ -61,7 +61,7 @@ pass "build llmfleet"
 PIDS+=($!)
 EMU=$(wait_addr "$WORK/emulator.out" "emulator listening on") || die "emulator did not start"
 
-"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" \
+"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --db "$WORK/llmfleet.db" \
 	--batch-window 500ms --poll-interval 200ms --max-poll-interval 500ms \
 	--turnaround-prior 2s --ping-interval 250ms -v \
 	>"$WORK/proxy.out" 2>"$WORK/proxy.log" &
