@@ -263,24 +263,20 @@ func modelOf(body []byte) string {
 
 // Plan returns the route Submit would choose for req now.
 func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.Route {
-	p, err := d.provider(req)
-	if err != nil {
-		return llmfleet.RouteSync
-	}
-	return d.plan(budget, p.Name(), modelOf(req.Body))
-}
-
-func (d *Dispatcher) plan(budget time.Duration, provider, model string) llmfleet.Route {
 	switch {
 	case budget == 0:
 		return llmfleet.RouteBatch
 	case budget <= d.pol.SyncMaxLatency:
-		return llmfleet.RouteSync
-	case budget >= d.predictor.predict(provider, model)+d.pol.slack():
-		return llmfleet.RouteBatch
-	default:
+		return llmfleet.RouteSync // decided without reading the body
+	}
+	p, err := d.provider(req)
+	if err != nil {
 		return llmfleet.RouteSync
 	}
+	if budget >= d.predictor.predict(p.Name(), modelOf(req.Body))+d.pol.slack() {
+		return llmfleet.RouteBatch
+	}
+	return llmfleet.RouteSync
 }
 
 // Submit routes req by its latency budget (0: none given, which batches)

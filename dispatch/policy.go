@@ -18,8 +18,10 @@ type Policy struct {
 	// PollInterval is the shortest interval between two polls of one
 	// credential's batches. Default 5s.
 	PollInterval time.Duration
-	// MaxPollInterval is the longest interval between two polls while a
-	// batch is in flight. Default 30s.
+	// MaxPollInterval caps the interval between two polls of a batch whose
+	// expected (or, once late, actual) age is under ten times it; an older
+	// batch is polled at most every tenth of its age, so that a batch of
+	// hours costs tens of calls, not hundreds. Default 30s.
 	MaxPollInterval time.Duration
 	// TurnaroundPrior is the predicted batch turnaround before any has been
 	// observed. Default 120s.

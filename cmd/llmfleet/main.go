@@ -3,6 +3,8 @@
 //	llmfleet serve    [flags]   the transparent batching proxy
 //	llmfleet emulate  [flags]   a local stand-in for the Anthropic API
 //	llmfleet stats    [flags]   what the fleet paid, would have paid and saved
+//	llmfleet bench    [flags]   the proxy's overhead, measured on loopback
+//	llmfleet stats    [flags]   what the fleet paid, would have paid and saved
 //
 // Run "llmfleet <command> -h" for the flags of a command.
 package main
@@ -58,5 +60,6 @@ func usage(w io.Writer) {
 commands:
   serve     run the batching proxy (speaks the Anthropic HTTP API)
   emulate   run a local emulator of the Anthropic Messages and Batches APIs
-  stats     print what the fleet paid, would have paid and saved, by model and route`)
+  stats     print what the fleet paid, would have paid and saved, by model and route
+  bench     measure the proxy's sync-path overhead and memory per parked request`)
 }
