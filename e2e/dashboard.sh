@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Dashboard check in a real browser: builds llmfleet, starts the emulator
+# and the proxy on free loopback ports (with a database of their own),
+# sends sync and batched traffic with 5-minute and 1-hour cache
+# breakpoints, a budget miss and a batch left in flight, checks
+# /llmfleet/v1/stats and /metrics, then opens the dashboard at /llmfleet/ in
+# headless Chromium (dashboard/screenshot.sh; Debian's chromium package)
+# and keeps the screenshot at e2e/out/dashboard.png. Prints one PASS/FAIL
+# line per check and exits non-zero if any failed or no screenshot was
+# written. .ci/run runs it after e2e/run.sh.
+#
+#	bash e2e/dashboard.sh
+set -uo pipefail
+cd "$(dirname "$0")"
+E2E=$PWD
+ROOT=$(cd .. && pwd)
+OUT=$E2E/out/dashboard.png
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/llmfleet-dashboard.XXXXXX")
+PIDS=()
+FAILED=0
+
+cleanup() {
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pass() { echo "PASS $*"; }
+fail() {
+	echo "FAIL $*"
+	FAILED=$((FAILED + 1))
+}
+die() {
+	fail "$*"
+	for f in "$WORK"/*.log; do
+		[ -f "$f" ] && { echo "--- $f"; tail -n 40 "$f"; }
+	done
+	echo "dashboard: FAIL ($FAILED failed)"
+	exit 1
+}
+
+# wait_addr FILE PREFIX: the http://host:port a server printed after PREFIX.
+wait_addr() {
+	local file=$1 prefix=$2 i
+	for i in $(seq 1 100); do
+		if addr=$(grep -o "^$prefix http://[0-9.:]*" "$file" 2>/dev/null | grep -o 'http://.*'); then
+			echo "$addr"
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+(cd "$ROOT" && go build -o "$WORK/llmfleet" ./cmd/llmfleet) || die "build llmfleet"
+
+"$WORK/llmfleet" emulate --listen 127.0.0.1:0 --turnaround 1s >"$WORK/emulator.out" 2>"$WORK/emulator.log" &
+PIDS+=($!)
+EMU=$(wait_addr "$WORK/emulator.out" "emulator listening on") || die "emulator did not start"
+
+LLMFLEET_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') \
+	"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --db "$WORK/llmfleet.db" \
+	--batch-window 300ms --poll-interval 200ms --max-poll-interval 500ms \
+	--turnaround-prior 2s --shutdown-timeout 1s --log-format json \
+	>"$WORK/proxy.out" 2>"$WORK/proxy.log" &
+PIDS+=($!)
+PROXY=$(wait_addr "$WORK/proxy.out" "llmfleet serving on") || die "proxy did not start"
+pass "proxy up at $PROXY (emulator $EMU)"
+
+# message MODEL FLEET TEXT [CURL ARGS...]: one create-message call through
+# the proxy, with a 1-hour breakpoint on a long system block and a
+# 5-minute one on a shorter block (FLEET varies their text).
+message() {
+	local model=$1 fleet=$2 text=$3
+	shift 3
+	local long brief
+	long=$(printf "Instructions of fleet $fleet. %.0s" $(seq 1 600))
+	brief=$(printf "Briefing of fleet $fleet. %.0s" $(seq 1 300))
+	curl -sS -o /dev/null -w '%{http_code}' "$PROXY/v1/messages" \
+		-H "x-api-key: sk-dashboard-e2e" -H "anthropic-version: 2023-06-01" \
+		-H "content-type: application/json" "$@" \
+		-d "{\"model\":\"$model\",\"max_tokens\":300,
+		\"system\":[{\"type\":\"text\",\"text\":\"$long\",\"cache_control\":{\"type\":\"ephemeral\",\"ttl\":\"1h\"}},
+		            {\"type\":\"text\",\"text\":\"$brief\",\"cache_control\":{\"type\":\"ephemeral\",\"ttl\":\"5m\"}}],
+		\"messages\":[{\"role\":\"user\",\"content\":\"$text\"}]}"
+}
+
+# Sync calls: the first writes the cache, the next read it; one misses
+# its 1 ms budget.
+codes=""
+codes+=$(message claude-sonnet-4-6 a "first question")
+codes+=$(message claude-sonnet-4-6 a "second question")
+codes+=$(message claude-haiku-4-5 a "third question")
+codes+=$(message claude-haiku-4-5 a "[slow:50ms] in a hurry" -H "llmfleet-latency-budget-ms: 1")
+# An upstream error (529), which the proxy passes on and counts.
+if [ "$(message claude-sonnet-4-6 a "[error:overloaded_error]")" = 529 ]; then
+	pass "an overloaded upstream answered 529"
+else
+	fail "an overloaded upstream was not answered 529"
+fi
+# Batched calls, sent together so that their batches hold several.
+tmp="$WORK/codes"
+callers=()
+for i in 1 2 3; do
+	message claude-sonnet-4-6 b "batched question $i" -H "llmfleet-route: batch" >"$tmp.s$i" &
+	callers+=($!)
+	message claude-haiku-4-5 a "batched question $i" -H "llmfleet-route: batch" >"$tmp.h$i" &
+	callers+=($!)
+done
+wait "${callers[@]}"
+codes+=$(cat "$tmp".*)
+if [ "$codes" = "$(printf '200%.0s' $(seq 1 10))" ]; then
+	pass "4 sync and 6 batched calls answered"
+else
+	fail "calls answered with $codes"
+fi
+# A batch left in flight for the screenshot.
+message claude-sonnet-4-6 c "[turnaround:10m] a long one" -H "llmfleet-route: batch" >/dev/null 2>&1 &
+PIDS+=($!)
+
+stats=$(curl -fsS "$PROXY/llmfleet/v1/stats")
+for want in '"sync_calls":5' '"errors":1' '"batched_calls":6' '"budget_misses":1' '"claude-sonnet-4-6"' '"claude-haiku-4-5"'; do
+	if [[ "$stats" != *"$want"* ]]; then
+		fail "/llmfleet/v1/stats lacks $want: $stats"
+	fi
+done
+figures=$(grep -o '"cost_usd":[0-9.e-]*,"sync_equivalent_usd":[0-9.e-]*,"saved_usd":[0-9.e-]*' <<<"$stats" | head -n 1)
+if [[ "$figures" =~ \"saved_usd\":0\.0*[1-9] ]]; then
+	pass "/llmfleet/v1/stats: $figures"
+else
+	fail "/llmfleet/v1/stats: nothing saved: $stats"
+fi
+
+metrics=$(curl -fsS "$PROXY/metrics")
+missing=""
+for name in llmfleet_requests_total llmfleet_tokens_total llmfleet_cost_usd_total llmfleet_saved_usd_total \
+	llmfleet_queue_depth llmfleet_batches_in_flight llmfleet_batch_turnaround_seconds \
+	llmfleet_budget_misses_total llmfleet_upstream_errors_total; do
+	grep -q "^# TYPE $name " <<<"$metrics" || missing+=" $name"
+done
+if [ -z "$missing" ]; then
+	pass "/metrics has the nine llmfleet metrics"
+else
+	fail "/metrics lacks$missing"
+fi
+
+# Wait until the long batch is in flight, then take the screenshot.
+for i in $(seq 1 50); do
+	curl -fsS "$PROXY/llmfleet/v1/dashboard" | grep -q '"batches_in_flight":\[{' && break
+	sleep 0.1
+done
+if bash "$ROOT/dashboard/screenshot.sh" "$PROXY/llmfleet/" "$OUT" >"$WORK/chromium.log" 2>&1 &&
+	[ "$(head -c 8 "$OUT" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
+	pass "dashboard screenshot: $OUT ($(wc -c <"$OUT") bytes)"
+else
+	fail "dashboard screenshot: $(tail -n 20 "$WORK/chromium.log")"
+fi
+
+if [ $FAILED -ne 0 ]; then
+	echo "--- proxy log (tail)"
+	tail -n 40 "$WORK/proxy.log"
+	echo "dashboard: FAIL ($FAILED failed)"
+	exit 1
+fi
+echo "dashboard: PASS"
