@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,4 +275,26 @@ func TestObserveBrokenStreams(t *testing.T) {
 	if entries, errs := o.take(); len(entries) != 0 || len(errs) != 0 {
 		t.Fatalf("pass-through observed: %+v %v", entries, errs)
 	}
+}
+
+// BenchmarkSyncPathObserved is the proxy's sync route with and without
+// its ledger hooks, which read the usage off every response.
+func BenchmarkSyncPathObserved(b *testing.B) {
+	text := strings.Repeat("lorem ipsum ", 2000) // a 24 KB answer
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"`+text+
+			`"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`)
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	plain := httptest.NewServer((&proxy.Server{Upstream: u}).Handler())
+	defer plain.Close()
+	var n atomic.Int64
+	observed := httptest.NewServer((&proxy.Server{Upstream: u,
+		Observe: func(llmfleet.LedgerEntry) { n.Add(1) }, UpstreamError: func(string) {}}).Handler())
+	defer observed.Close()
+	b.Run("unobserved", func(b *testing.B) { benchmarkPost(b, plain.URL+"/v1/messages") })
+	b.Run("observed", func(b *testing.B) { benchmarkPost(b, observed.URL+"/v1/messages") })
 }

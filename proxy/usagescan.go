@@ -36,7 +36,22 @@ type jsonTap struct {
 
 // write scans p.
 func (t *jsonTap) write(p []byte) {
-	for _, c := range p {
+	for i := 0; i < len(p); i++ {
+		if t.capturing == "" && t.depth > 1 && !t.esc {
+			// Deep inside a member not kept (the content, typically):
+			// only the bytes that open or close a string or a bracket
+			// matter, and a string only its quote and escapes.
+			stops := `"{}[]`
+			if t.inStr {
+				stops = `"\`
+			}
+			j := bytes.IndexAny(p[i:], stops)
+			if j < 0 {
+				return
+			}
+			i += j
+		}
+		c := p[i]
 		if t.expect && t.depth == 1 && !t.inStr && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			t.expect = false
 			switch t.lastStr {

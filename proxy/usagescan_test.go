@@ -122,3 +122,35 @@ func TestSSETapErrorEvent(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+// BenchmarkUsageScan measures the scanners on a 100 KB answer.
+func BenchmarkUsageScan(b *testing.B) {
+	text := strings.Repeat(`lorem \"ipsum\" {dolor} `, 4000)
+	msg := []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"` + text +
+		`"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`)
+	var sse []byte
+	for i := 0; i < 4000; i++ {
+		sse = append(sse, `event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lorem \"ipsum\" {dolor} "}}
+
+`...)
+	}
+	b.Run("json", func(b *testing.B) {
+		b.SetBytes(int64(len(msg)))
+		for b.Loop() {
+			var j jsonTap
+			for p := msg; len(p) > 0; p = p[min(len(p), 32<<10):] {
+				j.write(p[:min(len(p), 32<<10)])
+			}
+		}
+	})
+	b.Run("sse", func(b *testing.B) {
+		b.SetBytes(int64(len(sse)))
+		for b.Loop() {
+			var s sseTap
+			for p := sse; len(p) > 0; p = p[min(len(p), 32<<10):] {
+				s.write(p[:min(len(p), 32<<10)])
+			}
+		}
+	})
+}
