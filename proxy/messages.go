@@ -136,10 +136,16 @@ func readBody(r *http.Request) ([]byte, *apiError) {
 	if r.ContentLength > MaxBodyBytes {
 		return nil, tooLarge
 	}
-	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+		// The length is known (and net/http holds the client to it): read
+		// into a buffer of exactly that size, which a parked request keeps.
+		b := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, invalidRequest("llmfleet could not read the request body.")
+		}
+		return b, nil
 	}
+	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(io.LimitReader(r.Body, MaxBodyBytes+1)); err != nil {
 		return nil, invalidRequest("llmfleet could not read the request body.")
 	}
@@ -199,7 +205,19 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 			r.ContentLength = int64(len(c.body))
 		}
 	}
+	if c.body == nil {
+		fullDuplex(w)
+	}
 	s.rp.ServeHTTP(w, r)
+}
+
+// fullDuplex lets a handler that has not read its request body yet keep
+// reading it after the response has begun. net/http otherwise closes the
+// body at the first response write, which now and then cuts a streamed
+// response that the reverse proxy is still copying while the upstream
+// request is being sent (golang/go#40747).
+func fullDuplex(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).EnableFullDuplex()
 }
 
 // serveBatch pools a routed call into a batch and answers with its result:

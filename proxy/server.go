@@ -220,6 +220,7 @@ func (s *Server) servePassThrough(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, c))
 	}
+	fullDuplex(w)
 	s.rp.ServeHTTP(w, r)
 }
 
