@@ -71,6 +71,10 @@ type Dispatcher struct {
 	idle     chan bool // closed and replaced when inflight drops to zero
 	seq      uint64
 	sealed   map[string]bool // credential fingerprints already in the Store
+	// recovering is set while Open picks up stored requests: their pools
+	// are scheduled once all are back, so that requests whose window
+	// passed while the process was down share batches again.
+	recovering bool
 
 	stats counters
 }
@@ -120,9 +124,17 @@ func (d *Dispatcher) Open() error {
 			d.Retention = 29 * 24 * time.Hour
 		}
 	}
+	d.recovering = d.Store != nil
 	d.mu.Unlock()
 	if d.Store != nil {
-		if err := d.recover(d.ctx); err != nil {
+		err := d.recover(d.ctx)
+		d.mu.Lock()
+		d.recovering = false
+		for _, pl := range d.pools {
+			d.scheduleLocked(pl)
+		}
+		d.mu.Unlock()
+		if err != nil {
 			return fmt.Errorf("dispatch: recovering stored state: %w", err)
 		}
 		d.mu.Lock()

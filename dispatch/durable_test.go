@@ -198,3 +198,35 @@ func TestDurableSubmitCarriesRequestID(t *testing.T) {
 		}
 	})
 }
+
+// Requests still queued when the process died are pooled together again
+// after the restart, even though their batch window passed while it was
+// down.
+func TestRestartPoolsLateRequestsTogether(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	synctest.Test(t, func(t *testing.T) {
+		f, v := newFake(), newVault(t)
+		cred := llmfleet.Credential{APIKey: "sk-late"}
+		d1, db1 := durable(t, f, path, v)
+		var ids []string
+		for i := range 3 {
+			id, err := d1.Enqueue(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body("m1", fmt.Sprint("q", i))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		crash(d1, db1)
+		time.Sleep(time.Hour)
+
+		d2, db2 := durable(t, f, path, v)
+		defer db2.Close()
+		defer d2.Close(t.Context())
+		for _, id := range ids {
+			await(t, d2, id, cred)
+		}
+		if got := f.batchSizes(); fmt.Sprint(got) != "[3]" {
+			t.Fatalf("batches %v, want one of 3", got)
+		}
+	})
+}

@@ -96,7 +96,9 @@ func (d *Dispatcher) enqueue(p llmfleet.Provider, w *waiter) error {
 		d.flushLocked(pl, false)
 		return nil
 	}
-	d.scheduleLocked(pl)
+	if !d.recovering {
+		d.scheduleLocked(pl)
+	}
 	return nil
 }
 
