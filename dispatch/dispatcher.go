@@ -67,9 +67,8 @@ type Dispatcher struct {
 	closed   bool
 	pools    map[string]*pool
 	trackers map[string]*tracker
-	inflight int       // batches created and not yet resolved, plus creates under way
-	idle     chan bool // closed and replaced when inflight drops to zero
-	seq      uint64
+	inflight int             // batches created and not yet resolved, plus creates under way
+	idle     chan bool       // closed and replaced when inflight drops to zero
 	sealed   map[string]bool // credential fingerprints already in the Store
 	// recovering is set while Open picks up stored requests: their pools
 	// are scheduled once all are back, so that requests whose window

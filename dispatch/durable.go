@@ -312,7 +312,7 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 		}
 		b := &llmfleet.Batch{ID: pb.Batch.UpstreamID, Status: llmfleet.BatchInProgress, CreatedAt: pb.Batch.CreatedAt}
 		if pb.Batch.State == llmfleet.BatchIntent {
-			found, err := d.reconcile(ctx, prov, cred, pb.Batch, known)
+			found, err := d.reconcile(ctx, prov, cred, pb, known)
 			if err != nil {
 				return fmt.Errorf("reconciling batch %s: %w", pb.Batch.ID, err)
 			}
@@ -365,13 +365,17 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 
 // reconcile looks for the provider batch a recorded intent may have
 // created: one of the same size, created at or after the intent (less a
-// clock skew allowance), whose id no other stored batch holds. It returns
-// nil if there is none, so the requests can be queued again without paying
-// twice.
-func (d *Dispatcher) reconcile(ctx context.Context, p llmfleet.Provider, cred llmfleet.Credential, sb llmfleet.StoredBatch, known map[string]bool) (*llmfleet.Batch, error) {
+// clock skew allowance), whose id no other stored batch holds. A batch
+// that has ended is taken only if its results carry the intent's
+// custom_ids, which name the local batch: so a batch this store resolved
+// earlier is never mistaken for it. Of the batches that qualify, the
+// oldest is taken. It returns nil if there is none, so the requests can
+// be queued again without paying twice.
+func (d *Dispatcher) reconcile(ctx context.Context, p llmfleet.Provider, cred llmfleet.Credential, pb *llmfleet.PendingBatch, known map[string]bool) (*llmfleet.Batch, error) {
 	const skew = 2 * time.Minute
+	sb := pb.Batch
 	after := ""
-	var best *llmfleet.Batch
+	var cands []llmfleet.Batch // newest first, as listed
 	for page := 0; page < 20; page++ {
 		d.stats.managementCalls.Add(1)
 		pg, err := p.ListBatches(ctx, cred, after, 100)
@@ -379,8 +383,7 @@ func (d *Dispatcher) reconcile(ctx context.Context, p llmfleet.Provider, cred ll
 			return nil, err
 		}
 		older := false
-		for i := range pg.Batches {
-			b := pg.Batches[i]
+		for _, b := range pg.Batches {
 			if b.CreatedAt.Before(sb.IntentAt.Add(-skew)) {
 				older = true
 				continue
@@ -388,17 +391,51 @@ func (d *Dispatcher) reconcile(ctx context.Context, p llmfleet.Provider, cred ll
 			if known[b.ID] || b.Counts.Total() != sb.Size {
 				continue
 			}
-			// The listing is newest first: keep the oldest match, the
-			// first batch created after the intent.
-			best = &b
+			cands = append(cands, b)
 		}
 		if older || !pg.HasMore || pg.LastID == "" {
 			break
 		}
 		after = pg.LastID
 	}
-	return best, nil
+	mine := make(map[string]bool, len(pb.Requests))
+	for _, r := range pb.Requests {
+		mine[r.CustomID] = true
+	}
+	for i := len(cands) - 1; i >= 0; i-- {
+		b := cands[i]
+		if b.Status != llmfleet.BatchEnded {
+			return &b, nil
+		}
+		ok, err := d.holds(ctx, p, cred, b.ID, mine)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &b, nil
+		}
+	}
+	return nil, nil
 }
+
+// holds reports whether the ended batch id holds requests whose custom_ids
+// are in mine, judging by its first result: custom_ids name their local
+// batch, so no other batch carries them.
+func (d *Dispatcher) holds(ctx context.Context, p llmfleet.Provider, cred llmfleet.Credential, id string, mine map[string]bool) (bool, error) {
+	seen, found := false, false
+	d.stats.managementCalls.Add(1)
+	err := p.Results(ctx, cred, id, func(r llmfleet.BatchResult) error {
+		seen, found = true, mine[r.CustomID]
+		return errSeen
+	})
+	if err != nil && !seen {
+		return false, err
+	}
+	return found, nil
+}
+
+// errSeen stops a results stream after its first result.
+var errSeen = errors.New("dispatch: first result seen")
 
 // purgeLoop deletes stored results older than the retention period, once
 // at start and then hourly, until the dispatcher closes.

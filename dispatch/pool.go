@@ -166,9 +166,12 @@ func (d *Dispatcher) flushLocked(pl *pool, all bool) {
 // submitLocked creates one batch from ws in the background.
 func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 	items := make([]llmfleet.BatchItem, len(ws))
+	batchID := llmfleet.NewID("lfb_")
 	for i, w := range ws {
-		d.seq++
-		w.customID = "lf-" + strconv.FormatUint(d.seq, 10)
+		// custom_ids carry the local batch id, so that no two batches,
+		// even of different processes, share one: a result can never be
+		// taken for another batch's request (see reconcile).
+		w.customID = batchID + "-" + strconv.Itoa(i+1)
 		w.state = stateSubmitting
 		body, err := llmfleet.WithoutField(w.req.Body, "stream")
 		if err != nil {
@@ -179,7 +182,6 @@ func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 	d.beginWorkLocked()
 	first := pl.req
 	prov := pl.provider
-	batchID := llmfleet.NewID("lfb_")
 	d.goOwned(func() { d.create(prov, first, batchID, ws, items) })
 }
 

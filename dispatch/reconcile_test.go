@@ -1,0 +1,92 @@
+package dispatch
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/sqlite"
+)
+
+// An intent left by a crash is reconciled with the provider's list of
+// batches: a batch of the same size that the store resolved earlier (here
+// by a previous process, whose custom_ids the old scheme would have
+// reused) is not taken for it, while the batch the intent did create is
+// adopted even if it has ended meanwhile.
+func TestReconcileTellsOwnBatchFromEarlierOne(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	synctest.Test(t, func(t *testing.T) {
+		f, v := newFake(), newVault(t)
+		cred := llmfleet.Credential{APIKey: "sk-reconcile"}
+		enqueue := func(d *Dispatcher, prefix string) []string {
+			var ids []string
+			for i := range 2 {
+				id, err := d.Enqueue(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body("m1", fmt.Sprint(prefix, i))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			return ids
+		}
+		// A first process answers two requests in one batch.
+		d1, db1 := durable(t, f, path, v)
+		for _, id := range enqueue(d1, "old") {
+			await(t, d1, id, cred)
+		}
+		crash(d1, db1)
+
+		// A second process is killed during two create calls of two
+		// requests each: one never reached the provider, the other did,
+		// and its batch ends before the restart.
+		d2, db2 := durable(t, f, path, v)
+		lost, made := enqueue(d2, "lost"), enqueue(d2, "made")
+		crash(d2, db2)
+		db, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		intent := func(batchID string, reqs []string) map[string]string {
+			m := map[string]string{}
+			for i, r := range reqs {
+				m[r] = fmt.Sprintf("%s-%d", batchID, i+1)
+			}
+			if err := db.RecordIntent(t.Context(), &llmfleet.StoredBatch{ID: batchID, Provider: "fake", CredentialID: v.Fingerprint(cred),
+				State: llmfleet.BatchIntent, Size: len(reqs), IntentAt: time.Now()}, m); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		intent("lfb_lost", lost)
+		mm := intent("lfb_made", made)
+		var items []llmfleet.BatchItem
+		for i, r := range made {
+			items = append(items, llmfleet.BatchItem{CustomID: mm[r], Params: body("m1", fmt.Sprint("made", i))})
+		}
+		if _, err := f.CreateBatch(t.Context(), cred, nil, items); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		time.Sleep(2 * time.Minute)
+
+		d3, db3 := durable(t, f, path, v)
+		defer db3.Close()
+		defer d3.Close(t.Context())
+		for prefix, ids := range map[string][]string{"lost": lost, "made": made} {
+			for i, id := range ids {
+				res := await(t, d3, id, cred)
+				if want := fmt.Sprintf(`"re: %s%d"`, prefix, i); res.StatusCode != 200 || !strings.Contains(string(res.Body), want) {
+					t.Errorf("%s%d: %d %s", prefix, i, res.StatusCode, res.Body)
+				}
+			}
+		}
+		// The old batch, the made one, and the lost one created once.
+		if got := f.batchSizes(); fmt.Sprint(got) != "[2 2 2]" {
+			t.Fatalf("batches %v, want three of 2", got)
+		}
+	})
+}
