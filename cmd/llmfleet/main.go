@@ -4,7 +4,6 @@
 //	llmfleet emulate  [flags]   a local stand-in for the Anthropic API
 //	llmfleet stats    [flags]   what the fleet paid, would have paid and saved
 //	llmfleet bench    [flags]   the proxy's overhead, measured on loopback
-//	llmfleet stats    [flags]   what the fleet paid, would have paid and saved
 //
 // Run "llmfleet <command> -h" for the flags of a command.
 package main
