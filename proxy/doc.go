@@ -92,7 +92,9 @@
 //	llmfleet.ErrResultMissing       500 api_error
 //	any other failure               502 api_error
 //
-// The proxy's own refusals: a forced batch route with no Submitter is a
+// The proxy's own refusals: a call with a latency budget or a forced
+// batch route that carries no x-api-key or Authorization is a 401
+// authentication_error, a forced batch route with no Submitter is a
 // 503 api_error, an unreachable upstream a 502 api_error, an unknown path
 // outside /v1/ a 404 not_found_error.
 //

@@ -89,6 +89,11 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		}
 	}
 
+	if cred.IsZero() {
+		// The API refuses a call without a key before it looks at the
+		// body; a batched one must not get as far as a pool.
+		return c, missingKey
+	}
 	body, e := readBody(r)
 	if e != nil {
 		return c, e

@@ -507,3 +507,21 @@ func TestUpstreamDown(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, got)
 	}
 }
+
+func TestBatchWithoutCredential(t *testing.T) {
+	sub := &fakeSubmitter{}
+	ts := newProxy(t, &proxy.Server{Submitter: sub}, nil)
+	for _, h := range [][]string{
+		{"X-Api-Key", "", "llmfleet-latency-budget-ms", "600000"},
+		{"X-Api-Key", "", "llmfleet-route", "batch"},
+	} {
+		resp := post(t, ts.URL+"/v1/messages", simpleBody, h...)
+		got := readAll(t, resp.Body)
+		if resp.StatusCode != 401 || !strings.Contains(got, `"type":"authentication_error"`) || resp.Header.Get("request-id") == "" {
+			t.Errorf("%v: %d %s", h, resp.StatusCode, got)
+		}
+	}
+	if len(sub.requests()) != 0 {
+		t.Fatal("a request without a credential was queued")
+	}
+}

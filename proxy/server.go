@@ -226,6 +226,10 @@ func (s *Server) servePassThrough(w http.ResponseWriter, r *http.Request) {
 
 var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key"}
 
+// missingKey answers a routed call that carries no credential, as the API
+// answers one.
+var missingKey = &apiError{http.StatusUnauthorized, "authentication_error", "x-api-key header is required"}
+
 // upstreamCredential is the context key of the credential that replaces
 // the client's on the way upstream.
 type upstreamCredential struct{}
