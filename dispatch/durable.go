@@ -304,10 +304,23 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 			prov, cred = p, w.req.Credential
 			ws = append(ws, w)
 		}
-		if len(ws) == 0 {
-			if err := d.Store.RecordCreateFailed(ctx, pb.Batch.ID, false); err != nil {
+		if len(pb.Requests) == 0 {
+			// Every request of it was answered before the crash: a
+			// created batch was resolved but not marked so, an intent's
+			// create call failed.
+			mark := d.Store.ResolveBatch
+			if pb.Batch.State == llmfleet.BatchIntent {
+				mark = func(ctx context.Context, id string) error { return d.Store.RecordCreateFailed(ctx, id, false) }
+			}
+			if err := mark(ctx, pb.Batch.ID); err != nil {
 				return err
 			}
+			continue
+		}
+		if len(ws) == 0 {
+			// Its credential cannot be unsealed (another secret?): keep
+			// the batch pending, for a start that can.
+			d.log.Error("stored batch cannot be recovered; kept for the next start", "batch", pb.Batch.ID, "requests", len(pb.Requests))
 			continue
 		}
 		b := &llmfleet.Batch{ID: pb.Batch.UpstreamID, Status: llmfleet.BatchInProgress, CreatedAt: pb.Batch.CreatedAt}
