@@ -8,6 +8,9 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// pollTimeout bounds the status calls (retrieve, list) of one poll.
+const pollTimeout = time.Minute
+
 // tracker follows the in-flight batches of one provider and credential,
 // so that one upstream call answers for all of them.
 type tracker struct {
@@ -147,18 +150,23 @@ func (d *Dispatcher) poll(t *tracker) {
 	ctx := d.ctx
 	seen := map[string]*llmfleet.Batch{}
 	var pollErr error
+	// The status calls are bounded, so that one that never answers does
+	// not stall every batch of the credential: the poll fails and the
+	// batches are looked at again at their next check.
+	pctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	switch {
 	case len(open) == 1:
 		d.stats.managementCalls.Add(1)
-		b, err := t.provider.GetBatch(ctx, t.cred, open[0])
+		b, err := t.provider.GetBatch(pctx, t.cred, open[0])
 		if err != nil {
 			pollErr = err
 		} else {
 			seen[b.ID] = b
 		}
 	case len(open) > 1:
-		pollErr = d.list(ctx, t, open, seen)
+		pollErr = d.list(pctx, t, open, seen)
 	}
+	cancel()
 
 	d.mu.Lock()
 	now := d.clock.Now()
