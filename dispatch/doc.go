@@ -34,7 +34,9 @@
 // The in-flight batches of one provider and credential are tracked
 // together: one timer per credential fires when the first of them is due,
 // and one call answers for all of them (a retrieve when one batch is in
-// flight, the list endpoint when several are). A batch is polled rarely
+// flight, the list endpoint when several are); a status call that gets no
+// answer within a minute is abandoned and tried again at the next check.
+// A batch is polled rarely
 // while it is young and more often near its predicted end: the next check
 // is half the time left until the predicted end; after the predicted end,
 // a quarter of the overrun. Both are clamped between Policy.PollInterval
