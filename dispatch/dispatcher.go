@@ -35,7 +35,10 @@ type Dispatcher struct {
 	// Open picks up what a previous process left: queued requests are
 	// pooled again, batches in flight are polled again, and batches whose
 	// create call may or may not have happened are reconciled with the
-	// provider's list of batches, never blindly created again.
+	// provider's list of batches, never blindly created again. A caller
+	// that stops waiting (its context ends, its budget runs out) does not
+	// withdraw its request: it is still batched and its answer stored, to
+	// be read with Lookup.
 	Store llmfleet.Store
 	// Sealer seals the credentials the Store keeps (needed to poll after a
 	// restart) and fingerprints credentials. Required with a Store.
@@ -422,8 +425,9 @@ func requestID(req *llmfleet.Request) string {
 	return llmfleet.NewID("lfr_")
 }
 
-// leave takes a caller that stopped waiting out of its pool, or marks its
-// result to be dropped. If the answer had already arrived it returns it.
+// leave takes a caller that stopped waiting out of its pool (unless the
+// request is stored), or marks its result to be dropped. If the answer had
+// already arrived it returns it.
 func (d *Dispatcher) leave(w *waiter) (outcome, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -434,7 +438,13 @@ func (d *Dispatcher) leave(w *waiter) (outcome, bool) {
 	}
 	switch w.state {
 	case stateQueued:
-		d.storeCanceledLocked(w)
+		if d.Store != nil {
+			// The request is stored: it stays pooled and its answer is
+			// kept, so that the caller, whose connection may have dropped,
+			// can read it later by its id, as after a submission.
+			w.abandoned = true
+			break
+		}
 		w.pool.remove(w)
 		d.stats.queueDepth.Add(-1)
 		w.state = stateDone

@@ -120,20 +120,6 @@ func (d *Dispatcher) recordEnded(f *flight, b *llmfleet.Batch) {
 	})
 }
 
-// storeCanceledLocked stores the answer of a request whose caller left
-// while it was still pooled.
-func (d *Dispatcher) storeCanceledLocked(w *waiter) {
-	if d.Store == nil {
-		return
-	}
-	r := storedResult(nil, context.Canceled, d.clock.Now())
-	d.goOwned(func() {
-		if err := d.Store.CompleteRequests(d.ctx, map[string]*llmfleet.StoredResult{w.id: r}); err != nil {
-			d.log.Warn("canceled request not stored", "request_id", w.id, "err", err)
-		}
-	})
-}
-
 // storedResult is the answer to keep for a request: the Message, or the
 // status and envelope the sync API would have answered.
 func storedResult(resp *llmfleet.Response, err error, now time.Time) *llmfleet.StoredResult {

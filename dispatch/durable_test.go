@@ -230,3 +230,30 @@ func TestRestartPoolsLateRequestsTogether(t *testing.T) {
 		}
 	})
 }
+
+// With a Store, a caller that stops waiting while its request is still
+// pooled does not withdraw it: the request is batched and its answer kept,
+// for the caller to read later by its id.
+func TestDurableCallerLeavesWhileQueued(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	synctest.Test(t, func(t *testing.T) {
+		f, v := newFake(), newVault(t)
+		d, db := durable(t, f, path, v)
+		defer db.Close()
+		defer d.Close(context.Background())
+		cred := llmfleet.Credential{APIKey: "sk-leaves"}
+		ctx, cancel := context.WithCancel(t.Context())
+		req := &llmfleet.Request{ID: llmfleet.NewID("lfr_"), Credential: cred, Body: body("m1", "gone")}
+		go func() {
+			time.Sleep(time.Second) // within the batch window
+			cancel()
+		}()
+		if _, err := d.SubmitBatch(ctx, 0, req); err == nil {
+			t.Fatal("SubmitBatch answered before its window ended")
+		}
+		res := await(t, d, req.ID, cred)
+		if res.StatusCode != 200 || !strings.Contains(string(res.Body), `"re: gone"`) {
+			t.Fatalf("%d %s", res.StatusCode, res.Body)
+		}
+	})
+}
