@@ -141,13 +141,33 @@ func (p *Provider) attempt(ctx context.Context, c *call, n int) (rep *reply, res
 	}
 	b, readErr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
+	apiErr := parseError(resp.StatusCode, resp.Header, b, p.now())
+	if c.op == "create" && maybeProcessed(resp) {
+		// A gateway timeout or an internal error after the body was sent
+		// does not prove the batch was not created: reconcile, don't resend.
+		return nil, resp.Header, &connError{op: c.op, written: true, err: apiErr}, false
+	}
 	retry = shouldRetry(resp)
 	if readErr != nil && !retry {
 		if v, ok := retryHeader(resp.Header); !ok || v {
 			retry = c.idempotent
 		}
 	}
-	return nil, resp.Header, parseError(resp.StatusCode, resp.Header, b, p.now()), retry
+	return nil, resp.Header, apiErr, retry
+}
+
+// maybeProcessed reports whether an error answer leaves open whether a
+// non-idempotent request was carried out: 500, 502 and 504 without an
+// explicit x-should-retry (429 and 529 are refusals before any work).
+func maybeProcessed(resp *http.Response) bool {
+	if _, ok := retryHeader(resp.Header); ok {
+		return false
+	}
+	switch resp.StatusCode {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }
 
 // shouldRetry reports whether an error answer may be retried: the

@@ -293,3 +293,30 @@ func TestCreateUnreadableAnswer(t *testing.T) {
 		t.Errorf("second: %v", err)
 	}
 }
+
+// A 504 after the body was sent may hide a batch that was created: the
+// create is reconciled, not sent again.
+func TestCreateGatewayTimeoutReconciles(t *testing.T) {
+	p, f, _ := newFake(t)
+	var first atomic.Bool
+	p2, _ := newTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && !first.Swap(true) {
+			f.mu.Lock()
+			f.creates++
+			f.add(2, f.now) // created, but the gateway gave up waiting
+			f.mu.Unlock()
+			writeError(w, 504, "timeout_error", "Request timed out")
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	p.BaseURL = p2.BaseURL
+	p.HTTPClient = p2.HTTPClient
+	b, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
+	if err != nil || b.ID != "msgbatch_1" {
+		t.Fatalf("%+v %v", b, err)
+	}
+	if c, l := f.counts(); c != 1 || l != 1 {
+		t.Errorf("%d creates, %d lists; want the 504 reconciled, not resent", c, l)
+	}
+}

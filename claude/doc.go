@@ -38,7 +38,11 @@
 // A batch create is not idempotent: sending it twice would create and bill
 // two batches. A create is ambiguous when its request was fully written but
 // no answer was read: the connection dropped, an HTTP client timeout fired,
-// or the answer's body broke off. CreateBatch then reconciles:
+// or the answer's body broke off; and also when the answer is a 500, 502 or
+// 504 without x-should-retry, since a gateway that timed out or an internal
+// error after the body arrived does not prove the batch was not created
+// (429 and 529 are refusals and are retried as above). CreateBatch then
+// reconciles:
 //
 //  1. It waits ReconcileDelay, so that a create the provider is still
 //     committing shows up, then waits until no other create of the same
