@@ -81,3 +81,20 @@ func StatusForErrorType(t string) int {
 		return http.StatusInternalServerError
 	}
 }
+
+// BatchError is the error of a batched request that got no Message: the
+// provider's *Error for an errored result, or ErrBatchCanceled,
+// ErrBatchExpired or ErrResultMissing, together with the provider's id of
+// the batch it was in. errors.Is and errors.As see through it.
+type BatchError struct {
+	// BatchID is the provider's batch id.
+	BatchID string
+	// Err is the request's error.
+	Err error
+}
+
+// Error implements error.
+func (e *BatchError) Error() string { return e.Err.Error() + " (batch " + e.BatchID + ")" }
+
+// Unwrap returns the request's error.
+func (e *BatchError) Unwrap() error { return e.Err }

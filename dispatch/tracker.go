@@ -275,7 +275,7 @@ func (d *Dispatcher) fetch(ctx context.Context, t *tracker, f *flight) {
 			if r, ok := results[id]; ok {
 				a.resp, a.err = d.outcome(f, w, r, turnaround)
 			} else {
-				a.err = fmt.Errorf("%w (batch %s, custom_id %s)", llmfleet.ErrResultMissing, f.id, id)
+				a.err = &llmfleet.BatchError{BatchID: f.id, Err: fmt.Errorf("%w (custom_id %s)", llmfleet.ErrResultMissing, id)}
 			}
 			answers = append(answers, a)
 		}
@@ -328,14 +328,14 @@ func (d *Dispatcher) outcome(f *flight, w *waiter, r llmfleet.BatchResult, turna
 		}, nil
 	case llmfleet.ResultErrored:
 		if r.Error != nil {
-			return nil, r.Error
+			return nil, &llmfleet.BatchError{BatchID: f.id, Err: r.Error}
 		}
-		return nil, &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "batch request errored without an error body"}
+		return nil, &llmfleet.BatchError{BatchID: f.id, Err: &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "batch request errored without an error body"}}
 	case llmfleet.ResultCanceled:
-		return nil, fmt.Errorf("%w (batch %s)", llmfleet.ErrBatchCanceled, f.id)
+		return nil, &llmfleet.BatchError{BatchID: f.id, Err: llmfleet.ErrBatchCanceled}
 	case llmfleet.ResultExpired:
-		return nil, fmt.Errorf("%w (batch %s)", llmfleet.ErrBatchExpired, f.id)
+		return nil, &llmfleet.BatchError{BatchID: f.id, Err: llmfleet.ErrBatchExpired}
 	default:
-		return nil, fmt.Errorf("llmfleet: unknown batch result type %q (batch %s)", r.Type, f.id)
+		return nil, &llmfleet.BatchError{BatchID: f.id, Err: fmt.Errorf("llmfleet: unknown batch result type %q", r.Type)}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,8 +180,9 @@ func TestStackErrors(t *testing.T) {
 	}
 	// Batched: the errored result becomes the sync API's answer.
 	_, err = client.Messages.New(ctx, userParams("[error:overloaded_error]"), optHeader(patient, "600000"))
-	if !errors.As(err, &ae) || ae.StatusCode != 529 || ae.Type() != "overloaded_error" || ae.Response.Header.Get("llmfleet-route") != "batch" {
-		t.Fatalf("batched error %v", err)
+	if !errors.As(err, &ae) || ae.StatusCode != 529 || ae.Type() != "overloaded_error" || ae.Response.Header.Get("llmfleet-route") != "batch" ||
+		!strings.HasPrefix(ae.Response.Header.Get("llmfleet-batch-id"), "msgbatch_") {
+		t.Fatalf("batched error %v (llmfleet-batch-id %q)", err, ae.Response.Header.Get("llmfleet-batch-id"))
 	}
 	_, err = client.Messages.New(ctx, userParams("[error:invalid_request_error]"), optHeader(patient, "600000"))
 	if !errors.As(err, &ae) || ae.StatusCode != 400 || ae.Type() != "invalid_request_error" {
@@ -195,7 +197,7 @@ func TestStackErrors(t *testing.T) {
 	}
 	// An expired request.
 	_, err = client.Messages.New(ctx, userParams("[expire]"), optHeader(patient, "600000"))
-	if !errors.As(err, &ae) || ae.StatusCode != 529 {
+	if !errors.As(err, &ae) || ae.StatusCode != 529 || ae.Response.Header.Get("llmfleet-batch-id") == "" {
 		t.Fatalf("expired: %v", err)
 	}
 }

@@ -234,6 +234,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		resp, err := s.Submitter.SubmitBatch(ctx, c.budget, c.req)
 		if err != nil {
 			s.logFailure(r, err)
+			setBatchID(w, err)
 			writeErrorBody(w, s.batchFailure(r, c, err))
 			return
 		}
@@ -261,6 +262,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	begun := p.stop()
 	if err != nil {
 		s.logFailure(r, err)
+		setBatchID(w, err) // a trailer if the stream had begun
 		f := s.batchFailure(r, c, err)
 		if !begun {
 			writeErrorBody(w, f)
@@ -281,6 +283,14 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		writeErrorEvent(w, llmfleet.ErrorEnvelope("api_error", "llmfleet got a malformed batch result", llmfleet.NewID("req_")))
 	}
 	p.rc.Flush()
+}
+
+// setBatchID names the batch of a batched request that failed in it.
+func setBatchID(w http.ResponseWriter, err error) {
+	var be *llmfleet.BatchError
+	if errors.As(err, &be) && be.BatchID != "" {
+		w.Header().Set(HeaderBatchID, be.BatchID)
+	}
 }
 
 // batchFailure is the answer to a batched call that failed with err. If
