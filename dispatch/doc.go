@@ -53,8 +53,17 @@
 // with the Message; an errored one with an *llmfleet.Error carrying the
 // provider's error type, message and the status the sync API would have
 // used; canceled and expired ones with llmfleet.ErrBatchCanceled and
-// llmfleet.ErrBatchExpired. A failed create fails every request of that
-// batch with the cause. A request whose budget runs out before its answer
+// llmfleet.ErrBatchExpired; all three wrapped in an *llmfleet.BatchError
+// naming the batch. A create the provider refused (an error answer) fails
+// every request of that batch with the cause. A create that failed without
+// an answer (a dropped connection, a timeout) may have made the batch, so
+// it is never simply sent again: the credential's batch list is read, a
+// batch that matches it is adopted, and only a list that shows none sends
+// the requests again; if the list cannot be read after several tries, the
+// callers get the error and, with a Store, the intent stays recorded for the
+// next start to reconcile. Results that stay unreadable for several polls in
+// a row answer the batch's requests with llmfleet.ErrResultMissing, so
+// nothing waits forever. A request whose budget runs out before its answer
 // fails with llmfleet.ErrBudgetExceeded. A caller whose context ends while
 // its request is still pooled leaves the pool; after submission its result
 // is dropped when it arrives and counted in Stats.DroppedResults.

@@ -53,7 +53,7 @@ func (d *Dispatcher) persist(ctx context.Context, p llmfleet.Provider, w *waiter
 }
 
 // recordIntent records a batch about to be created, before the call.
-func (d *Dispatcher) recordIntent(ctx context.Context, p llmfleet.Provider, first *llmfleet.Request, batchID string, ws []*waiter) error {
+func (d *Dispatcher) recordIntent(ctx context.Context, p llmfleet.Provider, first *llmfleet.Request, batchID string, intentAt time.Time, ws []*waiter) error {
 	if d.Store == nil {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (d *Dispatcher) recordIntent(ctx context.Context, p llmfleet.Provider, firs
 		CredentialID: d.fingerprint(first.Credential),
 		State:        llmfleet.BatchIntent,
 		Size:         len(ws),
-		IntentAt:     d.clock.Now(),
+		IntentAt:     intentAt,
 	}, ids)
 	if err != nil {
 		return fmt.Errorf("dispatch: storing batch intent: %w", err)

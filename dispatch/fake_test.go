@@ -21,6 +21,9 @@ type fakeProvider struct {
 	mu         sync.Mutex
 	turnaround func(model string) time.Duration // nil: 60s
 	createErr  error                            // returned by the next CreateBatch
+	lostAnswer int                              // creates that succeed but whose answer is lost
+	lostCreate int                              // creates lost before the provider saw them
+	resultsErr error                            // returned by every Results call
 	pollErrs   int                              // fail this many GetBatch/ListBatches calls
 	never      bool                             // batches never end
 	maxReq     int
@@ -91,6 +94,10 @@ func (f *fakeProvider) CreateBatch(ctx context.Context, cred llmfleet.Credential
 		f.createErr = nil
 		return nil, err
 	}
+	if f.lostCreate > 0 {
+		f.lostCreate--
+		return nil, errors.New("connection reset by peer")
+	}
 	id := fmt.Sprintf("msgbatch_%d", len(f.order)+1)
 	now := time.Now()
 	ta := 60 * time.Second
@@ -109,6 +116,10 @@ func (f *fakeProvider) CreateBatch(ctx context.Context, cred llmfleet.Credential
 	f.batches[id] = fb
 	f.order = append(f.order, id)
 	b := fb.b
+	if f.lostAnswer > 0 {
+		f.lostAnswer--
+		return nil, errors.New("timeout awaiting response headers")
+	}
 	return &b, nil
 }
 
@@ -186,6 +197,10 @@ func resultFor(it llmfleet.BatchItem) llmfleet.BatchResult {
 func (f *fakeProvider) Results(ctx context.Context, cred llmfleet.Credential, id string, fn func(llmfleet.BatchResult) error) error {
 	f.mu.Lock()
 	f.calls["results"]++
+	if f.resultsErr != nil {
+		f.mu.Unlock()
+		return f.resultsErr
+	}
 	fb := f.batches[id]
 	items := append([]llmfleet.BatchItem(nil), fb.items...)
 	f.rng.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })

@@ -185,18 +185,32 @@ func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 	d.goOwned(func() { d.create(prov, first, batchID, ws, items) })
 }
 
-// create makes the create call and hands the batch to its tracker.
+// create makes the create call and hands the batch to its tracker. A
+// create that fails in a way that leaves open whether the batch exists
+// (anything but an error answer from the provider) is reconciled in the
+// background instead of being failed: see resolveUncertain.
 func (d *Dispatcher) create(prov llmfleet.Provider, first *llmfleet.Request, batchID string, ws []*waiter, items []llmfleet.BatchItem) {
 	ctx, cancel := context.WithTimeout(d.ctx, d.pol.CreateTimeout)
 	defer cancel()
-	err := d.recordIntent(ctx, prov, first, batchID, ws)
+	intentAt := d.clock.Now()
+	err := d.recordIntent(ctx, prov, first, batchID, intentAt, ws)
 	var b *llmfleet.Batch
 	if err == nil {
 		d.stats.managementCalls.Add(1)
 		b, err = prov.CreateBatch(ctx, first.Credential, first.Header, items)
-		if err == nil {
+		switch {
+		case err == nil:
 			d.recordCreated(ctx, batchID, b)
-		} else {
+		case uncertain(err):
+			d.log.Warn("batch create may or may not have happened; reconciling", "provider", prov.Name(),
+				"credential", first.Credential.String(), "requests", len(ws), "err", err)
+			d.mu.Lock()
+			d.beginWorkLocked() // handed to the resolver
+			d.goOwned(func() { d.resolveUncertain(prov, first, batchID, intentAt, ws, err) })
+			d.endWorkLocked()
+			d.mu.Unlock()
+			return
+		default:
 			d.recordCreateFailed(ctx, batchID, ws, err)
 		}
 	}
@@ -211,7 +225,12 @@ func (d *Dispatcher) create(prov llmfleet.Provider, first *llmfleet.Request, bat
 		}
 		return
 	}
+	d.submittedLocked(prov, first.Credential, batchID, b, ws)
+}
+
+// submittedLocked counts a created batch and starts tracking it.
+func (d *Dispatcher) submittedLocked(prov llmfleet.Provider, cred llmfleet.Credential, batchID string, b *llmfleet.Batch, ws []*waiter) {
 	d.stats.batchesSubmitted.Add(1)
-	d.log.Info("batch created", "provider", prov.Name(), "batch_id", b.ID, "credential", first.Credential.String(), "requests", len(ws))
-	d.trackLocked(prov, first.Credential, batchID, b, ws)
+	d.log.Info("batch created", "provider", prov.Name(), "batch_id", b.ID, "credential", cred.String(), "requests", len(ws))
+	d.trackLocked(prov, cred, batchID, b, ws)
 }

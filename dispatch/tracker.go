@@ -8,6 +8,14 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// resultsTimeout bounds one download of a batch's results, and
+// maxFetchFailures is how many failed downloads in a row make the
+// dispatcher answer the batch's requests with llmfleet.ErrResultMissing.
+const (
+	resultsTimeout   = 10 * time.Minute
+	maxFetchFailures = 8
+)
+
 // pollTimeout bounds the status calls (retrieve, list) of one poll.
 const pollTimeout = time.Minute
 
@@ -33,6 +41,8 @@ type flight struct {
 	waiters   map[string]*waiter // by custom_id
 	nextCheck time.Time
 	ended     *llmfleet.Batch // set once the provider reports it ended
+	// fetchFailures counts failed result downloads in a row.
+	fetchFailures int
 }
 
 func (t *tracker) stopLocked() {
@@ -258,10 +268,26 @@ func (d *Dispatcher) fetch(ctx context.Context, t *tracker, f *flight) {
 	b := f.ended
 	turnaround := b.EndedAt.Sub(b.CreatedAt)
 	results := map[string]llmfleet.BatchResult{}
-	err := t.provider.Results(ctx, t.cred, f.id, func(r llmfleet.BatchResult) error {
+	rctx, cancel := context.WithTimeout(ctx, resultsTimeout)
+	err := t.provider.Results(rctx, t.cred, f.id, func(r llmfleet.BatchResult) error {
 		results[r.CustomID] = r
 		return nil
 	})
+	cancel()
+	var missing error = llmfleet.ErrResultMissing
+	if err != nil && ctx.Err() == nil {
+		d.mu.Lock()
+		f.fetchFailures++
+		final := f.fetchFailures >= maxFetchFailures
+		d.mu.Unlock()
+		if final {
+			// Nothing waits forever: the results stayed unreadable, so
+			// every request of the batch is answered with that.
+			d.log.Error("batch results unreadable; giving up", "batch_id", f.id, "tries", maxFetchFailures, "err", err)
+			missing = fmt.Errorf("%w: the batch's results could not be read (%v)", llmfleet.ErrResultMissing, err)
+			results, err = nil, nil
+		}
+	}
 	type answer struct {
 		w    *waiter
 		resp *llmfleet.Response
@@ -275,7 +301,7 @@ func (d *Dispatcher) fetch(ctx context.Context, t *tracker, f *flight) {
 			if r, ok := results[id]; ok {
 				a.resp, a.err = d.outcome(f, w, r, turnaround)
 			} else {
-				a.err = &llmfleet.BatchError{BatchID: f.id, Err: fmt.Errorf("%w (custom_id %s)", llmfleet.ErrResultMissing, id)}
+				a.err = &llmfleet.BatchError{BatchID: f.id, Err: fmt.Errorf("%w (custom_id %s)", missing, id)}
 			}
 			answers = append(answers, a)
 		}
@@ -297,7 +323,8 @@ func (d *Dispatcher) fetch(ctx context.Context, t *tracker, f *flight) {
 	defer d.mu.Unlock()
 	if err != nil {
 		d.log.Warn("batch results failed", "provider", t.provider.Name(), "batch_id", f.id, "err", err)
-		f.nextCheck = d.clock.Now().Add(d.pol.PollInterval)
+		backoff := d.pol.PollInterval << min(f.fetchFailures, 10)
+		f.nextCheck = d.clock.Now().Add(min(backoff, d.pol.MaxPollInterval))
 		return
 	}
 	for _, a := range answers {
