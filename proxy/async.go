@@ -96,7 +96,7 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, unauthorized)
 			return
 		}
-		client, cred = cred.Fingerprint(nil), up
+		client, cred = s.fingerprint(cred), up
 	} else if cred.IsZero() {
 		writeAPIError(w, &apiError{http.StatusUnauthorized, "authentication_error", "x-api-key header is required"})
 		return

@@ -77,6 +77,13 @@ type Server struct {
 	// upstream credential.
 	Credentials func(presented llmfleet.Credential) (upstream llmfleet.Credential, ok bool)
 
+	// Fingerprint, in proxy-held-key mode, names the client key a batched
+	// request was sent with, so that only that key may read it later. Give
+	// it a keyed hash (the Sealer's Fingerprint), so that the stored name
+	// reveals nothing of the key; nil means Credential.Fingerprint(nil),
+	// whose key is public.
+	Fingerprint func(llmfleet.Credential) string
+
 	// PingInterval is the interval between ping events sent to a streaming
 	// caller while its batched request waits; 0 means DefaultPingInterval.
 	// The response status and headers go out with the first ping, so a
@@ -222,6 +229,14 @@ func (s *Server) servePassThrough(w http.ResponseWriter, r *http.Request) {
 	}
 	fullDuplex(w)
 	s.rp.ServeHTTP(w, r)
+}
+
+// fingerprint names a client credential (see Server.Fingerprint).
+func (s *Server) fingerprint(c llmfleet.Credential) string {
+	if s.Fingerprint != nil {
+		return s.Fingerprint(c)
+	}
+	return c.Fingerprint(nil)
 }
 
 var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key"}

@@ -203,6 +203,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if creds != nil {
 		srv.Credentials = creds.Map
+		srv.Fingerprint = state.vault.Fingerprint
 	}
 	obs.wireProxy(srv)
 
