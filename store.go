@@ -143,10 +143,11 @@ type Store interface {
 	AddLedger(ctx context.Context, entries []LedgerEntry) error
 	// Ledger returns the ledger entries whose Time is in [from, to).
 	Ledger(ctx context.Context, from, to time.Time) ([]LedgerEntry, error)
-	// Purge deletes the results, done requests, resolved or failed batches
-	// and ledger entries older than before, and returns how many records
-	// it deleted.
-	Purge(ctx context.Context, before time.Time) (int, error)
+	// Purge deletes the results, done requests and resolved or failed
+	// batches older than resultsBefore, and the ledger entries older than
+	// ledgerBefore (the cost history is kept longer than the answers), and
+	// returns how many records it deleted.
+	Purge(ctx context.Context, resultsBefore, ledgerBefore time.Time) (int, error)
 	// Close releases the store.
 	Close() error
 }

@@ -46,6 +46,9 @@ type Dispatcher struct {
 	// Retention is how long stored results are kept. Default 29 days, as
 	// the provider keeps batch results.
 	Retention time.Duration
+	// LedgerRetention is how long the Store keeps ledger entries, the cost
+	// history, which outlives the answers. Default 400 days.
+	LedgerRetention time.Duration
 	// Observe, if set, is called once for every answered request with its
 	// ledger entry (costs not filled in). It is called with the
 	// dispatcher's lock held: it must be quick and must not call back into
@@ -124,6 +127,9 @@ func (d *Dispatcher) Open() error {
 		}
 		if d.Retention <= 0 {
 			d.Retention = 29 * 24 * time.Hour
+		}
+		if d.LedgerRetention <= 0 {
+			d.LedgerRetention = 400 * 24 * time.Hour
 		}
 	}
 	d.recovering = d.Store != nil

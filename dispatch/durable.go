@@ -440,7 +440,8 @@ var errSeen = errors.New("dispatch: first result seen")
 // at start and then hourly, until the dispatcher closes.
 func (d *Dispatcher) purgeLoop() {
 	for {
-		n, err := d.Store.Purge(d.ctx, d.clock.Now().Add(-d.Retention))
+		now := d.clock.Now()
+		n, err := d.Store.Purge(d.ctx, now.Add(-d.Retention), now.Add(-d.LedgerRetention))
 		if err != nil && d.ctx.Err() == nil {
 			d.log.Warn("purge failed", "err", err)
 		} else if n > 0 {

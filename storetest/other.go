@@ -159,12 +159,24 @@ func (s *suite) purge(t *testing.T) {
 	must(st.AddLedger(c, []llmfleet.LedgerEntry{entry(1, old), entry(2, old), entry(3, before.Add(-1)),
 		entry(4, before), entry(5, base)}))
 
-	n, err := st.Purge(c, before)
+	// The ledger is kept longer than the results: a first purge with an
+	// older ledger cut leaves every entry.
+	n, err := st.Purge(c, before, old.Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 8 {
-		t.Errorf("Purge deleted %d records, want 8 (3 requests, 2 batches, 3 ledger entries)", n)
+	if n != 5 {
+		t.Errorf("Purge deleted %d records, want 5 (3 requests, 2 batches, no ledger entry)", n)
+	}
+	if got, err := st.Ledger(c, old.Add(-time.Hour), base.Add(time.Hour)); err != nil || len(got) != 5 {
+		t.Errorf("Ledger after a results-only purge: %d entries, %v; want 5", len(got), err)
+	}
+	n, err = st.Purge(c, before, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("Purge deleted %d records, want the 3 old ledger entries", n)
 	}
 	for _, id := range []string{"lfr_0001", "lfr_0002", "lfr_0005"} {
 		_, err := st.GetRequest(c, id)
@@ -185,7 +197,7 @@ func (s *suite) purge(t *testing.T) {
 	if _, err := st.GetCredential(c, "cred_old"); err != nil {
 		t.Errorf("GetCredential after Purge: %v", err)
 	}
-	if n, err := st.Purge(c, before); n != 0 || err != nil {
+	if n, err := st.Purge(c, before, before); n != 0 || err != nil {
 		t.Errorf("second Purge = %d, %v; want 0", n, err)
 	}
 }

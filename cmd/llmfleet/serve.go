@@ -57,6 +57,7 @@ name (flags given on the command line win):
   default-budget: 0s
   db: /var/lib/llmfleet/llmfleet.db
   retention: 696h
+  ledger-retention: 9600h
   # proxy-held keys (file only): clients present keys of their own,
   # the proxy sends its own credential upstream.
   upstream-api-key-env: ANTHROPIC_API_KEY
@@ -113,6 +114,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dbPath := fs.String("db", "", "SQLite database of the durable state (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share)")
 	secretFile := fs.String("secret-file", "", "file of the secret sealing stored API keys, created 0600 if missing (default: llmfleet.secret beside the database; $"+SecretEnv+" wins)")
 	retention := fs.Duration("retention", 29*24*time.Hour, "how long answered requests and their results are kept")
+	ledgerRetention := fs.Duration("ledger-retention", 400*24*time.Hour, "how long the cost ledger (what llmfleet stats reads) is kept")
 	verbose := fs.Bool("v", false, "log every routed request")
 	obsFlags := addObserveFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -145,6 +147,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	creds, err := cfg.credentials(os.Getenv)
 	if err != nil {
 		return err
+	}
+	if *ledgerRetention <= 0 {
+		return fmt.Errorf("--ledger-retention must be positive")
 	}
 	if *retention <= 0 {
 		return fmt.Errorf("--retention must be positive")
@@ -180,10 +185,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			MaxPollInterval: *maxPoll,
 			TurnaroundPrior: *prior,
 		},
-		Logger:    logger,
-		Store:     state.db,
-		Sealer:    state.vault,
-		Retention: *retention,
+		Logger:          logger,
+		Store:           state.db,
+		Sealer:          state.vault,
+		Retention:       *retention,
+		LedgerRetention: *ledgerRetention,
 	}
 	obs.wireDispatcher(d)
 	if err := d.Open(); err != nil {
