@@ -91,6 +91,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	// The usual kinds start at zero, so the metric is scrapeable (and
+	// rate() works) before the first error.
+	for _, k := range []string{"network", "rate_limit_error", "overloaded_error", "api_error", "timeout_error"} {
+		m.upstream.WithLabelValues(m.kinds.value(k))
+	}
 	return m, nil
 }
 
