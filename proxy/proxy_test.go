@@ -374,6 +374,22 @@ func TestBudgetPrefix(t *testing.T) {
 	if len(reqs) != 2 || reqs[0].path != "/v1/messages" || reqs[1].path != "/v1/messages/count_tokens" {
 		t.Fatalf("upstream got %+v", reqs)
 	}
+	// A base URL given with a trailing slash doubles the slash: still
+	// routed, not redirected.
+	body := `{"model":"claude-test","max_tokens":16,"messages":[{"role":"user","content":"slash"}]}`
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/budget/600000//v1/messages", strings.NewReader(body))
+	req.Header.Set("x-api-key", "k")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	req.Header.Set("content-type", "application/json")
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("llmfleet-route") != "batch" {
+		t.Fatalf("doubled slash: %d, route %q", resp.StatusCode, resp.Header.Get("llmfleet-route"))
+	}
 }
 
 func TestPassThroughAndNoLlmfleetHeadersUpstream(t *testing.T) {

@@ -133,7 +133,27 @@ type Server struct {
 //	     /budget/<ms>/<path>           <path> with a latency budget of <ms> milliseconds
 func (s *Server) Handler() http.Handler {
 	s.init()
-	return s.mux
+	return http.HandlerFunc(s.serveHTTP)
+}
+
+// serveHTTP routes a request. Doubled slashes are folded first: a base URL
+// given with a trailing slash (ANTHROPIC_BASE_URL=.../budget/600000/) makes
+// clients ask for .../budget/600000//v1/messages, which ServeMux would
+// otherwise answer with a redirect that not every client follows for a POST.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.Contains(r.URL.Path, "//") {
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		for strings.Contains(u.Path, "//") {
+			u.Path = strings.ReplaceAll(u.Path, "//", "/")
+		}
+		u.RawPath = ""
+		r2.URL = &u
+		r2.RequestURI = u.RequestURI()
+		r = r2
+	}
+	s.mux.ServeHTTP(w, r)
 }
 
 func (s *Server) init() {
