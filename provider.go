@@ -65,11 +65,15 @@ const (
 
 // RequestCounts counts a batch's requests by state.
 type RequestCounts struct {
+	// Processing counts the requests not yet ended; the provider keeps all
+	// of them here until the whole batch ends.
 	Processing int `json:"processing"`
-	Succeeded  int `json:"succeeded"`
-	Errored    int `json:"errored"`
-	Canceled   int `json:"canceled"`
-	Expired    int `json:"expired"`
+	// Succeeded, Errored, Canceled and Expired count the ended requests
+	// by outcome.
+	Succeeded int `json:"succeeded"`
+	Errored   int `json:"errored"`
+	Canceled  int `json:"canceled"`
+	Expired   int `json:"expired"`
 }
 
 // Total returns the number of requests in the batch.
@@ -79,20 +83,27 @@ func (c RequestCounts) Total() int {
 
 // Batch is a provider batch job.
 type Batch struct {
-	ID         string
-	Status     BatchStatus
-	Counts     RequestCounts
-	CreatedAt  time.Time
-	EndedAt    time.Time // zero until ended
-	ExpiresAt  time.Time
+	// ID is the provider's batch id ("msgbatch_...").
+	ID string
+	// Status is its processing status.
+	Status BatchStatus
+	// Counts counts its requests by state.
+	Counts RequestCounts
+	// CreatedAt, EndedAt (zero until ended) and ExpiresAt are the
+	// provider's times.
+	CreatedAt, EndedAt, ExpiresAt time.Time
+	// ResultsURL is where its results can be read, once it ended.
 	ResultsURL string
 }
 
 // BatchPage is one page of a batch listing.
 type BatchPage struct {
+	// Batches are the page's batches, newest first.
 	Batches []Batch
+	// HasMore tells whether older batches follow.
 	HasMore bool
-	LastID  string
+	// LastID is the id to list after for the next page.
+	LastID string
 }
 
 // ResultType is the outcome of one request inside a batch.
@@ -108,8 +119,10 @@ const (
 
 // BatchResult is the result of one request of a batch.
 type BatchResult struct {
+	// CustomID is the custom_id of the request it answers.
 	CustomID string
-	Type     ResultType
+	// Type is the request's outcome.
+	Type ResultType
 	// Message is the Message object when Type is ResultSucceeded.
 	Message json.RawMessage
 	// Error is the provider's error when Type is ResultErrored.

@@ -109,11 +109,17 @@ type Response struct {
 
 // Usage is the token usage of one request, as the provider reports it.
 type Usage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
+	// InputTokens counts the input tokens after the last cache breakpoint.
+	InputTokens int64 `json:"input_tokens"`
+	// OutputTokens counts the output tokens.
+	OutputTokens int64 `json:"output_tokens"`
+	// CacheCreationInputTokens counts the tokens written to the cache, of
+	// both TTLs; CacheCreation splits them by TTL when the provider does.
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreation            struct {
+	// CacheReadInputTokens counts the tokens read from the cache.
+	CacheReadInputTokens int64 `json:"cache_read_input_tokens"`
+	// CacheCreation splits the cache writes by TTL.
+	CacheCreation struct {
 		Ephemeral5mInputTokens int64 `json:"ephemeral_5m_input_tokens"`
 		Ephemeral1hInputTokens int64 `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
@@ -121,10 +127,14 @@ type Usage struct {
 
 // MessageInfo holds the few fields of a Message that llmfleet reads.
 type MessageInfo struct {
-	ID         string `json:"id"`
-	Model      string `json:"model"`
+	// ID is the Message's id.
+	ID string `json:"id"`
+	// Model is the model that answered.
+	Model string `json:"model"`
+	// StopReason is why the model stopped.
 	StopReason string `json:"stop_reason"`
-	Usage      Usage  `json:"usage"`
+	// Usage is the Message's token usage.
+	Usage Usage `json:"usage"`
 }
 
 // ParseMessageInfo decodes the fields llmfleet reads from a Message body.

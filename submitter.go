@@ -25,13 +25,21 @@ type Submitter interface {
 
 // Stats are the dispatcher's counters.
 type Stats struct {
-	SyncCalls        int64 `json:"sync_calls"`
-	BatchedCalls     int64 `json:"batched_calls"`
+	// SyncCalls counts the requests sent to the synchronous endpoint.
+	SyncCalls int64 `json:"sync_calls"`
+	// BatchedCalls counts the requests accepted for batching.
+	BatchedCalls int64 `json:"batched_calls"`
+	// BatchesSubmitted counts the batches created upstream, BatchesEnded
+	// those seen ended.
 	BatchesSubmitted int64 `json:"batches_submitted"`
 	BatchesEnded     int64 `json:"batches_ended"`
-	Errors           int64 `json:"errors"`
-	QueueDepth       int64 `json:"queue_depth"`
-	BatchesInFlight  int64 `json:"batches_in_flight"`
+	// Errors counts the requests answered with an error.
+	Errors int64 `json:"errors"`
+	// QueueDepth is the number of requests waiting in pools now.
+	QueueDepth int64 `json:"queue_depth"`
+	// BatchesInFlight is the number of batches created and not yet
+	// answered now.
+	BatchesInFlight int64 `json:"batches_in_flight"`
 	// ManagementCalls counts the batch API calls made (create, retrieve,
 	// list, results, cancel).
 	ManagementCalls int64 `json:"management_calls"`
