@@ -408,17 +408,18 @@ func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req 
 		}
 		return o.resp, o.err
 	case <-ctx.Done():
-		if o, ok := d.leave(w); ok {
+		if o, ok := d.leave(w, ctx.Err()); ok {
 			return o.resp, o.err
 		}
 		return nil, ctx.Err()
 	case <-expired:
-		if o, ok := d.leave(w); ok {
+		missed := fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget)
+		if o, ok := d.leave(w, missed); ok {
 			return o.resp, o.err
 		}
 		d.stats.budgetMisses.Add(1)
 		d.stats.errors.Add(1)
-		return nil, fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget)
+		return nil, missed
 	}
 }
 
@@ -434,7 +435,7 @@ func requestID(req *llmfleet.Request) string {
 // leave takes a caller that stopped waiting out of its pool (unless the
 // request is stored), or marks its result to be dropped. If the answer had
 // already arrived it returns it.
-func (d *Dispatcher) leave(w *waiter) (outcome, bool) {
+func (d *Dispatcher) leave(w *waiter, cause error) (outcome, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	select {
@@ -454,6 +455,7 @@ func (d *Dispatcher) leave(w *waiter) (outcome, bool) {
 		w.pool.remove(w)
 		d.stats.queueDepth.Add(-1)
 		w.state = stateDone
+		d.observeLocked(w, nil, cause) // the ledger still sees a budget it missed
 		if len(w.pool.items) == 0 {
 			w.pool.stopTimer()
 			delete(d.pools, w.pool.key)

@@ -394,7 +394,18 @@ func TestManyBatchesInFlightPolledTogether(t *testing.T) {
 func TestCallerLeavesPoolBeforeSubmission(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
-		d := open(t, f, Policy{})
+		d := &Dispatcher{Providers: []llmfleet.Provider{f}}
+		var mu sync.Mutex
+		var entries []llmfleet.LedgerEntry
+		d.Observe = func(e llmfleet.LedgerEntry) {
+			mu.Lock()
+			entries = append(entries, e)
+			mu.Unlock()
+		}
+		if err := d.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close(t.Context())
 		ctx, cancel := context.WithCancel(t.Context())
 		gone := submitAll(ctx, d, "k", 0, "leaver")
 		stay := submitAll(t.Context(), d, "k", 0, "stayer")
@@ -409,6 +420,11 @@ func TestCallerLeavesPoolBeforeSubmission(t *testing.T) {
 		text(t, <-stay)
 		if got := f.batchSizes(); fmt.Sprint(got) != "[1]" {
 			t.Fatalf("batches %v: the leaver was submitted", got)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(entries) != 2 || entries[0].Outcome != "caller_canceled" || entries[1].Outcome != "ok" {
+			t.Fatalf("ledger entries %+v", entries)
 		}
 	})
 }
