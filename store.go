@@ -165,6 +165,9 @@ type LedgerEntry struct {
 	RequestID string `json:"request_id,omitempty"`
 	// Time is when the request was answered.
 	Time time.Time `json:"time"`
+	// BatchID is the provider's id of the batch that answered a batched
+	// request; empty on the sync route.
+	BatchID string `json:"batch_id,omitempty"`
 	// Provider and Model name what answered; Route how.
 	Provider string `json:"provider"`
 	Model    string `json:"model"`

@@ -146,7 +146,12 @@ func (d *Dispatcher) observeLocked(w *waiter, resp *llmfleet.Response, err error
 		Latency:   now.Sub(w.enqueued),
 		Budget:    w.budget,
 	}
+	var be *llmfleet.BatchError
+	if errors.As(err, &be) {
+		e.BatchID = be.BatchID
+	}
 	if resp != nil {
+		e.BatchID = resp.BatchID
 		e.Usage = resp.Usage
 		if resp.Model != "" {
 			e.Model = resp.Model

@@ -93,8 +93,9 @@ type Summary struct {
 	// SyncCalls and BatchedCalls count the entries by route.
 	SyncCalls    int64 `json:"sync_calls"`
 	BatchedCalls int64 `json:"batched_calls"`
-	// BatchesSubmitted is the number of batches the dispatcher created; the
-	// ledger does not know it, the caller sets it (llmfleet.Stats).
+	// BatchesSubmitted is the number of batches: Summarize counts the
+	// distinct batch ids of its entries; a caller holding the dispatcher's
+	// own count (llmfleet.Stats) may set it instead.
 	BatchesSubmitted int64 `json:"batches_submitted"`
 	// Errors counts the entries whose outcome is not "ok".
 	Errors int64 `json:"errors"`
@@ -151,6 +152,13 @@ func Summarize(entries []llmfleet.LedgerEntry, from, to time.Time) Summary {
 	}
 	s := t.Summary()
 	s.From, s.To = from, to
+	batches := map[string]bool{}
+	for _, e := range entries {
+		if e.BatchID != "" && (from.IsZero() || !e.Time.Before(from)) && (to.IsZero() || e.Time.Before(to)) {
+			batches[e.BatchID] = true
+		}
+	}
+	s.BatchesSubmitted = int64(len(batches))
 	return s
 }
 

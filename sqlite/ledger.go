@@ -16,8 +16,8 @@ func (d *DB) AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) erro
 	}
 	return d.write(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO ledger (time, request_id, provider, model, route,
-			outcome, usage, cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			outcome, usage, cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -29,7 +29,7 @@ func (d *DB) AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) erro
 			}
 			_, err = stmt.ExecContext(ctx, e.Time.UnixNano(), e.RequestID, e.Provider, e.Model, string(e.Route),
 				e.Outcome, u, e.CostUSD, e.OtherRouteUSD, e.Priced, int64(e.Queued), int64(e.Turnaround),
-				int64(e.Latency), int64(e.Budget), e.BudgetMet)
+				int64(e.Latency), int64(e.Budget), e.BudgetMet, e.BatchID)
 			if err != nil {
 				return fmt.Errorf("sqlite: ledger: %w", err)
 			}
@@ -45,7 +45,7 @@ func (d *DB) Ledger(ctx context.Context, from, to time.Time) ([]llmfleet.LedgerE
 		return nil, ErrClosed
 	}
 	rows, err := d.r.QueryContext(ctx, `SELECT time, request_id, provider, model, route, outcome, usage,
-		cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met
+		cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id
 		FROM ledger WHERE time >= ? AND time < ? ORDER BY time, seq`, from.UnixNano(), to.UnixNano())
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func (d *DB) Ledger(ctx context.Context, from, to time.Time) ([]llmfleet.LedgerE
 			usage                                  []byte
 		)
 		if err := rows.Scan(&t, &e.RequestID, &e.Provider, &e.Model, &route, &e.Outcome, &usage,
-			&e.CostUSD, &e.OtherRouteUSD, &e.Priced, &queued, &turnaround, &latency, &budget, &e.BudgetMet); err != nil {
+			&e.CostUSD, &e.OtherRouteUSD, &e.Priced, &queued, &turnaround, &latency, &budget, &e.BudgetMet, &e.BatchID); err != nil {
 			return nil, err
 		}
 		if e.Usage, err = decodeUsage(usage); err != nil {

@@ -52,7 +52,9 @@ func entry(i int, at time.Time) llmfleet.LedgerEntry {
 		BudgetMet:     i%2 == 0,
 	}
 	e.Usage = result(i).Usage
+	e.BatchID = fmt.Sprintf("msgbatch_%d", i/2)
 	if i%3 == 0 {
+		e.BatchID = ""
 		e.RequestID, e.Route, e.Outcome, e.Priced, e.CostUSD, e.OtherRouteUSD = "", llmfleet.RouteSync, "rate_limit_error", false, 0, 0
 	}
 	return e
