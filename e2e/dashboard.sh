@@ -15,48 +15,9 @@ cd "$(dirname "$0")"
 E2E=$PWD
 ROOT=$(cd .. && pwd)
 OUT=$E2E/out/dashboard.png
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/llmfleet-dashboard.XXXXXX")
-PIDS=()
-FAILED=0
-
-cleanup() {
-	for pid in "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null
-	done
-	for pid in "${PIDS[@]}"; do
-		wait "$pid" 2>/dev/null
-	done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-pass() { echo "PASS $*"; }
-fail() {
-	echo "FAIL $*"
-	FAILED=$((FAILED + 1))
-}
-die() {
-	fail "$*"
-	for f in "$WORK"/*.log; do
-		[ -f "$f" ] && { echo "--- $f"; tail -n 40 "$f"; }
-	done
-	echo "dashboard: FAIL ($FAILED failed)"
-	exit 1
-}
-
-# wait_addr FILE PREFIX: the http://host:port a server printed after PREFIX.
-wait_addr() {
-	local file=$1 prefix=$2 i
-	for i in $(seq 1 100); do
-		if addr=$(grep -o "^$prefix http://[0-9.:]*" "$file" 2>/dev/null | grep -o 'http://.*'); then
-			echo "$addr"
-			return 0
-		fi
-		sleep 0.1
-	done
-	return 1
-}
+NAME=dashboard
+# shellcheck source=e2e/lib.sh
+. "$E2E/lib.sh"
 
 (cd "$ROOT" && go build -o "$WORK/llmfleet" ./cmd/llmfleet) || die "build llmfleet"
 
