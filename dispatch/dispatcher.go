@@ -326,7 +326,7 @@ func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*ll
 	resp, err := p.Send(ctx, req)
 	if d.Observe != nil {
 		e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: modelOf(req.Body),
-			Route: llmfleet.RouteSync, Outcome: outcomeOf(err)}
+			Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err)}
 		e.Latency = e.Time.Sub(start)
 		e.BudgetMet = err == nil
 		if resp != nil {

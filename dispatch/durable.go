@@ -142,7 +142,7 @@ func (d *Dispatcher) observeLocked(w *waiter, resp *llmfleet.Response, err error
 		Provider:  w.provider,
 		Model:     w.model,
 		Route:     llmfleet.RouteBatch,
-		Outcome:   outcomeOf(err),
+		Outcome:   llmfleet.Outcome(err),
 		Latency:   now.Sub(w.enqueued),
 		Budget:    w.budget,
 	}
@@ -163,28 +163,6 @@ func (d *Dispatcher) observeLocked(w *waiter, resp *llmfleet.Response, err error
 	}
 	e.BudgetMet = err == nil && (w.budget == 0 || e.Latency <= w.budget)
 	d.Observe(e)
-}
-
-// outcomeOf names an outcome for the ledger: "ok", or the error type.
-func outcomeOf(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var pe *llmfleet.Error
-	switch {
-	case errors.As(err, &pe):
-		return pe.Type
-	case errors.Is(err, llmfleet.ErrBudgetExceeded):
-		return "budget_exceeded"
-	case errors.Is(err, llmfleet.ErrBatchExpired):
-		return "expired"
-	case errors.Is(err, llmfleet.ErrBatchCanceled):
-		return "canceled"
-	case errors.Is(err, context.Canceled):
-		return "caller_canceled"
-	default:
-		return "error"
-	}
 }
 
 // Enqueue accepts a request for batching without waiting for its answer

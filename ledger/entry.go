@@ -1,9 +1,7 @@
 package ledger
 
 import (
-	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -95,38 +93,6 @@ func (c Call) Entry() llmfleet.LedgerEntry {
 	return e
 }
 
-// Outcome returns the ledger outcome of a request that ended with err:
-// "ok" for nil, the provider's error type for an *llmfleet.Error, and a
-// short name for llmfleet's own errors, the names the dispatcher gives
-// its ledger entries.
-func Outcome(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var pe *llmfleet.Error
-	switch {
-	case errors.As(err, &pe):
-		if pe.Type != "" {
-			return pe.Type
-		}
-		return "http_" + strconv.Itoa(pe.StatusCode)
-	case errors.Is(err, llmfleet.ErrBudgetExceeded):
-		return "budget_exceeded"
-	case errors.Is(err, llmfleet.ErrBatchCanceled):
-		return "canceled"
-	case errors.Is(err, llmfleet.ErrBatchExpired):
-		return "expired"
-	case errors.Is(err, llmfleet.ErrResultMissing):
-		return "result_missing"
-	case errors.Is(err, llmfleet.ErrClosed):
-		return "closed"
-	case errors.Is(err, llmfleet.ErrUnknownProvider):
-		return "unknown_provider"
-	case errors.Is(err, context.Canceled):
-		return "caller_canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline_exceeded"
-	default:
-		return "error"
-	}
-}
+// Outcome returns the ledger outcome of a request that ended with err; it
+// is llmfleet.Outcome.
+func Outcome(err error) string { return llmfleet.Outcome(err) }
