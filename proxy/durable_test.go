@@ -2,22 +2,16 @@ package proxy_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/dispatch"
-	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/proxy"
 	"github.com/llmfleet/llmfleet/sqlite"
 	"github.com/llmfleet/llmfleet/vault"
@@ -28,15 +22,8 @@ import (
 // temporary directory. srv, if not nil, is the proxy to put in front.
 func newDurableStack(t *testing.T, pol dispatch.Policy, srv *proxy.Server) *stack {
 	t.Helper()
-	quiet := slog.New(slog.DiscardHandler)
-	st := &stack{emu: &emulator.Server{
-		Turnaround: func(string, *rand.Rand) time.Duration { return 0 },
-		Logger:     quiet,
-	}}
-	st.emuTS = httptest.NewServer(st.emu)
-	t.Cleanup(st.emuTS.Close)
 	dir := t.TempDir()
-	db := &sqlite.DB{Path: filepath.Join(dir, "llmfleet.db"), Logger: quiet}
+	db := &sqlite.DB{Path: filepath.Join(dir, "llmfleet.db"), Logger: slog.New(slog.DiscardHandler)}
 	if err := db.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -44,41 +31,7 @@ func newDurableStack(t *testing.T, pol dispatch.Policy, srv *proxy.Server) *stac
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pol.BatchWindow == 0 {
-		pol.BatchWindow = 5 * time.Millisecond
-	}
-	pol.PollInterval = 2 * time.Millisecond
-	pol.MaxPollInterval = 5 * time.Millisecond
-	pol.TurnaroundPrior = 20 * time.Millisecond
-	st.d = &dispatch.Dispatcher{
-		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: st.emuTS.URL, Logger: quiet}},
-		Policy:    pol,
-		Logger:    quiet,
-		Store:     db,
-		Sealer:    v,
-	}
-	if err := st.d.Open(); err != nil {
-		t.Fatal(err)
-	}
-	if srv == nil {
-		srv = &proxy.Server{}
-	}
-	srv.Submitter = st.d
-	srv.Upstream, _ = url.Parse(st.emuTS.URL)
-	srv.PingInterval = time.Millisecond
-	srv.Logger = quiet
-	st.srv = srv
-	st.ts = httptest.NewServer(st.srv.Handler())
-	t.Cleanup(func() {
-		st.ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := st.d.Close(ctx); err != nil {
-			t.Errorf("dispatcher close: %v", err)
-		}
-		db.Close()
-	})
-	return st
+	return startStack(t, pol, srv, db, v)
 }
 
 // get sends GET path to the proxy with the API key key ("" for none).

@@ -37,6 +37,13 @@ type stack struct {
 // batch ends within milliseconds.
 func newStack(t *testing.T, pol dispatch.Policy) *stack {
 	t.Helper()
+	return startStack(t, pol, nil, nil, nil)
+}
+
+// startStack is newStack with an optional store and sealer for the
+// dispatcher (closed after it) and an optional proxy to put in front.
+func startStack(t *testing.T, pol dispatch.Policy, srv *proxy.Server, store llmfleet.Store, sealer llmfleet.Sealer) *stack {
+	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	st := &stack{emu: &emulator.Server{
 		Turnaround: func(string, *rand.Rand) time.Duration { return 0 },
@@ -54,12 +61,20 @@ func newStack(t *testing.T, pol dispatch.Policy) *stack {
 		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: st.emuTS.URL, Logger: quiet}},
 		Policy:    pol,
 		Logger:    quiet,
+		Store:     store,
+		Sealer:    sealer,
 	}
 	if err := st.d.Open(); err != nil {
 		t.Fatal(err)
 	}
-	up, _ := url.Parse(st.emuTS.URL)
-	st.srv = &proxy.Server{Submitter: st.d, Upstream: up, PingInterval: time.Millisecond, Logger: quiet}
+	if srv == nil {
+		srv = &proxy.Server{}
+	}
+	srv.Submitter = st.d
+	srv.Upstream, _ = url.Parse(st.emuTS.URL)
+	srv.PingInterval = time.Millisecond
+	srv.Logger = quiet
+	st.srv = srv
 	st.ts = httptest.NewServer(st.srv.Handler())
 	t.Cleanup(func() {
 		st.ts.Close()
@@ -67,6 +82,9 @@ func newStack(t *testing.T, pol dispatch.Policy) *stack {
 		defer cancel()
 		if err := st.d.Close(ctx); err != nil {
 			t.Errorf("dispatcher close: %v", err)
+		}
+		if store != nil {
+			store.Close()
 		}
 	})
 	return st
