@@ -71,20 +71,28 @@ func newVault(t *testing.T) *vault.Vault {
 	return v
 }
 
+// enqueueN enqueues n requests with cred, prompts prefix0, prefix1, ...,
+// and returns their ids.
+func enqueueN(t *testing.T, d *Dispatcher, cred llmfleet.Credential, prefix string, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := range n {
+		id, err := d.Enqueue(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body("m1", fmt.Sprint(prefix, i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 func TestRestartResubmitsQueuedRequests(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	synctest.Test(t, func(t *testing.T) {
 		f, v := newFake(), newVault(t)
 		cred := llmfleet.Credential{APIKey: "sk-queued"}
 		d1, db1 := durable(t, f, path, v)
-		var ids []string
-		for i := range 3 {
-			id, err := d1.Enqueue(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body("m1", fmt.Sprint("q", i))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, id)
-		}
+		ids := enqueueN(t, d1, cred, "q", 3)
 		crash(d1, db1)
 		if n := len(f.batchSizes()); n != 0 {
 			t.Fatalf("%d batches before the restart", n)
@@ -115,19 +123,8 @@ func TestRestartReconcilesIntents(t *testing.T) {
 		f, v := newFake(), newVault(t)
 		cred := llmfleet.Credential{APIKey: "sk-intent"}
 		d1, db1 := durable(t, f, path, v)
-		enqueue := func(prefix string, n int) []string {
-			var ids []string
-			for i := range n {
-				id, err := d1.Enqueue(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body("m1", fmt.Sprint(prefix, i))})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, id)
-			}
-			return ids
-		}
-		created := enqueue("created", 2)
-		lost := enqueue("lost", 3)
+		created := enqueueN(t, d1, cred, "created", 2)
+		lost := enqueueN(t, d1, cred, "lost", 3)
 		crash(d1, db1)
 
 		// Write two intents as a process killed during its create calls
@@ -208,14 +205,7 @@ func TestRestartPoolsLateRequestsTogether(t *testing.T) {
 		f, v := newFake(), newVault(t)
 		cred := llmfleet.Credential{APIKey: "sk-late"}
 		d1, db1 := durable(t, f, path, v)
-		var ids []string
-		for i := range 3 {
-			id, err := d1.Enqueue(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body("m1", fmt.Sprint("q", i))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, id)
-		}
+		ids := enqueueN(t, d1, cred, "q", 3)
 		crash(d1, db1)
 		time.Sleep(time.Hour)
 

@@ -25,20 +25,9 @@ func TestReconcileTellsOwnBatchFromEarlierOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, v := newFake(), newVault(t)
 		cred := llmfleet.Credential{APIKey: "sk-reconcile"}
-		enqueue := func(d *Dispatcher, prefix string) []string {
-			var ids []string
-			for i := range 2 {
-				id, err := d.Enqueue(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body("m1", fmt.Sprint(prefix, i))})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, id)
-			}
-			return ids
-		}
 		// A first process answers two requests in one batch.
 		d1, db1 := durable(t, f, path, v)
-		for _, id := range enqueue(d1, "old") {
+		for _, id := range enqueueN(t, d1, cred, "old", 2) {
 			await(t, d1, id, cred)
 		}
 		crash(d1, db1)
@@ -47,7 +36,7 @@ func TestReconcileTellsOwnBatchFromEarlierOne(t *testing.T) {
 		// requests each: one never reached the provider, the other did,
 		// and its batch ends before the restart.
 		d2, db2 := durable(t, f, path, v)
-		lost, made := enqueue(d2, "lost"), enqueue(d2, "made")
+		lost, made := enqueueN(t, d2, cred, "lost", 2), enqueueN(t, d2, cred, "made", 2)
 		crash(d2, db2)
 		db, err := sqlite.Open(t.Context(), path)
 		if err != nil {
