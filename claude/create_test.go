@@ -26,18 +26,25 @@ func newFake(t *testing.T) (*Provider, *fakeBatches, *sleeps) {
 	return p, f, sl
 }
 
-func TestCreateRetriedOnStatus(t *testing.T) {
-	p, f, _ := newFake(t)
-	var first atomic.Bool
-	p2, _ := newTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !first.Swap(true) {
-			writeError(w, 529, "overloaded_error", "Overloaded")
+// newFakeFirstCreate is newFake whose first create call is answered by
+// first instead of by the fake.
+func newFakeFirstCreate(t *testing.T, first func(f *fakeBatches, w http.ResponseWriter)) (*Provider, *fakeBatches) {
+	f := &fakeBatches{now: testNow}
+	var done atomic.Bool
+	p, _ := newTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && !done.Swap(true) {
+			first(f, w)
 			return
 		}
 		f.ServeHTTP(w, r)
 	}))
-	p.BaseURL = p2.BaseURL
-	p.HTTPClient = p2.HTTPClient
+	return p, f
+}
+
+func TestCreateRetriedOnStatus(t *testing.T) {
+	p, f := newFakeFirstCreate(t, func(_ *fakeBatches, w http.ResponseWriter) {
+		writeError(w, 529, "overloaded_error", "Overloaded")
+	})
 	b, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
 	if err != nil || b.ID != "msgbatch_1" {
 		t.Fatalf("%+v %v", b, err)
@@ -297,21 +304,13 @@ func TestCreateUnreadableAnswer(t *testing.T) {
 // A 504 after the body was sent may hide a batch that was created: the
 // create is reconciled, not sent again.
 func TestCreateGatewayTimeoutReconciles(t *testing.T) {
-	p, f, _ := newFake(t)
-	var first atomic.Bool
-	p2, _ := newTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && !first.Swap(true) {
-			f.mu.Lock()
-			f.creates++
-			f.add(2, f.now) // created, but the gateway gave up waiting
-			f.mu.Unlock()
-			writeError(w, 504, "timeout_error", "Request timed out")
-			return
-		}
-		f.ServeHTTP(w, r)
-	}))
-	p.BaseURL = p2.BaseURL
-	p.HTTPClient = p2.HTTPClient
+	p, f := newFakeFirstCreate(t, func(f *fakeBatches, w http.ResponseWriter) {
+		f.mu.Lock()
+		f.creates++
+		f.add(2, f.now) // created, but the gateway gave up waiting
+		f.mu.Unlock()
+		writeError(w, 504, "timeout_error", "Request timed out")
+	})
 	b, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
 	if err != nil || b.ID != "msgbatch_1" {
 		t.Fatalf("%+v %v", b, err)
