@@ -430,12 +430,7 @@ func (d *Dispatcher) purgeLoop() {
 		} else if n > 0 {
 			d.log.Info("purged old results", "records", n)
 		}
-		tick := make(chan struct{})
-		t := d.clock.AfterFunc(time.Hour, func() { close(tick) })
-		select {
-		case <-tick:
-		case <-d.ctx.Done():
-			t.Stop()
+		if !d.sleep(time.Hour) {
 			return
 		}
 	}

@@ -67,7 +67,8 @@ func (d *Dispatcher) resolveUncertain(prov llmfleet.Provider, first *llmfleet.Re
 	d.giveUp(ws, fmt.Errorf("llmfleet: batch create failed and could not be reconciled (%v): %w", lastErr, cause))
 }
 
-// sleep waits d on the dispatcher's clock; false if the dispatcher closed.
+// sleep waits on the dispatcher's clock; false if the dispatcher closed
+// first.
 func (d *Dispatcher) sleep(wait time.Duration) bool {
 	tick := make(chan struct{})
 	t := d.clock.AfterFunc(wait, func() { close(tick) })
