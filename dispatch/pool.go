@@ -204,11 +204,10 @@ func (d *Dispatcher) create(prov llmfleet.Provider, first *llmfleet.Request, bat
 		case uncertain(err):
 			d.log.Warn("batch create may or may not have happened; reconciling", "provider", prov.Name(),
 				"credential", first.Credential.String(), "requests", len(ws), "err", err)
-			d.mu.Lock()
-			d.beginWorkLocked() // handed to the resolver
+			// The resolver takes over this create's unit of work and ends
+			// it. Starting it here is safe without mu: this goroutine is
+			// owned, so Close's Wait has not returned.
 			d.goOwned(func() { d.resolveUncertain(prov, first, batchID, intentAt, ws, err) })
-			d.endWorkLocked()
-			d.mu.Unlock()
 			return
 		default:
 			d.recordCreateFailed(ctx, batchID, ws, err)
