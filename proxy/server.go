@@ -141,17 +141,11 @@ func (s *Server) Handler() http.Handler {
 // clients ask for .../budget/600000//v1/messages, which ServeMux would
 // otherwise answer with a redirect that not every client follows for a POST.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.Contains(r.URL.Path, "//") {
-		r2 := new(http.Request)
-		*r2 = *r
-		u := *r.URL
-		for strings.Contains(u.Path, "//") {
-			u.Path = strings.ReplaceAll(u.Path, "//", "/")
+	if p := r.URL.Path; strings.Contains(p, "//") {
+		for strings.Contains(p, "//") {
+			p = strings.ReplaceAll(p, "//", "/")
 		}
-		u.RawPath = ""
-		r2.URL = &u
-		r2.RequestURI = u.RequestURI()
-		r = r2
+		r = withPath(r, p, "")
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -213,18 +207,23 @@ func (s *Server) serveBudgetPrefix(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, invalidRequest("The latency budget in the path /budget/<ms>/ must be a non-negative integer number of milliseconds."))
 		return
 	}
+	rawPath := ""
+	if prefix := "/budget/" + r.PathValue("ms"); strings.HasPrefix(r.URL.RawPath, prefix) {
+		rawPath = r.URL.RawPath[len(prefix):]
+	}
+	r2 := withPath(r, path, rawPath)
+	s.mux.ServeHTTP(w, r2.WithContext(llmfleet.WithBudget(r.Context(), budget)))
+}
+
+// withPath returns a shallow copy of r for another path.
+func withPath(r *http.Request, path, rawPath string) *http.Request {
 	r2 := new(http.Request)
 	*r2 = *r
 	u := *r.URL
-	u.Path = path
-	u.RawPath = ""
-	if prefix := "/budget/" + r.PathValue("ms"); strings.HasPrefix(r.URL.RawPath, prefix) {
-		u.RawPath = r.URL.RawPath[len(prefix):]
-	}
+	u.Path, u.RawPath = path, rawPath
 	r2.URL = &u
 	r2.RequestURI = u.RequestURI()
-	r2 = r2.WithContext(llmfleet.WithBudget(r.Context(), budget))
-	s.mux.ServeHTTP(w, r2)
+	return r2
 }
 
 // parseBudget parses a budget in integer milliseconds.
