@@ -11,6 +11,11 @@ import (
 // ErrNotFound is returned by a Store for a record it does not hold.
 var ErrNotFound = errors.New("llmfleet: not found")
 
+// ErrLocked is returned (wrapped, naming the holder) by a Store that
+// another process holds exclusively, such as a SQLite file another
+// llmfleet serve has open.
+var ErrLocked = errors.New("llmfleet: store in use by another process")
+
 // RequestState is where a durable batched request is in its life.
 type RequestState string
 
@@ -55,14 +60,36 @@ type StoredRequest struct {
 	Result *StoredResult
 }
 
-// StoredResult is the answer to a request exactly as the synchronous API
-// would have returned it: a status code and a body (a Message, or an error
-// envelope).
+// StoredResult is the answer to a request, typed: the provider's answer
+// body on success, or the error the request ended with. The faces (the
+// proxy) render it in their provider's own shape, as they render a live
+// answer.
 type StoredResult struct {
-	StatusCode  int
-	Body        json.RawMessage
-	Usage       Usage
+	// StatusCode is the HTTP status the synchronous API answered (or would
+	// have answered) with: 200 on success.
+	StatusCode int
+	// Body is the provider's answer body on success (e.g. a Message); nil
+	// when Err is set.
+	Body json.RawMessage
+	// Err is the error the request ended with; nil on success.
+	Err *ResultError
+	// Usage is the token usage the provider reported.
+	Usage Usage
+	// CompletedAt is when the request was completed.
 	CompletedAt time.Time
+}
+
+// Completion is one request being completed: its result and, written in
+// the same transaction, its ledger entry.
+type Completion struct {
+	// RequestID is llmfleet's id of the request.
+	RequestID string
+	// Result is its answer.
+	Result *StoredResult
+	// Ledger, if not nil, is the request's cost record. It is written only
+	// if this completion is the one that completes the request, so that a
+	// request has one entry whatever is retried.
+	Ledger *LedgerEntry
 }
 
 // BatchState is where a durable batch is in its life.
@@ -100,6 +127,10 @@ type StoredBatch struct {
 	// IntentAt is when the intent was recorded (before the create call);
 	// CreatedAt is the provider's created_at; EndedAt its ended_at.
 	IntentAt, CreatedAt, EndedAt time.Time
+	// CreateDeadline is the deadline of the create call: after it (and a
+	// settling margin) the create can no longer land, so a batch list read
+	// then that shows no batch tagged with ID proves it was not created.
+	CreateDeadline time.Time
 }
 
 // Store keeps llmfleet's durable state: the requests accepted for
@@ -126,9 +157,13 @@ type Store interface {
 	RecordCreateFailed(ctx context.Context, batchID string, requeue bool) error
 	// RecordEnded records that the provider reported the batch ended.
 	RecordEnded(ctx context.Context, batchID string, endedAt time.Time) error
-	// CompleteRequests stores the results of requests (State done), in one
-	// transaction. results maps request id to result.
-	CompleteRequests(ctx context.Context, results map[string]*StoredResult) error
+	// CompleteRequests stores the results of requests (State done) and their
+	// ledger entries, all in one transaction. A request that is done
+	// already keeps its first result, and no ledger entry is written for
+	// it: each request's entry is written once, with the result it keeps.
+	// An unknown request id fails the call with ErrNotFound, storing
+	// nothing.
+	CompleteRequests(ctx context.Context, done []Completion) error
 	// ResolveBatch marks a batch resolved.
 	ResolveBatch(ctx context.Context, batchID string) error
 	// Pending returns what a restart must pick up: the queued requests and
