@@ -28,7 +28,38 @@ var (
 	// ErrNoStore is returned by the Tickets methods of a Submitter that
 	// keeps no durable state, and so cannot hold an answer to be read later.
 	ErrNoStore = errors.New("llmfleet: no durable store to keep answers")
+	// ErrUndetermined is returned by Provider.FindBatch when batches that
+	// might carry the tag cannot be told apart yet.
+	ErrUndetermined = errors.New("llmfleet: cannot tell yet whether the batch exists")
+	// ErrNotDelivered marks a call that never reached the provider (the
+	// connection was refused, or failed before the request was written):
+	// the provider did nothing.
+	ErrNotDelivered = errors.New("llmfleet: request not delivered to the provider")
 )
+
+// UncertainError is the failure of a call after which the provider may
+// have carried it out: the request was written and no answer came
+// (Answered false: it may still land until the call's deadline), or an
+// answer came that does not prove it was refused, such as a 503 (Answered
+// true: whatever the provider did, it did before answering).
+type UncertainError struct {
+	Answered bool
+	Err      error
+}
+
+// Error implements error.
+func (e *UncertainError) Error() string {
+	return "llmfleet: the provider may have carried out the call: " + e.Err.Error()
+}
+
+// Unwrap returns the call's error.
+func (e *UncertainError) Unwrap() error { return e.Err }
+
+// BudgetMet is the one definition of a kept budget: a successful answer
+// within it (any answer is within no budget, 0).
+func BudgetMet(err error, latency, budget time.Duration) bool {
+	return err == nil && (budget <= 0 || latency <= budget)
+}
 
 // Error is an error answered by a provider, in the shape of its error
 // envelope. For a batched request that errored, StatusCode is the HTTP status

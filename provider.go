@@ -21,10 +21,30 @@ type Provider interface {
 	// Stream makes a synchronous streaming create-message call and returns
 	// the provider's server-sent-event stream once the provider answered 200.
 	Stream(ctx context.Context, req *Request) (io.ReadCloser, error)
-	// CreateBatch creates one batch job. It must not create the batch twice:
-	// when a create fails ambiguously it reconciles with the provider and
-	// returns the batch it finds, or an error.
-	CreateBatch(ctx context.Context, cred Credential, header http.Header, items []BatchItem) (*Batch, error)
+	// Inspect reads what the engine needs of a request: its model and the
+	// key of the pool it may share a batch in. Requests of one provider and
+	// credential share a batch only if their pool keys are equal; the key
+	// names whatever the provider applies to a whole batch (headers such
+	// as anthropic-beta, the endpoint, the model where a batch holds one).
+	// An error means no batch can take the request.
+	Inspect(req *Request) (RequestInfo, error)
+	// BatchParams returns the body req goes into a batch with (e.g.
+	// without "stream"), byte for byte otherwise.
+	BatchParams(req *Request) (json.RawMessage, error)
+	// CreateBatch creates one batch job holding items, tagged with tag
+	// (llmfleet's id of the batch, at most 40 characters of [A-Za-z0-9_])
+	// wherever the provider's API lets a batch carry it, so that FindBatch
+	// can find it. It never reconciles a failed create itself: a failure
+	// that leaves open whether the batch was created is returned as an
+	// *UncertainError, one that proves it was not (an error answer that
+	// refuses the call, a call never delivered) as anything else.
+	CreateBatch(ctx context.Context, cred Credential, tag string, header http.Header, items []BatchItem) (*Batch, error)
+	// FindBatch looks for the batch created with q.Tag: it returns it, or
+	// nil and no error when the provider's list proves that no batch
+	// created since q.Since carries the tag, or ErrUndetermined when
+	// batches that might carry it cannot be told apart yet (try again
+	// later).
+	FindBatch(ctx context.Context, cred Credential, q BatchQuery) (*Batch, error)
 	// GetBatch retrieves one batch.
 	GetBatch(ctx context.Context, cred Credential, id string) (*Batch, error)
 	// ListBatches lists the credential's batches, newest first, one page
@@ -35,6 +55,29 @@ type Provider interface {
 	Results(ctx context.Context, cred Credential, id string, fn func(BatchResult) error) error
 	// CancelBatch asks the provider to cancel a batch.
 	CancelBatch(ctx context.Context, cred Credential, id string) (*Batch, error)
+}
+
+// RequestInfo is what the engine reads of a request.
+type RequestInfo struct {
+	// Model is the model the request asks for.
+	Model string
+	// PoolKey must be equal for two requests of one credential to share a
+	// batch.
+	PoolKey string
+}
+
+// BatchQuery asks FindBatch for the batch created with a tag.
+type BatchQuery struct {
+	// Tag is the tag the batch was created with.
+	Tag string
+	// Since is no later than the create call was sent (the provider allows
+	// for clock skew).
+	Since time.Time
+	// Size is the number of requests the batch was created with.
+	Size int
+	// Known, if set, reports the provider ids of batches already known to
+	// carry other tags, so that they need not be looked into.
+	Known func(id string) bool
 }
 
 // BatchLimits are a provider's limits on one batch.
@@ -127,4 +170,7 @@ type BatchResult struct {
 	Message json.RawMessage
 	// Error is the provider's error when Type is ResultErrored.
 	Error *Error
+	// Usage and Model are read from Message by the provider.
+	Usage Usage
+	Model string
 }

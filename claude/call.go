@@ -78,11 +78,8 @@ func (p *Provider) do(ctx context.Context, c *call) (*reply, error) {
 		if err == nil {
 			return rep, nil
 		}
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		if !retry || attempt >= maxRetries {
-			return nil, err
+		if ctx.Err() != nil || !retry || attempt >= maxRetries {
+			return nil, classify(c, err)
 		}
 		delay := p.retryDelay(res, attempt)
 		p.logger().WarnContext(ctx, "anthropic: retrying", "op", c.op, "retry", attempt+1,
@@ -143,9 +140,9 @@ func (p *Provider) attempt(ctx context.Context, c *call, n int) (rep *reply, res
 	resp.Body.Close()
 	apiErr := parseError(resp.StatusCode, resp.Header, b, p.now())
 	if c.op == "create" && maybeProcessed(resp) {
-		// A gateway timeout or an internal error after the body was sent
-		// does not prove the batch was not created: reconcile, don't resend.
-		return nil, resp.Header, &connError{op: c.op, written: true, err: apiErr}, false
+		// A 5xx after the body was sent does not prove the batch was not
+		// created: reconcile, don't resend.
+		return nil, resp.Header, &llmfleet.UncertainError{Answered: true, Err: apiErr}, false
 	}
 	retry = shouldRetry(resp)
 	if readErr != nil && !retry {
@@ -157,17 +154,10 @@ func (p *Provider) attempt(ctx context.Context, c *call, n int) (rep *reply, res
 }
 
 // maybeProcessed reports whether an error answer leaves open whether a
-// non-idempotent request was carried out: 500, 502 and 504 without an
-// explicit x-should-retry (429 and 529 are refusals before any work).
+// non-idempotent request was carried out: any 5xx but 529, whatever
+// x-should-retry says (529 overloaded_error is a refusal before any work).
 func maybeProcessed(resp *http.Response) bool {
-	if _, ok := retryHeader(resp.Header); ok {
-		return false
-	}
-	switch resp.StatusCode {
-	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
+	return resp.StatusCode >= 500 && resp.StatusCode != 529
 }
 
 // shouldRetry reports whether an error answer may be retried: the
@@ -223,9 +213,19 @@ func (p *Provider) retryDelay(h http.Header, n int) time.Duration {
 	return d - time.Duration(rand.Int64N(int64(d/4)+1))
 }
 
-// isAmbiguous reports whether err is a failure after which the provider may
-// have acted on the request.
-func isAmbiguous(err error) bool {
+// classify returns a call's final connection failure in the vocabulary
+// of the root package: not delivered (the request was never written), or
+// uncertain (written, no answer) for a call that is not idempotent.
+func classify(c *call, err error) error {
 	var ce *connError
-	return errors.As(err, &ce) && ce.written
+	if !errors.As(err, &ce) {
+		return err
+	}
+	if !ce.written {
+		return fmt.Errorf("%w: %w", llmfleet.ErrNotDelivered, err)
+	}
+	if !c.idempotent {
+		return &llmfleet.UncertainError{Err: err}
+	}
+	return err
 }

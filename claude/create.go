@@ -6,69 +6,46 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/llmfleet/llmfleet"
 )
 
 // CreateBatch creates one batch (POST /v1/messages/batches) holding items.
 // Each item's Params is embedded in the body byte for byte. Only anthropic-*
-// headers of header are sent.
+// headers of header are sent. The Message Batches API lets a batch carry no
+// metadata, so the tag goes where the API keeps it: every custom_id must
+// begin with tag followed by "-" (the dispatcher names them so), and
+// FindBatch reads it back from a batch's results.
 //
-// A create is not idempotent. It is retried only when the provider refused it
-// with a retryable status or the connection failed before the request was
-// written. When it fails after it was written, CreateBatch reconciles with
-// the provider's batch list as the package documentation describes: it
-// returns the batch it finds, retries the create once if the list proves the
-// batch was not created, or returns an error wrapping ErrAmbiguousCreate.
-func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, header http.Header, items []llmfleet.BatchItem) (*llmfleet.Batch, error) {
+// A create is not idempotent, and CreateBatch never reconciles one: it is
+// retried only after an answer that refuses it (429, 529, 408, 409) or a
+// connection that failed before the request was written. A failure after
+// the request was written comes back as an *llmfleet.UncertainError
+// (Answered for a 5xx other than 529, whatever x-should-retry says: the
+// batch may exist), to be reconciled by the caller with FindBatch.
+func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, tag string, header http.Header, items []llmfleet.BatchItem) (*llmfleet.Batch, error) {
+	for _, it := range items {
+		if !strings.HasPrefix(it.CustomID, tag+"-") {
+			return nil, localError(http.StatusBadRequest, "invalid_request_error",
+				fmt.Sprintf("custom_id %q does not carry the batch tag %q", it.CustomID, tag))
+		}
+	}
 	body, err := encodeCreate(items)
 	if err != nil {
 		return nil, err
 	}
 	c := &call{op: "create", method: http.MethodPost, path: "/v1/messages/batches", cred: cred, header: header, body: body}
-	cc := p.startCreate(len(items))
-	var adopted string
-	defer func() { p.finishCreate(cc, adopted) }()
-
-	for retried := false; ; retried = true {
-		sentAt := p.setSentAt(cc)
-		rep, err := p.do(ctx, c)
-		if err == nil {
-			b, err := decodeBatch(rep.body)
-			if err != nil {
-				// The batch exists, but its id is unreadable: it must not
-				// be mistaken for another create's.
-				p.markAmbiguous(cc)
-				return nil, fmt.Errorf("%w: %w", ErrAmbiguousCreate, err)
-			}
-			adopted = b.ID
-			return b, nil
-		}
-		if !isAmbiguous(err) {
-			p.settle(cc)
-			return nil, err
-		}
-		log := p.logger().With("credential", cred.String(), "requests", len(items))
-		if ctx.Err() != nil {
-			p.markAmbiguous(cc)
-			log.WarnContext(ctx, "anthropic: batch create failed after it was sent; context done, not reconciled", "error", err.Error())
-			return nil, fmt.Errorf("%w (not reconciled: %w): %w", ErrAmbiguousCreate, ctx.Err(), err)
-		}
-		log.WarnContext(ctx, "anthropic: batch create failed after it was sent; reconciling", "error", err.Error())
-		b, rerr := p.reconcile(ctx, cc, cred, sentAt, len(items))
-		switch {
-		case rerr != nil:
-			log.ErrorContext(ctx, "anthropic: batch create is ambiguous", "error", rerr.Error())
-			return nil, fmt.Errorf("%w (reconciliation: %w): %w", ErrAmbiguousCreate, rerr, err)
-		case b != nil:
-			log.WarnContext(ctx, "anthropic: adopted the batch the failed create made", "batch", b.ID)
-			adopted = b.ID
-			return b, nil
-		case retried:
-			return nil, fmt.Errorf("claude: batch create failed twice; the provider lists no such batch: %w", err)
-		}
-		log.WarnContext(ctx, "anthropic: the provider lists no such batch; creating it again")
+	rep, err := p.do(ctx, c)
+	if err != nil {
+		return nil, err
 	}
+	b, err := decodeBatch(rep.body)
+	if err != nil {
+		// The batch exists, but its id is unreadable.
+		return nil, &llmfleet.UncertainError{Answered: true, Err: err}
+	}
+	return b, nil
 }
 
 // encodeCreate builds {"requests":[{"custom_id":...,"params":...},...]},

@@ -36,37 +36,24 @@
 // # Ambiguous batch creates
 //
 // A batch create is not idempotent: sending it twice would create and bill
-// two batches. A create is ambiguous when its request was fully written but
-// no answer was read: the connection dropped, an HTTP client timeout fired,
-// or the answer's body broke off; and also when the answer is a 500, 502 or
-// 504 without x-should-retry, since a gateway that timed out or an internal
-// error after the body arrived does not prove the batch was not created
-// (429 and 529 are refusals and are retried as above). CreateBatch then
-// reconciles:
+// two batches. CreateBatch never reconciles a failed create itself (the
+// dispatcher's one reconciler does, with FindBatch); it classifies the
+// failure:
 //
-//  1. It waits ReconcileDelay, so that a create the provider is still
-//     committing shows up, then waits until no other create of the same
-//     number of requests is in flight on this Provider (their batch ids are
-//     then known).
-//  2. It lists the credential's batches, newest first, back to the time the
-//     failed attempt started minus ReconcileSkew.
-//  3. A candidate is a listed batch whose request_counts total the number of
-//     requests sent and whose id this Provider has not already returned from
-//     CreateBatch. If there is exactly one, and no other ambiguous create of
-//     the same size started within twice ReconcileSkew, the candidate is the
-//     batch the failed attempt made: CreateBatch returns it.
-//  4. If there is none, the list, which is authoritative, proves the batch
-//     was not created, and CreateBatch sends the create once more. If that
-//     attempt is ambiguous too and reconciliation again finds nothing, the
-//     error says the batch was not created.
-//  5. Otherwise (several candidates, another unresolved ambiguous create of
-//     the same size, a listing that fails or is too long, or a context that
-//     ended before reconciliation could run) CreateBatch returns an error
-//     wrapping ErrAmbiguousCreate: the batch may exist. It never guesses.
+//   - refused: an error answer of 4xx or 529 (overloaded_error is sent
+//     before any work). Returned as an *llmfleet.Error; 429 and 529 are
+//     retried as above.
+//   - not delivered: the connection failed before the request was written
+//     (a refused connect, a DNS failure). Retried as above, then returned
+//     wrapping llmfleet.ErrNotDelivered.
+//   - uncertain: the request was written and no answer was read (a dropped
+//     connection, a timeout; Answered false: it may still land until the
+//     call's deadline), or the answer is a 5xx other than 529, whatever
+//     x-should-retry says (Answered true), or a 2xx whose body is
+//     unreadable. Returned as an *llmfleet.UncertainError.
 //
-// Batches are scoped to a workspace and carry no client-chosen tag, so
-// reconciliation cannot tell this process's batch from one of the same size
-// that another process created with a key of the same workspace inside the
-// window; keep other batch clients out of a workspace llmfleet uses, or keep
-// ReconcileSkew small.
+// Batches carry no metadata, so llmfleet's tag of a batch is the prefix of
+// its custom_ids; FindBatch reads it from the first result of an ended
+// candidate, and answers llmfleet.ErrUndetermined while a candidate of the
+// same size is still in progress.
 package claude

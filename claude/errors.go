@@ -2,19 +2,12 @@ package claude
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
 )
-
-// ErrAmbiguousCreate is wrapped by the error CreateBatch returns when a
-// create failed after it was sent and reconciliation could not tell whether
-// the provider created the batch. The batch may exist and be billed; list
-// the credential's batches before creating it again.
-var ErrAmbiguousCreate = errors.New("claude: batch create failed after it was sent; the batch may exist")
 
 // envelope is the Anthropic error body:
 // {"type":"error","error":{"type":...,"message":...},"request_id":...}.

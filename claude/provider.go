@@ -21,11 +21,8 @@ const (
 	// DefaultMaxRetries is the number of retries when MaxRetries is zero.
 	DefaultMaxRetries = 2
 	// DefaultReconcileSkew is the clock skew allowed between this host and
-	// the provider when a batch create is reconciled.
+	// the provider when FindBatch looks for a batch.
 	DefaultReconcileSkew = 2 * time.Minute
-	// DefaultReconcileDelay is how long an ambiguous batch create waits
-	// before it lists the provider's batches.
-	DefaultReconcileDelay = 2 * time.Second
 )
 
 // The Anthropic Message Batches API's limits on one batch. MaxBytes takes
@@ -60,20 +57,15 @@ type Provider struct {
 	MaxRetries int
 
 	// ReconcileSkew is the clock skew allowed between this host and the
-	// provider when an ambiguous batch create is reconciled (see the
-	// package documentation). Zero means DefaultReconcileSkew.
+	// provider when FindBatch looks for a batch created since a time.
+	// Zero means DefaultReconcileSkew.
 	ReconcileSkew time.Duration
-
-	// ReconcileDelay is how long an ambiguous batch create waits, to let the
-	// provider finish a create it may still be working on, before listing
-	// batches. Zero means DefaultReconcileDelay; negative means no wait.
-	ReconcileDelay time.Duration
 
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 
 	// Sleep waits for d or until ctx is done, returning ctx.Err() in the
-	// latter case. It is used for retry backoff and ReconcileDelay. Nil
+	// latter case. It is used for retry backoff. Nil
 	// means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 
@@ -83,14 +75,6 @@ type Provider struct {
 
 	clientOnce sync.Once
 	client     *http.Client
-
-	mu        sync.Mutex
-	creates   map[*createCall]struct{}
-	handedOut map[string]time.Time // batch id → when CreateBatch returned it
-
-	// testHookReconcileWait, if set, is called when a reconciliation starts
-	// waiting for other creates.
-	testHookReconcileWait func()
 }
 
 var _ llmfleet.Provider = (*Provider)(nil)
@@ -145,16 +129,6 @@ func (p *Provider) skew() time.Duration {
 		return DefaultReconcileSkew
 	}
 	return p.ReconcileSkew
-}
-
-func (p *Provider) reconcileDelay() time.Duration {
-	switch {
-	case p.ReconcileDelay == 0:
-		return DefaultReconcileDelay
-	case p.ReconcileDelay < 0:
-		return 0
-	}
-	return p.ReconcileDelay
 }
 
 func (p *Provider) now() time.Time {

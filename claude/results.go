@@ -117,6 +117,9 @@ func decodeResult(line []byte) (llmfleet.BatchResult, error) {
 	switch res.Type {
 	case llmfleet.ResultSucceeded:
 		res.Message = l.Result.Message
+		if info, err := llmfleet.ParseMessageInfo(res.Message); err == nil {
+			res.Usage, res.Model = info.Usage, info.Model
+		}
 	case llmfleet.ResultErrored:
 		res.Error = resultError(l.Result.Error)
 	}

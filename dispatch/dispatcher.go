@@ -2,43 +2,43 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/ledger"
 )
 
 // Dispatcher routes requests by latency budget and pools the patient ones
 // into provider batches. Set its fields, call Open, and Close it when done.
-// It implements llmfleet.Submitter.
+// It implements llmfleet.Submitter. It coordinates small parts: the
+// Policy decides (route, flush time, next check), pools hold queued
+// requests, trackers the batches in flight, the reconciler the creates
+// whose fate is unknown, and a journal records the money path.
 type Dispatcher struct {
 	// Providers are the providers requests may name. A request that names
 	// no provider goes to the first one.
 	Providers []llmfleet.Provider
 	// Policy holds the routing, flushing and polling knobs.
 	Policy Policy
-	// Clock tells the time; nil means the real clock.
+	// Clock tells the time and runs every timer and deadline of the
+	// engine; nil means the real clock.
 	Clock llmfleet.Clock
 	// Logger receives one line per batch lifecycle event; nil discards.
 	Logger *slog.Logger
 	// Store, if set, makes batched requests durable: each is recorded
-	// before it is queued, each batch's intent before its create call and
-	// its upstream id right after, each result before its caller gets it.
-	// Open picks up what a previous process left: queued requests are
-	// pooled again, batches in flight are polled again, and batches whose
-	// create call may or may not have happened are reconciled with the
-	// provider's list of batches, never blindly created again. A caller
-	// that stops waiting (its context ends, its budget runs out) does not
-	// withdraw its request: it is still batched and its answer stored, to
-	// be read with Lookup.
+	// before it is acknowledged, each batch's intent before its create
+	// call and its upstream id right after, each result with its ledger
+	// entry (one transaction) before its caller gets it. Open picks up
+	// what a previous process left: queued requests are pooled again,
+	// batches in flight are polled again, and intents are reconciled by
+	// their tag. A caller that stops waiting does not withdraw its
+	// request: its answer is stored, to be read with Lookup.
 	Store llmfleet.Store
 	// Sealer seals the credentials the Store keeps (needed to poll after a
 	// restart) and fingerprints credentials. Required with a Store.
@@ -49,11 +49,16 @@ type Dispatcher struct {
 	// LedgerRetention is how long the Store keeps ledger entries, the cost
 	// history, which outlives the answers. Default 400 days.
 	LedgerRetention time.Duration
-	// Observe, if set, is called once for every answered request with its
-	// ledger entry (costs not filled in). It is called with the
-	// dispatcher's lock held: it must be quick and must not call back into
-	// the Dispatcher.
-	Observe func(llmfleet.LedgerEntry)
+	// Price fills in the costs of ledger entries; nil leaves them
+	// unpriced. The Cost method of a pricing.Table fits.
+	Price ledger.PriceFunc
+	// Observe, if set, is called once for every request that got its
+	// final answer, with its priced ledger entry; stored tells whether
+	// the entry is in the Store already (batched requests with a Store:
+	// written with their result) or is the hook's to record (the sync
+	// route, or no Store). It is called with the dispatcher's lock held:
+	// it must be quick and must not call back into the Dispatcher.
+	Observe func(e llmfleet.LedgerEntry, stored bool)
 	// ObserveTurnaround, if set, is called once per ended batch and model
 	// in it with the batch's turnaround (ended_at - created_at), under the
 	// same rules as Observe.
@@ -63,6 +68,7 @@ type Dispatcher struct {
 	clock     llmfleet.Clock
 	log       *slog.Logger
 	predictor *predictor
+	journal   journal
 
 	ctx    context.Context // ends when Close gives up waiting
 	cancel context.CancelFunc
@@ -73,13 +79,15 @@ type Dispatcher struct {
 	closed   bool
 	pools    map[string]*pool
 	trackers map[string]*tracker
-	inflight int             // batches created and not yet resolved, plus creates under way
+	knownIDs map[string]bool // provider ids of batches the store knows
+	inflight int             // creates, reconciliations and batches under way
 	idle     chan bool       // closed and replaced when inflight drops to zero
-	sealed   map[string]bool // credential fingerprints already in the Store
 	// recovering is set while Open picks up stored requests: their pools
 	// are scheduled once all are back, so that requests whose window
 	// passed while the process was down share batches again.
 	recovering bool
+	// holding is set while enqueueAllLocked pools several requests.
+	holding bool
 
 	stats counters
 }
@@ -92,8 +100,8 @@ type counters struct {
 
 var _ llmfleet.Submitter = (*Dispatcher)(nil)
 
-// Open prepares the dispatcher for use. It must be called once before the
-// first Submit.
+// Open prepares the dispatcher for use and, with a Store, picks up what a
+// previous process left. It must be called once before the first Submit.
 func (d *Dispatcher) Open() error {
 	d.mu.Lock()
 	if d.opened {
@@ -103,6 +111,10 @@ func (d *Dispatcher) Open() error {
 	if len(d.Providers) == 0 {
 		d.mu.Unlock()
 		return fmt.Errorf("dispatch: no providers")
+	}
+	if d.Store != nil && d.Sealer == nil {
+		d.mu.Unlock()
+		return fmt.Errorf("dispatch: a Store needs a Sealer")
 	}
 	d.opened = true
 	d.pol = d.Policy.withDefaults()
@@ -118,13 +130,12 @@ func (d *Dispatcher) Open() error {
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.pools = map[string]*pool{}
 	d.trackers = map[string]*tracker{}
+	d.knownIDs = map[string]bool{}
 	d.idle = make(chan bool)
-	d.sealed = map[string]bool{}
-	if d.Store != nil {
-		if d.Sealer == nil {
-			d.mu.Unlock()
-			return fmt.Errorf("dispatch: a Store needs a Sealer")
-		}
+	d.journal = nopJournal{}
+	store := d.Store
+	if store != nil {
+		d.journal = &storeJournal{store: store, sealer: d.Sealer, sealed: map[string]bool{}}
 		if d.Retention <= 0 {
 			d.Retention = 29 * 24 * time.Hour
 		}
@@ -132,23 +143,24 @@ func (d *Dispatcher) Open() error {
 			d.LedgerRetention = 400 * 24 * time.Hour
 		}
 	}
-	d.recovering = d.Store != nil
+	d.recovering = store != nil
 	d.mu.Unlock()
-	if d.Store != nil {
-		err := d.recover(d.ctx)
-		d.mu.Lock()
-		d.recovering = false
-		for _, pl := range d.pools {
-			d.scheduleLocked(pl)
-		}
-		d.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("dispatch: recovering stored state: %w", err)
-		}
-		d.mu.Lock()
-		d.goOwned(d.purgeLoop)
-		d.mu.Unlock()
+	if store == nil {
+		return nil
 	}
+	err := d.recover(d.ctx, store)
+	d.mu.Lock()
+	d.recovering = false
+	for _, pl := range d.pools {
+		d.scheduleLocked(pl)
+	}
+	d.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("dispatch: recovering stored state: %w", err)
+	}
+	d.mu.Lock()
+	d.goOwned(func() { d.purgeLoop(store) })
+	d.mu.Unlock()
 	return nil
 }
 
@@ -162,7 +174,8 @@ func (d *Dispatcher) fingerprint(c llmfleet.Credential) string {
 
 // Close stops accepting requests, flushes every pool at once and waits for
 // the batches in flight to be answered until ctx ends. Requests still
-// unanswered then fail with llmfleet.ErrClosed.
+// unanswered then fail with llmfleet.ErrClosed; with a Store they stay
+// stored, for the next start.
 func (d *Dispatcher) Close(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.opened || d.closed {
@@ -173,38 +186,29 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	for _, p := range d.pools {
 		d.flushLocked(p, true)
 	}
-	for d.inflight > 0 {
+	var err error
+	for d.inflight > 0 && err == nil {
 		idle := d.idle
 		d.mu.Unlock()
 		select {
 		case <-idle:
 		case <-ctx.Done():
-			d.mu.Lock()
-			d.abortLocked()
-			d.cancel()
-			d.mu.Unlock()
-			d.wg.Wait()
-			return ctx.Err()
+			err = ctx.Err()
 		}
 		d.mu.Lock()
 	}
-	d.abortLocked()
-	d.cancel() // under mu: no timer callback starts a goroutine after this
-	d.mu.Unlock()
-	d.wg.Wait()
-	return nil
-}
-
-// abortLocked stops every timer and fails every request still waiting.
-func (d *Dispatcher) abortLocked() {
 	for _, t := range d.trackers {
-		t.stopLocked()
-		for _, b := range t.batches {
-			for _, w := range b.waiters {
-				d.finishLocked(w, nil, llmfleet.ErrClosed)
+		t.stop()
+		for _, f := range t.flights {
+			for _, w := range f.waiters {
+				d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
 			}
 		}
 	}
+	d.cancel() // under mu: no timer callback starts a goroutine after this
+	d.mu.Unlock()
+	d.wg.Wait()
+	return err
 }
 
 // Stats returns a snapshot of the dispatcher's counters.
@@ -212,7 +216,7 @@ func (d *Dispatcher) Stats() llmfleet.Stats {
 	d.mu.Lock()
 	inflight := int64(0)
 	for _, t := range d.trackers {
-		inflight += int64(len(t.batches))
+		inflight += int64(len(t.flights))
 	}
 	d.mu.Unlock()
 	s := &d.stats
@@ -250,8 +254,8 @@ func (d *Dispatcher) InFlight() []FlightInfo {
 	defer d.mu.Unlock()
 	var out []FlightInfo
 	for _, t := range d.trackers {
-		for _, f := range t.batches {
-			out = append(out, FlightInfo{ID: f.id, Provider: t.provider.Name(), Models: slices.Clone(f.models),
+		for _, f := range t.flights {
+			out = append(out, FlightInfo{ID: f.id, Provider: t.prov.Name(), Models: slices.Clone(f.models),
 				Requests: len(f.waiters), Submitted: f.submitted, PredictedEnd: f.submitted.Add(f.predicted), Ended: f.ended != nil})
 		}
 	}
@@ -272,217 +276,7 @@ func (d *Dispatcher) provider(req *llmfleet.Request) (llmfleet.Provider, error) 
 	return nil, fmt.Errorf("%w: %q", llmfleet.ErrUnknownProvider, req.Provider)
 }
 
-// modelOf reads the model of a request body; "" if it has none.
-func modelOf(body []byte) string {
-	var m struct {
-		Model string `json:"model"`
-	}
-	_ = json.Unmarshal(body, &m)
-	return m.Model
-}
-
-// Plan returns the route Submit would choose for req now.
-func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.Route {
-	switch {
-	case budget == 0:
-		return llmfleet.RouteBatch
-	case budget <= d.pol.SyncMaxLatency:
-		return llmfleet.RouteSync // decided without reading the body
-	}
-	p, err := d.provider(req)
-	if err != nil {
-		return llmfleet.RouteSync
-	}
-	if budget >= d.predictor.predict(p.Name(), modelOf(req.Body))+d.pol.slack() {
-		return llmfleet.RouteBatch
-	}
-	return llmfleet.RouteSync
-}
-
-// Submit routes req by its latency budget (0: none given, which batches)
-// and waits for its answer.
-func (d *Dispatcher) Submit(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
-	if d.Plan(budget, req) == llmfleet.RouteSync {
-		return d.SubmitSync(ctx, req)
-	}
-	return d.SubmitBatch(ctx, budget, req)
-}
-
-// SubmitSync sends req to the provider's synchronous endpoint.
-func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*llmfleet.Response, error) {
-	p, err := d.provider(req)
-	if err != nil {
-		d.stats.errors.Add(1)
-		return nil, err
-	}
-	d.mu.Lock()
-	closed := d.closed
-	d.mu.Unlock()
-	if closed {
-		return nil, llmfleet.ErrClosed
-	}
-	d.stats.syncCalls.Add(1)
-	start := d.clock.Now()
-	resp, err := p.Send(ctx, req)
-	if d.Observe != nil {
-		e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: modelOf(req.Body),
-			Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err)}
-		e.Latency = e.Time.Sub(start)
-		e.BudgetMet = err == nil
-		if resp != nil {
-			e.Usage = resp.Usage
-		}
-		d.Observe(e)
-	}
-	if err != nil {
-		d.stats.errors.Add(1)
-		return nil, err
-	}
-	resp.Route = llmfleet.RouteSync
-	return resp, nil
-}
-
-// headerSignature identifies the pass-through headers that must be equal
-// for requests to share a batch.
-func headerSignature(h http.Header) string {
-	var parts []string
-	for k, vs := range h {
-		lk := strings.ToLower(k)
-		if strings.HasPrefix(lk, "anthropic-") {
-			vs = slices.Clone(vs)
-			sort.Strings(vs)
-			parts = append(parts, lk+"="+strings.Join(vs, ","))
-		}
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ";")
-}
-
-// SubmitBatch pools req into a batch whatever its budget and waits for its
-// answer. A positive budget bounds the wait and may pull the pool's flush
-// forward; 0 means no budget.
-func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
-	p, err := d.provider(req)
-	if err != nil {
-		d.stats.errors.Add(1)
-		return nil, err
-	}
-	now := d.clock.Now()
-	w := &waiter{
-		id:       requestID(req),
-		req:      req,
-		provider: p.Name(),
-		model:    modelOf(req.Body),
-		enqueued: now,
-		budget:   budget,
-		done:     make(chan outcome, 1),
-	}
-	if budget > 0 {
-		w.deadline = now.Add(budget)
-	}
-	if err := d.checkSize(p, w); err != nil {
-		d.stats.errors.Add(1)
-		return nil, err
-	}
-	if err := d.persist(ctx, p, w); err != nil {
-		d.stats.errors.Add(1)
-		return nil, err
-	}
-	if err := d.enqueue(p, w); err != nil {
-		d.stats.errors.Add(1)
-		return nil, err
-	}
-	d.stats.batchedCalls.Add(1)
-
-	var expired <-chan struct{}
-	if !w.deadline.IsZero() {
-		ch := make(chan struct{})
-		t := d.clock.AfterFunc(budget, func() { close(ch) })
-		defer t.Stop()
-		expired = ch
-	}
-	select {
-	case o := <-w.done:
-		if o.err != nil {
-			d.stats.errors.Add(1)
-		}
-		return o.resp, o.err
-	case <-ctx.Done():
-		if o, ok := d.leave(w, ctx.Err()); ok {
-			return o.resp, o.err
-		}
-		return nil, ctx.Err()
-	case <-expired:
-		missed := fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget)
-		if o, ok := d.leave(w, missed); ok {
-			return o.resp, o.err
-		}
-		d.stats.budgetMisses.Add(1)
-		d.stats.errors.Add(1)
-		return nil, missed
-	}
-}
-
-// requestID returns the id a batched request is kept under: the caller's
-// choice, or a new one.
-func requestID(req *llmfleet.Request) string {
-	if req.ID != "" {
-		return req.ID
-	}
-	return llmfleet.NewID("lfr_")
-}
-
-// leave takes a caller that stopped waiting out of its pool (unless the
-// request is stored), or marks its result to be dropped. If the answer had
-// already arrived it returns it.
-func (d *Dispatcher) leave(w *waiter, cause error) (outcome, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	select {
-	case o := <-w.done:
-		return o, true
-	default:
-	}
-	switch w.state {
-	case stateQueued:
-		if d.Store != nil {
-			// The request is stored: it stays pooled and its answer is
-			// kept, so that the caller, whose connection may have dropped,
-			// can read it later by its id, as after a submission.
-			w.abandoned = true
-			break
-		}
-		w.pool.remove(w)
-		d.stats.queueDepth.Add(-1)
-		w.state = stateDone
-		d.observeLocked(w, nil, cause) // the ledger still sees a budget it missed
-		if len(w.pool.items) == 0 {
-			w.pool.stopTimer()
-			delete(d.pools, w.pool.key)
-		} else {
-			d.scheduleLocked(w.pool)
-		}
-	case stateSubmitting, stateInFlight:
-		w.abandoned = true
-	}
-	return outcome{}, false
-}
-
-// finishLocked answers a waiter once.
-func (d *Dispatcher) finishLocked(w *waiter, resp *llmfleet.Response, err error) {
-	if w.state == stateDone {
-		return
-	}
-	w.state = stateDone
-	d.observeLocked(w, resp, err)
-	if w.abandoned {
-		d.stats.droppedResults.Add(1)
-		return
-	}
-	w.done <- outcome{resp, err}
-}
-
-// beginWorkLocked and endWorkLocked count batches under way for Close.
+// beginWorkLocked and endWorkLocked count the work under way for Close.
 func (d *Dispatcher) beginWorkLocked() { d.inflight++ }
 
 func (d *Dispatcher) endWorkLocked() {
@@ -493,7 +287,8 @@ func (d *Dispatcher) endWorkLocked() {
 	}
 }
 
-// go runs f in a goroutine owned by the dispatcher.
+// goOwned runs f in a goroutine owned by the dispatcher: Close waits for
+// it.
 func (d *Dispatcher) goOwned(f func()) {
 	d.wg.Add(1)
 	go func() {

@@ -47,7 +47,11 @@ func submitAll(ctx context.Context, d *Dispatcher, key string, budget time.Durat
 	ch := make(chan result, len(prompts))
 	for _, p := range prompts {
 		go func() {
-			resp, err := d.Submit(ctx, budget, req(key, p))
+			submit := d.Submit
+			if budget == 0 {
+				submit = d.SubmitBatch // no budget: patient work, batched
+			}
+			resp, err := submit(ctx, budget, req(key, p))
 			ch <- result{p, resp, err}
 		}()
 	}
@@ -78,7 +82,7 @@ func TestRoutingByBudget(t *testing.T) {
 			budget time.Duration
 			want   llmfleet.Route
 		}{
-			{0, llmfleet.RouteBatch},               // no budget: patient
+			{0, llmfleet.RouteSync},                // no budget: DefaultBudget 0, sync
 			{time.Second, llmfleet.RouteSync},      // under the sync max
 			{5 * time.Second, llmfleet.RouteSync},  // at the sync max
 			{60 * time.Second, llmfleet.RouteSync}, // under prior 120s + slack
@@ -397,7 +401,7 @@ func TestCallerLeavesPoolBeforeSubmission(t *testing.T) {
 		d := &Dispatcher{Providers: []llmfleet.Provider{f}}
 		var mu sync.Mutex
 		var entries []llmfleet.LedgerEntry
-		d.Observe = func(e llmfleet.LedgerEntry) {
+		d.Observe = func(e llmfleet.LedgerEntry, _ bool) {
 			mu.Lock()
 			entries = append(entries, e)
 			mu.Unlock()

@@ -25,6 +25,7 @@ type fakeProvider struct {
 	lostCreate int                              // creates lost before the provider saw them
 	resultsErr error                            // returned by every Results call
 	pollErrs   int                              // fail this many GetBatch/ListBatches calls
+	findErrs   int                              // fail this many FindBatch calls
 	never      bool                             // batches never end
 	maxReq     int
 	batches    map[string]*fakeBatch
@@ -52,7 +53,7 @@ func (f *fakeProvider) Limits() llmfleet.BatchLimits {
 }
 
 // answer is the fake model's reply to a body.
-func answer(body []byte) string {
+func answerText(body []byte) string {
 	var p struct {
 		Messages []struct {
 			Content string `json:"content"`
@@ -68,7 +69,7 @@ func answer(body []byte) string {
 func message(body []byte) json.RawMessage {
 	m, _ := json.Marshal(map[string]any{
 		"id": "msg_1", "type": "message", "role": "assistant", "model": modelOf(body),
-		"content":     []any{map[string]any{"type": "text", "text": answer(body)}},
+		"content":     []any{map[string]any{"type": "text", "text": answerText(body)}},
 		"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 10, "output_tokens": 5},
 	})
 	return m
@@ -86,17 +87,62 @@ func (f *fakeProvider) Stream(ctx context.Context, req *llmfleet.Request) (io.Re
 	return nil, errors.New("not supported")
 }
 
-func (f *fakeProvider) CreateBatch(ctx context.Context, cred llmfleet.Credential, h http.Header, items []llmfleet.BatchItem) (*llmfleet.Batch, error) {
+// modelOf reads the model of a request body; "" if it has none.
+func modelOf(body []byte) string {
+	var m struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(body, &m)
+	return m.Model
+}
+
+func (f *fakeProvider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, error) {
+	if !json.Valid(req.Body) {
+		return llmfleet.RequestInfo{}, &llmfleet.Error{StatusCode: 400, Type: "invalid_request_error", Message: "not JSON"}
+	}
+	return llmfleet.RequestInfo{Model: modelOf(req.Body), PoolKey: req.Header.Get("Anthropic-Beta")}, nil
+}
+
+func (f *fakeProvider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {
+	return llmfleet.WithoutField(req.Body, "stream")
+}
+
+// FindBatch finds a batch by the tag its custom_ids carry; it can read
+// the tags of running batches too (as a provider with metadata can).
+func (f *fakeProvider) FindBatch(ctx context.Context, cred llmfleet.Credential, q llmfleet.BatchQuery) (*llmfleet.Batch, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls["find"]++
+	if f.findErrs > 0 {
+		f.findErrs--
+		return nil, &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "list failed"}
+	}
+	for _, id := range f.order {
+		fb := f.batches[id]
+		if fb.cred == cred.Fingerprint(nil) && strings.HasPrefix(fb.items[0].CustomID, q.Tag+"-") {
+			b := f.viewLocked(fb)
+			return &b, nil
+		}
+	}
+	return nil, nil
+}
+
+func (f *fakeProvider) CreateBatch(ctx context.Context, cred llmfleet.Credential, tag string, h http.Header, items []llmfleet.BatchItem) (*llmfleet.Batch, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["create"]++
+	for _, it := range items {
+		if !strings.HasPrefix(it.CustomID, tag+"-") {
+			return nil, &llmfleet.Error{StatusCode: 400, Type: "invalid_request_error", Message: "untagged custom_id"}
+		}
+	}
 	if err := f.createErr; err != nil {
 		f.createErr = nil
 		return nil, err
 	}
 	if f.lostCreate > 0 {
 		f.lostCreate--
-		return nil, errors.New("connection reset by peer")
+		return nil, &llmfleet.UncertainError{Err: errors.New("connection reset by peer")}
 	}
 	id := fmt.Sprintf("msgbatch_%d", len(f.order)+1)
 	now := time.Now()
@@ -118,7 +164,7 @@ func (f *fakeProvider) CreateBatch(ctx context.Context, cred llmfleet.Credential
 	b := fb.b
 	if f.lostAnswer > 0 {
 		f.lostAnswer--
-		return nil, errors.New("timeout awaiting response headers")
+		return nil, &llmfleet.UncertainError{Err: errors.New("timeout awaiting response headers")}
 	}
 	return &b, nil
 }
@@ -179,7 +225,7 @@ func (f *fakeProvider) ListBatches(ctx context.Context, cred llmfleet.Credential
 
 // resultFor decides one item's result from directives in its prompt.
 func resultFor(it llmfleet.BatchItem) llmfleet.BatchResult {
-	a := answer(it.Params)
+	a := answerText(it.Params)
 	switch {
 	case strings.Contains(a, "[errored]"):
 		return llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultErrored,
@@ -191,7 +237,8 @@ func resultFor(it llmfleet.BatchItem) llmfleet.BatchResult {
 	case strings.Contains(a, "[missing]"):
 		return llmfleet.BatchResult{}
 	}
-	return llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultSucceeded, Message: message(it.Params)}
+	return llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultSucceeded, Message: message(it.Params),
+		Model: modelOf(it.Params), Usage: llmfleet.Usage{InputTokens: 10, OutputTokens: 5}}
 }
 
 func (f *fakeProvider) Results(ctx context.Context, cred llmfleet.Credential, id string, fn func(llmfleet.BatchResult) error) error {

@@ -38,7 +38,7 @@ func TestPollThatNeverAnswersIsAbandoned(t *testing.T) {
 		}
 		defer d.Close(context.Background())
 		// No budget: nothing but the poll itself can end the wait.
-		resp, err := d.Submit(t.Context(), 0, req("k", "patient"))
+		resp, err := d.SubmitBatch(t.Context(), 0, req("k", "patient"))
 		if err != nil {
 			t.Fatal(err)
 		}

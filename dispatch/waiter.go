@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -9,12 +10,27 @@ import (
 // waiterState is where a batched request is in its life.
 type waiterState int
 
+// The states of a waiter. The moves allowed between them are in moves.
 const (
-	stateQueued     waiterState = iota // in a pool
-	stateSubmitting                    // its batch is being created
-	stateInFlight                      // its batch was created upstream
-	stateDone                          // answered, failed, or left
+	stateQueued      waiterState = iota // in a pool
+	stateSubmitting                     // its batch's intent is recorded and the create is under way
+	stateReconciling                    // its batch's create failed uncertainly; the reconciler looks for it
+	stateInFlight                       // its batch was created upstream
+	stateDone                           // answered, failed, or withdrawn
 )
+
+var stateNames = [...]string{"queued", "submitting", "reconciling", "in_flight", "done"}
+
+func (s waiterState) String() string { return stateNames[s] }
+
+// moves lists the states each state may move to. A waiter leaves done
+// never; a batch proven not created sends its waiters back to queued.
+var moves = map[waiterState][]waiterState{
+	stateQueued:      {stateSubmitting, stateDone},
+	stateSubmitting:  {stateInFlight, stateReconciling, stateDone},
+	stateReconciling: {stateInFlight, stateQueued, stateDone},
+	stateInFlight:    {stateDone},
+}
 
 // outcome is what a waiter is answered with.
 type outcome struct {
@@ -26,21 +42,40 @@ type outcome struct {
 type waiter struct {
 	id       string // llmfleet's request id
 	req      *llmfleet.Request
-	provider string // the provider's name
+	prov     llmfleet.Provider
+	info     llmfleet.RequestInfo
+	params   json.RawMessage // the body it is batched with
 	budget   time.Duration
-	model    string
-	enqueued time.Time
-	deadline time.Time // zero: no budget
+	arrived  time.Time // when it reached the dispatcher: budgets count from here
+	accepted time.Time // when it was durably accepted: pool windows count from here
+	deadline time.Time // arrived + budget; zero: no budget
 	done     chan outcome
 
 	// Guarded by Dispatcher.mu.
 	state     waiterState
-	abandoned bool // the caller left after submission
+	abandoned bool // the caller stopped waiting; the answer is still kept if durable
 	detached  bool // no caller waits: recovered after a restart, or async
 	submitted time.Time
 	pool      *pool
 	customID  string
 }
 
+// to moves w to state s if the move is allowed, and reports whether it
+// was.
+func (w *waiter) to(s waiterState) bool {
+	for _, ok := range moves[w.state] {
+		if ok == s {
+			w.state = s
+			return true
+		}
+	}
+	return false
+}
+
 // size is the request's share of an encoded batch create body.
-func (w *waiter) size() int64 { return int64(len(w.req.Body)) + 96 }
+func (w *waiter) size() int64 { return int64(len(w.params)) + 96 }
+
+// item is what the policy reads of w.
+func (w *waiter) item(predicted time.Duration) Item {
+	return Item{Accepted: w.accepted, Deadline: w.deadline, Predicted: predicted}
+}

@@ -1,0 +1,52 @@
+package claude
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// Inspect reads the model of a Messages request and its pool key: the
+// anthropic-* headers (anthropic-beta, anthropic-version, ...), which a
+// Message Batches create applies to every request in it. One batch may
+// hold several models, so the model is not in the key; the engine may
+// split pools by model as well.
+func (p *Provider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, error) {
+	var m struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(req.Body, &m); err != nil {
+		return llmfleet.RequestInfo{}, localError(http.StatusBadRequest, "invalid_request_error", "request body is not a JSON object: "+err.Error())
+	}
+	return llmfleet.RequestInfo{Model: m.Model, PoolKey: headerSignature(req.Header)}, nil
+}
+
+// headerSignature identifies the anthropic-* headers, which must be equal
+// for requests to share a batch.
+func headerSignature(h http.Header) string {
+	var parts []string
+	for k, vs := range h {
+		lk := strings.ToLower(k)
+		if strings.HasPrefix(lk, "anthropic-") {
+			vs = slices.Clone(vs)
+			sort.Strings(vs)
+			parts = append(parts, lk+"="+strings.Join(vs, ","))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ";")
+}
+
+// BatchParams returns req's body without "stream" (a batch refuses it),
+// every other byte as it was.
+func (p *Provider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {
+	b, err := llmfleet.WithoutField(req.Body, "stream")
+	if err != nil {
+		return nil, localError(http.StatusBadRequest, "invalid_request_error", err.Error())
+	}
+	return b, nil
+}

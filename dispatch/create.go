@@ -1,0 +1,113 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// createCall is one batch create: its local id (the tag), its requests
+// and what became of the call.
+type createCall struct {
+	localID string
+	prov    llmfleet.Provider
+	first   *llmfleet.Request // credential and headers
+	ws      []*waiter
+	items   []llmfleet.BatchItem
+
+	intentAt   time.Time // when the intent was recorded
+	deadline   time.Time // the create call's deadline
+	answeredAt time.Time // when an uncertain failure was answered (zero: no answer)
+}
+
+// create records the intent, makes the create call and hands the batch
+// to its tracker. A create the provider refused, or that never reached it,
+// fails its requests at once; one that may or may not have made the batch
+// goes to the reconciler, which never sends it again unless the batch is
+// proven not created.
+func (d *Dispatcher) create(c *createCall) {
+	c.intentAt = d.clock.Now()
+	c.deadline = c.intentAt.Add(d.pol.CreateTimeout)
+	sb := &llmfleet.StoredBatch{
+		ID: c.localID, Provider: c.prov.Name(), CredentialID: d.fingerprint(c.first.Credential),
+		State: llmfleet.BatchIntent, Size: len(c.ws), IntentAt: c.intentAt, CreateDeadline: c.deadline,
+	}
+	if err := d.journal.intent(d.ctx, sb, c.ws); err != nil {
+		d.createFailed(c, err, false)
+		return
+	}
+	ctx, cancel := d.withTimeout(d.ctx, d.pol.CreateTimeout)
+	d.stats.managementCalls.Add(1)
+	b, err := c.prov.CreateBatch(ctx, c.first.Credential, c.localID, c.first.Header, c.items)
+	cancel()
+	var ue *llmfleet.UncertainError
+	switch {
+	case err == nil:
+		if jerr := d.journal.created(d.ctx, c.localID, b); jerr != nil {
+			d.log.Error("batch id not stored; a restart will reconcile it", "batch", c.localID, "batch_id", b.ID, "err", jerr)
+		}
+		d.mu.Lock()
+		d.submittedLocked(c, b)
+		d.endWorkLocked()
+		d.mu.Unlock()
+	case errors.As(err, &ue):
+		if ue.Answered {
+			c.answeredAt = d.clock.Now()
+		}
+		d.log.Warn("batch create may or may not have made the batch; reconciling", "provider", c.prov.Name(),
+			"batch", c.localID, "credential", c.first.Credential.String(), "requests", len(c.ws), "answered", ue.Answered, "err", err)
+		d.mu.Lock()
+		for _, w := range c.ws {
+			w.to(stateReconciling)
+		}
+		d.mu.Unlock()
+		d.reconcile(c)
+	default:
+		d.createFailed(c, err, true)
+	}
+}
+
+// createFailed answers the requests of a create that certainly did not
+// make the batch (refused, or never delivered) with its error, stored
+// with their ledger entries. recorded says whether the intent was stored.
+func (d *Dispatcher) createFailed(c *createCall, err error, recorded bool) {
+	d.log.Warn("batch create failed", "provider", c.prov.Name(), "batch", c.localID,
+		"credential", c.first.Credential.String(), "requests", len(c.ws), "err", err)
+	cause := fmt.Errorf("llmfleet: batch create failed: %w", err)
+	answers := make([]answer, len(c.ws))
+	for i, w := range c.ws {
+		answers[i] = answer{w: w, err: cause}
+	}
+	if recorded {
+		if !d.deliver(answers, "", nil) {
+			d.mu.Lock()
+			d.endWorkLocked()
+			d.mu.Unlock()
+			return // not stored: the intent stays for the next start
+		}
+		if jerr := d.journal.failed(d.ctx, c.localID); jerr != nil {
+			d.log.Error("failed create not marked", "batch", c.localID, "err", jerr)
+		}
+	} else {
+		// Nothing of the batch is stored: its requests are still queued
+		// in the store; fail the callers, the next start sends them.
+		d.mu.Lock()
+		for _, w := range c.ws {
+			d.finishLocked(w, nil, cause, nil)
+		}
+		d.mu.Unlock()
+	}
+	d.mu.Lock()
+	d.endWorkLocked()
+	d.mu.Unlock()
+}
+
+// submittedLocked counts a created batch and starts tracking it.
+func (d *Dispatcher) submittedLocked(c *createCall, b *llmfleet.Batch) {
+	d.stats.batchesSubmitted.Add(1)
+	d.log.Info("batch created", "provider", c.prov.Name(), "batch", c.localID, "batch_id", b.ID,
+		"credential", c.first.Credential.String(), "requests", len(c.ws))
+	d.trackLocked(c.prov, c.first.Credential, c.localID, b, c.ws)
+}

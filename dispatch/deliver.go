@@ -1,0 +1,127 @@
+package dispatch
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/ledger"
+)
+
+// answer is what one waiter is to be answered with.
+type answer struct {
+	w    *waiter
+	resp *llmfleet.Response
+	err  error
+}
+
+// deliver stores the answers with their ledger entries in one
+// transaction, then, under the lock, calls then (if not nil), answers
+// their callers and observes the entries. If
+// they cannot be stored nobody is answered and it returns false: the
+// caller tries again later, so that no answer is given that a restart
+// would not find.
+func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool {
+	now := d.clock.Now()
+	done := make([]llmfleet.Completion, len(answers))
+	entries := make([]llmfleet.LedgerEntry, len(answers))
+	for i, a := range answers {
+		entries[i] = d.entry(a.w, a.resp, a.err, now)
+		done[i] = llmfleet.Completion{RequestID: a.w.id, Result: storedResult(a.resp, a.err, now), Ledger: &entries[i]}
+	}
+	if err := d.journal.complete(d.ctx, done); err != nil {
+		d.log.Error("results not stored; will retry", "batch_id", batchID, "requests", len(answers), "err", err)
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if then != nil {
+		then()
+	}
+	for i, a := range answers {
+		d.finishLocked(a.w, a.resp, a.err, &entries[i])
+	}
+	return true
+}
+
+// entry returns the priced ledger entry of a batched request answered now.
+func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now time.Time) llmfleet.LedgerEntry {
+	e := llmfleet.LedgerEntry{
+		RequestID: w.id,
+		Time:      now,
+		Provider:  w.prov.Name(),
+		Model:     w.info.Model,
+		Route:     llmfleet.RouteBatch,
+		Outcome:   llmfleet.Outcome(err),
+		Latency:   now.Sub(w.arrived),
+		Budget:    w.budget,
+	}
+	var be *llmfleet.BatchError
+	if errors.As(err, &be) {
+		e.BatchID = be.BatchID
+	}
+	if resp != nil {
+		e.BatchID = resp.BatchID
+		e.Usage = resp.Usage
+		if resp.Model != "" {
+			e.Model = resp.Model
+		}
+		e.Queued = resp.Queued
+		e.Turnaround = resp.BatchTurnaround
+	} else if !w.submitted.IsZero() {
+		e.Queued = w.submitted.Sub(w.arrived)
+	}
+	e.BudgetMet = llmfleet.BudgetMet(err, e.Latency, w.budget)
+	return ledger.Make(d.Price, e)
+}
+
+// storedResult is the typed answer to keep for a request.
+func storedResult(resp *llmfleet.Response, err error, now time.Time) *llmfleet.StoredResult {
+	if err == nil {
+		return &llmfleet.StoredResult{StatusCode: http.StatusOK, Body: resp.Body, Usage: resp.Usage, CompletedAt: now}
+	}
+	re := llmfleet.ResultErrorOf(err)
+	status := re.StatusCode
+	if status == 0 {
+		status = statusOf(re.Kind)
+	}
+	return &llmfleet.StoredResult{StatusCode: status, Err: re, CompletedAt: now}
+}
+
+// statusOf is the HTTP status an answer of one of llmfleet's own error
+// kinds carries (the faces render the body).
+func statusOf(k llmfleet.ErrorKind) int {
+	switch k {
+	case llmfleet.KindBudget:
+		return http.StatusGatewayTimeout
+	case llmfleet.KindExpired, llmfleet.KindClosed:
+		return 529
+	case llmfleet.KindCanceled, llmfleet.KindMissing:
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadGateway
+}
+
+// finishLocked answers a waiter once. e is its ledger entry, already
+// stored if the journal is durable; nil for an answer that concludes
+// nothing (the dispatcher closing).
+func (d *Dispatcher) finishLocked(w *waiter, resp *llmfleet.Response, err error, e *llmfleet.LedgerEntry) {
+	if !w.to(stateDone) {
+		return
+	}
+	if e != nil && d.Observe != nil {
+		d.Observe(*e, d.journal.durable())
+	}
+	switch {
+	case w.detached:
+		if err != nil {
+			d.stats.errors.Add(1)
+		}
+	case w.abandoned:
+		d.stats.droppedResults.Add(1)
+	default:
+		w.done <- outcome{resp, err}
+	}
+	w.done <- outcome{resp, err}
+}

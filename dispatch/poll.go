@@ -1,0 +1,286 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// Bounds of the polling of batches in flight.
+const (
+	// pollTimeout bounds the status calls (retrieve, list) of one poll.
+	pollTimeout = time.Minute
+	// resultsTimeout bounds one download of a batch's results.
+	resultsTimeout = 10 * time.Minute
+	// maxFetchFailures is how many failed downloads in a row make the
+	// dispatcher answer the batch's requests with ErrResultMissing.
+	maxFetchFailures = 8
+	// maxRefusedPolls is how many status calls in a row the provider may
+	// refuse for a batch (404, 401, 403: an answer, not a lost
+	// connection) before its requests are answered with that error.
+	maxRefusedPolls = 8
+	// expiryGrace is how long past its expiry a batch that cannot be
+	// looked at is still polled before its requests are answered with
+	// ErrResultMissing.
+	expiryGrace = time.Hour
+	// defaultExpiry is a batch's expiry when the provider gave none.
+	defaultExpiry = 24 * time.Hour
+)
+
+// trackLocked starts tracking a created batch.
+func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credential, localID string, b *llmfleet.Batch, ws []*waiter) {
+	key := prov.Name() + "\x00" + d.fingerprint(cred)
+	t := d.trackers[key]
+	if t == nil {
+		t = &tracker{key: key, prov: prov, cred: cred, flights: map[string]*flight{}}
+		d.trackers[key] = t
+	}
+	now := d.clock.Now()
+	f := &flight{id: b.ID, localID: localID, submitted: now, expires: b.ExpiresAt, waiters: make(map[string]*waiter, len(ws))}
+	if f.expires.IsZero() {
+		f.expires = now.Add(defaultExpiry)
+	}
+	seen := map[string]bool{}
+	for _, w := range ws {
+		w.to(stateInFlight)
+		w.submitted = now
+		f.waiters[w.customID] = w
+		if !seen[w.info.Model] {
+			seen[w.info.Model] = true
+			f.models = append(f.models, w.info.Model)
+			f.predicted = max(f.predicted, d.predictor.predict(prov.Name(), w.info.Model))
+		}
+	}
+	if b.Status == llmfleet.BatchEnded {
+		f.ended = b
+		f.nextCheck = now
+	} else {
+		f.nextCheck = d.pol.NextCheck(f.submitted, f.predicted, now)
+	}
+	t.flights[f.id] = f
+	d.beginWorkLocked()
+	d.rescheduleLocked(t)
+}
+
+// rescheduleLocked sets the tracker's timer to its earliest due flight.
+func (d *Dispatcher) rescheduleLocked(t *tracker) {
+	if t.busy {
+		return
+	}
+	if len(t.flights) == 0 {
+		t.stop()
+		delete(d.trackers, t.key)
+		return
+	}
+	at := t.due()
+	if t.timer != nil && t.timerAt.Equal(at) {
+		return
+	}
+	t.stop()
+	t.timerAt = at
+	t.timer = d.clock.AfterFunc(max(at.Sub(d.clock.Now()), 0), func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.ctx.Err() != nil || t.busy || !t.timerAt.Equal(at) {
+			return
+		}
+		t.timer = nil
+		t.busy = true
+		d.goOwned(func() { d.poll(t) })
+	})
+}
+
+// poll looks at every in-flight batch of the tracker with as few calls as
+// it can, then fetches the results of the batches that ended.
+func (d *Dispatcher) poll(t *tracker) {
+	d.mu.Lock()
+	open, ended := t.split()
+	d.mu.Unlock()
+
+	seen := map[string]*llmfleet.Batch{}
+	failed := map[string]error{}
+	// The status calls are bounded, so that one that never answers does
+	// not stall every batch of the credential.
+	ctx, cancel := d.withTimeout(d.ctx, pollTimeout)
+	switch {
+	case len(open) == 1:
+		d.stats.managementCalls.Add(1)
+		if b, err := t.prov.GetBatch(ctx, t.cred, open[0]); err != nil {
+			failed[open[0]] = err
+		} else {
+			seen[b.ID] = b
+		}
+	case len(open) > 1:
+		d.list(ctx, t, open, seen, failed)
+	}
+	cancel()
+
+	d.mu.Lock()
+	now := d.clock.Now()
+	var gone []*flight
+	for _, id := range open {
+		f := t.flights[id]
+		if f == nil {
+			continue
+		}
+		if err := failed[id]; err != nil {
+			if d.pollFailedLocked(t, f, err, now) {
+				gone = append(gone, f)
+			}
+			continue
+		}
+		f.pollFailures, f.pollErr = 0, nil
+		b := seen[id]
+		if b == nil || b.Status != llmfleet.BatchEnded {
+			f.nextCheck = d.pol.NextCheck(f.submitted, f.predicted, now)
+			continue
+		}
+		d.endedLocked(t, f, b, now)
+		ended = append(ended, f)
+	}
+	d.mu.Unlock()
+
+	for _, f := range gone {
+		d.giveUpFlight(t, f)
+	}
+	for _, f := range ended {
+		d.fetch(t, f)
+	}
+
+	d.mu.Lock()
+	t.busy = false
+	d.rescheduleLocked(t)
+	d.mu.Unlock()
+}
+
+// pollFailedLocked counts a failed status call for f and reports whether
+// to give up on it: after maxRefusedPolls refusals in a row (the provider
+// answered 4xx: the batch is gone or the credential no longer reads it),
+// or when it still cannot be looked at well past its expiry.
+func (d *Dispatcher) pollFailedLocked(t *tracker, f *flight, err error, now time.Time) bool {
+	f.pollFailures++
+	f.pollErr = err
+	d.log.Warn("batch poll failed", "provider", t.prov.Name(), "batch_id", f.id, "failures", f.pollFailures, "err", err)
+	if (refused(err) && f.pollFailures >= maxRefusedPolls) || now.After(f.expires.Add(expiryGrace)) {
+		return true
+	}
+	f.nextCheck = now.Add(d.pol.RetryAfter(f.pollFailures - 1))
+	return false
+}
+
+// refused reports whether err is the provider's answer refusing a call
+// for good (a 4xx other than a rate limit, a timeout or a conflict).
+func refused(err error) bool {
+	var pe *llmfleet.Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	s := pe.StatusCode
+	return s >= 400 && s < 500 && s != http.StatusTooManyRequests && s != http.StatusRequestTimeout && s != http.StatusConflict
+}
+
+// endedLocked records that f ended and teaches the predictor its
+// turnaround.
+func (d *Dispatcher) endedLocked(t *tracker, f *flight, b *llmfleet.Batch, now time.Time) {
+	f.ended = b
+	d.stats.batchesEnded.Add(1)
+	localID, endedAt := f.localID, b.EndedAt
+	d.goOwned(func() {
+		if err := d.journal.ended(d.ctx, localID, endedAt); err != nil {
+			d.log.Warn("batch end not stored", "batch_id", b.ID, "err", err)
+		}
+	})
+	turnaround := b.EndedAt.Sub(b.CreatedAt)
+	for _, m := range f.models {
+		d.predictor.observe(t.prov.Name(), m, turnaround)
+		if d.ObserveTurnaround != nil {
+			d.ObserveTurnaround(t.prov.Name(), m, turnaround)
+		}
+	}
+	d.log.Info("batch ended", "provider", t.prov.Name(), "batch_id", f.id,
+		"turnaround", turnaround, "seen_after", now.Sub(f.submitted),
+		"succeeded", b.Counts.Succeeded, "errored", b.Counts.Errored,
+		"canceled", b.Counts.Canceled, "expired", b.Counts.Expired)
+}
+
+// list pages through the credential's batches, newest first, until every
+// open batch was seen or the listing is older than the oldest of them. The
+// open batches it did not see are retrieved one by one. A failed list
+// fails every open batch; a failed retrieve, its batch.
+func (d *Dispatcher) list(ctx context.Context, t *tracker, open []string, seen map[string]*llmfleet.Batch, failed map[string]error) {
+	want := make(map[string]bool, len(open))
+	for _, id := range open {
+		want[id] = true
+	}
+	limit := min(1000, max(20, 2*len(open)))
+	after := ""
+	for page := 0; page < 10 && len(want) > 0; page++ {
+		d.stats.managementCalls.Add(1)
+		p, err := t.prov.ListBatches(ctx, t.cred, after, limit)
+		if err != nil {
+			for id := range want {
+				failed[id] = err
+			}
+			return
+		}
+		for i := range p.Batches {
+			b := &p.Batches[i]
+			if want[b.ID] {
+				seen[b.ID] = b
+				delete(want, b.ID)
+			}
+		}
+		if !p.HasMore || p.LastID == "" {
+			break
+		}
+		after = p.LastID
+	}
+	for id := range want {
+		d.stats.managementCalls.Add(1)
+		b, err := t.prov.GetBatch(ctx, t.cred, id)
+		if err != nil {
+			failed[id] = err
+			continue
+		}
+		seen[id] = b
+	}
+}
+
+// giveUpFlight answers the requests of a batch that can no longer be
+// looked at with the last error, so that no ticket waits forever.
+func (d *Dispatcher) giveUpFlight(t *tracker, f *flight) {
+	d.mu.Lock()
+	cause := f.pollErr
+	if !refused(cause) {
+		cause = errors.Join(llmfleet.ErrResultMissing, cause)
+	}
+	answers := make([]answer, 0, len(f.waiters))
+	for _, w := range f.waiters {
+		answers = append(answers, answer{w: w, err: &llmfleet.BatchError{BatchID: f.id, Err: cause}})
+	}
+	d.mu.Unlock()
+	d.log.Error("batch can no longer be looked at; answering its requests with the error", "provider", t.prov.Name(),
+		"batch_id", f.id, "requests", len(answers), "failures", f.pollFailures, "err", cause)
+	d.conclude(t, f, answers)
+}
+
+// conclude stores a flight's answers and, once stored, stops tracking it.
+func (d *Dispatcher) conclude(t *tracker, f *flight, answers []answer) bool {
+	ok := d.deliver(answers, f.id, func() {
+		delete(t.flights, f.id)
+		d.endWorkLocked()
+	})
+	if !ok {
+		d.mu.Lock()
+		f.nextCheck = d.clock.Now().Add(d.pol.MaxPollInterval)
+		d.mu.Unlock()
+		return false
+	}
+	if err := d.journal.resolve(d.ctx, f.localID); err != nil {
+		d.log.Warn("batch resolve not stored", "batch_id", f.id, "err", err)
+	}
+	return true
+}

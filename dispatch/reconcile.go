@@ -1,0 +1,118 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// reconcile finds out what became of a create that may or may not have
+// made its batch, by its tag: the one reconciler, for a create that just
+// failed uncertainly and for an intent a previous process left. It asks
+// the provider's FindBatch until it gets an answer it can act on:
+//
+//   - the batch carrying the tag: it is adopted and tracked;
+//   - no such batch, from a list read after the create could no longer
+//     land (Policy.Settled: the create's answer, or its deadline when no
+//     answer came, plus SettleDelay): the requests go back to their pool,
+//     to be sent again without paying twice;
+//   - no such batch from an earlier list, ErrUndetermined (a candidate
+//     cannot be told apart yet) or a failed list: it asks again later,
+//     never concluding anything from them.
+//
+// It gives up only when the dispatcher closes; the intent then stays
+// stored for the next start. Waiting callers keep their own deadlines.
+func (d *Dispatcher) reconcile(c *createCall) {
+	settled := d.pol.Settled(c.deadline, c.answeredAt)
+	known := func(id string) bool { return d.trackedBatch(id) }
+	q := llmfleet.BatchQuery{Tag: c.localID, Since: c.intentAt, Size: len(c.ws), Known: known}
+	next := d.clock.Now().Add(d.pol.SettleDelay)
+	for tries := 0; ; tries++ {
+		if !d.sleepUntil(next) {
+			d.abandon(c)
+			return
+		}
+		askedAt := d.clock.Now()
+		ctx, cancel := d.withTimeout(d.ctx, pollTimeout)
+		d.stats.managementCalls.Add(1)
+		b, err := c.prov.FindBatch(ctx, c.first.Credential, q)
+		cancel()
+		switch {
+		case err == nil && b != nil:
+			d.log.Info("uncertain create found by its tag; adopted", "batch", c.localID, "batch_id", b.ID)
+			if jerr := d.journal.created(d.ctx, c.localID, b); jerr != nil {
+				d.log.Error("batch id not stored; a restart will reconcile it", "batch", c.localID, "err", jerr)
+			}
+			d.mu.Lock()
+			d.submittedLocked(c, b)
+			d.endWorkLocked()
+			d.mu.Unlock()
+			return
+		case err == nil && !askedAt.Before(settled):
+			d.requeue(c)
+			return
+		case err == nil:
+			next = settled // an early list proves nothing
+		case errors.Is(err, llmfleet.ErrUndetermined):
+			next = d.clock.Now().Add(d.pol.RetryAfter(tries))
+		default:
+			d.log.Warn("looking for an uncertain create failed; will retry", "batch", c.localID, "err", err)
+			next = d.clock.Now().Add(d.pol.RetryAfter(tries))
+		}
+		if next.Before(settled) && err == nil {
+			next = settled
+		}
+	}
+}
+
+// trackedBatch reports whether the provider's batch id is tracked here.
+func (d *Dispatcher) trackedBatch(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.knownIDs[id] {
+		return true
+	}
+	for _, t := range d.trackers {
+		if t.flights[id] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// requeue puts the requests of a batch proven not created back into their
+// pools.
+func (d *Dispatcher) requeue(c *createCall) {
+	d.log.Info("uncertain create did not make the batch; requeueing", "batch", c.localID, "requests", len(c.ws))
+	if err := d.journal.requeue(d.ctx, c.localID); err != nil {
+		d.log.Error("requeue not stored; the next start reconciles the intent again", "batch", c.localID, "err", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var back []*waiter
+	for _, w := range c.ws {
+		if w.abandoned && !d.journal.durable() {
+			d.finishLocked(w, nil, context.Canceled, nil) // nobody will read its answer
+			continue
+		}
+		if w.to(stateQueued) {
+			back = append(back, w)
+		}
+	}
+	for w, err := range d.enqueueAllLocked(back) {
+		d.finishLocked(w, nil, err, nil)
+	}
+	d.endWorkLocked()
+}
+
+// abandon answers the waiting callers of an unresolved create when the
+// dispatcher closes; the intent stays stored for the next start.
+func (d *Dispatcher) abandon(c *createCall) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, w := range c.ws {
+		d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
+	}
+	d.endWorkLocked()
+}

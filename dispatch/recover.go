@@ -1,0 +1,155 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// recover picks up what a previous process left in the Store: created
+// batches are tracked again, intents go to the reconciler (as a create
+// that failed without an answer: nothing is concluded before its
+// deadline has passed), and queued requests are pooled again, together.
+func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
+	queued, batches, err := store.Pending(ctx)
+	if err != nil {
+		return err
+	}
+	creds := map[string]llmfleet.Credential{}
+	credential := func(id string) (llmfleet.Credential, error) {
+		if c, ok := creds[id]; ok {
+			return c, nil
+		}
+		sealed, err := store.GetCredential(ctx, id)
+		if err != nil {
+			return llmfleet.Credential{}, fmt.Errorf("credential %s: %w", id, err)
+		}
+		c, err := d.Sealer.Unseal(id, sealed)
+		if err != nil {
+			return llmfleet.Credential{}, fmt.Errorf("credential %s: %w", id, err)
+		}
+		creds[id] = c
+		if sj, ok := d.journal.(*storeJournal); ok {
+			sj.markSealed(id)
+		}
+		return c, nil
+	}
+	revive := func(r *llmfleet.StoredRequest) (*waiter, error) {
+		cred, err := credential(r.CredentialID)
+		if err != nil {
+			return nil, err
+		}
+		req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Body: r.Body, ID: r.ID}
+		w, err := d.newWaiter(req, r.Budget, r.AcceptedAt)
+		if err != nil {
+			return nil, err
+		}
+		w.deadline = r.Deadline
+		w.accepted = r.AcceptedAt
+		w.detached = true
+		w.customID = r.CustomID
+		return w, nil
+	}
+
+	for _, pb := range batches {
+		if pb.Batch.UpstreamID != "" {
+			d.knownIDs[pb.Batch.UpstreamID] = true
+		}
+	}
+	sort.Slice(batches, func(i, j int) bool { return batches[i].Batch.IntentAt.Before(batches[j].Batch.IntentAt) })
+	for _, pb := range batches {
+		sb := pb.Batch
+		if len(pb.Requests) == 0 {
+			// Every request of it was answered before the crash.
+			mark := store.ResolveBatch
+			if sb.State == llmfleet.BatchIntent {
+				mark = func(ctx context.Context, id string) error { return store.RecordCreateFailed(ctx, id, false) }
+			}
+			if err := mark(ctx, sb.ID); err != nil {
+				return err
+			}
+			continue
+		}
+		var ws []*waiter
+		for _, r := range pb.Requests {
+			w, err := revive(r)
+			if err != nil {
+				d.log.Error("stored request cannot be recovered", "request_id", r.ID, "err", err)
+				continue
+			}
+			ws = append(ws, w)
+		}
+		if len(ws) == 0 {
+			// Its credential cannot be unsealed (another secret?): keep
+			// the batch pending, for a start that can.
+			d.log.Error("stored batch cannot be recovered; kept for the next start", "batch", sb.ID, "requests", len(pb.Requests))
+			continue
+		}
+		c := &createCall{localID: sb.ID, prov: ws[0].prov, first: ws[0].req, ws: ws, intentAt: sb.IntentAt, deadline: sb.CreateDeadline}
+		if c.deadline.IsZero() {
+			c.deadline = sb.IntentAt.Add(d.pol.CreateTimeout)
+		}
+		d.mu.Lock()
+		if sb.State == llmfleet.BatchIntent {
+			for _, w := range ws {
+				w.state = stateReconciling
+			}
+			d.beginWorkLocked()
+			d.goOwned(func() { d.reconcile(c) })
+			d.log.Info("batch intent to reconcile", "batch", sb.ID, "requests", len(ws), "create_deadline", c.deadline)
+		} else {
+			for _, w := range ws {
+				w.state = stateSubmitting
+			}
+			b := &llmfleet.Batch{ID: sb.UpstreamID, Status: llmfleet.BatchInProgress, CreatedAt: sb.CreatedAt}
+			d.trackLocked(c.prov, c.first.Credential, sb.ID, b, ws)
+			d.log.Info("batch in flight recovered", "batch_id", b.ID, "requests", len(ws))
+		}
+		d.mu.Unlock()
+	}
+	for _, r := range queued {
+		w, err := revive(r)
+		if err != nil {
+			// Kept queued, for a start that can unseal its credential.
+			d.log.Error("stored request cannot be recovered", "request_id", r.ID, "err", err)
+			continue
+		}
+		if err = d.checkSize(w); err == nil {
+			d.mu.Lock()
+			err = d.enqueueLocked(w)
+			d.mu.Unlock()
+		}
+		if err != nil {
+			d.log.Error("stored request cannot be queued again; answering it with the error", "request_id", r.ID, "err", err)
+			now := d.clock.Now()
+			done := []llmfleet.Completion{{RequestID: r.ID, Result: storedResult(nil, err, now)}}
+			if err := store.CompleteRequests(ctx, done); err != nil {
+				return err
+			}
+		}
+	}
+	if n := len(queued) + len(batches); n > 0 {
+		d.log.Info("recovered stored state", "queued", len(queued), "batches", len(batches))
+	}
+	return nil
+}
+
+// purgeLoop deletes stored results older than the retention period, once
+// at start and then hourly, until the dispatcher closes.
+func (d *Dispatcher) purgeLoop(store llmfleet.Store) {
+	for {
+		now := d.clock.Now()
+		n, err := store.Purge(d.ctx, now.Add(-d.Retention), now.Add(-d.LedgerRetention))
+		if err != nil && d.ctx.Err() == nil {
+			d.log.Warn("purge failed", "err", err)
+		} else if n > 0 {
+			d.log.Info("purged old results", "records", n)
+		}
+		if !d.sleep(time.Hour) {
+			return
+		}
+	}
+}
