@@ -1,6 +1,8 @@
 package llmfleet
 
 import (
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,9 +58,10 @@ func (e *UncertainError) Error() string {
 func (e *UncertainError) Unwrap() error { return e.Err }
 
 // BudgetMet is the one definition of a kept budget: a successful answer
-// within it (any answer is within no budget, 0).
-func BudgetMet(err error, latency, budget time.Duration) bool {
-	return err == nil && (budget <= 0 || latency <= budget)
+// (ok) within it (any answer is within no budget, 0). Every face and the
+// ledger decide "budget met" with it.
+func BudgetMet(ok bool, latency, budget time.Duration) bool {
+	return ok && (budget <= 0 || latency <= budget)
 }
 
 // Error is an error answered by a provider, in the shape of its error
@@ -129,3 +132,30 @@ func (e *BatchError) Error() string { return e.Err.Error() + " (batch " + e.Batc
 
 // Unwrap returns the request's error.
 func (e *BatchError) Unwrap() error { return e.Err }
+
+// ErrorEnvelope returns the Anthropic error body for an error type and
+// message.
+func ErrorEnvelope(typ, msg, requestID string) []byte {
+	type inner struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	b, _ := json.Marshal(struct {
+		Type      string `json:"type"`
+		Error     inner  `json:"error"`
+		RequestID string `json:"request_id"`
+	}{"error", inner{typ, msg}, requestID})
+	return b
+}
+
+// NewID returns a random id with the given prefix, in the shape of the
+// API's ids (24 base-62 characters).
+func NewID(prefix string) string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var b [24]byte
+	rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return prefix + string(b[:])
+}

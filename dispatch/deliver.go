@@ -72,7 +72,7 @@ func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now ti
 	} else if !w.submitted.IsZero() {
 		e.Queued = w.submitted.Sub(w.arrived)
 	}
-	e.BudgetMet = llmfleet.BudgetMet(err, e.Latency, w.budget)
+	e.BudgetMet = llmfleet.BudgetMet(err == nil, e.Latency, w.budget)
 	return ledger.Make(d.Price, e)
 }
 
@@ -82,6 +82,10 @@ func storedResult(resp *llmfleet.Response, err error, now time.Time) *llmfleet.S
 		return &llmfleet.StoredResult{StatusCode: http.StatusOK, Body: resp.Body, Usage: resp.Usage, CompletedAt: now}
 	}
 	re := llmfleet.ResultErrorOf(err)
+	if re.RequestID == "" {
+		// The id its answer carries whenever it is read.
+		re.RequestID = llmfleet.NewID("req_")
+	}
 	status := re.StatusCode
 	if status == 0 {
 		status = statusOf(re.Kind)

@@ -58,7 +58,7 @@ func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*ll
 		e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: info.Model,
 			Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err)}
 		e.Latency = e.Time.Sub(start)
-		e.BudgetMet = llmfleet.BudgetMet(err, e.Latency, 0)
+		e.BudgetMet = llmfleet.BudgetMet(err == nil, e.Latency, 0)
 		if resp != nil {
 			e.Usage = resp.Usage
 			if resp.Model != "" {

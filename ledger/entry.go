@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"errors"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -88,8 +87,7 @@ func (c Call) Entry() llmfleet.LedgerEntry {
 	if e.Route == "" {
 		e.Route = llmfleet.RouteSync
 	}
-	e.BudgetMet = c.Budget <= 0 ||
-		(!errors.Is(c.Err, llmfleet.ErrBudgetExceeded) && e.Latency <= c.Budget)
+	e.BudgetMet = llmfleet.BudgetMet(c.Err == nil, e.Latency, c.Budget)
 	return e
 }
 

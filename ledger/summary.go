@@ -122,8 +122,19 @@ type Summary struct {
 	RecentBudgetMisses []llmfleet.LedgerEntry `json:"recent_budget_misses"`
 }
 
-// IsBudgetMiss reports whether an entry had a budget and missed it.
-func IsBudgetMiss(e llmfleet.LedgerEntry) bool { return e.Budget > 0 && !e.BudgetMet }
+// IsBudgetMiss reports whether an entry had a budget and missed it: it
+// was answered, or timed out, after its budget. An error answered within
+// the budget (a refused request) is an error, not a miss.
+func IsBudgetMiss(e llmfleet.LedgerEntry) bool {
+	if e.Budget <= 0 || e.BudgetMet {
+		return false
+	}
+	switch e.Outcome {
+	case "ok", "budget_exceeded", "timeout_error", "deadline_exceeded":
+		return true
+	}
+	return e.Latency > e.Budget
+}
 
 // SyncEquivalent returns what an entry cost or would have cost at the sync
 // route: its CostUSD on the sync route, its OtherRouteUSD on the batch

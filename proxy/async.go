@@ -125,24 +125,24 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
 		writeTicket(w, sr.ID, sr.State)
 		return
 	}
-	res := sr.Result
+	status, body := resultAnswer(sr.Result)
 	h := w.Header()
 	h.Set(HeaderRequestID, sr.ID)
 	h.Set(HeaderRoute, string(llmfleet.RouteBatch))
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(res.Body)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	reqID := ""
-	if res.StatusCode != http.StatusOK {
+	if status != http.StatusOK {
 		var env struct {
 			RequestID string `json:"request_id"`
 		}
-		json.Unmarshal(res.Body, &env)
+		json.Unmarshal(body, &env)
 		reqID = env.RequestID
 	}
 	if reqID == "" {
 		reqID = llmfleet.NewID("req_")
 	}
 	h.Set("Request-Id", reqID)
-	w.WriteHeader(res.StatusCode)
-	w.Write(res.Body)
+	w.WriteHeader(status)
+	w.Write(body)
 }

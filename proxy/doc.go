@@ -83,7 +83,7 @@
 // A batched request that errored is answered with the status and error
 // envelope the sync API would have sent, or, once its stream has begun,
 // with an error event carrying the envelope. llmfleet's own errors map as
-// llmfleet.ErrorAnswer maps them:
+// the proxy maps them:
 //
 //	llmfleet.ErrBudgetExceeded      504 timeout_error, x-should-retry: false
 //	llmfleet.ErrBatchExpired        529 overloaded_error

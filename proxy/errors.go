@@ -61,11 +61,11 @@ type failure struct {
 }
 
 // failureFor maps an error of the Submitter to the HTTP answer a client
-// gets (llmfleet.ErrorAnswer): provider errors keep their status, envelope
+// gets (errorAnswer): provider errors keep their status, envelope
 // and retry delay; llmfleet's own errors map as documented in the package
 // doc, and a spent budget must not be retried as is.
 func failureFor(err error) failure {
-	status, body := llmfleet.ErrorAnswer(err)
+	status, body := errorAnswer(err)
 	f := failure{status: status, body: body}
 	var pe *llmfleet.Error
 	if errors.As(err, &pe) {

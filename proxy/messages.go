@@ -304,10 +304,10 @@ func (s *Server) batchFailure(r *http.Request, c *call, err error) failure {
 		return f
 	}
 	sr, lerr := t.Lookup(r.Context(), c.req.ID, c.req.Credential)
-	if lerr != nil || sr.State != llmfleet.RequestDone || sr.Result == nil || sr.Result.StatusCode != f.status {
+	if lerr != nil || sr.State != llmfleet.RequestDone || sr.Result == nil || sr.Result.Err == nil {
 		return f
 	}
-	f.body = sr.Result.Body
+	f.status, f.body = resultAnswer(sr.Result)
 	var env struct {
 		RequestID string `json:"request_id"`
 	}

@@ -17,16 +17,16 @@ import (
 // carries a latency budget (llmfleet.WithBudget) exactly as the proxy
 // routes POST /v1/messages, in process: a call routed sync goes on through
 // the SDK's own HTTP client; a batched one is answered from its batch, as a
-// Message or as a synthesised event stream. Calls without a budget, and
-// every other call, go on unchanged. Upstream and Transport are not used.
+// Message or as a synthesised event stream. A call without a budget takes
+// Server.DefaultBudget, as in the proxy (0, the default: sync, unchanged);
+// every other call goes on unchanged. Upstream and Transport are not used.
 func (s *Server) Middleware() option.Middleware {
 	s.init()
 	return s.middleware
 }
 
 func (s *Server) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	if _, ok := llmfleet.BudgetFrom(req.Context()); !ok || req.Method != http.MethodPost ||
-		!strings.HasSuffix(req.URL.Path, "/v1/messages") {
+	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/v1/messages") {
 		return next(req)
 	}
 	c, e := s.plan(req)

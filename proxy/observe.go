@@ -120,7 +120,7 @@ func (s *Server) reportSync(sc *syncCall, model string, u llmfleet.Usage, outcom
 			Latency:  now.Sub(sc.start),
 			Budget:   sc.budget,
 		}
-		e.BudgetMet = outcome == "ok" && (sc.budget <= 0 || e.Latency <= sc.budget)
+		e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, sc.budget)
 		s.Observe(e)
 	})
 }
