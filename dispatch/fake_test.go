@@ -26,6 +26,13 @@ type fakeProvider struct {
 	resultsErr error                            // returned by every Results call
 	pollErrs   int                              // fail this many GetBatch/ListBatches calls
 	findErrs   int                              // fail this many FindBatch calls
+	// answered503 makes the next create make its batch and answer 503.
+	answered503 bool
+	// landAfter makes the next create fail without an answer and make its
+	// batch that long after (a create that lands late).
+	landAfter time.Duration
+	// pollErr, if set, is returned by every GetBatch and ListBatches call.
+	pollErr error
 	never      bool                             // batches never end
 	maxReq     int
 	batches    map[string]*fakeBatch
@@ -144,6 +151,30 @@ func (f *fakeProvider) CreateBatch(ctx context.Context, cred llmfleet.Credential
 		f.lostCreate--
 		return nil, &llmfleet.UncertainError{Err: errors.New("connection reset by peer")}
 	}
+	if d := f.landAfter; d > 0 {
+		f.landAfter = 0
+		go func() {
+			time.Sleep(d)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.makeLocked(cred, items)
+		}()
+		return nil, &llmfleet.UncertainError{Err: errors.New("timeout awaiting response headers")}
+	}
+	b := f.makeLocked(cred, items)
+	if f.answered503 {
+		f.answered503 = false
+		return nil, &llmfleet.UncertainError{Answered: true, Err: &llmfleet.Error{StatusCode: 503, Type: "api_error", Message: "upstream connect error"}}
+	}
+	if f.lostAnswer > 0 {
+		f.lostAnswer--
+		return nil, &llmfleet.UncertainError{Err: errors.New("timeout awaiting response headers")}
+	}
+	return &b, nil
+}
+
+// makeLocked makes a batch of items.
+func (f *fakeProvider) makeLocked(cred llmfleet.Credential, items []llmfleet.BatchItem) llmfleet.Batch {
 	id := fmt.Sprintf("msgbatch_%d", len(f.order)+1)
 	now := time.Now()
 	ta := 60 * time.Second
@@ -161,12 +192,7 @@ func (f *fakeProvider) CreateBatch(ctx context.Context, cred llmfleet.Credential
 	}
 	f.batches[id] = fb
 	f.order = append(f.order, id)
-	b := fb.b
-	if f.lostAnswer > 0 {
-		f.lostAnswer--
-		return nil, &llmfleet.UncertainError{Err: errors.New("timeout awaiting response headers")}
-	}
-	return &b, nil
+	return fb.b
 }
 
 func (f *fakeProvider) viewLocked(fb *fakeBatch) llmfleet.Batch {
@@ -182,6 +208,9 @@ func (f *fakeProvider) GetBatch(ctx context.Context, cred llmfleet.Credential, i
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["get"]++
+	if f.pollErr != nil {
+		return nil, f.pollErr
+	}
 	if f.pollErrs > 0 {
 		f.pollErrs--
 		return nil, &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "boom"}
@@ -198,6 +227,9 @@ func (f *fakeProvider) ListBatches(ctx context.Context, cred llmfleet.Credential
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["list"]++
+	if f.pollErr != nil {
+		return nil, f.pollErr
+	}
 	if f.pollErrs > 0 {
 		f.pollErrs--
 		return nil, &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "boom"}
