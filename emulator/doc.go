@@ -101,8 +101,9 @@
 // Server.InjectFault makes the next matching requests fail: any status and
 // error type, retry-after, retry-after-ms, x-should-retry, the spend-cap
 // 429 (ErrorCode), delays, dropped connections before or after the request
-// body, dropped responses after processing, and an SSE error event after a
-// 200 on a stream. Stats reports the calls per endpoint and every request
+// body, dropped responses after processing, errors answered after
+// processing (AfterProcess: a 503 on a create that did create the batch),
+// and an SSE error event after a 200 on a stream. Stats reports the calls per endpoint and every request
 // ever submitted in a batch, so tests can check that nothing was submitted
 // twice.
 package emulator

@@ -17,7 +17,8 @@ import (
 // the first match is used and its Times is counted down.
 //
 // What the fault does, in this order: wait Delay; drop the connection
-// (DropConnection, DropAfterBody); answer Status with an error envelope; or,
+// (DropConnection, DropAfterBody); answer Status with an error envelope
+// (with AfterProcess, only after processing the request normally); or,
 // with DropResponse, process the request normally and drop the connection
 // instead of answering. A fault with only Delay set slows the request down
 // and then serves it normally. StreamError faults match only streaming
@@ -73,6 +74,12 @@ type Fault struct {
 	// the batch), then closes the connection instead of answering: the
 	// ambiguous failure a client must reconcile.
 	DropResponse bool
+	// AfterProcess, with Status set, processes the request normally (a
+	// batch create creates the batch, a cancel cancels it), throws the
+	// real answer away and answers Status with the error envelope instead:
+	// e.g. the 503 a gateway answers after the provider created the batch.
+	// It works on every endpoint; without Status it does nothing.
+	AfterProcess bool
 
 	// StreamError makes a streaming POST /v1/messages answer 200, send
 	// StreamErrorAfter events and then an SSE error event of ErrorType
@@ -156,41 +163,53 @@ func (s *Server) applyFault(c *call, f *Fault, serve func()) bool {
 		dropConn(c.w)
 		return false
 	case f.Status != 0:
-		typ := f.ErrorType
-		if typ == "" {
-			typ = errorTypeForStatus(f.Status)
+		if f.AfterProcess {
+			serveDiscarded(c, serve)
 		}
-		msg := f.Message
-		if msg == "" {
-			msg = defaultMessage(typ)
-		}
-		h := c.w.Header()
-		for k, vs := range f.Header {
-			for _, v := range vs {
-				h.Add(k, v)
-			}
-		}
-		if f.RetryAfter > 0 {
-			h.Set("retry-after", strconv.FormatInt(int64((f.RetryAfter+time.Second-1)/time.Second), 10))
-		}
-		if f.RetryAfterMs > 0 {
-			h.Set("retry-after-ms", strconv.FormatInt(f.RetryAfterMs.Milliseconds(), 10))
-		}
-		if f.ShouldRetry != "" {
-			h.Set("x-should-retry", f.ShouldRetry)
-		}
-		writeError(c.w, &apiError{status: f.Status, typ: typ, message: msg, errorCode: f.ErrorCode}, c.id)
+		writeFault(c, f)
 		return false
 	case f.DropResponse:
-		bw := &bufferWriter{header: http.Header{}}
-		orig := c.w
-		c.w = bw
-		serve()
-		c.w = orig
+		serveDiscarded(c, serve)
 		dropConn(c.w)
 		return false
 	}
 	return true
+}
+
+// serveDiscarded runs serve for call c and throws its answer away.
+func serveDiscarded(c *call, serve func()) {
+	orig := c.w
+	c.w = &bufferWriter{header: http.Header{}}
+	serve()
+	c.w = orig
+}
+
+// writeFault answers call c with the error envelope of fault f.
+func writeFault(c *call, f *Fault) {
+	typ := f.ErrorType
+	if typ == "" {
+		typ = errorTypeForStatus(f.Status)
+	}
+	msg := f.Message
+	if msg == "" {
+		msg = defaultMessage(typ)
+	}
+	h := c.w.Header()
+	for k, vs := range f.Header {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	if f.RetryAfter > 0 {
+		h.Set("retry-after", strconv.FormatInt(int64((f.RetryAfter+time.Second-1)/time.Second), 10))
+	}
+	if f.RetryAfterMs > 0 {
+		h.Set("retry-after-ms", strconv.FormatInt(f.RetryAfterMs.Milliseconds(), 10))
+	}
+	if f.ShouldRetry != "" {
+		h.Set("x-should-retry", f.ShouldRetry)
+	}
+	writeError(c.w, &apiError{status: f.Status, typ: typ, message: msg, errorCode: f.ErrorCode}, c.id)
 }
 
 // dropConn closes the client connection without an answer.

@@ -3,6 +3,7 @@ package emulator
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -150,5 +151,47 @@ func TestStatsEndpoint(t *testing.T) {
 	// Both requests carry the same params: a duplicate.
 	if d := st.DuplicateParams(); len(d) != 1 || d[0] != st.Submissions[0].ParamsHash {
 		t.Fatalf("duplicates %v", d)
+	}
+}
+
+func TestFaultAfterProcess(t *testing.T) {
+	e := newEnv(t)
+	create := map[string]any{"requests": items(3, func(i int) string { return fmt.Sprintf("p%d", i) })}
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, Status: 503, AfterProcess: true, RetryAfter: time.Second})
+	r := e.do("POST", "/v1/messages/batches", create)
+	errType(t, r, 503, "api_error")
+	if r.header.Get("retry-after") != "1" || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("headers %v", r.header)
+	}
+	// The batch was created all the same, and listing finds it.
+	st := e.s.Stats()
+	if len(st.Submissions) != 3 || st.FaultsFired != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	id := st.Submissions[0].BatchID
+	l := e.do("GET", "/v1/messages/batches", nil).json(t)["data"].([]any)
+	if len(l) != 1 || l[0].(map[string]any)["id"] != id {
+		t.Fatalf("list %v", l)
+	}
+
+	// Any endpoint: a cancel that answers 500 but cancels.
+	e.s.InjectFault(Fault{Endpoint: EndpointCancel, Status: 500, AfterProcess: true})
+	errType(t, e.do("POST", "/v1/messages/batches/"+id+"/cancel", nil), 500, "api_error")
+	if b := e.get(id); b["processing_status"] != "canceling" {
+		t.Fatalf("cancel not processed: %v", b)
+	}
+
+	// A request the emulator refuses is refused as before, but the caller
+	// sees the injected status.
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, Status: 529, AfterProcess: true})
+	errType(t, e.do("POST", "/v1/messages/batches", map[string]any{"requests": []any{}}), 529, "overloaded_error")
+	if n := len(e.s.Stats().Submissions); n != 3 {
+		t.Fatalf("an invalid create created a batch: %d submissions", n)
+	}
+
+	// Without Status, AfterProcess is used up and the request is served.
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, AfterProcess: true})
+	if r := e.do("POST", "/v1/messages/batches", create); r.status != 200 || e.s.PendingFaults() != 0 {
+		t.Fatalf("AfterProcess without Status: %d %s", r.status, r.body)
 	}
 }
