@@ -103,6 +103,8 @@
 // 429 (ErrorCode), delays, dropped connections before or after the request
 // body, dropped responses after processing, errors answered after
 // processing (AfterProcess: a 503 on a create that did create the batch),
+// creates that land late (LandAfter: the connection drops, and the batch
+// appears that much later on the Server's clock, with that created_at),
 // and an SSE error event after a 200 on a stream. Stats reports the calls per endpoint and every request
 // ever submitted in a batch, so tests can check that nothing was submitted
 // twice.

@@ -17,7 +17,8 @@ import (
 // the first match is used and its Times is counted down.
 //
 // What the fault does, in this order: wait Delay; drop the connection
-// (DropConnection, DropAfterBody); answer Status with an error envelope
+// (DropConnection, DropAfterBody; LandAfter, which also creates the batch
+// of a create later); answer Status with an error envelope
 // (with AfterProcess, only after processing the request normally); or,
 // with DropResponse, process the request normally and drop the connection
 // instead of answering. A fault with only Delay set slows the request down
@@ -80,6 +81,20 @@ type Fault struct {
 	// e.g. the 503 a gateway answers after the provider created the batch.
 	// It works on every endpoint; without Status it does nothing.
 	AfterProcess bool
+	// LandAfter, if positive, makes a create that lands late: the whole
+	// request body is read and the connection dropped without an answer
+	// (or, with Status set, Status is answered), and the batch is created
+	// LandAfter later, as if the request had been processed then: its
+	// created_at, turnaround and expiry count from the landing time, and
+	// it shows up in Stats and in the listing only from then on. Time is
+	// Server.Now (not Server.Sleep): the batch is created lazily by the
+	// first request (or Stats call) that sees the clock at or past the
+	// landing time, so manual clocks and testing/synctest bubbles need no
+	// goroutine to wake up. A create the emulator would refuse (bad key or
+	// body) lands nothing, nor does a request to another endpoint. It takes
+	// precedence over DropAfterBody, AfterProcess and DropResponse;
+	// DropConnection takes precedence over it (nothing is read or lands).
+	LandAfter time.Duration
 
 	// StreamError makes a streaming POST /v1/messages answer 200, send
 	// StreamErrorAfter events and then an SSE error event of ErrorType
@@ -157,6 +172,14 @@ func (s *Server) applyFault(c *call, f *Fault, serve func()) bool {
 	switch {
 	case f.DropConnection:
 		dropConn(c.w)
+		return false
+	case f.LandAfter > 0:
+		s.landLater(c, f.LandAfter)
+		if f.Status != 0 {
+			writeFault(c, f)
+		} else {
+			dropConn(c.w)
+		}
 		return false
 	case f.DropAfterBody:
 		io.Copy(io.Discard, c.r.Body)

@@ -73,13 +73,7 @@ func TestFaultDelayAndDrops(t *testing.T) {
 		t.Fatalf("delay: %d %v", r.status, e.slept)
 	}
 	send := func(path string, body []byte) error {
-		req, _ := http.NewRequest("POST", e.ts.URL+path, bytes.NewReader(body))
-		req.Header.Set("x-api-key", "key-a")
-		req.Header.Set("anthropic-version", "2023-06-01")
-		res, err := e.ts.Client().Do(req)
-		if err == nil {
-			res.Body.Close()
-		}
+		_, err := e.sendRaw(path, body)
 		return err
 	}
 	e.s.InjectFault(Fault{DropConnection: true})
@@ -193,5 +187,102 @@ func TestFaultAfterProcess(t *testing.T) {
 	e.s.InjectFault(Fault{Endpoint: EndpointCreate, AfterProcess: true})
 	if r := e.do("POST", "/v1/messages/batches", create); r.status != 200 || e.s.PendingFaults() != 0 {
 		t.Fatalf("AfterProcess without Status: %d %s", r.status, r.body)
+	}
+}
+
+// sendRaw sends a POST with the default key and version and reports the
+// transport error, if any.
+func (e *env) sendRaw(path string, body []byte) (*http.Response, error) {
+	req, _ := http.NewRequest("POST", e.ts.URL+path, bytes.NewReader(body))
+	req.Header.Set("x-api-key", "key-a")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	res, err := e.ts.Client().Do(req)
+	if err == nil {
+		res.Body.Close()
+	}
+	return res, err
+}
+
+func (e *env) list() []map[string]any {
+	e.t.Helper()
+	r := e.do("GET", "/v1/messages/batches", nil)
+	if r.status != 200 {
+		e.t.Fatalf("list: %d %s", r.status, r.body)
+	}
+	var out []map[string]any
+	for _, b := range r.json(e.t)["data"].([]any) {
+		out = append(out, b.(map[string]any))
+	}
+	return out
+}
+
+func TestFaultLandAfter(t *testing.T) {
+	e := newEnv(t)
+	t0 := e.clock.Now()
+	create := mustJSON(t, map[string]any{"requests": items(3, func(i int) string { return fmt.Sprintf("late %d", i) })})
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, LandAfter: 5 * time.Second})
+	if _, err := e.sendRaw("/v1/messages/batches", create); err == nil {
+		t.Fatal("LandAfter: the create was answered")
+	}
+	if st := e.s.Stats(); len(st.Submissions) != 0 || st.Calls[EndpointCreate] != 1 || st.FaultsFired != 1 || e.s.PendingFaults() != 0 {
+		t.Fatalf("before landing: %+v", st)
+	}
+	// A create answered normally in the meantime.
+	e.clock.Add(3 * time.Second)
+	early := e.create(items(1, func(int) string { return "on time" }))
+	e.clock.Add(time.Second + 999*time.Millisecond)
+	if l := e.list(); len(l) != 1 {
+		t.Fatalf("landed early: %v", l)
+	}
+	e.clock.Add(time.Millisecond)
+	l := e.list()
+	if len(l) != 2 || l[1]["id"] != early["id"] {
+		t.Fatalf("list after landing: %v", l)
+	}
+	late := l[0]
+	if late["created_at"] != rfc3339(t0.Add(5*time.Second)) || late["expires_at"] != rfc3339(t0.Add(5*time.Second+24*time.Hour)) ||
+		late["processing_status"] != "in_progress" {
+		t.Fatalf("landed batch %v", late)
+	}
+	id := late["id"].(string)
+	if st := e.s.Stats(); len(st.Submissions) != 4 || st.Submissions[1].BatchID != id || st.Batches[id].Requests != 3 {
+		t.Fatalf("stats after landing: %+v", st)
+	}
+	// It runs from its landing time like any batch.
+	e.clock.Add(20 * time.Second)
+	if b := e.get(id); b["processing_status"] != "ended" {
+		t.Fatalf("not ended: %v", b)
+	}
+	for _, r := range e.results(id) {
+		if r.Result.Type != "succeeded" {
+			t.Fatalf("result %+v", r)
+		}
+	}
+
+	// With Status, the client gets that error and the batch lands later.
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, LandAfter: 2 * time.Second, Status: 504})
+	errType(t, e.do("POST", "/v1/messages/batches", create), 504, "timeout_error")
+	if n := len(e.list()); n != 2 {
+		t.Fatalf("landed at once: %d batches", n)
+	}
+	// Stats alone sees the landing too.
+	e.clock.Add(2 * time.Second)
+	if st := e.s.Stats(); len(st.Submissions) != 7 {
+		t.Fatalf("stats after the second landing: %d submissions", len(st.Submissions))
+	}
+
+	// A create the emulator would refuse lands nothing; nor does a
+	// message.
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, LandAfter: time.Second})
+	if _, err := e.sendRaw("/v1/messages/batches", []byte(`{"requests":[]}`)); err == nil {
+		t.Fatal("invalid late create answered")
+	}
+	e.s.InjectFault(Fault{Endpoint: EndpointMessages, LandAfter: time.Second})
+	if _, err := e.sendRaw("/v1/messages", mustJSON(t, msgBody("x"))); err == nil {
+		t.Fatal("late message answered")
+	}
+	e.clock.Add(time.Hour)
+	if n := len(e.list()); n != 3 || len(e.s.Stats().Submissions) != 7 {
+		t.Fatalf("a refused late create landed: %d batches", n)
 	}
 }

@@ -121,6 +121,7 @@ func (s *Server) count(rt routed) {
 func (s *Server) Stats() Stats {
 	s.init()
 	s.mu.Lock()
+	s.land(s.now())
 	st := &s.st.stats
 	out := Stats{
 		Calls:       maps.Clone(st.calls),
