@@ -286,3 +286,45 @@ func TestFaultLandAfter(t *testing.T) {
 		t.Fatalf("a refused late create landed: %d batches", n)
 	}
 }
+
+func TestFaultPersistentRetrieveAndList(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(items(2, func(int) string { return "a" }))["id"].(string)
+	other := e.create(items(1, func(int) string { return "b" }))["id"].(string)
+
+	// A batch that stays "not found" (as after a workspace mix-up), while
+	// the others and the listing work.
+	e.s.InjectFault(Fault{Endpoint: EndpointRetrieve, PathPrefix: "/v1/messages/batches/" + id, Status: 404, Times: -1})
+	for range 3 {
+		errType(t, e.do("GET", "/v1/messages/batches/"+id, nil), 404, "not_found_error")
+	}
+	e.get(other)
+	if l := e.list(); len(l) != 2 {
+		t.Fatalf("list %v", l)
+	}
+	e.clock.Add(time.Minute)
+	if r := e.do("GET", "/v1/messages/batches/"+id+"/results", nil); r.status != 200 {
+		t.Fatalf("a retrieve fault hit results: %d", r.status)
+	}
+
+	// A key revoked for good: every list and every retrieve answers 401.
+	e.s.ClearFaults()
+	e.s.InjectFault(Fault{Endpoint: EndpointList, Status: 401, Times: -1})
+	e.s.InjectFault(Fault{Endpoint: EndpointRetrieve, Status: 401, Times: -1})
+	for range 3 {
+		errType(t, e.do("GET", "/v1/messages/batches", nil), 401, "authentication_error")
+		errType(t, e.do("GET", "/v1/messages/batches?limit=1&after_id="+other, nil), 401, "authentication_error")
+		errType(t, e.do("GET", "/v1/messages/batches/"+id, nil), 401, "authentication_error")
+	}
+	if e.s.PendingFaults() != 2 {
+		t.Fatalf("%d faults pending", e.s.PendingFaults())
+	}
+	st := e.s.Stats()
+	if st.Calls[EndpointList] != 7 || st.Batches[id].Retrieves != 6 || st.FaultsFired != 12 {
+		t.Fatalf("stats %+v", st)
+	}
+	e.s.ClearFaults()
+	if e.get(id)["processing_status"] != "ended" || len(e.list()) != 2 {
+		t.Fatal("faults outlived ClearFaults")
+	}
+}
