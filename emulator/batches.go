@@ -197,6 +197,7 @@ func (s *Server) newBatch(key string, now time.Time, items []*batchItem) *batch 
 	r := s.rng("batch", b.seq)
 	var models []string
 	own := make([]time.Duration, len(items))
+	texts := make([]string, len(items))
 	for i, it := range items {
 		own[i] = -1
 		var m struct {
@@ -207,7 +208,8 @@ func (s *Server) newBatch(key string, now time.Time, items []*batchItem) *batch 
 			models = append(models, m.Model)
 		}
 		if p, e := parseParams(it.params, modeBatch); e == nil {
-			if d := parseDirectives(p.lastUserText()); d.hasTurn {
+			texts[i] = p.lastUserText()
+			if d := parseDirectives(texts[i]); d.hasTurn {
 				own[i] = max(d.turnaround, 0)
 			}
 		}
@@ -230,8 +232,8 @@ func (s *Server) newBatch(key string, now time.Time, items []*batchItem) *batch 
 	st.batches[b.id] = b
 	st.byKey[key] = append(st.byKey[key], b)
 	st.pending = append(st.pending, b)
-	for _, it := range items {
-		st.stats.submit(b.id, it.customID, paramsHash(it.params))
+	for i, it := range items {
+		st.stats.submit(Submission{BatchID: b.id, CustomID: it.customID, ParamsHash: paramsHash(it.params), Text: texts[i]})
 	}
 	st.stats.batch(b.id).Requests = len(items)
 	return b

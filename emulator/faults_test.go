@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -326,5 +327,71 @@ func TestFaultPersistentRetrieveAndList(t *testing.T) {
 	e.s.ClearFaults()
 	if e.get(id)["processing_status"] != "ended" || len(e.list()) != 2 {
 		t.Fatal("faults outlived ClearFaults")
+	}
+}
+
+func TestSubmissionCountsAndBatchesCreated(t *testing.T) {
+	e := newEnv(t)
+	prompts := func(names ...string) map[string]any {
+		var its []item
+		for i, n := range names {
+			its = append(its, item{fmt.Sprintf("c%d-%d", len(e.s.Stats().Submissions), i), msgBody(n)})
+		}
+		return map[string]any{"requests": its}
+	}
+	createAs := func(key string, body map[string]any) {
+		t.Helper()
+		if r := e.do("POST", "/v1/messages/batches", body, "X-Api-Key", key); r.status != 200 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+	}
+	createAs("key-a", prompts("p0", "p1"))
+	// A create answered 503 that did create its batch, then the retry of
+	// one of its prompts under a new custom_id: p2 is paid twice.
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, Status: 503, AfterProcess: true})
+	errType(t, e.do("POST", "/v1/messages/batches", prompts("p2")), 503, "api_error")
+	createAs("key-a", prompts("p2"))
+	// Another key; a create refused before processing; one that lands late.
+	createAs("key-b", prompts("p3"))
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, Status: 500})
+	errType(t, e.do("POST", "/v1/messages/batches", prompts("p9")), 500, "api_error")
+	e.s.InjectFault(Fault{Endpoint: EndpointCreate, Status: 504, LandAfter: time.Minute})
+	errType(t, e.do("POST", "/v1/messages/batches", prompts("p4"), "X-Api-Key", "key-b"), 504, "timeout_error")
+	// Params the batch will reject are counted by their hash.
+	createAs("key-a", map[string]any{"requests": []any{map[string]any{"custom_id": "bad", "params": map[string]any{"model": "m"}}}})
+
+	if a, b, c := e.s.BatchesCreated("key-a"), e.s.BatchesCreated("key-b"), e.s.BatchesCreated("key-c"); a != 4 || b != 1 || c != 0 {
+		t.Fatalf("batches created: %d %d %d", a, b, c)
+	}
+	got := e.s.SubmissionCounts()
+	badKey := "params:" + paramsHash(json.RawMessage(`{"model":"m"}`))
+	want := map[string]int{"p0": 1, "p1": 1, "p2": 2, "p3": 1, badKey: 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("counts %v, want %v", got, want)
+	}
+
+	// The late create counts once it has landed; deleting a batch changes
+	// nothing.
+	e.clock.Add(time.Minute)
+	if n := e.s.BatchesCreated("key-b"); n != 2 {
+		t.Fatalf("key-b: %d batches after landing", n)
+	}
+	e.clock.Add(time.Minute)
+	first := e.s.Stats().Submissions[0].BatchID
+	if r := e.do("DELETE", "/v1/messages/batches/"+first, nil); r.status != 200 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	want["p4"] = 1
+	if got := e.s.SubmissionCounts(); !maps.Equal(got, want) || e.s.BatchesCreated("key-a") != 4 {
+		t.Fatalf("counts %v, want %v", got, want)
+	}
+
+	// The stats endpoint carries the texts, so its Stats count the same.
+	var st Stats
+	if err := json.Unmarshal(e.raw("GET", StatsPath, nil, http.Header{}).body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.SubmissionCounts(); !maps.Equal(got, want) || st.Submissions[0].Text != "p0" {
+		t.Fatalf("stats endpoint counts %v", got)
 	}
 }
