@@ -17,11 +17,11 @@ import (
 // the first match is used and its Times is counted down.
 //
 // What the fault does, in this order: wait Delay; drop the connection
-// (DropConnection, DropAfterBody; LandAfter, which also creates the batch
-// of a create later); answer Status with an error envelope
-// (with AfterProcess, only after processing the request normally); or,
-// with DropResponse, process the request normally and drop the connection
-// instead of answering. A fault with only Delay set slows the request down
+// (DropConnection, DropAfterBody); with LandAfter, read a create, drop the
+// connection (or answer Status) and create its batch later; answer Status
+// with an error envelope (with AfterProcess, only after processing the
+// request normally); or, with DropResponse, process the request normally
+// and drop the connection instead of answering. A fault with only Delay set slows the request down
 // and then serves it normally. StreamError faults match only streaming
 // POST /v1/messages requests and break the stream after a 200.
 type Fault struct {
