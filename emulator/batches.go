@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -66,6 +67,52 @@ func (s *Server) handleCreate(c *call) {
 	out := s.batchJSON(b, now, c.r)
 	s.mu.Unlock()
 	writeJSON(c.w, http.StatusOK, out)
+}
+
+// landing is a batch create received under a Fault.LandAfter: its batch
+// is created at a later time, as if the request had been processed then.
+type landing struct {
+	at    time.Time // when the batch is created
+	key   string
+	items []*batchItem
+}
+
+// landLater reads the whole body of call c and, if it is a batch create
+// the emulator would accept, schedules its batch to be created d from now.
+// Anything else lands nothing. The batch appears lazily: advance creates
+// it once the clock has reached its landing time.
+func (s *Server) landLater(c *call, d time.Duration) {
+	defer io.Copy(io.Discard, c.r.Body)
+	if c.endpoint != EndpointCreate || s.authenticate(c) != nil {
+		return
+	}
+	body, e := readBody(c, MaxBatchBytes)
+	if e != nil {
+		return
+	}
+	items, e := parseBatchCreate(body)
+	if e != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := &landing{at: s.now().Add(d), key: c.key, items: items}
+	ls := s.st.landings
+	// After the landings due at the same time: they were received first.
+	i := sort.Search(len(ls), func(i int) bool { return ls[i].at.After(l.at) })
+	s.st.landings = slices.Insert(ls, i, l)
+}
+
+// land creates the batches of the late creates due by now, each at its
+// landing time. The caller holds mu.
+func (s *Server) land(now time.Time) {
+	ls := s.st.landings
+	n := 0
+	for n < len(ls) && !ls[n].at.After(now) {
+		s.newBatch(ls[n].key, ls[n].at, ls[n].items)
+		n++
+	}
+	s.st.landings = slices.Delete(ls, 0, n)
 }
 
 // parseBatchCreate validates the envelope of a batch create body. The
@@ -150,6 +197,7 @@ func (s *Server) newBatch(key string, now time.Time, items []*batchItem) *batch 
 	r := s.rng("batch", b.seq)
 	var models []string
 	own := make([]time.Duration, len(items))
+	texts := make([]string, len(items))
 	for i, it := range items {
 		own[i] = -1
 		var m struct {
@@ -160,7 +208,8 @@ func (s *Server) newBatch(key string, now time.Time, items []*batchItem) *batch 
 			models = append(models, m.Model)
 		}
 		if p, e := parseParams(it.params, modeBatch); e == nil {
-			if d := parseDirectives(p.lastUserText()); d.hasTurn {
+			texts[i] = p.lastUserText()
+			if d := parseDirectives(texts[i]); d.hasTurn {
 				own[i] = max(d.turnaround, 0)
 			}
 		}
@@ -183,8 +232,8 @@ func (s *Server) newBatch(key string, now time.Time, items []*batchItem) *batch 
 	st.batches[b.id] = b
 	st.byKey[key] = append(st.byKey[key], b)
 	st.pending = append(st.pending, b)
-	for _, it := range items {
-		st.stats.submit(b.id, it.customID, paramsHash(it.params))
+	for i, it := range items {
+		st.stats.submit(Submission{BatchID: b.id, CustomID: it.customID, ParamsHash: paramsHash(it.params), Text: texts[i]})
 	}
 	st.stats.batch(b.id).Requests = len(items)
 	return b
@@ -201,9 +250,10 @@ func paramsHash(p json.RawMessage) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// advance ends every batch whose end time has come, in order of end time.
-// The caller holds mu.
+// advance creates the late batches due by now, then ends every batch whose
+// end time has come, in order of end time. The caller holds mu.
 func (s *Server) advance(now time.Time) {
+	s.land(now)
 	st := s.st
 	var due []*batch
 	keep := st.pending[:0]

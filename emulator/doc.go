@@ -101,8 +101,17 @@
 // Server.InjectFault makes the next matching requests fail: any status and
 // error type, retry-after, retry-after-ms, x-should-retry, the spend-cap
 // 429 (ErrorCode), delays, dropped connections before or after the request
-// body, dropped responses after processing, and an SSE error event after a
-// 200 on a stream. Stats reports the calls per endpoint and every request
-// ever submitted in a batch, so tests can check that nothing was submitted
-// twice.
+// body, dropped responses after processing, errors answered after
+// processing (AfterProcess: a 503 on a create that did create the batch),
+// creates that land late (LandAfter: the connection drops, and the batch
+// appears that much later on the Server's clock, with that created_at),
+// and an SSE error event after a 200 on a stream.
+//
+// # Statistics
+//
+// Stats reports the calls per endpoint and every request ever submitted in
+// a batch, with its params hash and last user text. SubmissionCounts counts
+// the submissions per prompt (last user text) across batches and custom_ids,
+// so tests can check that no prompt was paid for twice; BatchesCreated
+// counts the batches created with an API key.
 package emulator

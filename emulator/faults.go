@@ -17,9 +17,11 @@ import (
 // the first match is used and its Times is counted down.
 //
 // What the fault does, in this order: wait Delay; drop the connection
-// (DropConnection, DropAfterBody); answer Status with an error envelope; or,
-// with DropResponse, process the request normally and drop the connection
-// instead of answering. A fault with only Delay set slows the request down
+// (DropConnection, DropAfterBody); with LandAfter, read a create, drop the
+// connection (or answer Status) and create its batch later; answer Status
+// with an error envelope (with AfterProcess, only after processing the
+// request normally); or, with DropResponse, process the request normally
+// and drop the connection instead of answering. A fault with only Delay set slows the request down
 // and then serves it normally. StreamError faults match only streaming
 // POST /v1/messages requests and break the stream after a 200.
 type Fault struct {
@@ -73,6 +75,26 @@ type Fault struct {
 	// the batch), then closes the connection instead of answering: the
 	// ambiguous failure a client must reconcile.
 	DropResponse bool
+	// AfterProcess, with Status set, processes the request normally (a
+	// batch create creates the batch, a cancel cancels it), throws the
+	// real answer away and answers Status with the error envelope instead:
+	// e.g. the 503 a gateway answers after the provider created the batch.
+	// It works on every endpoint; without Status it does nothing.
+	AfterProcess bool
+	// LandAfter, if positive, makes a create that lands late: the whole
+	// request body is read and the connection dropped without an answer
+	// (or, with Status set, Status is answered), and the batch is created
+	// LandAfter later, as if the request had been processed then: its
+	// created_at, turnaround and expiry count from the landing time, and
+	// it shows up in Stats and in the listing only from then on. Time is
+	// Server.Now (not Server.Sleep): the batch is created lazily by the
+	// first request (or Stats call) that sees the clock at or past the
+	// landing time, so manual clocks and testing/synctest bubbles need no
+	// goroutine to wake up. A create the emulator would refuse (bad key or
+	// body) lands nothing, nor does a request to another endpoint. It takes
+	// precedence over DropAfterBody, AfterProcess and DropResponse;
+	// DropConnection takes precedence over it (nothing is read or lands).
+	LandAfter time.Duration
 
 	// StreamError makes a streaming POST /v1/messages answer 200, send
 	// StreamErrorAfter events and then an SSE error event of ErrorType
@@ -151,46 +173,66 @@ func (s *Server) applyFault(c *call, f *Fault, serve func()) bool {
 	case f.DropConnection:
 		dropConn(c.w)
 		return false
+	case f.LandAfter > 0:
+		s.landLater(c, f.LandAfter)
+		if f.Status != 0 {
+			writeFault(c, f)
+		} else {
+			dropConn(c.w)
+		}
+		return false
 	case f.DropAfterBody:
 		io.Copy(io.Discard, c.r.Body)
 		dropConn(c.w)
 		return false
 	case f.Status != 0:
-		typ := f.ErrorType
-		if typ == "" {
-			typ = errorTypeForStatus(f.Status)
+		if f.AfterProcess {
+			serveDiscarded(c, serve)
 		}
-		msg := f.Message
-		if msg == "" {
-			msg = defaultMessage(typ)
-		}
-		h := c.w.Header()
-		for k, vs := range f.Header {
-			for _, v := range vs {
-				h.Add(k, v)
-			}
-		}
-		if f.RetryAfter > 0 {
-			h.Set("retry-after", strconv.FormatInt(int64((f.RetryAfter+time.Second-1)/time.Second), 10))
-		}
-		if f.RetryAfterMs > 0 {
-			h.Set("retry-after-ms", strconv.FormatInt(f.RetryAfterMs.Milliseconds(), 10))
-		}
-		if f.ShouldRetry != "" {
-			h.Set("x-should-retry", f.ShouldRetry)
-		}
-		writeError(c.w, &apiError{status: f.Status, typ: typ, message: msg, errorCode: f.ErrorCode}, c.id)
+		writeFault(c, f)
 		return false
 	case f.DropResponse:
-		bw := &bufferWriter{header: http.Header{}}
-		orig := c.w
-		c.w = bw
-		serve()
-		c.w = orig
+		serveDiscarded(c, serve)
 		dropConn(c.w)
 		return false
 	}
 	return true
+}
+
+// serveDiscarded runs serve for call c and throws its answer away.
+func serveDiscarded(c *call, serve func()) {
+	orig := c.w
+	c.w = &bufferWriter{header: http.Header{}}
+	serve()
+	c.w = orig
+}
+
+// writeFault answers call c with the error envelope of fault f.
+func writeFault(c *call, f *Fault) {
+	typ := f.ErrorType
+	if typ == "" {
+		typ = errorTypeForStatus(f.Status)
+	}
+	msg := f.Message
+	if msg == "" {
+		msg = defaultMessage(typ)
+	}
+	h := c.w.Header()
+	for k, vs := range f.Header {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	if f.RetryAfter > 0 {
+		h.Set("retry-after", strconv.FormatInt(int64((f.RetryAfter+time.Second-1)/time.Second), 10))
+	}
+	if f.RetryAfterMs > 0 {
+		h.Set("retry-after-ms", strconv.FormatInt(f.RetryAfterMs.Milliseconds(), 10))
+	}
+	if f.ShouldRetry != "" {
+		h.Set("x-should-retry", f.ShouldRetry)
+	}
+	writeError(c.w, &apiError{status: f.Status, typ: typ, message: msg, errorCode: f.ErrorCode}, c.id)
 }
 
 // dropConn closes the client connection without an answer.

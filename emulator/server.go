@@ -93,6 +93,7 @@ type state struct {
 	batches  map[string]*batch   // by id, including deleted ones
 	byKey    map[string][]*batch // by key fingerprint, in creation order
 	pending  []*batch            // not yet settled
+	landings []*landing          // late creates, by landing time
 	cache    map[string]cacheEntry
 	cacheOps int
 	stats    statsState

@@ -16,7 +16,7 @@ type Stats struct {
 	// Endpoint* names), including those that failed or met a fault.
 	Calls map[string]int `json:"calls"`
 	// Submissions lists every request ever submitted in a created batch,
-	// in order of submission.
+	// in order of submission (a late create's, once it has landed).
 	Submissions []Submission `json:"submissions"`
 	// Batches holds per-batch counters, by batch id.
 	Batches map[string]BatchStats `json:"batches"`
@@ -30,6 +30,18 @@ type Submission struct {
 	CustomID string `json:"custom_id"`
 	// ParamsHash is the hex SHA-256 of the compacted params JSON.
 	ParamsHash string `json:"params_hash"`
+	// Text is the text of the last user message of the params (as the
+	// reply quotes it), or "" when the params are invalid.
+	Text string `json:"text,omitempty"`
+}
+
+// contentKey identifies what a submission asks for, whatever its custom_id
+// and batch: its Text, or "params:" and its ParamsHash when it has none.
+func (sub Submission) contentKey() string {
+	if sub.Text != "" {
+		return sub.Text
+	}
+	return "params:" + sub.ParamsHash
 }
 
 // BatchStats counts the calls made about one batch.
@@ -61,6 +73,20 @@ func (st Stats) DuplicateParams() []string {
 	return out
 }
 
+// SubmissionCounts returns how many times each prompt was submitted in a
+// created batch, across all batches and API keys: the count of each
+// Submission by the text of its last user message (or, for one without
+// such text, by "params:" and its ParamsHash). A prompt re-batched under a
+// new custom_id counts again, so a count above 1 is a prompt paid for more
+// than once. Give each prompt of a test its own text.
+func (st Stats) SubmissionCounts() map[string]int {
+	n := map[string]int{}
+	for _, sub := range st.Submissions {
+		n[sub.contentKey()]++
+	}
+	return n
+}
+
 // ManagementCalls returns the number of batch API calls made: create,
 // retrieve, list, results, cancel and delete.
 func (st Stats) ManagementCalls() int {
@@ -79,8 +105,8 @@ func newStatsState() statsState {
 	return statsState{calls: map[string]int{}, batches: map[string]*BatchStats{}}
 }
 
-func (st *statsState) submit(batchID, customID, hash string) {
-	st.submissions = append(st.submissions, Submission{BatchID: batchID, CustomID: customID, ParamsHash: hash})
+func (st *statsState) submit(sub Submission) {
+	st.submissions = append(st.submissions, sub)
 }
 
 func (st *statsState) batch(id string) *BatchStats {
@@ -121,6 +147,7 @@ func (s *Server) count(rt routed) {
 func (s *Server) Stats() Stats {
 	s.init()
 	s.mu.Lock()
+	s.land(s.now())
 	st := &s.st.stats
 	out := Stats{
 		Calls:       maps.Clone(st.calls),
@@ -135,4 +162,30 @@ func (s *Server) Stats() Stats {
 	out.FaultsFired = s.fault.fired
 	s.fault.mu.Unlock()
 	return out
+}
+
+// SubmissionCounts is Stats().SubmissionCounts(): how many times each
+// prompt, by the text of its last user message, was submitted in a
+// created batch.
+func (s *Server) SubmissionCounts() map[string]int {
+	return s.Stats().SubmissionCounts()
+}
+
+// BatchesCreated returns how many batches were created with apiKey (the
+// key as sent, not its fingerprint), including deleted ones and late
+// creates (Fault.LandAfter) that have landed; creates that failed or were
+// dropped before processing do not count.
+func (s *Server) BatchesCreated(apiKey string) int {
+	s.init()
+	fp := keyFingerprint(apiKey)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.land(s.now())
+	n := 0
+	for _, b := range s.st.batches {
+		if b.key == fp {
+			n++
+		}
+	}
+	return n
 }
