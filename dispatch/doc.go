@@ -1,70 +1,90 @@
 // Package dispatch is llmfleet's engine: a Dispatcher that routes each
 // request by its latency budget either to the provider's synchronous
-// endpoint or into a pool that goes out as one provider batch job.
+// endpoint or into a pool that goes out as one provider batch job, and
+// answers the caller exactly as the synchronous API would.
+//
+// # Shape
+//
+// The Dispatcher is a small coordinator over parts with one job each:
+//
+//   - Policy: the pure rules (Route, FlushAt, NextCheck, Settled,
+//     RetryAfter). It reads no clock and does no I/O.
+//   - pool: the queued requests that may share a batch (same provider,
+//     credential, model and provider pool key), oldest accepted first, with
+//     their bytes.
+//   - tracker: the batches in flight of one provider and credential, and
+//     their poll schedule (one timer).
+//   - the reconciler (reconcile): the one place that decides what became of
+//     a create that may or may not have made its batch.
+//   - journal: the money path's records; Store-backed, or a no-op when the
+//     Dispatcher has no Store.
+//   - waiter: one request, moving queued → submitting → (reconciling →)
+//     in flight → done, or back to queued when its batch is proven never
+//     made.
+//
+// All time comes from the injected Clock (timers, the create and poll
+// deadlines), so the same engine runs under a virtual clock.
 //
 // # Routing
 //
-// A budget at or under Policy.SyncMaxLatency goes sync. A larger budget is
-// batched only if it covers the expected time in the pool: the time until
-// its pool is flushed plus the predicted batch turnaround for its provider
-// and model plus a delivery slack of two poll intervals. Because a request
-// may pull its pool's flush forward (see Flushing), the time until its flush
-// can always be made zero, so the test reduces to
-// budget >= predicted turnaround + slack. The prediction starts from
-// Policy.TurnaroundPrior and is learned from the turnarounds the dispatcher
-// observes (ended_at - created_at as the provider reports them), per
-// provider and model, as a high quantile (Policy.TurnaroundQuantile) of the
-// recent ones. A request without a budget (0) is batched: the library is
-// for patient work.
+// A request without a budget takes Policy.DefaultBudget (default 0: sync,
+// so nothing is made slow unless asked). A budget at or under
+// Policy.SyncMaxLatency goes sync; a larger one is batched when it covers
+// the predicted batch turnaround of its provider and model plus a delivery
+// slack of two poll intervals (a request pulls its pool's flush forward as
+// its budget needs, so the time to its flush can always be made zero).
+// Budgets count from the request's arrival. The prediction starts from
+// Policy.TurnaroundPrior and is learned from observed turnarounds
+// (ended_at - created_at), per provider and model, as a high quantile of
+// the recent ones. SubmitBatch batches whatever the budget; 0 there means
+// no budget.
 //
 // # Flushing
 //
-// Requests are pooled per provider, per credential and per set of
-// pass-through headers (anthropic-beta, anthropic-version): requests sent
-// with different API keys never share a batch. A pool goes out when it
-// reaches Policy.BatchMinSize, when it reaches the batch size or byte cap
-// (Policy.BatchMaxSize, and the provider's own limits), when its oldest
-// request has waited Policy.BatchWindow, or earlier when waiting longer
-// would break the tightest budget in it (its deadline minus the predicted
-// turnaround and slack). Each pool has one timer set to its next flush; no
-// polling tick. Any number of batches may be in flight at once.
+// Requests are pooled per provider, credential, model and the provider's
+// pool key (for Anthropic the anthropic-* headers): requests sent with
+// different API keys never share a batch. A pool goes out when it reaches
+// Policy.BatchMinSize, when it reaches the batch size or byte cap, when its
+// oldest request has waited Policy.BatchWindow since it was durably
+// accepted (so a slow store does not split requests that arrived
+// together), or earlier when waiting longer would break the tightest budget
+// in it. Each pool has one timer set to its next flush.
+//
+// # The money path
+//
+// A request is stored before it is acknowledged; a batch's intent (its
+// local id, which is its tag, and the create call's deadline) before its
+// create is sent. The provider records the tag (Anthropic: the prefix of
+// every custom_id), so that FindBatch can find the batch. A create that
+// fails is classified by the provider: refused (an error answer) or never
+// delivered (connection refused) fails its requests at once; uncertain (no
+// answer after the request was written, or a 5xx) goes to the reconciler,
+// which looks for the batch by its tag until it finds it (and adopts it)
+// or a list read after the create could no longer land (the create's
+// answer, or its deadline when none came, plus Policy.SettleDelay) shows
+// none (and sends the requests again). A failed list, or candidates that
+// cannot be told apart yet, prove nothing. A restart hands every stored
+// intent to the same reconciler.
+//
+// A result is stored, with its ledger entry, in one transaction before its
+// caller is answered, so each request has one ledger entry, which survives
+// a crash. Results are matched by custom_id; an errored one becomes the
+// provider's *llmfleet.Error, a canceled or expired one
+// llmfleet.ErrBatchCanceled or ErrBatchExpired, all wrapped in a
+// *llmfleet.BatchError naming the batch.
+//
+// Nothing waits forever: results that stay unreadable answer with
+// ErrResultMissing; a batch the provider refuses to show (404, 401, 403)
+// several times in a row answers with that error; one that cannot be
+// looked at at all is given up well past its expiry.
 //
 // # Polling
 //
-// The in-flight batches of one provider and credential are tracked
-// together: one timer per credential fires when the first of them is due,
+// One timer per credential fires when the first of its batches is due,
 // and one call answers for all of them (a retrieve when one batch is in
-// flight, the list endpoint when several are); a status call that gets no
-// answer within a minute is abandoned and tried again at the next check.
-// A batch is polled rarely
-// while it is young and more often near its predicted end: the next check
-// is half the time left until the predicted end; after the predicted end,
-// a quarter of the overrun. Both are clamped between Policy.PollInterval
-// and the larger of Policy.MaxPollInterval and a tenth of the batch's
-// expected (or, once late, actual) age. TestPollingCost records what that
-// costs: a batch that ends near its prediction costs about 7 management
-// calls in all (create, polls, results) and reaches its callers within one
-// poll interval of its end; a 6-hour batch costs about 21 calls once its
-// turnaround has been learned, and 68 while the 120s prior still stands.
-//
-// # Results
-//
-// Results are matched by custom_id. A succeeded result answers its caller
-// with the Message; an errored one with an *llmfleet.Error carrying the
-// provider's error type, message and the status the sync API would have
-// used; canceled and expired ones with llmfleet.ErrBatchCanceled and
-// llmfleet.ErrBatchExpired; all three wrapped in an *llmfleet.BatchError
-// naming the batch. A create the provider refused (an error answer) fails
-// every request of that batch with the cause. A create that failed without
-// an answer (a dropped connection, a timeout) may have made the batch, so
-// it is never simply sent again: the credential's batch list is read, a
-// batch that matches it is adopted, and only a list that shows none sends
-// the requests again; if the list cannot be read after several tries, the
-// callers get the error and, with a Store, the intent stays recorded for the
-// next start to reconcile. Results that stay unreadable for several polls in
-// a row answer the batch's requests with llmfleet.ErrResultMissing, so
-// nothing waits forever. A request whose budget runs out before its answer
-// fails with llmfleet.ErrBudgetExceeded. A caller whose context ends while
-// its request is still pooled leaves the pool; after submission its result
-// is dropped when it arrives and counted in Stats.DroppedResults.
+// flight, the list endpoint when several are). The next check is half the
+// time left until the predicted end; after it, a quarter of the overrun;
+// clamped between Policy.PollInterval and the larger of
+// Policy.MaxPollInterval and a tenth of the batch's age. TestPollingCost
+// records what that costs.
 package dispatch
