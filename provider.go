@@ -32,9 +32,9 @@ type Provider interface {
 	// without "stream"), byte for byte otherwise.
 	BatchParams(req *Request) (json.RawMessage, error)
 	// CreateBatch creates one batch job holding items, tagged with tag
-	// (llmfleet's id of the batch, at most 40 characters of [A-Za-z0-9_])
-	// wherever the provider's API lets a batch carry it, so that FindBatch
-	// can find it. It never reconciles a failed create itself: a failure
+	// (llmfleet's id of the batch, 1 to 40 characters of [A-Za-z0-9_];
+	// every item's CustomID begins with tag and "-") wherever the
+	// provider's API lets a batch carry it, so that FindBatch can find it. It never reconciles a failed create itself: a failure
 	// that leaves open whether the batch was created is returned as an
 	// *UncertainError, one that proves it was not (an error answer that
 	// refuses the call, a call never delivered) as anything else.

@@ -35,15 +35,15 @@ func TestCreateBatchBody(t *testing.T) {
 			`"cancel_initiated_at":null,"archived_at":null,"results_url":null}`)
 	}))
 	items := []llmfleet.BatchItem{
-		{CustomID: "a-1", Params: []byte("{\"model\":\"m\",  \"max_tokens\":1,\n \"x\":1.50}")},
-		{CustomID: "b_2", Params: []byte(`{"z":[],"model":"m"}`)},
+		{CustomID: "t_1-a-1", Params: []byte("{\"model\":\"m\",  \"max_tokens\":1,\n \"x\":1.50}")},
+		{CustomID: "t_1-b_2", Params: []byte(`{"z":[],"model":"m"}`)},
 	}
-	b, err := p.CreateBatch(context.Background(), testCred, http.Header{"Anthropic-Beta": {"x"}, "Llmfleet-Pool": {"p"}}, items)
+	b, err := p.CreateBatch(context.Background(), testCred, "t_1", http.Header{"Anthropic-Beta": {"x"}, "Llmfleet-Pool": {"p"}}, items)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "{\"requests\":[{\"custom_id\":\"a-1\",\"params\":{\"model\":\"m\",  \"max_tokens\":1,\n \"x\":1.50}}," +
-		`{"custom_id":"b_2","params":{"z":[],"model":"m"}}]}`
+	want := "{\"requests\":[{\"custom_id\":\"t_1-a-1\",\"params\":{\"model\":\"m\",  \"max_tokens\":1,\n \"x\":1.50}}," +
+		`{"custom_id":"t_1-b_2","params":{"z":[],"model":"m"}}]}`
 	if string(got) != want {
 		t.Errorf("body\n%s\nwant\n%s", got, want)
 	}
@@ -60,19 +60,23 @@ func TestCreateBatchBody(t *testing.T) {
 func TestCreateBatchLocalErrors(t *testing.T) {
 	var calls atomic.Int32
 	p, _ := newTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
+	tooMany := make([]llmfleet.BatchItem, MaxBatchRequests+1)
+	for i := range tooMany {
+		tooMany[i] = llmfleet.BatchItem{CustomID: fmt.Sprintf("a-%d", i), Params: []byte(`{}`)}
+	}
 	for name, items := range map[string][]llmfleet.BatchItem{
 		"none":         nil,
-		"empty params": {{CustomID: "a", Params: []byte(" ")}},
-		"too many":     make([]llmfleet.BatchItem, MaxBatchRequests+1),
+		"empty params": {{CustomID: "a-1", Params: []byte(" ")}},
+		"too many":     tooMany,
 	} {
-		_, err := p.CreateBatch(context.Background(), testCred, nil, items)
+		_, err := p.CreateBatch(context.Background(), testCred, "a", nil, items)
 		var e *llmfleet.Error
 		if !errors.As(err, &e) || e.StatusCode != 400 || e.Type != "invalid_request_error" {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	big := []llmfleet.BatchItem{{CustomID: "a", Params: make([]byte, MaxBatchBytes)}}
-	_, err := p.CreateBatch(context.Background(), testCred, nil, big)
+	big := []llmfleet.BatchItem{{CustomID: "a-1", Params: make([]byte, MaxBatchBytes)}}
+	_, err := p.CreateBatch(context.Background(), testCred, "a", nil, big)
 	var e *llmfleet.Error
 	if !errors.As(err, &e) || e.StatusCode != 413 || e.Type != "request_too_large" {
 		t.Errorf("too large: %v", err)
@@ -134,7 +138,7 @@ func TestGetListCancel(t *testing.T) {
 	}
 }
 
-const resultsJSONL = `{"custom_id":"a","result":{"type":"succeeded","message":{"id":"msg_a","type":"message","content":[]}}}
+const resultsJSONL = `{"custom_id":"a","result":{"type":"succeeded","message":{"id":"msg_a","type":"message","model":"claude-haiku-4-5","content":[],"usage":{"input_tokens":7,"output_tokens":3,"cache_read_input_tokens":2}}}}
 {"custom_id":"b","result":{"type":"errored","error":{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 0"},"request_id":"req_b"}}}
 {"custom_id":"c","result":{"type":"canceled"}}
 
@@ -162,8 +166,15 @@ func TestResults(t *testing.T) {
 	if strings.Join(order, "") != "abcde" {
 		t.Errorf("order %v", order)
 	}
-	if r := got["a"]; r.Type != llmfleet.ResultSucceeded || string(r.Message) != `{"id":"msg_a","type":"message","content":[]}` || r.Error != nil {
+	if r := got["a"]; r.Type != llmfleet.ResultSucceeded || r.Error != nil ||
+		string(r.Message) != `{"id":"msg_a","type":"message","model":"claude-haiku-4-5","content":[],"usage":{"input_tokens":7,"output_tokens":3,"cache_read_input_tokens":2}}` {
 		t.Errorf("a %+v", r)
+	}
+	if r := got["a"]; r.Model != "claude-haiku-4-5" || r.Usage.InputTokens != 7 || r.Usage.OutputTokens != 3 || r.Usage.CacheReadInputTokens != 2 {
+		t.Errorf("a: model %q, usage %+v", r.Model, r.Usage)
+	}
+	if r := got["b"]; r.Model != "" || r.Usage != (llmfleet.Usage{}) {
+		t.Errorf("errored b: model %q, usage %+v", r.Model, r.Usage)
 	}
 	if r := got["b"]; r.Type != llmfleet.ResultErrored || r.Error == nil || r.Error.StatusCode != 400 ||
 		r.Error.Type != "invalid_request_error" || r.Error.Message != "max_tokens: 0" || r.Error.RequestID != "req_b" {

@@ -132,7 +132,11 @@ func (p *Provider) attempt(ctx context.Context, c *call, n int) (rep *reply, res
 		if err != nil {
 			// The provider answered, so it acted on the request: only an
 			// idempotent call may be sent again.
-			return nil, resp.Header, &connError{op: c.op, written: true, err: fmt.Errorf("reading answer: %w", err)}, c.idempotent
+			err = fmt.Errorf("claude: %s: reading answer: %w", c.op, err)
+			if !c.idempotent {
+				return nil, resp.Header, &llmfleet.UncertainError{Answered: true, Err: err}, false
+			}
+			return nil, resp.Header, &connError{op: c.op, written: true, err: err}, true
 		}
 		return &reply{status: resp.StatusCode, header: resp.Header, body: b}, nil, nil, false
 	}

@@ -56,11 +56,15 @@ func TestContract(t *testing.T) {
 				Credential:    llmfleet.Credential{APIKey: "sk-ant-contract-good"},
 				BadCredential: llmfleet.Credential{APIKey: "sk-ant-contract-bad"},
 				Advance:       clock.Advance,
+				Now:           clock.Now,
 				DropCreateResponse: func() {
 					em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointCreate, DropResponse: true})
 				},
 				DropCreateRequest: func() {
 					em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointCreate, DropAfterBody: true})
+				},
+				FailCreate: func(status int) {
+					em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointCreate, Status: status})
 				},
 			}
 		},

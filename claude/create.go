@@ -25,6 +25,10 @@ import (
 // (Answered for a 5xx other than 529, whatever x-should-retry says: the
 // batch may exist), to be reconciled by the caller with FindBatch.
 func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, tag string, header http.Header, items []llmfleet.BatchItem) (*llmfleet.Batch, error) {
+	if !validTag(tag) {
+		return nil, localError(http.StatusBadRequest, "invalid_request_error",
+			fmt.Sprintf("batch tag %q: want 1 to 40 characters of [A-Za-z0-9_]", tag))
+	}
 	for _, it := range items {
 		if !strings.HasPrefix(it.CustomID, tag+"-") {
 			return nil, localError(http.StatusBadRequest, "invalid_request_error",
@@ -97,4 +101,18 @@ func encodeCreate(items []llmfleet.BatchItem) ([]byte, error) {
 func tooLarge(n int) error {
 	return localError(http.StatusRequestEntityTooLarge, "request_too_large",
 		fmt.Sprintf("batch create body is %d bytes, more than the %d a batch may hold", n, MaxBatchBytes))
+}
+
+// validTag reports whether tag is 1 to 40 characters of [A-Za-z0-9_]: no
+// "-", so that a tag never begins the custom_ids of another tag.
+func validTag(tag string) bool {
+	if len(tag) == 0 || len(tag) > 40 {
+		return false
+	}
+	for _, c := range []byte(tag) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

@@ -3,19 +3,19 @@ package claude
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/llmfleet/llmfleet"
 )
 
-func items(n int) []llmfleet.BatchItem {
+// items returns n items whose custom_ids carry tag.
+func items(tag string, n int) []llmfleet.BatchItem {
 	out := make([]llmfleet.BatchItem, n)
 	for i := range out {
-		out[i] = llmfleet.BatchItem{CustomID: "r" + string(rune('a'+i)), Params: []byte(`{"model":"m","max_tokens":1,"messages":[]}`)}
+		out[i] = llmfleet.BatchItem{CustomID: tag + "-" + string(rune('a'+i)), Params: []byte(`{"model":"m","max_tokens":1,"messages":[]}`)}
 	}
 	return out
 }
@@ -26,296 +26,213 @@ func newFake(t *testing.T) (*Provider, *fakeBatches, *sleeps) {
 	return p, f, sl
 }
 
-// newFakeFirstCreate is newFake whose first create call is answered by
-// first instead of by the fake.
-func newFakeFirstCreate(t *testing.T, first func(f *fakeBatches, w http.ResponseWriter)) (*Provider, *fakeBatches) {
-	f := &fakeBatches{now: testNow}
-	var done atomic.Bool
-	p, _ := newTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && !done.Swap(true) {
-			first(f, w)
-			return
+// firstCreates makes the fake answer its first n create calls with answer.
+func firstCreates(f *fakeBatches, n int, answer func(w http.ResponseWriter, r *http.Request)) {
+	f.OnCreate = func(call int, w http.ResponseWriter, r *http.Request) bool {
+		if call > n {
+			return false
 		}
-		f.ServeHTTP(w, r)
-	}))
-	return p, f
-}
-
-func TestCreateRetriedOnStatus(t *testing.T) {
-	p, f := newFakeFirstCreate(t, func(_ *fakeBatches, w http.ResponseWriter) {
-		writeError(w, 529, "overloaded_error", "Overloaded")
-	})
-	b, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if err != nil || b.ID != "msgbatch_1" {
-		t.Fatalf("%+v %v", b, err)
-	}
-	if c, l := f.counts(); c != 1 || l != 0 {
-		t.Errorf("%d creates, %d lists", c, l)
+		answer(w, r)
+		return true
 	}
 }
 
-func TestCreateNotRetriedOn400(t *testing.T) {
-	p, sl := newTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, 400, "invalid_request_error", "requests.0.custom_id: duplicate")
-	}))
-	_, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
+// refused answers status after reading the request.
+func refused(status int, header ...string) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		writeError(w, status, typeForStatus(status), "nope")
+	}
+}
+
+// uncertain returns err as an *llmfleet.UncertainError, or fails.
+func uncertain(t *testing.T, err error) *llmfleet.UncertainError {
+	t.Helper()
+	var ue *llmfleet.UncertainError
+	if !errors.As(err, &ue) {
+		t.Fatalf("err %v (%T), want an *llmfleet.UncertainError", err, err)
+	}
+	if errors.Is(err, llmfleet.ErrNotDelivered) {
+		t.Errorf("uncertain and not delivered: %v", err)
+	}
+	return ue
+}
+
+// An error answer that refuses the create is an *llmfleet.Error: the
+// batch was not created.
+func TestCreateRefused(t *testing.T) {
+	p, f, sl := newFake(t)
+	firstCreates(f, 1, refused(400))
+	_, err := p.CreateBatch(context.Background(), testCred, "t1", nil, items("t1", 2))
 	var e *llmfleet.Error
-	if !errors.As(err, &e) || e.StatusCode != 400 || len(sl.list()) != 0 {
-		t.Errorf("%v", err)
+	var ue *llmfleet.UncertainError
+	if !errors.As(err, &e) || e.StatusCode != 400 || errors.As(err, &ue) || errors.Is(err, llmfleet.ErrNotDelivered) {
+		t.Fatalf("err %v", err)
+	}
+	if c, _ := f.counts(); c != 1 || len(sl.list()) != 0 {
+		t.Errorf("%d creates, sleeps %v", c, sl.list())
+	}
+}
+
+// 429 and 529 refuse a create before any work: it is sent again, and
+// once retries run out the refusal is returned as such.
+func TestCreateRetriedOnRefusal(t *testing.T) {
+	for _, status := range []int{429, 529} {
+		p, f, sl := newFake(t)
+		firstCreates(f, 1, refused(status))
+		b, err := p.CreateBatch(context.Background(), testCred, "t1", nil, items("t1", 2))
+		if err != nil || b.ID != "msgbatch_1" || f.recorded() != 1 {
+			t.Fatalf("%d: %+v %v", status, b, err)
+		}
+		if c, _ := f.counts(); c != 2 || len(sl.list()) != 1 {
+			t.Errorf("%d: %d creates, sleeps %v", status, c, sl.list())
+		}
+
+		p, f, _ = newFake(t)
+		firstCreates(f, 100, refused(status))
+		_, err = p.CreateBatch(context.Background(), testCred, "t1", nil, items("t1", 2))
+		var e *llmfleet.Error
+		var ue *llmfleet.UncertainError
+		if !errors.As(err, &e) || e.StatusCode != status || errors.As(err, &ue) {
+			t.Errorf("%d every time: %v", status, err)
+		}
+		if c, _ := f.counts(); c != DefaultMaxRetries+1 {
+			t.Errorf("%d every time: %d creates", status, c)
+		}
+	}
+}
+
+// Any 5xx but 529 may come after the batch was created: it is not sent
+// again, whatever x-should-retry says.
+func TestCreate5xxUncertain(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		header []string
+	}{
+		{500, nil}, {502, nil}, {503, nil}, {504, nil},
+		{503, []string{"X-Should-Retry", "true"}},
+		{500, []string{"X-Should-Retry", "false"}},
+	} {
+		p, f, sl := newFake(t)
+		firstCreates(f, 1, refused(tc.status, tc.header...))
+		_, err := p.CreateBatch(context.Background(), testCred, "t1", nil, items("t1", 2))
+		ue := uncertain(t, err)
+		var e *llmfleet.Error
+		if !ue.Answered || !errors.As(err, &e) || e.StatusCode != tc.status {
+			t.Errorf("%d %v: answered %v, err %v", tc.status, tc.header, ue.Answered, err)
+		}
+		if c, _ := f.counts(); c != 1 || len(sl.list()) != 0 {
+			t.Errorf("%d %v: %d creates, sleeps %v", tc.status, tc.header, c, sl.list())
+		}
+	}
+}
+
+// A connection dropped after the request was written leaves the create
+// open until its deadline: uncertain, unanswered, not sent again.
+func TestCreateDroppedAfterWrite(t *testing.T) {
+	p, f, sl := newFake(t)
+	firstCreates(f, 1, drop)
+	_, err := p.CreateBatch(context.Background(), testCred, "t1", nil, items("t1", 2))
+	if ue := uncertain(t, err); ue.Answered {
+		t.Errorf("answered: %v", err)
+	}
+	if c, _ := f.counts(); c != 1 || len(sl.list()) != 0 {
+		t.Errorf("%d creates, sleeps %v", c, sl.list())
+	}
+}
+
+// closedPort returns the address of a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// A refused connection never delivered the create: it is retried, then
+// returned wrapping ErrNotDelivered.
+func TestCreateConnectionRefused(t *testing.T) {
+	p, f, sl := newFake(t)
+	addr := closedPort(t)
+	p.HTTPClient = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}}
+	_, err := p.CreateBatch(context.Background(), testCred, "t1", nil, items("t1", 2))
+	var ue *llmfleet.UncertainError
+	var e *llmfleet.Error
+	if !errors.Is(err, llmfleet.ErrNotDelivered) || errors.As(err, &ue) || errors.As(err, &e) {
+		t.Fatalf("err %v", err)
+	}
+	if c, _ := f.counts(); c != 0 || len(sl.list()) != DefaultMaxRetries {
+		t.Errorf("%d creates, sleeps %v", c, sl.list())
 	}
 }
 
 func TestCreateRetriedBeforeWrite(t *testing.T) {
 	p, f, _ := newFake(t)
 	p.HTTPClient = failingDials(1)
-	b, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
+	b, err := p.CreateBatch(context.Background(), testCred, "t1", nil, items("t1", 2))
 	if err != nil || b.ID != "msgbatch_1" {
 		t.Fatalf("%+v %v", b, err)
-	}
-	if c, l := f.counts(); c != 1 || l != 0 {
-		t.Errorf("%d creates, %d lists", c, l)
-	}
-}
-
-func TestAmbiguousCreateAdopts(t *testing.T) {
-	p, f, sl := newFake(t)
-	f.OnCreate = func(n int) (bool, bool) { return true, false } // created, answer lost
-	// Other batches: older ones of the same size, recent ones of other sizes.
-	f.add(3, testNow.Add(-time.Hour))
-	for range 150 {
-		f.add(5, testNow)
-	}
-	b, err := p.CreateBatch(context.Background(), testCred, nil, items(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.ID != "msgbatch_152" || b.Counts.Total() != 3 {
-		t.Errorf("adopted %+v", b)
-	}
-	if c, l := f.counts(); c != 1 || l != 2 {
-		t.Errorf("%d creates, %d lists", c, l)
-	}
-	if ds := sl.list(); len(ds) != 1 || ds[0] != DefaultReconcileDelay {
-		t.Errorf("sleeps %v", ds)
-	}
-}
-
-func TestAmbiguousCreateNotCreatedRetriesOnce(t *testing.T) {
-	p, f, _ := newFake(t)
-	f.OnCreate = func(n int) (bool, bool) { return n > 1, n > 1 } // the first is lost before it is created
-	b, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if err != nil || b.ID != "msgbatch_1" {
-		t.Fatalf("%+v %v", b, err)
-	}
-	if c, l := f.counts(); c != 2 || l != 1 {
-		t.Errorf("%d creates, %d lists", c, l)
-	}
-}
-
-func TestAmbiguousCreateSecondAttemptAdopts(t *testing.T) {
-	p, f, _ := newFake(t)
-	f.OnCreate = func(n int) (bool, bool) { return n == 2, false }
-	b, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if err != nil || b.ID != "msgbatch_1" {
-		t.Fatalf("%+v %v", b, err)
-	}
-	if c, l := f.counts(); c != 2 || l != 2 {
-		t.Errorf("%d creates, %d lists", c, l)
-	}
-}
-
-func TestAmbiguousCreateTwiceNotCreated(t *testing.T) {
-	p, f, _ := newFake(t)
-	f.OnCreate = func(n int) (bool, bool) { return false, false }
-	_, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if err == nil || errors.Is(err, ErrAmbiguousCreate) || !strings.Contains(err.Error(), "lists no such batch") {
-		t.Fatalf("err %v", err)
-	}
-	if c, l := f.counts(); c != 2 || l != 2 {
-		t.Errorf("%d creates, %d lists", c, l)
-	}
-}
-
-func TestAmbiguousCreateListFails(t *testing.T) {
-	p, f, _ := newFake(t)
-	f.OnCreate = func(n int) (bool, bool) { return true, false }
-	f.OnList = func(w http.ResponseWriter) bool {
-		writeError(w, 403, "permission_error", "no")
-		return true
-	}
-	_, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if !errors.Is(err, ErrAmbiguousCreate) {
-		t.Fatalf("err %v", err)
-	}
-	var e *llmfleet.Error
-	if !errors.As(err, &e) || e.StatusCode != 403 {
-		t.Errorf("the list error is not wrapped: %v", err)
 	}
 	if c, _ := f.counts(); c != 1 {
 		t.Errorf("%d creates", c)
 	}
 }
 
-func TestAmbiguousCreateTwoCandidates(t *testing.T) {
-	p, f, _ := newFake(t)
-	f.OnCreate = func(n int) (bool, bool) { return true, false }
-	f.add(2, testNow.Add(-30*time.Second)) // someone else's, within the skew
-	_, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if !errors.Is(err, ErrAmbiguousCreate) || !strings.Contains(err.Error(), "2 candidate") {
-		t.Fatalf("err %v", err)
-	}
-	if c, _ := f.counts(); c != 1 {
-		t.Errorf("%d creates", c)
-	}
-}
-
-func TestAmbiguousCreateContextDone(t *testing.T) {
-	p, f, _ := newFake(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	f.OnCreate = func(n int) (bool, bool) {
-		cancel()
-		return true, false
-	}
-	_, err := p.CreateBatch(ctx, testCred, nil, items(2))
-	if !errors.Is(err, ErrAmbiguousCreate) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("err %v", err)
-	}
-	if _, l := f.counts(); l != 0 {
-		t.Errorf("%d lists", l)
-	}
-}
-
-func TestAmbiguousCreateSkipsHandedOut(t *testing.T) {
-	p, f, _ := newFake(t)
-	first, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.OnCreate = func(n int) (bool, bool) { return n > 2, n > 2 } // the second create is lost
-	second, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.ID == second.ID || second.ID != "msgbatch_2" {
-		t.Errorf("first %s, second %s", first.ID, second.ID)
-	}
-	if c, l := f.counts(); c != 3 || l != 1 {
-		t.Errorf("%d creates, %d lists", c, l)
-	}
-}
-
-// A reconciliation waits for the other creates of the same size in flight,
-// whose batches it would otherwise mistake for its own.
-func TestAmbiguousCreateWaitsForInflight(t *testing.T) {
-	p, f, _ := newFake(t)
-	aIn, release := make(chan struct{}), make(chan struct{})
-	f.OnCreate = func(n int) (bool, bool) { return n != 2, n != 2 } // the second create is lost
-	f.Block = func(n int) {
-		if n == 1 {
-			close(aIn)
-			<-release
-		}
-	}
-	var waited atomic.Bool
-	p.testHookReconcileWait = func() {
-		if !waited.Swap(true) {
-			close(release)
-		}
-	}
-	type res struct {
-		b   *llmfleet.Batch
-		err error
-	}
-	aDone := make(chan res)
-	go func() {
-		b, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-		aDone <- res{b, err}
-	}()
-	<-aIn
-	b, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	a := <-aDone
-	if a.err != nil || err != nil {
-		t.Fatal(a.err, err)
-	}
-	if !waited.Load() || a.b.ID != "msgbatch_1" || b.ID != "msgbatch_2" {
-		t.Errorf("waited %v, a %s, b %s", waited.Load(), a.b.ID, b.ID)
-	}
-	if c, _ := f.counts(); c != 3 {
-		t.Errorf("%d creates", c)
-	}
-}
-
-// After a create whose outcome stayed unknown, a lone candidate of the same
-// size may be that create's batch, so it is not adopted.
-func TestAmbiguousCreateUnresolvedPeer(t *testing.T) {
-	p, f, _ := newFake(t)
-	f.OnCreate = func(n int) (bool, bool) { return n == 1, false }
-	var listOK atomic.Bool
-	f.OnList = func(w http.ResponseWriter) bool {
-		if listOK.Load() {
-			return false
-		}
-		writeError(w, 500, "api_error", "down")
-		return true
-	}
-	_, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if !errors.Is(err, ErrAmbiguousCreate) {
-		t.Fatalf("first: %v", err)
-	}
-	listOK.Store(true)
-	_, err = p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if !errors.Is(err, ErrAmbiguousCreate) || !strings.Contains(err.Error(), "other ambiguous") {
-		t.Fatalf("second: %v", err)
-	}
-	// A create of another size is not affected.
-	f.OnCreate = nil
-	if _, err := p.CreateBatch(context.Background(), testCred, nil, items(3)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// A create answered with an unreadable body made a batch whose id is
-// unknown: the caller is told it may exist, and a later ambiguous create of
-// the same size does not adopt it.
+// A 2xx answer whose batch cannot be read: the batch exists, its id is
+// unknown.
 func TestCreateUnreadableAnswer(t *testing.T) {
-	f := &fakeBatches{now: testNow}
-	var n atomic.Int32
-	p, _ := newTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && n.Add(1) == 1 {
-			f.mu.Lock()
-			f.add(2, testNow)
-			f.mu.Unlock()
-			w.Write([]byte(`{"id":`))
-			return
-		}
-		f.ServeHTTP(w, r)
-	}))
-	f.OnCreate = func(int) (bool, bool) { return false, false }
-	_, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if !errors.Is(err, ErrAmbiguousCreate) {
-		t.Fatalf("first: %v", err)
+	p, f, sl := newFake(t)
+	firstCreates(f, 1, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"id":`)
+	})
+	_, err := p.CreateBatch(context.Background(), testCred, "t1", nil, items("t1", 2))
+	if ue := uncertain(t, err); !ue.Answered {
+		t.Errorf("not answered: %v", err)
 	}
-	_, err = p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if !errors.Is(err, ErrAmbiguousCreate) || !strings.Contains(err.Error(), "other ambiguous") {
-		t.Errorf("second: %v", err)
+
+	// The body breaks off: uncertain too, and not sent again.
+	p, f, sl = newFake(t)
+	firstCreates(f, 1, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Length", "1000")
+		io.WriteString(w, `{"id":"msgbatch_1"`)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	_, err = p.CreateBatch(context.Background(), testCred, "t1", nil, items("t1", 2))
+	uncertain(t, err)
+	if c, _ := f.counts(); c != 1 || len(sl.list()) != 0 {
+		t.Errorf("cut answer: %d creates, sleeps %v", c, sl.list())
 	}
 }
 
-// A 504 after the body was sent may hide a batch that was created: the
-// create is reconciled, not sent again.
-func TestCreateGatewayTimeoutReconciles(t *testing.T) {
-	p, f := newFakeFirstCreate(t, func(f *fakeBatches, w http.ResponseWriter) {
-		f.mu.Lock()
-		f.creates++
-		f.add(2, f.now) // created, but the gateway gave up waiting
-		f.mu.Unlock()
-		writeError(w, 504, "timeout_error", "Request timed out")
-	})
-	b, err := p.CreateBatch(context.Background(), testCred, nil, items(2))
-	if err != nil || b.ID != "msgbatch_1" {
-		t.Fatalf("%+v %v", b, err)
+// Every custom_id must begin with the tag and "-": the create is refused
+// without a call otherwise.
+func TestCreateUntaggedCustomID(t *testing.T) {
+	p, f, _ := newFake(t)
+	for _, id := range []string{"t2-a", "t1", "t1_a", "t10-a", "xt1-a"} {
+		its := items("t1", 2)
+		its[1].CustomID = id
+		_, err := p.CreateBatch(context.Background(), testCred, "t1", nil, its)
+		var e *llmfleet.Error
+		if !errors.As(err, &e) || e.StatusCode != 400 || e.Type != "invalid_request_error" {
+			t.Errorf("%s: %v", id, err)
+		}
 	}
-	if c, l := f.counts(); c != 1 || l != 1 {
-		t.Errorf("%d creates, %d lists; want the 504 reconciled, not resent", c, l)
+	if c, _ := f.counts(); c != 0 {
+		t.Errorf("%d creates", c)
 	}
 }

@@ -120,26 +120,52 @@ func TestEmulatorRetryAfter(t *testing.T) {
 	}
 }
 
-// An ambiguous create against the emulator submits each request once.
-func TestEmulatorAmbiguousCreateSubmitsOnce(t *testing.T) {
-	for _, f := range []emulator.Fault{
-		{Endpoint: emulator.EndpointCreate, DropResponse: true},
-		{Endpoint: emulator.EndpointCreate, DropAfterBody: true},
-		{Endpoint: emulator.EndpointCreate, Status: 529},
+// The emulator's create faults are classified as the package
+// documentation says, and no request is ever submitted twice.
+func TestEmulatorCreateFaults(t *testing.T) {
+	for _, tc := range []struct {
+		f         emulator.Fault
+		uncertain bool // an *llmfleet.UncertainError
+		answered  bool // UncertainError.Answered
+		status    int  // of the *llmfleet.Error returned, if any
+		submitted int  // requests the emulator holds
+	}{
+		{f: emulator.Fault{DropResponse: true}, uncertain: true, submitted: 2},
+		{f: emulator.Fault{DropAfterBody: true}, uncertain: true},
+		{f: emulator.Fault{Status: 529}, submitted: 2},
+		{f: emulator.Fault{Status: 429, RetryAfter: time.Second}, submitted: 2},
+		{f: emulator.Fault{Status: 400}, status: 400},
+		{f: emulator.Fault{Status: 503}, uncertain: true, answered: true, status: 503},
+		{f: emulator.Fault{Status: 503, ShouldRetry: "true"}, uncertain: true, answered: true, status: 503},
+		{f: emulator.Fault{Status: 504}, uncertain: true, answered: true, status: 504},
 	} {
 		em, p, _ := startEmulator(t)
-		em.InjectFault(f)
+		tc.f.Endpoint = emulator.EndpointCreate
+		em.InjectFault(tc.f)
 		items := []llmfleet.BatchItem{
-			{CustomID: "a", Params: []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"}]}`)},
-			{CustomID: "b", Params: []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"b"}]}`)},
+			{CustomID: "t-a", Params: []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"}]}`)},
+			{CustomID: "t-b", Params: []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"b"}]}`)},
 		}
-		b, err := p.CreateBatch(t.Context(), emuCred, nil, items)
-		if err != nil {
-			t.Fatalf("%+v: %v", f, err)
+		b, err := p.CreateBatch(t.Context(), emuCred, "t", nil, items)
+		var ue *llmfleet.UncertainError
+		var e *llmfleet.Error
+		switch {
+		case errors.As(err, &ue) != tc.uncertain || (tc.uncertain && ue.Answered != tc.answered):
+			t.Errorf("%+v: err %v", tc.f, err)
+		case tc.status != 0 && (!errors.As(err, &e) || e.StatusCode != tc.status):
+			t.Errorf("%+v: err %v, want a %d", tc.f, err, tc.status)
+		case !tc.uncertain && tc.status == 0 && (err != nil || b == nil):
+			t.Errorf("%+v: err %v", tc.f, err)
 		}
 		st := em.Stats()
-		if d := st.DuplicateParams(); len(d) != 0 || len(st.Submissions) != 2 || st.Submissions[0].BatchID != b.ID {
-			t.Errorf("%+v: submissions %+v", f, st.Submissions)
+		if d := st.DuplicateParams(); len(d) != 0 || len(st.Submissions) != tc.submitted {
+			t.Errorf("%+v: submissions %+v", tc.f, st.Submissions)
+		}
+		if b != nil && st.Submissions[0].BatchID != b.ID {
+			t.Errorf("%+v: returned %s, submitted in %s", tc.f, b.ID, st.Submissions[0].BatchID)
+		}
+		if n := st.Calls[emulator.EndpointCreate]; tc.uncertain && n != 1 {
+			t.Errorf("%+v: %d creates", tc.f, n)
 		}
 	}
 }

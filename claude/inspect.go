@@ -1,7 +1,9 @@
 package claude
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"sort"
@@ -19,7 +21,10 @@ func (p *Provider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, error) 
 	var m struct {
 		Model string `json:"model"`
 	}
-	if err := json.Unmarshal(req.Body, &m); err != nil {
+	if err := json.Unmarshal(req.Body, &m); err != nil || !isObject(req.Body) {
+		if err == nil {
+			err = errNotObject
+		}
 		return llmfleet.RequestInfo{}, localError(http.StatusBadRequest, "invalid_request_error", "request body is not a JSON object: "+err.Error())
 	}
 	return llmfleet.RequestInfo{Model: m.Model, PoolKey: headerSignature(req.Header)}, nil
@@ -49,4 +54,13 @@ func (p *Provider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {
 		return nil, localError(http.StatusBadRequest, "invalid_request_error", err.Error())
 	}
 	return b, nil
+}
+
+// errNotObject refuses a body that is valid JSON but not an object.
+var errNotObject = errors.New("not an object")
+
+// isObject reports whether body, valid JSON, is an object.
+func isObject(body []byte) bool {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
 }

@@ -242,7 +242,8 @@ func TestSendNotRetriedAfterWrite(t *testing.T) {
 		drop(w, r)
 	}))
 	_, err := p.Send(context.Background(), &llmfleet.Request{Credential: testCred, Body: []byte(`{}`)})
-	if err == nil || !isAmbiguous(err) {
+	var ue *llmfleet.UncertainError
+	if !errors.As(err, &ue) || ue.Answered {
 		t.Fatalf("err %v", err)
 	}
 	if calls.Load() != 1 || len(sl.list()) != 0 {
@@ -300,7 +301,8 @@ func TestSendRetriedBeforeWrite(t *testing.T) {
 
 	p.HTTPClient = failingDials(3)
 	_, err = p.Send(context.Background(), &llmfleet.Request{Credential: testCred, Body: []byte(`{}`)})
-	if err == nil || isAmbiguous(err) {
+	var ue *llmfleet.UncertainError
+	if !errors.Is(err, llmfleet.ErrNotDelivered) || errors.As(err, &ue) {
 		t.Errorf("after 3 failed dials: %v", err)
 	}
 }

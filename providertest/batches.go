@@ -17,18 +17,24 @@ type item struct {
 	errorType string
 }
 
-func (s *suite) items(prefix string, n int) []item {
+// items returns n items whose custom_ids carry tag, as CreateBatch needs.
+func (s *suite) items(tag string, n int) []item {
 	out := make([]item, n)
 	for i := range out {
 		out[i] = item{
 			BatchItem: llmfleet.BatchItem{
-				CustomID: fmt.Sprintf("%s-%d", prefix, i),
-				Params:   s.body(fmt.Sprintf("%s question number %d", prefix, i)),
+				CustomID: fmt.Sprintf("%s-%d", tag, i),
+				Params:   s.body(fmt.Sprintf("%s question number %d", tag, i)),
 			},
 			want: llmfleet.ResultSucceeded,
 		}
 	}
 	return out
+}
+
+// create creates a batch of its tagged tag.
+func create(t *testing.T, e Env, tag string, its []item) (*llmfleet.Batch, error) {
+	return e.Provider.CreateBatch(ctx(t), e.Credential, tag, nil, batchItems(its))
 }
 
 func batchItems(its []item) []llmfleet.BatchItem {
@@ -109,29 +115,42 @@ func (s *suite) needAdvance(t *testing.T, e Env) {
 	}
 }
 
+// lifecycleTag is a tag of the greatest length, 40 characters.
+const lifecycleTag = "lifecycle_0123456789_0123456789_01234567"
+
 func (s *suite) batchLifecycle(t *testing.T) {
 	e := s.env(t)
 	s.needAdvance(t, e)
-	its := s.items("ok", 6)
+	since := e.now()
+	its := s.items(lifecycleTag, 6)
+	// A streaming request goes into a batch as BatchParams gives it.
+	params, err := e.Provider.BatchParams(s.request(e, s.body("a streamed question", `"stream":true`)))
+	if err != nil {
+		t.Fatalf("BatchParams: %v", err)
+	}
 	its = append(its, item{
-		BatchItem: llmfleet.BatchItem{CustomID: "bad-params",
+		BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-streamed", Params: params},
+		want:      llmfleet.ResultSucceeded,
+	})
+	its = append(its, item{
+		BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-bad_params",
 			Params: []byte(`{"model":"` + s.model() + `","max_tokens":0,"messages":[{"role":"user","content":"zero"}]}`)},
 		want: llmfleet.ResultErrored, errorType: "invalid_request_error",
 	})
 	if s.h.ErrorPrompt != nil {
 		its = append(its, item{
-			BatchItem: llmfleet.BatchItem{CustomID: "overloaded", Params: s.body(s.h.ErrorPrompt("overloaded_error"))},
+			BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-overloaded", Params: s.body(s.h.ErrorPrompt("overloaded_error"))},
 			want:      llmfleet.ResultErrored, errorType: "overloaded_error",
 		})
 	}
 	if s.h.ExpirePrompt != "" {
 		its = append(its, item{
-			BatchItem: llmfleet.BatchItem{CustomID: "expire_me", Params: s.body(s.h.ExpirePrompt)},
+			BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-expire_me", Params: s.body(s.h.ExpirePrompt)},
 			want:      llmfleet.ResultExpired,
 		})
 	}
 	n := len(its)
-	created, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(its))
+	created, err := create(t, e, lifecycleTag, its)
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
@@ -154,6 +173,7 @@ func (s *suite) batchLifecycle(t *testing.T) {
 	if ended.EndedAt.IsZero() || ended.EndedAt.Before(ended.CreatedAt) || ended.Counts.Processing != 0 || ended.Counts.Total() != n {
 		t.Errorf("ended batch %+v", ended)
 	}
+	s.find(t, e, query(lifecycleTag, n, since), created, false)
 	rs, order := results(t, e, created.ID)
 	if len(rs) != n {
 		t.Fatalf("%d results for %d requests", len(rs), n)
@@ -176,7 +196,10 @@ func (s *suite) batchLifecycle(t *testing.T) {
 			if r.Error != nil {
 				t.Errorf("%s: succeeded with an error", it.CustomID)
 			}
-			s.checkMessage(t, it.Params, r.Message)
+			m := s.checkMessage(t, it.Params, r.Message)
+			if r.Model != m.Model || r.Model == "" || r.Usage != m.Usage {
+				t.Errorf("%s: BatchResult model %q, usage %+v; the Message's %q, %+v", it.CustomID, r.Model, r.Usage, m.Model, m.Usage)
+			}
 		case llmfleet.ResultErrored:
 			if r.Error == nil {
 				t.Errorf("%s: errored without an error", it.CustomID)
@@ -201,7 +224,7 @@ func (s *suite) batchLifecycle(t *testing.T) {
 
 func (s *suite) batchResultsEarly(t *testing.T) {
 	e := s.env(t)
-	b, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(s.items("early", 2)))
+	b, err := create(t, e, "early", s.items("early", 2))
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
@@ -219,7 +242,8 @@ func (s *suite) batchList(t *testing.T) {
 	e := s.env(t)
 	var ids []string
 	for i := range 3 {
-		b, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(s.items(fmt.Sprintf("list%d", i), i+1)))
+		tag := fmt.Sprintf("list%d", i)
+		b, err := create(t, e, tag, s.items(tag, i+1))
 		if err != nil {
 			t.Fatalf("CreateBatch: %v", err)
 		}
@@ -254,8 +278,9 @@ func (s *suite) batchList(t *testing.T) {
 func (s *suite) batchCancel(t *testing.T) {
 	e := s.env(t)
 	s.needAdvance(t, e)
+	since := e.now()
 	its := s.items("cancel", 5)
-	b, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(its))
+	b, err := create(t, e, "cancel", its)
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
@@ -287,6 +312,7 @@ func (s *suite) batchCancel(t *testing.T) {
 	if c := countResults(rs); c != ended.Counts {
 		t.Errorf("results count %+v, batch says %+v", c, ended.Counts)
 	}
+	s.find(t, e, query("cancel", len(its), since), b, false)
 }
 
 func (s *suite) batchNotFound(t *testing.T) {
@@ -302,13 +328,13 @@ func (s *suite) batchNotFound(t *testing.T) {
 
 func (s *suite) batchCreateRejected(t *testing.T) {
 	e := s.env(t)
-	its := batchItems(s.items("dup", 2))
+	its := s.items("dup", 2)
 	its[1].CustomID = its[0].CustomID
-	_, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, its)
+	_, err := create(t, e, "dup", its)
 	wantError(t, "duplicate custom_id", err, 400, "invalid_request_error")
-	its = batchItems(s.items("bad", 1))
-	its[0].CustomID = "not a valid id!"
-	_, err = e.Provider.CreateBatch(ctx(t), e.Credential, nil, its)
+	its = s.items("bad", 1)
+	its[0].CustomID = "bad-not a valid id!"
+	_, err = create(t, e, "bad", its)
 	wantError(t, "bad custom_id", err, 400, "invalid_request_error")
 	s.wantBatches(t, e, 0)
 }
@@ -324,40 +350,4 @@ func (s *suite) wantBatches(t *testing.T, e Env, n int) []llmfleet.Batch {
 		t.Errorf("upstream lists %d batches, want %d", len(page.Batches), n)
 	}
 	return page.Batches
-}
-
-func (s *suite) batchCreateDroppedResponse(t *testing.T) {
-	e := s.env(t)
-	if e.DropCreateResponse == nil {
-		t.Skip("Env.DropCreateResponse is nil")
-	}
-	// A batch of another size first: it must not be mistaken for the new one.
-	if _, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(s.items("before", 2))); err != nil {
-		t.Fatalf("CreateBatch: %v", err)
-	}
-	e.DropCreateResponse()
-	b, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(s.items("dropped", 3)))
-	bs := s.wantBatches(t, e, 2)
-	if err != nil {
-		t.Fatalf("CreateBatch after a lost answer: %v (the batch exists; it should have been found)", err)
-	}
-	if b.ID != bs[0].ID || b.Counts.Total() != 3 {
-		t.Errorf("CreateBatch returned %+v, the upstream created %+v", b, bs[0])
-	}
-}
-
-func (s *suite) batchCreateDroppedRequest(t *testing.T) {
-	e := s.env(t)
-	if e.DropCreateRequest == nil {
-		t.Skip("Env.DropCreateRequest is nil")
-	}
-	e.DropCreateRequest()
-	b, err := e.Provider.CreateBatch(ctx(t), e.Credential, nil, batchItems(s.items("lost", 3)))
-	if err != nil {
-		t.Fatalf("CreateBatch after a lost request: %v", err)
-	}
-	bs := s.wantBatches(t, e, 1)
-	if len(bs) == 1 && bs[0].ID != b.ID {
-		t.Errorf("CreateBatch returned %s, the upstream holds %s", b.ID, bs[0].ID)
-	}
 }

@@ -7,9 +7,21 @@
 //	}
 //
 // Run exercises Send, Stream, typed errors, the whole batch lifecycle
-// (create, retrieve, list, results matched by custom_id, cancel) and the
-// errored, canceled and expired result types. Request bodies are in the
-// Anthropic Messages format, llmfleet's lingua franca.
+// (create, retrieve, list, results matched by custom_id with their usage
+// and model, cancel) and the errored, canceled and expired result types.
+// It checks what the engine reads of a request: Inspect's model and pool
+// keys (equal for requests that differ only in their bodies, different
+// for different anthropic-beta headers), and BatchParams, which drops
+// "stream" and keeps every other byte. Batches are created with a tag
+// that begins every custom_id; FindBatch must find a batch by its tag once
+// it ended, answer the batch or ErrUndetermined while it runs, nil for a
+// tag never used, and never a batch created with another tag, including
+// one whose tag begins alike. With the Env's fault hooks, a create whose
+// answer was lost or whose request was dropped must fail with an
+// *llmfleet.UncertainError and be settled by FindBatch; a create answered
+// with a 5xx must be uncertain, and one refused with a 4xx or 529 must not
+// be (it is retried or returned, and creates nothing more). Request bodies
+// are in the Anthropic Messages format, llmfleet's lingua franca.
 package providertest
 
 import (
@@ -63,16 +75,24 @@ type Env struct {
 	// or expire without waiting. Nil skips the checks that need batches
 	// to end.
 	Advance func(d time.Duration)
+	// Now is the clock the engine reads to fill BatchQuery.Since before a
+	// create. Nil means time.Now.
+	Now func() time.Time
 
 	// DropCreateResponse makes the upstream create the next batch, then
-	// drop the connection instead of answering: the ambiguous failure
-	// after which CreateBatch must not create the batch twice. Nil skips
+	// drop the connection instead of answering: CreateBatch must return
+	// an *llmfleet.UncertainError, and FindBatch find the batch. Nil skips
 	// that check.
 	DropCreateResponse func()
 	// DropCreateRequest makes the upstream read the next batch create,
-	// then drop the connection without creating anything. Nil skips that
-	// check.
+	// then drop the connection without creating anything: CreateBatch
+	// must return an *llmfleet.UncertainError, and FindBatch find
+	// nothing. Nil skips that check.
 	DropCreateRequest func()
+	// FailCreate makes the upstream answer the next batch create with an
+	// error of the given HTTP status, of the type the upstream uses for
+	// it, without creating anything. Nil skips that check.
+	FailCreate func(status int)
 }
 
 // Run runs the contract suite as subtests of t.
@@ -96,6 +116,10 @@ func Run(t *testing.T, h Harness) {
 	t.Run("BatchCreateRejected", s.batchCreateRejected)
 	t.Run("BatchCreateDroppedResponse", s.batchCreateDroppedResponse)
 	t.Run("BatchCreateDroppedRequest", s.batchCreateDroppedRequest)
+	t.Run("BatchCreateFailed", s.batchCreateFailed)
+	t.Run("BatchFind", s.batchFind)
+	t.Run("Inspect", s.inspect)
+	t.Run("BatchParams", s.batchParams)
 }
 
 type suite struct{ h Harness }
@@ -107,6 +131,13 @@ func (s *suite) env(t *testing.T) Env {
 		t.Fatal("providertest: Env needs a Provider and a Credential")
 	}
 	return e
+}
+
+func (e Env) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
 }
 
 func (s *suite) model() string {
