@@ -10,4 +10,8 @@
 // traffic would have cost at the sync route, what was saved, budget misses,
 // and breakdowns by model and by route. WriteTable renders a Summary for
 // the terminal.
+//
+// ParsePeriod reads the period options shared by "llmfleet stats" and the
+// stats endpoint (?since=, ?from=, ?to=), and SummarizePeriod summarizes a
+// period of the ledger read from a store.
 package ledger

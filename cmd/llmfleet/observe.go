@@ -228,7 +228,7 @@ func (o *observability) serveStats(w http.ResponseWriter, r *http.Request) {
 		s = o.totals.Summary()
 		s.BatchesSubmitted = o.stats().BatchesSubmitted
 	} else {
-		from, to, err := parsePeriod(q.Get("since"), q.Get("from"), q.Get("to"), time.Now())
+		p, err := ledger.ParsePeriod(q.Get("since"), q.Get("from"), q.Get("to"), time.Now())
 		if err != nil {
 			writeJSONError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
@@ -242,12 +242,10 @@ func (o *observability) serveStats(w http.ResponseWriter, r *http.Request) {
 				return // the caller left
 			}
 		}
-		entries, err := o.store.Ledger(r.Context(), queryStart(from), to)
-		if err != nil {
+		if s, err = ledger.SummarizePeriod(r.Context(), o.store, p); err != nil {
 			writeJSONError(w, http.StatusInternalServerError, "api_error", "reading the ledger: "+err.Error())
 			return
 		}
-		s = ledger.Summarize(entries, from, to)
 	}
 	body, err := json.Marshal(s)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -103,33 +102,6 @@ func TestLedgerWriter(t *testing.T) {
 			t.Fatalf("store failure not logged: %s", logs)
 		}
 	})
-}
-
-func TestParsePeriod(t *testing.T) {
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		since, from, to string
-		start, end      time.Time
-	}{
-		{"24h", "", "", now.Add(-24 * time.Hour), now},
-		{"7d", "", "", now.Add(-7 * 24 * time.Hour), now},
-		{"0", "", "", time.Time{}, now},
-		{"", "", "", time.Time{}, now},
-		{"", "2026-04-01T00:00:00Z", "2026-04-02T00:00:00Z",
-			time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 2, 0, 0, 0, 0, time.UTC)},
-		{"1h", "", "2026-04-02T00:00:00Z", time.Date(2026, 4, 1, 23, 0, 0, 0, time.UTC), time.Date(2026, 4, 2, 0, 0, 0, 0, time.UTC)},
-	} {
-		start, end, err := parsePeriod(c.since, c.from, c.to, now)
-		if err != nil || !start.Equal(c.start) || !end.Equal(c.end) {
-			t.Errorf("%+v: %v %v %v", c, start, end, err)
-		}
-	}
-	for _, bad := range [][3]string{{"soon", "", ""}, {"-1h", "", ""}, {"1h", "2026-04-01T00:00:00Z", ""},
-		{"", "yesterday", ""}, {"", "", "tomorrow"}, {"", "2026-04-02T00:00:00Z", "2026-04-01T00:00:00Z"}} {
-		if _, _, err := parsePeriod(bad[0], bad[1], bad[2], now); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
 }
 
 func TestErrorCounter(t *testing.T) {
