@@ -13,5 +13,8 @@
 //
 // ParsePeriod reads the period options shared by "llmfleet stats" and the
 // stats endpoint (?since=, ?from=, ?to=), and SummarizePeriod summarizes a
-// period of the ledger read from a store.
+// period of the ledger read from a store. Writer records entries in a
+// store from a goroutine of its own, coalescing those that arrive during a
+// write into one store call and holding back its callers, never dropping
+// an entry, when the store falls behind.
 package ledger

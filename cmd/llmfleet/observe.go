@@ -85,7 +85,7 @@ type observability struct {
 	metrics  *metrics.Metrics
 	history  dashboard.History
 	store    llmfleet.Store
-	writer   *ledgerWriter // nil without a store
+	writer   *ledger.Writer // nil without a store
 	log      *slog.Logger
 
 	provider string // the name given to entries that name none
@@ -104,8 +104,7 @@ func newObservability(table *pricing.Table, store llmfleet.Store, log *slog.Logg
 	}
 	o.metrics = m
 	if store != nil {
-		o.writer = &ledgerWriter{store: store, log: log}
-		o.writer.start()
+		o.writer = ledger.NewWriter(store, 0, log)
 	}
 	return o, nil
 }
@@ -162,7 +161,9 @@ func (o *observability) observe(e llmfleet.LedgerEntry) {
 	h.Turnaround = 0
 	o.history.Add(h)
 	if o.writer != nil {
-		o.writer.Add(e)
+		if err := o.writer.Add(e); err != nil {
+			o.log.Warn("ledger entry not stored", "request_id", e.RequestID, "err", err)
+		}
 	}
 }
 

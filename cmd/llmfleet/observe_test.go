@@ -3,106 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"errors"
 	"flag"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"testing/synctest"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/llmfleet/llmfleet"
 )
-
-// ledgerStore is a Store whose AddLedger records entries, after waiting
-// for gate if it is set.
-type ledgerStore struct {
-	llmfleet.Store
-	gate    chan struct{}
-	fail    error
-	mu      sync.Mutex
-	entries []llmfleet.LedgerEntry
-	writes  int
-}
-
-func (s *ledgerStore) AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) error {
-	if s.gate != nil {
-		<-s.gate
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.writes++
-	if s.fail != nil {
-		return s.fail
-	}
-	s.entries = append(s.entries, entries...)
-	return nil
-}
-
-func (s *ledgerStore) count() (entries, writes int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.entries), s.writes
-}
-
-func TestLedgerWriter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		st := &ledgerStore{gate: make(chan struct{})}
-		logs := &syncBuffer{}
-		w := &ledgerWriter{store: st, backlog: 3, log: slog.New(slog.NewTextHandler(logs, nil))}
-		w.start()
-		w.Add(llmfleet.LedgerEntry{Model: "a"})
-		synctest.Wait()                                  // the first write took it, and waits at the gate
-		for _, m := range []string{"b", "c", "d", "e"} { // "e" overflows the backlog of 3
-			w.Add(llmfleet.LedgerEntry{Model: m})
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		if err := w.Flush(ctx); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Flush with the writes held: %v", err)
-		}
-		close(st.gate)
-		if err := w.Flush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if n, writes := st.count(); n != 4 || writes != 2 {
-			t.Fatalf("%d entries in %d writes, want 4 in 2", n, writes)
-		}
-		if !strings.Contains(logs.String(), "ledger entries dropped") {
-			t.Fatalf("no warning of the dropped entry: %s", logs)
-		}
-		w.Add(llmfleet.LedgerEntry{Model: "f"})
-		if err := w.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if n, _ := st.count(); n != 5 {
-			t.Fatalf("Close left entries unwritten: %d", n)
-		}
-		w.Add(llmfleet.LedgerEntry{Model: "late"}) // dropped, not blocked
-		if err := w.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-
-		// A failing store: the entries count as handled, Flush returns.
-		st = &ledgerStore{fail: errors.New("disk full")}
-		w = &ledgerWriter{store: st, log: slog.New(slog.NewTextHandler(logs, nil))}
-		w.start()
-		w.Add(llmfleet.LedgerEntry{})
-		if err := w.Flush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		w.Close(context.Background())
-		if !strings.Contains(logs.String(), "disk full") {
-			t.Fatalf("store failure not logged: %s", logs)
-		}
-	})
-}
 
 func TestErrorCounter(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
