@@ -6,6 +6,7 @@
 // which cost half as much as the synchronous endpoints, and routes each
 // request by its latency budget either to the synchronous endpoint or into
 // the pool. The engine lives in package dispatch, the Anthropic adapter in
-// package claude, the provider emulator in package emulator and the HTTP
-// proxy in package proxy; cmd/llmfleet wires them together.
+// package claude, the provider emulator in package emulator, the HTTP
+// proxy in package proxy and the cost ledger, metrics and dashboard
+// pipeline in package observe; cmd/llmfleet wires them together.
 package llmfleet

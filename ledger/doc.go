@@ -10,4 +10,11 @@
 // traffic would have cost at the sync route, what was saved, budget misses,
 // and breakdowns by model and by route. WriteTable renders a Summary for
 // the terminal.
+//
+// ParsePeriod reads the period options shared by "llmfleet stats" and the
+// stats endpoint (?since=, ?from=, ?to=), and SummarizePeriod summarizes a
+// period of the ledger read from a store. Writer records entries in a
+// store from a goroutine of its own, coalescing those that arrive during a
+// write into one store call and holding back its callers, never dropping
+// an entry, when the store falls behind.
 package ledger

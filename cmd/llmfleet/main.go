@@ -3,9 +3,9 @@
 //	llmfleet serve    [flags]   the transparent batching proxy
 //	llmfleet emulate  [flags]   a local stand-in for the Anthropic API
 //	llmfleet stats    [flags]   what the fleet paid, would have paid and saved
-//	llmfleet bench    [flags]   the proxy's overhead, measured on loopback
 //
-// Run "llmfleet <command> -h" for the flags of a command.
+// Run "llmfleet <command> -h" for the flags of a command. The benchmark of
+// the proxy's overhead is a command of its own, cmd/llmfleet-bench.
 package main
 
 import (
@@ -59,6 +59,5 @@ func usage(w io.Writer) {
 commands:
   serve     run the batching proxy (speaks the Anthropic HTTP API)
   emulate   run a local emulator of the Anthropic Messages and Batches APIs
-  stats     print what the fleet paid, would have paid and saved, by model and route
-  bench     measure the proxy's sync-path overhead and memory per parked request`)
+  stats     print what the fleet paid, would have paid and saved, by model and route`)
 }

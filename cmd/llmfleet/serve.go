@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -19,6 +20,8 @@ import (
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/observe"
+	"github.com/llmfleet/llmfleet/pricing"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
@@ -116,7 +119,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	retention := fs.Duration("retention", 29*24*time.Hour, "how long answered requests and their results are kept")
 	ledgerRetention := fs.Duration("ledger-retention", 400*24*time.Hour, "how long the cost ledger (what llmfleet stats reads) is kept")
 	verbose := fs.Bool("v", false, "log every routed request")
-	obsFlags := addObserveFlags(fs)
+	logs := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -131,7 +134,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	logger, err := obsFlags.logger(stderr, *verbose)
+	logger, err := logs.logger(stderr, *verbose)
 	if err != nil {
 		return err
 	}
@@ -164,18 +167,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	logger.Info("durable state", "db", state.db.Path, "secret", state.secret, "retention", *retention)
-	obs, err := newObservability(prices, state.db, logger)
-	if err != nil {
-		return err
-	}
-	defer func() { // before the store closes: the last ledger entries go in
-		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		obs.close(closeCtx)
-		cancel()
-	}()
-
+	provider := &claude.Provider{BaseURL: upstream.String(), Logger: logger}
 	d := &dispatch.Dispatcher{
-		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: upstream.String(), Logger: logger}},
+		Providers: []llmfleet.Provider{provider},
 		Policy: dispatch.Policy{
 			SyncMaxLatency:  *syncMax,
 			BatchWindow:     *window,
@@ -191,7 +185,29 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Retention:       *retention,
 		LedgerRetention: *ledgerRetention,
 	}
-	obs.wireDispatcher(d)
+	obs, err := observe.New(observe.Config{
+		Price:    prices.Cost,
+		Store:    state.db,
+		Logger:   logger,
+		Provider: provider.Name(),
+		Stats:    d.Stats,
+		InFlight: d.InFlight,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { // before the store closes: the last ledger entries go in
+		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := obs.Close(closeCtx); err != nil {
+			logger.Warn("ledger entries still pending at shutdown", "err", err)
+		}
+		cancel()
+	}()
+	// The provider's batch API calls (and their retries) count in the
+	// upstream error metric.
+	provider.HTTPClient = &http.Client{Transport: obs.CountErrors(upstreamTransport())}
+	d.Observe = obs.Observe
+	d.ObserveTurnaround = obs.ObserveTurnaround
 	if err := d.Open(); err != nil {
 		// Recovery may have sent batches out already: let them be recorded.
 		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -206,19 +222,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ToolResultsSync: *toolSync,
 		PingInterval:    *ping,
 		Logger:          logger,
+		Observe:         obs.Observe,
+		UpstreamError:   obs.UpstreamError,
 	}
 	if creds != nil {
 		srv.Credentials = creds.Map
 		srv.Fingerprint = state.vault.Fingerprint
 	}
-	obs.wireProxy(srv)
+	var api http.Handler = srv.Handler()
+	if *logs.logBodies {
+		api = observe.LogBodies(api, logger)
+	}
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		d.Close(context.Background())
 		return err
 	}
-	hs := &http.Server{Handler: obs.handler(srv.Handler(), *obsFlags.logBodies), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: obs.Handler(api), ReadHeaderTimeout: 10 * time.Second}
 	stopped := make(chan struct{})
 	hs.RegisterOnShutdown(func() { close(stopped) })
 	fmt.Fprintf(stdout, "llmfleet serving on http://%s (upstream %s)\n", ln.Addr(), upstream)
@@ -253,6 +274,32 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	return serveErr
+}
+
+// priceTable returns the embedded price table overridden and extended by
+// the pricing section of the config file, if any (same shape as the
+// pricing package's prices.yaml).
+func priceTable(section yaml.Node) (*pricing.Table, error) {
+	t := pricing.Default()
+	if section.Kind == 0 {
+		return t, nil
+	}
+	doc, err := yaml.Marshal(&section)
+	if err != nil {
+		return nil, fmt.Errorf("config: pricing: %v", err)
+	}
+	if err := t.Merge(bytes.NewReader(doc)); err != nil {
+		return nil, fmt.Errorf("config: %v", err)
+	}
+	return t, nil
+}
+
+// upstreamTransport is the transport of the provider's client: the
+// default one, keeping more idle connections to the provider.
+func upstreamTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
 }
 
 // loadServeConfig reads a --config file: keys named like flags set the flags

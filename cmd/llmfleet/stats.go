@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -63,7 +62,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *from != "" {
 		*since = ""
 	}
-	if _, _, err := parsePeriod(*since, *from, *to, time.Now()); err != nil {
+	if _, err := ledger.ParsePeriod(*since, *from, *to, time.Now()); err != nil {
 		return err
 	}
 	var (
@@ -108,15 +107,11 @@ func statsFromDB(ctx context.Context, path, since, from, to string) (ledger.Summ
 		return ledger.Summary{}, err
 	}
 	defer db.Close()
-	start, end, err := parsePeriod(since, from, to, time.Now())
+	p, err := ledger.ParsePeriod(since, from, to, time.Now())
 	if err != nil {
 		return ledger.Summary{}, err
 	}
-	entries, err := db.Ledger(ctx, queryStart(start), end)
-	if err != nil {
-		return ledger.Summary{}, err
-	}
-	return ledger.Summarize(entries, start, end), nil
+	return ledger.SummarizePeriod(ctx, db, p)
 }
 
 // statsFromURL asks a running proxy for the summary of a period.
@@ -163,65 +158,4 @@ func statsFromURL(ctx context.Context, base, since, from, to string) (ledger.Sum
 		return s, fmt.Errorf("%s: %v", u, err)
 	}
 	return s, nil
-}
-
-// parsePeriod returns the period [from, to) that the stats options ask
-// for: since a duration before now ("0": from the beginning, a zero from)
-// or from and to as RFC 3339 times; to defaults to now. since and from
-// exclude each other.
-func parsePeriod(since, from, to string, now time.Time) (time.Time, time.Time, error) {
-	var start, end time.Time
-	end = now
-	if to != "" {
-		t, err := time.Parse(time.RFC3339, to)
-		if err != nil {
-			return start, end, fmt.Errorf("to: %q is not an RFC 3339 time", to)
-		}
-		end = t
-	}
-	switch {
-	case since != "" && from != "":
-		return start, end, errors.New("give since or from, not both")
-	case from != "":
-		t, err := time.Parse(time.RFC3339, from)
-		if err != nil {
-			return start, end, fmt.Errorf("from: %q is not an RFC 3339 time", from)
-		}
-		start = t
-	case since != "":
-		d, err := parseSince(since)
-		if err != nil {
-			return start, end, err
-		}
-		if d > 0 {
-			start = end.Add(-d)
-		}
-	}
-	if !start.IsZero() && !end.After(start) {
-		return start, end, errors.New("the period ends before it starts")
-	}
-	return start, end, nil
-}
-
-// queryStart is the start of a store query for a period starting at
-// start, which is zero when it starts at the beginning.
-func queryStart(start time.Time) time.Time {
-	if start.IsZero() {
-		return time.Unix(0, 0)
-	}
-	return start
-}
-
-// parseSince parses a duration, with days ("7d") allowed.
-func parseSince(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		if days, err := strconv.Atoi(n); err == nil && days >= 0 && days < 100000 {
-			return time.Duration(days) * 24 * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("since: %q is not a duration such as 90m, 24h or 7d", s)
-	}
-	return d, nil
 }

@@ -1,4 +1,4 @@
-package main
+package observe
 
 import (
 	"io"
@@ -7,15 +7,16 @@ import (
 	"strings"
 )
 
-// maxLoggedBody is how much of a body --log-bodies logs.
+// maxLoggedBody is how much of a body LogBodies logs.
 const maxLoggedBody = 64 << 10
 
-// logBodies wraps the proxy's handler for --log-bodies: each
-// create-message call logs one debug line with its request and response
-// bodies (the first maxLoggedBody bytes of each), as they passed through.
-// Headers, and so keys, are never logged. Without --log-bodies no body is
-// logged anywhere.
-func logBodies(next http.Handler, log *slog.Logger) http.Handler {
+// LogBodies wraps the proxy's handler so that each create-message call
+// (POST .../v1/messages) logs one debug line to log with its request and
+// response bodies (the first 64 KiB of each), as they passed through.
+// Headers, and so keys, are never logged. Streams still go out as they
+// are written. It is what "llmfleet serve --log-bodies" adds; without it
+// no body is logged anywhere.
+func LogBodies(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/v1/messages") {
 			next.ServeHTTP(w, r)

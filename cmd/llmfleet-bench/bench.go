@@ -27,9 +27,7 @@ import (
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
-func init() { commands["bench"] = runBench }
-
-const benchUsage = `usage: llmfleet bench [flags]
+const benchUsage = `usage: llmfleet-bench [flags]
 
 Measures the proxy on loopback against an in-process emulator, side by side
 in one run:
@@ -75,7 +73,7 @@ type latencyResult struct {
 	FirstError  string  `json:"first_error,omitempty"`
 }
 
-// benchReport is the JSON line bench prints.
+// benchReport is the JSON line llmfleet-bench prints.
 type benchReport struct {
 	GoVersion  string          `json:"go"`
 	GOMAXPROCS int             `json:"gomaxprocs"`
@@ -89,8 +87,10 @@ type benchReport struct {
 	Park   []parkResult       `json:"park,omitempty"`
 }
 
+// runBench runs the benchmarks the flags in args ask for and prints their
+// table and JSON line to stdout.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("llmfleet-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		io.WriteString(stderr, benchUsage)
@@ -127,7 +127,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Duration: duration.String(), Rounds: *rounds, Ratio: map[string]float64{},
 	}
-	fmt.Fprintf(stdout, "llmfleet bench: %s, GOMAXPROCS %d, loopback, in-process emulator answering at once; %d rounds × %s per target\n",
+	fmt.Fprintf(stdout, "llmfleet-bench: %s, GOMAXPROCS %d, loopback, in-process emulator answering at once; %d rounds × %s per target\n",
 		rep.GoVersion, rep.GOMAXPROCS, *rounds, *duration)
 	fmt.Fprintln(stdout, "(the callers run in this process too, so absolute figures include their cost; compare the rows)")
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// TestBenchSmoke runs the latency part of "llmfleet bench" briefly and
+// TestBenchSmoke runs the latency part of llmfleet-bench briefly and
 // checks its JSON line; it asserts nothing about the figures.
 func TestBenchSmoke(t *testing.T) {
 	var out, errOut bytes.Buffer
@@ -76,5 +76,22 @@ func TestParkClient(t *testing.T) {
 	left.Wait() // every handler saw its caller leave
 	if out.String() != "parked 40\n" {
 		t.Fatalf("stdout %q", out.String())
+	}
+}
+
+// TestRun checks the command's exit codes and that it refuses stray
+// arguments.
+func TestRun(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), []string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "usage: llmfleet-bench") {
+		t.Fatalf("-h: exit %d, %q", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run(t.Context(), []string{"extra"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "unexpected arguments") {
+		t.Fatalf("a stray argument: exit %d, %q", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run(t.Context(), []string{parkClientCommand, "-url", "nowhere"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is not a base URL") {
+		t.Fatalf("the park client with a bad URL: exit %d, %q", code, errOut.String())
 	}
 }

@@ -26,11 +26,10 @@ import (
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
-// parkClientCommand is the hidden subcommand that runs the parked callers
-// of "llmfleet bench" in a process of their own.
-const parkClientCommand = "bench-park-client"
-
-func init() { commands[parkClientCommand] = runParkClient }
+// parkClientCommand is the hidden first argument that makes
+// llmfleet-bench run the parked callers of the memory benchmark, in a
+// process of their own.
+const parkClientCommand = "park-client"
 
 // parkBody is the body of parked request i: benchBody's shape with a
 // fixed-width number, so that every body is distinct and of one length.
@@ -68,7 +67,7 @@ type parkConfig struct {
 // measurePark parks n requests on each configuration in turn and reports
 // the server-side memory they hold.
 func measurePark(ctx context.Context, n int, stdout io.Writer) ([]parkResult, error) {
-	fmt.Fprintln(stdout, `Method: the callers run in a child process ("llmfleet bench-park-client"), each on its own connection,
+	fmt.Fprintln(stdout, `Method: the callers run in a child process ("llmfleet-bench park-client"), each on its own connection,
 so this process holds only the server side. After runtime.GC, runtime.MemStats is read before the
 callers connect and once all n are parked; the growth divided by n is the figure per request
 ("beyond body" subtracts the body, which the proxy must keep). The net/http floor is a handler that

@@ -1,0 +1,176 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// DefaultBacklog is the most entries a Writer holds waiting for the store,
+// unless told otherwise.
+const DefaultBacklog = 100_000
+
+// writeTimeout bounds one store call of a Writer.
+const writeTimeout = time.Minute
+
+// ErrWriterClosed is returned by Writer.Add once the writer is closed.
+var ErrWriterClosed = errors.New("ledger: writer closed")
+
+// Adder records ledger entries: the AddLedger method of a llmfleet.Store.
+type Adder interface {
+	AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) error
+}
+
+// Writer records ledger entries in a store from a goroutine of its own,
+// so that the hooks handing it entries do not wait for the disk while the
+// store keeps up. The entries that arrive while a write is under way go
+// out together in the next store call. It holds at most its backlog of
+// entries besides those of the write under way; when the backlog is full,
+// Add waits for room rather than drop the entry. An entry the store fails
+// to record is logged and counted as written. Its methods are safe for
+// concurrent use.
+type Writer struct {
+	store   Adder
+	log     *slog.Logger
+	backlog int
+
+	mu       sync.Mutex
+	room     *sync.Cond // signalled when pending shrinks or the writer closes
+	pending  []llmfleet.LedgerEntry
+	added    uint64        // entries accepted so far
+	written  uint64        // entries handled (written, or failed to write)
+	progress chan struct{} // closed and replaced when written advances
+	closed   bool
+
+	wake   chan struct{}
+	stop   chan struct{}
+	exited chan struct{}
+}
+
+// NewWriter starts a writer of entries to store. backlog is the most
+// entries it holds waiting (0 or less: DefaultBacklog); log gets its
+// warnings (nil: discarded). Close it to write what is left and stop.
+func NewWriter(store Adder, backlog int, log *slog.Logger) *Writer {
+	if backlog <= 0 {
+		backlog = DefaultBacklog
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &Writer{
+		store: store, log: log, backlog: backlog,
+		progress: make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		exited:   make(chan struct{}),
+	}
+	w.room = sync.NewCond(&w.mu)
+	go w.loop()
+	return w
+}
+
+// Add queues an entry to be written. It returns at once while the backlog
+// has room; when it is full, Add blocks until the store has taken the
+// entries ahead (backpressure: no entry is ever dropped for want of room),
+// or until the writer closes. An entry given to a closed writer, or one
+// that closes while Add waits, is not recorded: Add returns
+// ErrWriterClosed.
+func (w *Writer) Add(e llmfleet.LedgerEntry) error {
+	w.mu.Lock()
+	for !w.closed && len(w.pending) >= w.backlog {
+		w.room.Wait()
+	}
+	if w.closed {
+		w.mu.Unlock()
+		return ErrWriterClosed
+	}
+	w.pending = append(w.pending, e)
+	w.added++
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Flush waits until the entries added before it are written, or ctx ends.
+func (w *Writer) Flush(ctx context.Context) error {
+	w.mu.Lock()
+	target := w.added
+	for w.written < target {
+		progress := w.progress
+		w.mu.Unlock()
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		w.mu.Lock()
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// Close stops accepting entries (an Add still waiting for room returns
+// ErrWriterClosed), writes those pending and stops the goroutine, waiting
+// until ctx ends at most. Closing again returns nil at once.
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.room.Broadcast()
+	w.mu.Unlock()
+	close(w.stop)
+	select {
+	case <-w.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *Writer) loop() {
+	defer close(w.exited)
+	for {
+		select {
+		case <-w.wake:
+			w.writePending()
+		case <-w.stop:
+			w.writePending()
+			return
+		}
+	}
+}
+
+// writePending writes every pending entry, those that arrive meanwhile
+// included, one store call per turn.
+func (w *Writer) writePending() {
+	for {
+		w.mu.Lock()
+		batch := w.pending
+		w.pending = nil
+		w.room.Broadcast()
+		w.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		if err := w.store.AddLedger(ctx, batch); err != nil {
+			w.log.Warn("ledger entries not stored", "entries", len(batch), "err", err)
+		}
+		cancel()
+		w.mu.Lock()
+		w.written += uint64(len(batch))
+		close(w.progress)
+		w.progress = make(chan struct{})
+		w.mu.Unlock()
+	}
+}

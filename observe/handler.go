@@ -1,0 +1,100 @@
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/dashboard"
+	"github.com/llmfleet/llmfleet/ledger"
+	"github.com/llmfleet/llmfleet/metrics"
+	"github.com/llmfleet/llmfleet/proxy"
+)
+
+// Handler serves the observability endpoints in front of the proxy:
+//
+//	GET /llmfleet/v1/stats      the ledger summary as JSON (since start; ?since=24h or ?from=&to= read the store)
+//	GET /llmfleet/v1/dashboard  the dashboard's snapshot, batches in flight included
+//	GET /llmfleet/              the dashboard page
+//	GET /metrics                Prometheus metrics
+//
+// and everything else (the async tickets API under /llmfleet/v1/requests/
+// included) to next. None of them asks for a key, even in proxy-held-key
+// mode: they show aggregates (costs, token counts, models, batch ids),
+// never a prompt, an answer or a key, and the dashboard page and
+// Prometheus scrapers fetch them without credentials. Expose the listen
+// address accordingly.
+func (p *Pipeline) Handler(next http.Handler) http.Handler {
+	src := &dashboard.Source{History: &p.history, Stats: p.cfg.Stats, InFlight: p.batchesInFlight, Clock: p.clock}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /llmfleet/v1/stats", p.serveStats)
+	mux.Handle("GET /llmfleet/v1/dashboard", dashboard.SnapshotHandler(src.Snapshot))
+	mux.Handle("GET /llmfleet/", dashboard.Handler())
+	mux.Handle("GET "+proxy.RequestsPath, next)
+	mux.Handle("GET /metrics", metrics.Handler(p.registry))
+	mux.Handle("/", next)
+	return mux
+}
+
+// batchesInFlight lists the dispatcher's batches in flight for the
+// dashboard.
+func (p *Pipeline) batchesInFlight(context.Context) ([]dashboard.BatchInFlight, error) {
+	if p.cfg.InFlight == nil {
+		return nil, nil
+	}
+	now := p.clock.Now()
+	var out []dashboard.BatchInFlight
+	for _, f := range p.cfg.InFlight() {
+		state := "created"
+		if f.Ended {
+			state = "ended"
+		}
+		out = append(out, dashboard.BatchInFlight{ID: f.ID, UpstreamID: f.ID, Provider: f.Provider, Models: f.Models,
+			Size: f.Requests, State: state, Since: f.Submitted, AgeSeconds: now.Sub(f.Submitted).Seconds()})
+	}
+	return out, nil
+}
+
+// serveStats serves GET /llmfleet/v1/stats: the totals since the pipeline
+// started, or with ?since=<duration> (e.g. 24h, 7d) or ?from=&to= (RFC
+// 3339) the ledger of that period read from the store.
+func (p *Pipeline) serveStats(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var s ledger.Summary
+	if q.Get("since") == "" && q.Get("from") == "" && q.Get("to") == "" {
+		s = p.Summary()
+	} else {
+		period, err := ledger.ParsePeriod(q.Get("since"), q.Get("from"), q.Get("to"), p.clock.Now())
+		if err != nil {
+			writeJSONError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+			return
+		}
+		if p.cfg.Store == nil {
+			writeJSONError(w, http.StatusNotFound, "not_found_error", "llmfleet keeps no ledger to read a period from")
+			return
+		}
+		if err := p.writer.Flush(r.Context()); err != nil {
+			return // the caller left
+		}
+		if s, err = ledger.SummarizePeriod(r.Context(), p.cfg.Store, period); err != nil {
+			writeJSONError(w, http.StatusInternalServerError, "api_error", "reading the ledger: "+err.Error())
+			return
+		}
+	}
+	body, err := json.Marshal(s)
+	if err != nil {
+		writeJSONError(w, http.StatusInternalServerError, "api_error", err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(body)
+}
+
+// writeJSONError answers in the Anthropic error envelope.
+func writeJSONError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(llmfleet.ErrorEnvelope(typ, msg, llmfleet.NewID("req_")))
+}

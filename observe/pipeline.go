@@ -1,0 +1,178 @@
+package observe
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/dashboard"
+	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/ledger"
+	"github.com/llmfleet/llmfleet/metrics"
+)
+
+// Config is what a Pipeline is made of. Every field is optional.
+type Config struct {
+	// Price prices the entries (the Cost method of a pricing.Table fits);
+	// nil leaves them unpriced.
+	Price ledger.PriceFunc
+	// Store, if set, is where Observe records the entries, through a
+	// ledger.Writer, and whence the stats of a period are read.
+	Store llmfleet.Store
+	// Backlog is the most entries waiting for the store before Observe
+	// waits for room; 0 means ledger.DefaultBacklog.
+	Backlog int
+	// Registry gets the metrics, and /metrics serves it; nil means a
+	// registry of the pipeline's own.
+	Registry *prometheus.Registry
+	// Logger gets the pipeline's warnings and, at Close, the totals; nil
+	// discards them.
+	Logger *slog.Logger
+	// Clock tells the time; nil means the real clock.
+	Clock llmfleet.Clock
+	// Provider is the name given to the entries that name none.
+	Provider string
+	// Stats returns the dispatcher's counters, for the gauges, the stats
+	// and the dashboard; nil reports zeros.
+	Stats func() llmfleet.Stats
+	// InFlight lists the dispatcher's batches in flight for the
+	// dashboard; nil lists none.
+	InFlight func() []dispatch.FlightInfo
+}
+
+// Pipeline prices, counts and records the ledger entries of llmfleet
+// serve, and serves what it counted. Make one with New; its methods are
+// safe for concurrent use.
+type Pipeline struct {
+	cfg      Config
+	log      *slog.Logger
+	clock    llmfleet.Clock
+	registry *prometheus.Registry
+	metrics  *metrics.Metrics
+	totals   ledger.Totals
+	history  dashboard.History
+	writer   *ledger.Writer // nil without a store
+}
+
+// New makes a pipeline, registers its metrics and, with a store, starts
+// the writer of the ledger to it. Close it when done.
+func New(cfg Config) (*Pipeline, error) {
+	p := &Pipeline{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, registry: cfg.Registry}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.clock == nil {
+		p.clock = llmfleet.RealClock{}
+	}
+	if p.registry == nil {
+		p.registry = prometheus.NewRegistry()
+	}
+	if p.cfg.Stats == nil {
+		p.cfg.Stats = func() llmfleet.Stats { return llmfleet.Stats{} }
+	}
+	m, err := metrics.New(p.registry)
+	if err != nil {
+		return nil, err
+	}
+	m.SetStatsFunc(p.cfg.Stats)
+	p.metrics = m
+	if cfg.Store != nil {
+		p.writer = ledger.NewWriter(cfg.Store, cfg.Backlog, p.log)
+	}
+	return p, nil
+}
+
+// Price returns e with its provider and model named (Config.Provider,
+// and "unknown" for a call that failed before naming one) and its costs
+// filled in. An entry without tokens counts as priced, whatever its
+// model: there is nothing to price.
+func (p *Pipeline) Price(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
+	if e.Provider == "" {
+		e.Provider = p.cfg.Provider
+	}
+	if e.Model == "" {
+		// A sync call that failed before its response named a model,
+		// and whose body routing did not need to read.
+		e.Model = "unknown"
+	}
+	e = ledger.Make(p.cfg.Price, e)
+	if !e.Priced && e.Usage == (llmfleet.Usage{}) {
+		e.Priced = true
+	}
+	return e
+}
+
+// Counted prices an entry and counts it in the running totals, the
+// metrics and the dashboard's history, without recording it in the store:
+// it is for entries that their maker records itself.
+func (p *Pipeline) Counted(e llmfleet.LedgerEntry) {
+	p.count(p.Price(e))
+}
+
+// Observe prices an entry, counts it like Counted and queues it for the
+// store. It is the Observe hook of the dispatcher and of the proxy, and is
+// quick: it waits only when the store has fallen a whole backlog behind,
+// until the store catches up (the dispatcher's lock is then held: it
+// holds back the engine rather than lose an entry).
+func (p *Pipeline) Observe(e llmfleet.LedgerEntry) {
+	e = p.Price(e)
+	p.count(e)
+	if p.writer != nil {
+		if err := p.writer.Add(e); err != nil {
+			p.log.Warn("ledger entry not stored", "request_id", e.RequestID, "err", err)
+		}
+	}
+}
+
+func (p *Pipeline) count(e llmfleet.LedgerEntry) {
+	p.totals.Add(e)
+	p.metrics.Observe(e)
+	// The history takes batch turnarounds from ObserveTurnaround, once
+	// per batch and model, even for batches whose every request failed.
+	e.Turnaround = 0
+	p.history.Add(e)
+}
+
+// ObserveTurnaround records the turnaround of an ended batch of a model:
+// the dispatcher's ObserveTurnaround hook.
+func (p *Pipeline) ObserveTurnaround(_, model string, d time.Duration) {
+	p.metrics.ObserveBatchTurnaround(model, d)
+	p.history.AddTurnaround(model, p.clock.Now(), d)
+}
+
+// UpstreamError counts a failed call to the provider of a kind (its
+// error type, http_<status> or network): the proxy's UpstreamError hook.
+func (p *Pipeline) UpstreamError(kind string) { p.metrics.UpstreamError(kind) }
+
+// CountErrors returns base (nil: http.DefaultTransport) wrapped in an
+// ErrorCounter that counts in the pipeline's metrics.
+func (p *Pipeline) CountErrors(base http.RoundTripper) http.RoundTripper {
+	return &ErrorCounter{Base: base, Count: p.metrics.UpstreamError}
+}
+
+// Summary returns the running totals since the pipeline started, as GET
+// /llmfleet/v1/stats serves them without a period.
+func (p *Pipeline) Summary() ledger.Summary {
+	s := p.totals.Summary()
+	s.BatchesSubmitted = p.cfg.Stats().BatchesSubmitted
+	return s
+}
+
+// Close writes the entries still queued for the store, waiting until ctx
+// ends at most, and logs the totals. It returns the writer's error: ctx's
+// when entries were still pending.
+func (p *Pipeline) Close(ctx context.Context) error {
+	var err error
+	if p.writer != nil {
+		err = p.writer.Close(ctx)
+	}
+	s := p.totals.Summary()
+	p.log.Info("cost ledger", "sync_calls", s.SyncCalls, "batched_calls", s.BatchedCalls,
+		"paid_usd", s.CostUSD, "sync_equivalent_usd", s.SyncEquivalentUSD, "saved_usd", s.SavedUSD,
+		"budget_misses", s.BudgetMisses, "unpriced_requests", s.UnpricedRequests)
+	return err
+}
