@@ -73,7 +73,15 @@ func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now ti
 		e.Queued = w.submitted.Sub(w.arrived)
 	}
 	e.BudgetMet = llmfleet.BudgetMet(err == nil, e.Latency, w.budget)
-	return ledger.Make(d.Price, e)
+	return d.price(e)
+}
+
+// price fills in the costs of e with Price, if set.
+func (d *Dispatcher) price(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
+	if d.Price == nil {
+		return ledger.Make(nil, e)
+	}
+	return d.Price(e)
 }
 
 // storedResult is the typed answer to keep for a request.

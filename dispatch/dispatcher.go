@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/ledger"
 )
 
 // Dispatcher routes requests by latency budget and pools the patient ones
@@ -49,9 +48,10 @@ type Dispatcher struct {
 	// LedgerRetention is how long the Store keeps ledger entries, the cost
 	// history, which outlives the answers. Default 400 days.
 	LedgerRetention time.Duration
-	// Price fills in the costs of ledger entries; nil leaves them
-	// unpriced. The Cost method of a pricing.Table fits.
-	Price ledger.PriceFunc
+	// Price returns a ledger entry with its costs filled in (see
+	// ledger.Make); nil leaves entries unpriced. Entries are priced before
+	// they are stored.
+	Price func(llmfleet.LedgerEntry) llmfleet.LedgerEntry
 	// Observe, if set, is called once for every request that got its
 	// final answer, with its priced ledger entry; stored tells whether
 	// the entry is in the Store already (batched requests with a Store:

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/ledger"
 )
 
 // Plan returns the route Submit would choose for req now, by
@@ -65,7 +64,7 @@ func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*ll
 				e.Model = resp.Model
 			}
 		}
-		d.Observe(ledger.Make(d.Price, e), false)
+		d.Observe(d.price(e), false)
 	}
 	if err != nil {
 		d.stats.errors.Add(1)

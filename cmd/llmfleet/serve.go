@@ -171,6 +171,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	d := &dispatch.Dispatcher{
 		Providers: []llmfleet.Provider{provider},
 		Policy: dispatch.Policy{
+			DefaultBudget:   *defBudget,
 			SyncMaxLatency:  *syncMax,
 			BatchWindow:     *window,
 			BatchMinSize:    *minSize,
@@ -206,7 +207,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The provider's batch API calls (and their retries) count in the
 	// upstream error metric.
 	provider.HTTPClient = &http.Client{Transport: obs.CountErrors(upstreamTransport())}
-	d.Observe = obs.Observe
+	d.Price = obs.Price
+	d.Observe = func(e llmfleet.LedgerEntry, stored bool) {
+		if stored {
+			obs.Counted(e) // written with its result already
+		} else {
+			obs.Observe(e)
+		}
+	}
 	d.ObserveTurnaround = obs.ObserveTurnaround
 	if err := d.Open(); err != nil {
 		// Recovery may have sent batches out already: let them be recorded.
