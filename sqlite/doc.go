@@ -44,6 +44,13 @@
 // applied in order on Open in one transaction; PRAGMA user_version records
 // the schema version. A database from a newer llmfleet is refused.
 //
+// Results are typed (llmfleet.StoredResult with its ResultError): the
+// error as JSON in one column, the answer or the error's envelope byte
+// for byte in another. Results stored before schema 3 had no error
+// column, only the status and the body the synchronous API answered; one
+// with a status other than 200 is read as a provider error
+// (llmfleet.KindProvider) with that status and the body as its envelope.
+//
 // New files are created 0600 in a 0700 directory: they hold prompts and
 // answers. Credentials are stored only as the sealed bytes the caller
 // gives (see package vault); the store never sees a secret.
