@@ -38,6 +38,17 @@
 //
 //	go test -run '^$' -bench AddRequest ./sqlite
 //
+// # One process at a time
+//
+// Two llmfleet processes on one database would each pick up the other's
+// pending batches. Open therefore takes an exclusive flock(2) on the
+// sidecar file <Path>.lock (0600), and writes its pid there; while it is
+// held, by another process or another DB of the same one, Open fails with
+// an error wrapping llmfleet.ErrLocked that names that pid. Close
+// releases it, and so does the kernel when the process ends, even by
+// SIGKILL, so a crash never leaves a stale lock. The lock file is left in
+// place. Systems without flock (Windows among them) take no lock.
+//
 // # Schema
 //
 // Migrations are SQL files embedded in the binary (migrations/NNNN_*.sql),
