@@ -126,7 +126,7 @@ func (s *suite) locked(t *testing.T) {
 			t.Fatalf("opening a second store on the same data %s: error %v, want llmfleet.ErrLocked", when, err)
 		}
 	}
-	second(st, "")
+	second(st, "while the first is open")
 	s.add(t, st, request(2))
 	checkRequest(t, s.get(t, st, "lfr_0001"), request(1))
 	if s.h.Reopen == nil {
