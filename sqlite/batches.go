@@ -11,11 +11,11 @@ import (
 )
 
 // RecordIntent records a batch about to be created (State intent, Size the
-// number of its requests) and moves its requests, which must be queued, to
-// submitted with their custom_ids, in one transaction. customIDs maps
-// request id to custom_id. An unknown request fails the call with an error
-// wrapping llmfleet.ErrNotFound, a request that is not queued with another
-// error; nothing is recorded then.
+// number of its requests, with its IntentAt and CreateDeadline) and moves
+// its requests, which must be queued, to submitted with their custom_ids,
+// in one transaction. customIDs maps request id to custom_id. An unknown
+// request fails the call with an error wrapping llmfleet.ErrNotFound, a
+// request that is not queued with another error; nothing is recorded then.
 func (d *DB) RecordIntent(ctx context.Context, b *llmfleet.StoredBatch, customIDs map[string]string) error {
 	if b == nil || b.ID == "" {
 		return errors.New("sqlite: batch without an id")
@@ -24,9 +24,9 @@ func (d *DB) RecordIntent(ctx context.Context, b *llmfleet.StoredBatch, customID
 		return fmt.Errorf("sqlite: batch %s has no requests", b.ID)
 	}
 	return d.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO batches (id, provider, credential_id, state, size, intent_at)
-			VALUES (?, ?, ?, 'intent', ?, ?)`,
-			b.ID, b.Provider, b.CredentialID, len(customIDs), nanos(b.IntentAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO batches (id, provider, credential_id, state, size,
+			intent_at, create_deadline) VALUES (?, ?, ?, 'intent', ?, ?, ?)`,
+			b.ID, b.Provider, b.CredentialID, len(customIDs), nanos(b.IntentAt), nanos(b.CreateDeadline))
 		if err != nil {
 			return fmt.Errorf("sqlite: recording batch %s: %w", b.ID, err)
 		}
@@ -122,25 +122,26 @@ func (d *DB) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, bat
 		return nil, nil, err
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, provider, credential_id, upstream_id, state, size,
-		intent_at, created_at, ended_at FROM batches
+		intent_at, created_at, ended_at, create_deadline FROM batches
 		WHERE state IN ('intent', 'created') ORDER BY intent_at, id`)
 	if err != nil {
 		return nil, nil, err
 	}
 	for rows.Next() {
 		var (
-			b                      llmfleet.StoredBatch
-			upstream               sql.NullString
-			state                  string
-			intent, created, ended sql.NullInt64
+			b                                llmfleet.StoredBatch
+			upstream                         sql.NullString
+			state                            string
+			intent, created, ended, deadline sql.NullInt64
 		)
 		if err := rows.Scan(&b.ID, &b.Provider, &b.CredentialID, &upstream, &state, &b.Size,
-			&intent, &created, &ended); err != nil {
+			&intent, &created, &ended, &deadline); err != nil {
 			rows.Close()
 			return nil, nil, err
 		}
 		b.UpstreamID, b.State = upstream.String, llmfleet.BatchState(state)
 		b.IntentAt, b.CreatedAt, b.EndedAt = timeOf(intent), timeOf(created), timeOf(ended)
+		b.CreateDeadline = timeOf(deadline)
 		batches = append(batches, &llmfleet.PendingBatch{Batch: b})
 	}
 	rows.Close()

@@ -52,8 +52,9 @@ type DB struct {
 	// logged.
 	Logger *slog.Logger
 
-	w *sql.DB // the one writing connection
-	r *sql.DB // the reading connections
+	w    *sql.DB  // the one writing connection
+	r    *sql.DB  // the reading connections
+	lock *os.File // holds the exclusive lock (see lockFile) until Close
 
 	adds chan addOp // AddRequest calls waiting for the group committer
 
@@ -75,8 +76,16 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	return d, nil
 }
 
-// Open opens the database, creating it if needed, applies the migrations
-// it lacks and starts the group committer. ctx bounds the opening only.
+// Open takes the exclusive lock of the database, opens it, creating it if
+// needed, applies the migrations it lacks and starts the group committer.
+// ctx bounds the opening only.
+//
+// A database is used by one DB at a time: while another process, or
+// another DB of this one, has it open, Open fails with an error wrapping
+// llmfleet.ErrLocked that names the holder's pid. The lock is an
+// flock(2) on the file Path+".lock", released by Close or by the end of
+// the process, a SIGKILL included. (On systems without flock, Open takes
+// no lock.)
 func (d *DB) Open(ctx context.Context) error {
 	if d.w != nil {
 		return errors.New("sqlite: DB opened twice")
@@ -91,16 +100,22 @@ func (d *DB) Open(ctx context.Context) error {
 	if err := createFile(d.Path); err != nil {
 		return err
 	}
+	lock, err := lockFile(d.Path)
+	if err != nil {
+		return err
+	}
 	w, r, err := d.connect(ctx)
 	if err != nil {
+		lock.Close()
 		return err
 	}
 	if err := migrate(ctx, w); err != nil {
 		w.Close()
 		r.Close()
+		lock.Close()
 		return fmt.Errorf("sqlite: migrating %s: %w", d.Path, err)
 	}
-	d.w, d.r = w, r
+	d.w, d.r, d.lock = w, r, lock
 	if d.MaxGroup <= 0 {
 		d.MaxGroup = 512
 	}
@@ -113,7 +128,8 @@ func (d *DB) Open(ctx context.Context) error {
 }
 
 // Close stops the group committer, after committing the requests handed to
-// it, and closes the database. Calling it again returns nil.
+// it, closes the database and then releases its lock. Calling it again
+// returns nil.
 func (d *DB) Close() error {
 	d.mu.Lock()
 	if d.closed || d.w == nil {
@@ -124,7 +140,8 @@ func (d *DB) Close() error {
 	close(d.quit)
 	d.mu.Unlock()
 	d.wg.Wait()
-	return errors.Join(d.r.Close(), d.w.Close())
+	err := errors.Join(d.r.Close(), d.w.Close())
+	return errors.Join(err, d.lock.Close())
 }
 
 func (d *DB) logger() *slog.Logger {

@@ -38,11 +38,29 @@
 //
 //	go test -run '^$' -bench AddRequest ./sqlite
 //
+// # One process at a time
+//
+// Two llmfleet processes on one database would each pick up the other's
+// pending batches. Open therefore takes an exclusive flock(2) on the
+// sidecar file <Path>.lock (0600), and writes its pid there; while it is
+// held, by another process or another DB of the same one, Open fails with
+// an error wrapping llmfleet.ErrLocked that names that pid. Close
+// releases it, and so does the kernel when the process ends, even by
+// SIGKILL, so a crash never leaves a stale lock. The lock file is left in
+// place. Systems without flock (Windows among them) take no lock.
+//
 // # Schema
 //
 // Migrations are SQL files embedded in the binary (migrations/NNNN_*.sql),
 // applied in order on Open in one transaction; PRAGMA user_version records
 // the schema version. A database from a newer llmfleet is refused.
+//
+// Results are typed (llmfleet.StoredResult with its ResultError): the
+// error as JSON in one column, the answer or the error's envelope byte
+// for byte in another. Results stored before schema 3 had no error
+// column, only the status and the body the synchronous API answered; one
+// with a status other than 200 is read as a provider error
+// (llmfleet.KindProvider) with that status and the body as its envelope.
 //
 // New files are created 0600 in a 0700 directory: they hold prompts and
 // answers. Credentials are stored only as the sealed bytes the caller

@@ -9,29 +9,40 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// insertLedger inserts one ledger entry; addEntry gives its arguments.
+const insertLedger = `INSERT INTO ledger (time, request_id, provider, model, route,
+	outcome, usage, cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// addEntry inserts e with stmt, a prepared insertLedger.
+func addEntry(ctx context.Context, stmt *sql.Stmt, e *llmfleet.LedgerEntry) error {
+	u, err := encodeUsage(e.Usage)
+	if err != nil {
+		return err
+	}
+	_, err = stmt.ExecContext(ctx, e.Time.UnixNano(), e.RequestID, e.Provider, e.Model, string(e.Route),
+		e.Outcome, u, e.CostUSD, e.OtherRouteUSD, e.Priced, int64(e.Queued), int64(e.Turnaround),
+		int64(e.Latency), int64(e.Budget), e.BudgetMet, e.BatchID)
+	if err != nil {
+		return fmt.Errorf("sqlite: ledger: %w", err)
+	}
+	return nil
+}
+
 // AddLedger records ledger entries, in one transaction.
 func (d *DB) AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	return d.write(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO ledger (time, request_id, provider, model, route,
-			outcome, usage, cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		stmt, err := tx.PrepareContext(ctx, insertLedger)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
-		for _, e := range entries {
-			u, err := encodeUsage(e.Usage)
-			if err != nil {
+		for i := range entries {
+			if err := addEntry(ctx, stmt, &entries[i]); err != nil {
 				return err
-			}
-			_, err = stmt.ExecContext(ctx, e.Time.UnixNano(), e.RequestID, e.Provider, e.Model, string(e.Route),
-				e.Outcome, u, e.CostUSD, e.OtherRouteUSD, e.Priced, int64(e.Queued), int64(e.Turnaround),
-				int64(e.Latency), int64(e.Budget), e.BudgetMet, e.BatchID)
-			if err != nil {
-				return fmt.Errorf("sqlite: ledger: %w", err)
 			}
 		}
 		return nil

@@ -13,7 +13,7 @@ import (
 // requestColumns are the columns scanRequest reads, in order.
 const requestColumns = `id, provider, credential_id, header, body, model, budget,
 	accepted_at, deadline, state, batch_id, custom_id,
-	status_code, result_body, usage, completed_at`
+	status_code, result_body, result_error, usage, completed_at`
 
 const insertRequest = `INSERT INTO requests (id, provider, credential_id, header, body,
 	model, budget, accepted_at, deadline, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued')`
@@ -38,7 +38,8 @@ type rowScanner interface{ Scan(dest ...any) error }
 func scanRequest(s rowScanner) (*llmfleet.StoredRequest, error) {
 	var (
 		r                             llmfleet.StoredRequest
-		header, usage, resultBody     []byte
+		header, usage                 []byte
+		resultBody, resultErr         []byte
 		budget                        int64
 		accepted, deadline, completed sql.NullInt64
 		batchID, customID             sql.NullString
@@ -47,7 +48,7 @@ func scanRequest(s rowScanner) (*llmfleet.StoredRequest, error) {
 	)
 	err := s.Scan(&r.ID, &r.Provider, &r.CredentialID, &header, &r.Body, &r.Model, &budget,
 		&accepted, &deadline, &state, &batchID, &customID,
-		&status, &resultBody, &usage, &completed)
+		&status, &resultBody, &resultErr, &usage, &completed)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +63,11 @@ func scanRequest(s rowScanner) (*llmfleet.StoredRequest, error) {
 	r.State = llmfleet.RequestState(state)
 	r.BatchID, r.CustomID = batchID.String, customID.String
 	if r.State == llmfleet.RequestDone {
-		res := &llmfleet.StoredResult{StatusCode: int(status.Int64), Body: resultBody, CompletedAt: timeOf(completed)}
-		if res.Body == nil {
-			res.Body = []byte{}
+		res, err := resultOf(status, resultBody, resultErr)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: request %s: %w", r.ID, err)
 		}
+		res.CompletedAt = timeOf(completed)
 		if res.Usage, err = decodeUsage(usage); err != nil {
 			return nil, fmt.Errorf("sqlite: request %s usage: %w", r.ID, err)
 		}
@@ -88,38 +90,59 @@ func (d *DB) GetRequest(ctx context.Context, id string) (*llmfleet.StoredRequest
 	return r, err
 }
 
-// CompleteRequests stores the results of requests (State done), in one
-// transaction. A request that is done already keeps its first result. An
-// unknown id fails the whole call with an error wrapping
-// llmfleet.ErrNotFound.
-func (d *DB) CompleteRequests(ctx context.Context, results map[string]*llmfleet.StoredResult) error {
-	if len(results) == 0 {
+// CompleteRequests stores the results of requests (State done) and their
+// ledger entries, in one transaction, in the order given. A request that
+// is done already, by an earlier call or earlier in this one, keeps its
+// first result and gets no ledger entry from this call. An unknown id, or
+// a nil result, fails the whole call, storing nothing; the unknown id with
+// an error wrapping llmfleet.ErrNotFound. A ledger entry is stored as
+// given, its RequestID included.
+func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) error {
+	if len(done) == 0 {
 		return nil
 	}
 	return d.write(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `UPDATE requests SET state = 'done',
-			status_code = ?, result_body = ?, usage = ?, completed_at = ?
+			status_code = ?, result_body = ?, result_error = ?, usage = ?, completed_at = ?
 			WHERE id = ? AND state != 'done'`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
-		for id, res := range results {
-			if res == nil {
-				return fmt.Errorf("sqlite: request %s: nil result", id)
+		var ledger *sql.Stmt
+		for _, c := range done {
+			if c.Result == nil {
+				return fmt.Errorf("sqlite: request %s: nil result", c.RequestID)
 			}
-			u, err := encodeUsage(res.Usage)
+			status, body, errJSON, err := resultColumns(c.Result)
+			if err != nil {
+				return fmt.Errorf("sqlite: request %s: %w", c.RequestID, err)
+			}
+			u, err := encodeUsage(c.Result.Usage)
 			if err != nil {
 				return err
 			}
-			n, err := affected(stmt.ExecContext(ctx, res.StatusCode, bytesOrEmpty(res.Body), u, nanos(res.CompletedAt), id))
+			n, err := affected(stmt.ExecContext(ctx, status, body, errJSON, u, nanos(c.Result.CompletedAt), c.RequestID))
 			if err != nil {
-				return fmt.Errorf("sqlite: completing request %s: %w", id, err)
+				return fmt.Errorf("sqlite: completing request %s: %w", c.RequestID, err)
 			}
 			if n == 0 {
-				if err := mustExist(ctx, tx, "requests", id); err != nil {
+				if err := mustExist(ctx, tx, "requests", c.RequestID); err != nil {
 					return err
 				}
+				continue // done already: its first result and entry stand
+			}
+			if c.Ledger == nil {
+				continue
+			}
+			if ledger == nil {
+				if ledger, err = tx.PrepareContext(ctx, insertLedger); err != nil {
+					return err
+				}
+				defer ledger.Close()
+			}
+			if err := addEntry(ctx, ledger, c.Ledger); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -29,7 +29,7 @@ func open(t *testing.T, path string) *sqlite.DB {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
+	h := storetest.Harness{
 		New: func(t *testing.T) llmfleet.Store {
 			return open(t, filepath.Join(t.TempDir(), "llmfleet.db"))
 		},
@@ -40,7 +40,18 @@ func TestStore(t *testing.T) {
 			}
 			return open(t, d.Path)
 		},
-	})
+	}
+	if sqlite.HasLock {
+		h.Second = func(t *testing.T, first llmfleet.Store) error {
+			d := &sqlite.DB{Path: first.(*sqlite.DB).Path}
+			err := d.Open(t.Context())
+			if err == nil {
+				d.Close()
+			}
+			return err
+		}
+	}
+	storetest.Run(t, h)
 }
 
 func TestFilesArePrivate(t *testing.T) {
@@ -50,7 +61,7 @@ func TestFilesArePrivate(t *testing.T) {
 	if err := d.PutCredential(t.Context(), "cred_a", []byte("sealed")); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{dir, path, path + "-wal", path + "-shm"} {
+	for _, p := range []string{dir, path, path + "-wal", path + "-shm", path + ".lock"} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)

@@ -21,6 +21,9 @@ func checkPendingBatch(t *testing.T, got *llmfleet.PendingBatch, want llmfleet.S
 		t.Errorf("batch %s: times %v %v %v, want %v %v %v", want.ID, g.IntentAt, g.CreatedAt, g.EndedAt,
 			want.IntentAt, want.CreatedAt, want.EndedAt)
 	}
+	if !g.CreateDeadline.Equal(want.CreateDeadline) {
+		t.Errorf("batch %s: CreateDeadline %v, want %v", want.ID, g.CreateDeadline, want.CreateDeadline)
+	}
 	if len(got.Requests) != len(reqs) {
 		t.Fatalf("batch %s: requests %v, want %v", want.ID, ids(got.Requests), ids(reqs))
 	}
@@ -54,7 +57,7 @@ func (s *suite) lifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := llmfleet.StoredBatch{ID: b.ID, Provider: b.Provider, CredentialID: b.CredentialID,
-		State: llmfleet.BatchIntent, Size: 3, IntentAt: b.IntentAt}
+		State: llmfleet.BatchIntent, Size: 3, IntentAt: b.IntentAt, CreateDeadline: b.CreateDeadline}
 	sub := make([]*llmfleet.StoredRequest, len(rs))
 	for i, r := range rs {
 		sub[i] = with(r, llmfleet.RequestSubmitted, b.ID, cids[r.ID], nil)
@@ -91,7 +94,7 @@ func (s *suite) lifecycle(t *testing.T) {
 	checkPendingBatch(t, pb[0], want, sub...)
 
 	// Crash point 5: some results stored.
-	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{rs[0].ID: result(1), rs[2].ID: errorResult()}); err != nil {
+	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{rs[0].ID: result(1), rs[2].ID: errorResult()})); err != nil {
 		t.Fatal(err)
 	}
 	checkRequest(t, s.get(t, st, rs[0].ID), with(rs[0], llmfleet.RequestDone, b.ID, cids[rs[0].ID], result(1)))
@@ -103,7 +106,7 @@ func (s *suite) lifecycle(t *testing.T) {
 	checkPendingBatch(t, pb[0], want, sub[1])
 
 	// Crash point 6: every result stored, batch not resolved yet.
-	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{rs[1].ID: result(2)}); err != nil {
+	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{rs[1].ID: result(2)})); err != nil {
 		t.Fatal(err)
 	}
 	_, pb = s.pending(t, st)
@@ -143,7 +146,7 @@ func (s *suite) intentNotQueued(t *testing.T) {
 		t.Fatalf("Pending after a failed intent: %d batches", len(pb))
 	}
 	// A done request cannot go into a batch either.
-	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{r3.ID: errorResult()}); err != nil {
+	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r3.ID: errorResult()})); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.RecordIntent(ctx(t), batch(3), customIDs(r3)); err == nil {
@@ -209,7 +212,7 @@ func (s *suite) createFailedNoRequeue(t *testing.T) {
 		checkRequest(t, s.get(t, st, r.ID), with(r, llmfleet.RequestSubmitted, b.ID, cids[r.ID], nil))
 	}
 	res := map[string]*llmfleet.StoredResult{rs[0].ID: errorResult(), rs[1].ID: errorResult()}
-	if err := st.CompleteRequests(ctx(t), res); err != nil {
+	if err := st.CompleteRequests(ctx(t), done(res)); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
@@ -223,7 +226,7 @@ func (s *suite) completeQueuedAndTwice(t *testing.T) {
 	st := s.store(t)
 	r1, r2 := request(1), request(2)
 	s.add(t, st, r1, r2)
-	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{r1.ID: errorResult()}); err != nil {
+	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r1.ID: errorResult()})); err != nil {
 		t.Fatal(err)
 	}
 	checkRequest(t, s.get(t, st, r1.ID), with(r1, llmfleet.RequestDone, "", "", errorResult()))
@@ -231,7 +234,7 @@ func (s *suite) completeQueuedAndTwice(t *testing.T) {
 	if fmt.Sprint(ids(q)) != fmt.Sprint([]string{r2.ID}) {
 		t.Errorf("Pending after completing a queued request: %v", ids(q))
 	}
-	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{r1.ID: result(1)}); err != nil {
+	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r1.ID: result(1)})); err != nil {
 		t.Fatalf("CompleteRequests of a done request: %v", err)
 	}
 	checkRequest(t, s.get(t, st, r1.ID), with(r1, llmfleet.RequestDone, "", "", errorResult()))

@@ -148,14 +148,14 @@ func (s *suite) purge(t *testing.T) {
 	must(st.RecordIntent(c, b1, map[string]string{"lfr_0001": "a", "lfr_0002": "b"}))
 	must(st.RecordCreated(c, b1.ID, "msgbatch_1", old))
 	must(st.RecordEnded(c, b1.ID, old.Add(time.Hour)))
-	must(st.CompleteRequests(c, map[string]*llmfleet.StoredResult{"lfr_0001": oldRes(1), "lfr_0002": oldRes(2)}))
+	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0001": oldRes(1), "lfr_0002": oldRes(2)})))
 	must(st.ResolveBatch(c, b1.ID))
 	must(st.RecordIntent(c, b2, map[string]string{"lfr_0004": "a"}))
 	must(st.RecordCreated(c, b2.ID, "msgbatch_2", old))
-	must(st.CompleteRequests(c, map[string]*llmfleet.StoredResult{"lfr_0005": oldRes(5)}))
+	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0005": oldRes(5)})))
 	must(st.RecordIntent(c, b3, map[string]string{"lfr_0006": "a", "lfr_0007": "b"}))
 	must(st.RecordCreateFailed(c, b3.ID, true))
-	must(st.CompleteRequests(c, map[string]*llmfleet.StoredResult{"lfr_0006": result(6), "lfr_0008": result(8)}))
+	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0006": result(6), "lfr_0008": result(8)})))
 	must(st.PutCredential(c, "cred_old", []byte("sealed")))
 	// Ledger: three old entries (6, 7, 8), two recent ones.
 	must(st.AddLedger(c, []llmfleet.LedgerEntry{entry(1, old), entry(2, old), entry(3, before.Add(-1)),
@@ -230,12 +230,12 @@ func (s *suite) restart(t *testing.T) {
 	must(st.RecordIntent(c, b2, map[string]string{"lfr_0005": "a", "lfr_0006": "b"}))
 	must(st.RecordCreated(c, b2.ID, "msgbatch_2", base.Add(time.Hour)))
 	must(st.RecordEnded(c, b2.ID, base.Add(2*time.Hour)))
-	must(st.CompleteRequests(c, map[string]*llmfleet.StoredResult{"lfr_0005": result(5)}))
+	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0005": result(5)})))
 	// 7 in batch 3, resolved.
 	b3 := batch(3)
 	must(st.RecordIntent(c, b3, map[string]string{"lfr_0007": "a"}))
 	must(st.RecordCreated(c, b3.ID, "msgbatch_3", base.Add(time.Hour)))
-	must(st.CompleteRequests(c, map[string]*llmfleet.StoredResult{"lfr_0007": result(7)}))
+	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0007": result(7)})))
 	must(st.ResolveBatch(c, b3.ID))
 	// 8 in batch 4, whose create failed; not requeued, not answered yet.
 	b4 := batch(4)
@@ -257,12 +257,12 @@ func (s *suite) restart(t *testing.T) {
 		t.Fatalf("%d pending batches after reopen, want 2", len(pb))
 	}
 	checkPendingBatch(t, pb[0], llmfleet.StoredBatch{ID: b1.ID, Provider: b1.Provider, CredentialID: b1.CredentialID,
-		State: llmfleet.BatchIntent, Size: 2, IntentAt: b1.IntentAt},
+		State: llmfleet.BatchIntent, Size: 2, IntentAt: b1.IntentAt, CreateDeadline: b1.CreateDeadline},
 		with(request(3), llmfleet.RequestSubmitted, b1.ID, "a", nil),
 		with(request(4), llmfleet.RequestSubmitted, b1.ID, "b", nil))
 	checkPendingBatch(t, pb[1], llmfleet.StoredBatch{ID: b2.ID, Provider: b2.Provider, CredentialID: b2.CredentialID,
 		UpstreamID: "msgbatch_2", State: llmfleet.BatchCreated, Size: 2, IntentAt: b2.IntentAt,
-		CreatedAt: base.Add(time.Hour), EndedAt: base.Add(2 * time.Hour)},
+		CreatedAt: base.Add(time.Hour), EndedAt: base.Add(2 * time.Hour), CreateDeadline: b2.CreateDeadline},
 		with(request(6), llmfleet.RequestSubmitted, b2.ID, "b", nil))
 	checkRequest(t, s.get(t, st, "lfr_0005"), with(request(5), llmfleet.RequestDone, b2.ID, "a", result(5)))
 	checkRequest(t, s.get(t, st, "lfr_0007"), with(request(7), llmfleet.RequestDone, b3.ID, "a", result(7)))
@@ -278,8 +278,8 @@ func (s *suite) restart(t *testing.T) {
 
 	// The restart picks the work up where it was.
 	must(st.RecordCreated(c, b1.ID, "msgbatch_1", base.Add(time.Hour)))
-	must(st.CompleteRequests(c, map[string]*llmfleet.StoredResult{"lfr_0003": result(3), "lfr_0004": result(4),
-		"lfr_0006": result(6), "lfr_0008": errorResult()}))
+	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0003": result(3), "lfr_0004": result(4),
+		"lfr_0006": result(6), "lfr_0008": errorResult()})))
 	must(st.ResolveBatch(c, b1.ID))
 	must(st.ResolveBatch(c, b2.ID))
 	b5 := batch(5)

@@ -89,7 +89,7 @@ func (s *suite) copies(t *testing.T) {
 	checkRequest(t, s.get(t, st, r.ID), want)
 
 	res := result(1)
-	if err := st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{r.ID: res}); err != nil {
+	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r.ID: res})); err != nil {
 		t.Fatal(err)
 	}
 	res.Body[2] = 'X'
@@ -97,6 +97,18 @@ func (s *suite) copies(t *testing.T) {
 	checkResult(t, r.ID, got.Result, result(1))
 	got.Result.Body[2] = 'Y'
 	checkResult(t, r.ID, s.get(t, st, r.ID).Result, result(1))
+
+	r2 := request(2)
+	s.add(t, st, r2)
+	eres := errorResult()
+	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r2.ID: eres})); err != nil {
+		t.Fatal(err)
+	}
+	eres.Err.Body[2], eres.Err.Message = 'X', "changed"
+	got = s.get(t, st, r2.ID)
+	checkResult(t, r2.ID, got.Result, errorResult())
+	got.Result.Err.Body[2], got.Result.Err.Message = 'Y', "changed"
+	checkResult(t, r2.ID, s.get(t, st, r2.ID).Result, errorResult())
 
 	sealed := []byte("sealed-bytes")
 	if err := st.PutCredential(ctx(t), "cred_a", sealed); err != nil {
@@ -126,7 +138,7 @@ func (s *suite) notFound(t *testing.T) {
 	isNotFound(t, "GetCredential", err)
 
 	// A call naming an unknown request changes nothing.
-	err = st.CompleteRequests(ctx(t), map[string]*llmfleet.StoredResult{"lfr_0001": result(1), "lfr_unknown": result(2)})
+	err = st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{"lfr_0001": result(1), "lfr_unknown": result(2)}))
 	isNotFound(t, "CompleteRequests", err)
 	err = st.RecordIntent(ctx(t), batch(1), map[string]string{"lfr_0001": "a", "lfr_unknown": "b"})
 	isNotFound(t, "RecordIntent", err)
@@ -220,7 +232,7 @@ func (s *suite) lifeOf(t *testing.T, st llmfleet.Store, b *llmfleet.StoredBatch,
 		fmt.Sscanf(r.ID, "lfr_%d", &i)
 		results[r.ID] = result(i)
 	}
-	if err := st.CompleteRequests(c, results); err != nil {
+	if err := st.CompleteRequests(c, done(results)); err != nil {
 		return fmt.Errorf("CompleteRequests(%s): %w", b.ID, err)
 	}
 	if err := st.ResolveBatch(c, b.ID); err != nil {

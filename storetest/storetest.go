@@ -2,33 +2,47 @@
 // of that interface says, in the manner of testing/slogtest:
 //
 //	func TestStore(t *testing.T) {
-//		storetest.Run(t, storetest.Harness{New: newStore, Reopen: reopen})
+//		storetest.Run(t, storetest.Harness{New: newStore, Reopen: reopen, Second: second})
 //	}
 //
 // Run exercises every method: requests stored byte for byte, the batch
 // lifecycle (intent, created, ended, complete, resolve), failed creates
 // with and without requeue, what Pending returns after each crash point,
-// results, sealed credentials, the ledger, retention (Purge), ErrNotFound
-// for unknown ids, concurrent AddRequest calls and, given a Reopen hook,
-// that everything survives closing and reopening the store.
+// typed results and the ledger entries completed with them, sealed
+// credentials, the ledger, retention (Purge), ErrNotFound for unknown
+// ids, concurrent AddRequest and CompleteRequests calls, given a Reopen
+// hook that everything survives closing and reopening the store, and
+// given a Second hook that a store holding its data exclusively refuses
+// a second one.
 //
 // Beyond the interface's doc comments, the suite pins down these rules:
 //   - AddRequest refuses an id stored already, and a request for which it
 //     returns an error (a canceled context among others) is not stored.
 //   - RecordIntent sets Size to the number of requests; it fails, recording
-//     nothing, when a request is unknown (ErrNotFound) or not queued.
+//     nothing, when a request is unknown (ErrNotFound) or not queued. It
+//     keeps CreateDeadline, which Pending returns (zero if none was set).
 //   - A batch stays in state created after RecordEnded; Pending lists it,
 //     with EndedAt, until ResolveBatch.
 //   - Pending lists queued requests oldest AcceptedAt first, batches oldest
 //     IntentAt first, and with each batch only its requests still
 //     submitted.
-//   - CompleteRequests may complete a queued request; a request that is
-//     done keeps its first result.
+//   - CompleteRequests may complete a queued request. A request that is
+//     done keeps its first result and gets no second ledger entry: neither
+//     a later call, nor a later completion of it in the same call, nor one
+//     of concurrent calls racing for it writes one. The entry written is
+//     the one given with the result kept. A call naming an unknown request
+//     stores no result and no ledger entry.
+//   - A result comes back typed as it was stored: Err nil and Body on
+//     success; on error Err field for field, with Err.Body byte for byte
+//     even when it is not JSON, and no Body.
 //   - RecordCreateFailed with requeue clears BatchID and CustomID.
 //   - Purge counts deleted requests, batches and ledger entries; it keeps
 //     queued and submitted requests and pending batches whatever their age.
 //   - Stores return copies: changing what a method returned, or what was
 //     passed to it, changes nothing stored.
+//   - Given Harness.Second, a second store opened on the data of an open
+//     one fails with an error wrapping llmfleet.ErrLocked, and the first
+//     goes on working; after a Reopen the reopened store holds the data.
 //
 // Times must round-trip to the nanosecond (compared with time.Time.Equal),
 // bodies byte for byte. A nil Header may come back nil or empty.
@@ -42,6 +56,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"sort"
 	"testing"
 	"time"
 
@@ -59,6 +74,14 @@ type Harness struct {
 	// restart of the process would; the new store is closed through
 	// t.Cleanup. Nil skips the durability checks.
 	Reopen func(t *testing.T, old llmfleet.Store) llmfleet.Store
+
+	// Second tries to open a second store on the data of open, which is
+	// open, as a second process would, and returns the error it got: one
+	// wrapping llmfleet.ErrLocked for a store that holds its data
+	// exclusively. A second store that did open must be closed by Second.
+	// Nil skips the check, for stores whose data no other process can
+	// reach.
+	Second func(t *testing.T, open llmfleet.Store) error
 }
 
 // Run runs the contract suite against the stores of h.
@@ -83,6 +106,12 @@ func Run(t *testing.T, h Harness) {
 		{"CreateFailedRequeue", s.createFailedRequeue},
 		{"CreateFailedNoRequeue", s.createFailedNoRequeue},
 		{"CompleteQueuedAndTwice", s.completeQueuedAndTwice},
+		{"CompleteWithLedger", s.completeWithLedger},
+		{"CompleteOnce", s.completeOnce},
+		{"CompleteUnknown", s.completeUnknown},
+		{"CompleteConcurrentOnce", s.completeConcurrentOnce},
+		{"TypedResults", s.typedResultsRoundTrip},
+		{"CreateDeadline", s.createDeadline},
 		{"PendingOrder", s.pendingOrder},
 		{"Credentials", s.credentials},
 		{"Ledger", s.ledger},
@@ -91,6 +120,7 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentLifecycle", s.concurrentLifecycle},
 		{"Restart", s.restart},
 		{"Reopen", s.reopen},
+		{"Locked", s.locked},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, tc.fn)
@@ -171,14 +201,17 @@ func (s *suite) get(t *testing.T, st llmfleet.Store, id string) *llmfleet.Stored
 	return r
 }
 
-// batch returns a batch numbered i, its intent recorded at base+1h+i s.
+// batch returns a batch numbered i, its intent recorded at base+1h+i s,
+// its create call due 10 minutes and i ns later.
 func batch(i int) *llmfleet.StoredBatch {
+	at := base.Add(time.Hour + time.Duration(i)*time.Second)
 	return &llmfleet.StoredBatch{
-		ID:           fmt.Sprintf("lfb_%04d", i),
-		Provider:     "anthropic",
-		CredentialID: "cred_0123456789abcdef01234567",
-		State:        llmfleet.BatchIntent,
-		IntentAt:     base.Add(time.Hour + time.Duration(i)*time.Second),
+		ID:             fmt.Sprintf("lfb_%04d", i),
+		Provider:       "anthropic",
+		CredentialID:   "cred_0123456789abcdef01234567",
+		State:          llmfleet.BatchIntent,
+		IntentAt:       at,
+		CreateDeadline: at.Add(10*time.Minute + time.Duration(i)),
 	}
 }
 
@@ -209,13 +242,33 @@ func result(i int) *llmfleet.StoredResult {
 	return res
 }
 
-// errorResult returns an error envelope answer.
+// errorResult returns a provider's error answer: no Body, a typed Err.
 func errorResult() *llmfleet.StoredResult {
 	return &llmfleet.StoredResult{
-		StatusCode:  529,
-		Body:        json.RawMessage(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`),
+		StatusCode: 529,
+		Err: &llmfleet.ResultError{
+			Kind:       llmfleet.KindProvider,
+			StatusCode: 529,
+			Type:       "overloaded_error",
+			Message:    "Overloaded <again> & \"again\"",
+			RequestID:  "req_011CXYZ",
+			Body: json.RawMessage(`{"type":"error", "error":{"type":"overloaded_error","message":"Overloaded"},` +
+				"\n\t\"request_id\":\"req_011CXYZ\"}  "),
+			BatchID: "msgbatch_01err",
+		},
 		CompletedAt: base.Add(3 * time.Hour),
 	}
+}
+
+// done returns the completions of the requests of m, without ledger
+// entries, in the order of their ids.
+func done(m map[string]*llmfleet.StoredResult) []llmfleet.Completion {
+	out := make([]llmfleet.Completion, 0, len(m))
+	for id, res := range m {
+		out = append(out, llmfleet.Completion{RequestID: id, Result: res})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RequestID < out[j].RequestID })
+	return out
 }
 
 func (s *suite) pending(t *testing.T, st llmfleet.Store) ([]*llmfleet.StoredRequest, []*llmfleet.PendingBatch) {
@@ -278,11 +331,31 @@ func checkResult(t *testing.T, id string, got, want *llmfleet.StoredResult) {
 		if !bytes.Equal(got.Body, want.Body) {
 			t.Errorf("%s: result body changed:\n got %q\nwant %q", id, got.Body, want.Body)
 		}
+		checkResultError(t, id, got.Err, want.Err)
 		if got.Usage != want.Usage {
 			t.Errorf("%s: result usage %+v, want %+v", id, got.Usage, want.Usage)
 		}
 		if !got.CompletedAt.Equal(want.CompletedAt) {
 			t.Errorf("%s: CompletedAt %v, want %v", id, got.CompletedAt, want.CompletedAt)
+		}
+	}
+}
+
+func checkResultError(t *testing.T, id string, got, want *llmfleet.ResultError) {
+	t.Helper()
+	switch {
+	case want == nil && got != nil:
+		t.Errorf("%s: result Err %+v, want none", id, got)
+	case want != nil && got == nil:
+		t.Errorf("%s: result has no Err, want %+v", id, want)
+	case want != nil:
+		if !bytes.Equal(got.Body, want.Body) {
+			t.Errorf("%s: result Err.Body changed:\n got %q\nwant %q", id, got.Body, want.Body)
+		}
+		g, w := *got, *want
+		g.Body, w.Body = nil, nil
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: result Err\n got %+v\nwant %+v", id, g, w)
 		}
 	}
 }
