@@ -1,0 +1,164 @@
+package dispatch
+
+import (
+	"bytes"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/sqlite"
+	"github.com/llmfleet/llmfleet/vault"
+)
+
+// An intent left by a crash is reconciled with the provider's list of
+// batches: a batch of the same size that the store resolved earlier (here
+// by a previous process, whose custom_ids the old scheme would have
+// reused) is not taken for it, while the batch the intent did create is
+// adopted even if it has ended meanwhile.
+func TestReconcileTellsOwnBatchFromEarlierOne(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	synctest.Test(t, func(t *testing.T) {
+		f, v := newFake(), newVault(t)
+		cred := llmfleet.Credential{APIKey: "sk-reconcile"}
+		// A first process answers two requests in one batch.
+		d1, db1 := durable(t, f, path, v)
+		for _, id := range enqueueN(t, d1, cred, "old", 2) {
+			await(t, d1, id, cred)
+		}
+		crash(d1, db1)
+
+		// A second process is killed during two create calls of two
+		// requests each: one never reached the provider, the other did,
+		// and its batch ends before the restart.
+		d2, db2 := durable(t, f, path, v)
+		lost, made := enqueueN(t, d2, cred, "lost", 2), enqueueN(t, d2, cred, "made", 2)
+		crash(d2, db2)
+		db, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		intent := func(batchID string, reqs []string) map[string]string {
+			m := map[string]string{}
+			for i, r := range reqs {
+				m[r] = fmt.Sprintf("%s-%d", batchID, i+1)
+			}
+			if err := db.RecordIntent(t.Context(), &llmfleet.StoredBatch{ID: batchID, Provider: "fake", CredentialID: v.Fingerprint(cred),
+				State: llmfleet.BatchIntent, Size: len(reqs), IntentAt: time.Now()}, m); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		intent("lfb_lost", lost)
+		mm := intent("lfb_made", made)
+		var items []llmfleet.BatchItem
+		for i, r := range made {
+			items = append(items, llmfleet.BatchItem{CustomID: mm[r], Params: body("m1", fmt.Sprint("made", i))})
+		}
+		if _, err := f.CreateBatch(t.Context(), cred, "lfb_made", nil, items); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		time.Sleep(2 * time.Minute)
+
+		d3, db3 := durable(t, f, path, v)
+		defer db3.Close()
+		defer d3.Close(t.Context())
+		for prefix, ids := range map[string][]string{"lost": lost, "made": made} {
+			for i, id := range ids {
+				res := await(t, d3, id, cred)
+				if want := fmt.Sprintf(`"re: %s%d"`, prefix, i); res.StatusCode != 200 || !strings.Contains(string(res.Body), want) {
+					t.Errorf("%s%d: %d %s", prefix, i, res.StatusCode, res.Body)
+				}
+			}
+		}
+		// The old batch, the made one, and the lost one created once.
+		if got := f.batchSizes(); fmt.Sprint(got) != "[2 2 2]" {
+			t.Fatalf("batches %v, want three of 2", got)
+		}
+	})
+}
+
+// batchState reads a batch's state straight from the database file.
+func batchState(t *testing.T, path, id string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var state string
+	if err := db.QueryRow(`SELECT state FROM batches WHERE id = ?`, id).Scan(&state); err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
+// A restart resolves a batch whose requests were all answered before the
+// crash, and keeps pending a batch whose credential it cannot unseal, for
+// a start under the right secret.
+func TestRestartLeftoverBatches(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	synctest.Test(t, func(t *testing.T) {
+		f, v := newFake(), newVault(t)
+		cred := llmfleet.Credential{APIKey: "sk-leftover"}
+		d1, db1 := durable(t, f, path, v)
+		id, err := d1.Enqueue(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body("m1", "done")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		await(t, d1, id, cred)
+		r, err := d1.Lookup(t.Context(), id, cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := r.BatchID
+		// A crash between storing the results and resolving the batch.
+		crash(d1, db1)
+		raw, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Exec(`UPDATE batches SET state = 'created' WHERE id = ?`, done); err != nil {
+			t.Fatal(err)
+		}
+		raw.Close()
+
+		// A batch in flight, then a start under another secret.
+		d2, db2 := durable(t, f, path, v)
+		id2, err := d2.Enqueue(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body("m1", "later")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d2.mu.Lock()
+		for _, p := range d2.pools {
+			d2.flushLocked(p, true)
+		}
+		d2.mu.Unlock()
+		for len(f.batchSizes()) < 2 {
+			time.Sleep(time.Second)
+		}
+		time.Sleep(time.Second) // the upstream id is recorded
+		crash(d2, db2)
+		if got := batchState(t, path, done); got != "resolved" {
+			t.Fatalf("answered batch is %s after a restart, want resolved", got)
+		}
+
+		other, err := vault.New(bytes.Repeat([]byte{9}, 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d3, db3 := durable(t, f, path, other)
+		crash(d3, db3)
+		d4, db4 := durable(t, f, path, v)
+		defer db4.Close()
+		defer d4.Close(t.Context())
+		if res := await(t, d4, id2, cred); !strings.Contains(string(res.Body), `"re: later"`) {
+			t.Fatalf("%s: %d %s", id2, res.StatusCode, res.Body)
+		}
+	})
+}
