@@ -19,14 +19,24 @@ func TestMiddlewareRoutes(t *testing.T) {
 	srv := &proxy.Server{Submitter: sub, PingInterval: time.Millisecond}
 	client := newClient(up.URL, option.WithMiddleware(srv.Middleware()))
 
-	// No budget: the SDK's own call, unchanged.
+	// No budget: DefaultBudget 0, the SDK's own call (sync).
 	var raw *http.Response
 	msg, err := client.Messages.New(context.Background(), userParams("direct"), optResponse(&raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg.ID != "msg_sync" || raw.Header.Get("llmfleet-route") != "" || sub.plans != 0 {
+	if msg.ID != "msg_sync" || raw.Header.Get("llmfleet-route") != "sync" || sub.plans != 0 {
 		t.Fatalf("unbudgeted call: %s %v plans %d", msg.ID, raw.Header, sub.plans)
+	}
+
+	// No budget with a DefaultBudget: the same rule as the proxy's.
+	patient := &proxy.Server{Submitter: &fakeSubmitter{}, PingInterval: time.Millisecond, DefaultBudget: 10 * time.Minute}
+	pc := newClient(up.URL, option.WithMiddleware(patient.Middleware()))
+	if _, err := pc.Messages.New(context.Background(), userParams("default"), optResponse(&raw)); err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get("llmfleet-route") != "batch" {
+		t.Fatalf("unbudgeted call with a default budget: %v", raw.Header)
 	}
 
 	// A budget: batched, non-streaming and streaming.
