@@ -135,23 +135,8 @@ func TestRestartReconcilesIntents(t *testing.T) {
 			t.Fatal(err)
 		}
 		fp := v.Fingerprint(cred)
-		intent := func(id string, reqs []string) map[string]string {
-			m := map[string]string{}
-			for i, r := range reqs {
-				m[r] = fmt.Sprintf("%s-%d", id, i)
-			}
-			if err := db.RecordIntent(t.Context(), &llmfleet.StoredBatch{ID: id, Provider: "fake", CredentialID: fp,
-				State: llmfleet.BatchIntent, Size: len(reqs), IntentAt: time.Now()}, m); err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}
-		mc := intent("lfb_created", created)
-		intent("lfb_lost", lost)
-		var items []llmfleet.BatchItem
-		for i, r := range created {
-			items = append(items, llmfleet.BatchItem{CustomID: mc[r], Params: body("m1", fmt.Sprint("created", i))})
-		}
+		items := leftIntent(t, db, fp, "lfb_created", created, "created", time.Now())
+		leftIntent(t, db, fp, "lfb_lost", lost, "lost", time.Now())
 		if _, err := f.CreateBatch(t.Context(), cred, "lfb_created", nil, items); err != nil {
 			t.Fatal(err)
 		}
@@ -246,4 +231,24 @@ func TestDurableCallerLeavesWhileQueued(t *testing.T) {
 			t.Fatalf("%d %s", res.StatusCode, res.Body)
 		}
 	})
+}
+
+// leftIntent records, in the store at db, the intent of batch id holding
+// the requests reqs (prompts prefix0, prefix1, ...), as a process killed
+// during its create call leaves it, and returns the batch's items, tagged
+// with id, for a test to create upstream.
+func leftIntent(t *testing.T, db *sqlite.DB, fp, id string, reqs []string, prefix string, at time.Time) []llmfleet.BatchItem {
+	t.Helper()
+	m := map[string]string{}
+	var items []llmfleet.BatchItem
+	for i, r := range reqs {
+		m[r] = fmt.Sprintf("%s-%d", id, i+1)
+		items = append(items, llmfleet.BatchItem{CustomID: m[r], Params: body("m1", fmt.Sprint(prefix, i))})
+	}
+	err := db.RecordIntent(t.Context(), &llmfleet.StoredBatch{ID: id, Provider: "fake", CredentialID: fp,
+		State: llmfleet.BatchIntent, Size: len(reqs), IntentAt: at, CreateDeadline: at.Add(2 * time.Minute)}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return items
 }

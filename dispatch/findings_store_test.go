@@ -34,23 +34,9 @@ func TestRestartNeverSwapsBatchesBetweenIntents(t *testing.T) {
 			t.Fatal(err)
 		}
 		fp := v.Fingerprint(cred)
-		intent := func(id string, reqs []string, prefix string) []llmfleet.BatchItem {
-			m := map[string]string{}
-			var items []llmfleet.BatchItem
-			for i, r := range reqs {
-				m[r] = fmt.Sprintf("%s-%d", id, i+1)
-				items = append(items, llmfleet.BatchItem{CustomID: m[r], Params: body("m1", fmt.Sprint(prefix, i))})
-			}
-			now := time.Now()
-			if err := db.RecordIntent(t.Context(), &llmfleet.StoredBatch{ID: id, Provider: "fake", CredentialID: fp,
-				State: llmfleet.BatchIntent, Size: len(reqs), IntentAt: now, CreateDeadline: now.Add(time.Minute)}, m); err != nil {
-				t.Fatal(err)
-			}
-			return items
-		}
-		intent("lfb_older", older, "older")
+		leftIntent(t, db, fp, "lfb_older", older, "older", time.Now())
 		time.Sleep(5 * time.Second) // the older create waits out a retry-after...
-		items := intent("lfb_newer", newer, "newer")
+		items := leftIntent(t, db, fp, "lfb_newer", newer, "newer", time.Now())
 		if _, err := f.CreateBatch(t.Context(), cred, "lfb_newer", nil, items); err != nil { // ...the newer lands
 			t.Fatal(err)
 		}

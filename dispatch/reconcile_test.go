@@ -42,23 +42,9 @@ func TestReconcileTellsOwnBatchFromEarlierOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		intent := func(batchID string, reqs []string) map[string]string {
-			m := map[string]string{}
-			for i, r := range reqs {
-				m[r] = fmt.Sprintf("%s-%d", batchID, i+1)
-			}
-			if err := db.RecordIntent(t.Context(), &llmfleet.StoredBatch{ID: batchID, Provider: "fake", CredentialID: v.Fingerprint(cred),
-				State: llmfleet.BatchIntent, Size: len(reqs), IntentAt: time.Now()}, m); err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}
-		intent("lfb_lost", lost)
-		mm := intent("lfb_made", made)
-		var items []llmfleet.BatchItem
-		for i, r := range made {
-			items = append(items, llmfleet.BatchItem{CustomID: mm[r], Params: body("m1", fmt.Sprint("made", i))})
-		}
+		fp := v.Fingerprint(cred)
+		leftIntent(t, db, fp, "lfb_lost", lost, "lost", time.Now())
+		items := leftIntent(t, db, fp, "lfb_made", made, "made", time.Now())
 		if _, err := f.CreateBatch(t.Context(), cred, "lfb_made", nil, items); err != nil {
 			t.Fatal(err)
 		}
