@@ -32,8 +32,8 @@ type fakeProvider struct {
 	// batch that long after (a create that lands late).
 	landAfter time.Duration
 	// pollErr, if set, is returned by every GetBatch and ListBatches call.
-	pollErr error
-	never      bool                             // batches never end
+	pollErr    error
+	never      bool // batches never end
 	maxReq     int
 	batches    map[string]*fakeBatch
 	order      []string
