@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/llmfleet/llmfleet/jsonmember"
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // This file synthesises the server-sent-event stream of the Messages API
@@ -28,20 +29,9 @@ var deltaUsageKeys = map[string]bool{
 	"output_tokens_details":       true,
 }
 
-// appendEvent appends one event to buf. data must be a single line.
-func appendEvent(buf []byte, name string, data ...[]byte) []byte {
-	buf = append(buf, "event: "...)
-	buf = append(buf, name...)
-	buf = append(buf, "\ndata: "...)
-	for _, d := range data {
-		buf = append(buf, d...)
-	}
-	return append(buf, "\n\n"...)
-}
-
 // writeErrorEvent writes the error event of a stream that has begun.
 func writeErrorEvent(w io.Writer, envelope []byte) error {
-	_, err := w.Write(appendEvent(nil, "error", compactJSON(envelope)))
+	_, err := w.Write(sse.AppendEvent(nil, "error", compactJSON(envelope)))
 	return err
 }
 
@@ -83,7 +73,7 @@ func writeMessageEvents(w io.Writer, msg []byte) error {
 		edit("stop_details", []byte("null")),
 		edit("usage", jsonmember.Replace(usage, usageMs, edit("output_tokens", startOutputTokens(usage, usageMs)))),
 	)
-	buf = appendEvent(buf, "message_start", []byte(`{"type":"message_start","message":`), start, []byte("}"))
+	buf = sse.AppendEvent(buf, "message_start", []byte(`{"type":"message_start","message":`), start, []byte("}"))
 
 	for i, b := range blocks {
 		buf, err = appendBlockEvents(buf, i, b)
@@ -93,13 +83,13 @@ func writeMessageEvents(w io.Writer, msg []byte) error {
 	}
 
 	// message_delta: the stop fields and the cumulative usage.
-	buf = appendEvent(buf, "message_delta",
+	buf = sse.AppendEvent(buf, "message_delta",
 		[]byte(`{"type":"message_delta","delta":{"stop_reason":`), valueOr(msg, ms, "stop_reason"),
 		[]byte(`,"stop_sequence":`), valueOr(msg, ms, "stop_sequence"),
 		[]byte(`,"stop_details":`), valueOr(msg, ms, "stop_details"),
 		[]byte(`,"container":`), valueOr(msg, ms, "container"),
 		[]byte(`},"usage":`), deltaUsage(usage, usageMs), []byte("}"))
-	buf = appendEvent(buf, "message_stop", []byte(`{"type":"message_stop"}`))
+	buf = sse.AppendEvent(buf, "message_stop", []byte(`{"type":"message_stop"}`))
 	_, err = w.Write(buf)
 	return err
 }
@@ -150,13 +140,13 @@ func appendBlockEvents(buf []byte, i int, block []byte) ([]byte, error) {
 			deltas = append(deltas, concat(`{"type":"signature_delta","signature":`, v, `}`))
 		}
 	}
-	buf = appendEvent(buf, "content_block_start",
+	buf = sse.AppendEvent(buf, "content_block_start",
 		[]byte(`{"type":"content_block_start","index":`), idx, []byte(`,"content_block":`), startBlock, []byte("}"))
 	for _, d := range deltas {
-		buf = appendEvent(buf, "content_block_delta",
+		buf = sse.AppendEvent(buf, "content_block_delta",
 			[]byte(`{"type":"content_block_delta","index":`), idx, []byte(`,"delta":`), d, []byte("}"))
 	}
-	buf = appendEvent(buf, "content_block_stop", []byte(`{"type":"content_block_stop","index":`), idx, []byte("}"))
+	buf = sse.AppendEvent(buf, "content_block_stop", []byte(`{"type":"content_block_stop","index":`), idx, []byte("}"))
 	return buf, nil
 }
 

@@ -96,7 +96,7 @@ func (d *Decoder) feed(p []byte) {
 				continue
 			}
 		}
-		i := bytes.IndexAny(p, "\r\n")
+		i := indexLineEnd(p)
 		if i < 0 {
 			d.lineBytes(p)
 			return
@@ -261,3 +261,16 @@ func (d *Decoder) Pending() bool { return d.pending || d.partial || !d.started &
 // Retry returns the reconnection time set by the last valid "retry" field,
 // if any.
 func (d *Decoder) Retry() (time.Duration, bool) { return d.retry, d.hasRetry }
+
+// indexLineEnd returns the offset of the first CR or LF in b, or -1.
+func indexLineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	end := b
+	if i >= 0 {
+		end = b[:i]
+	}
+	if j := bytes.IndexByte(end, '\r'); j >= 0 {
+		return j
+	}
+	return i
+}

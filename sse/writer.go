@@ -36,12 +36,3 @@ func AppendEvent(buf []byte, name string, data ...[]byte) []byte {
 	}
 	return append(buf, "\n\n"...)
 }
-
-func indexLineEnd(b []byte) int {
-	for i, c := range b {
-		if c == '\n' || c == '\r' {
-			return i
-		}
-	}
-	return -1
-}
