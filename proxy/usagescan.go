@@ -24,7 +24,7 @@ type jsonTap struct {
 	depth     int
 	inStr     bool
 	esc       bool
-	key       []byte // the string being read at depth 1, up to 16 bytes
+	key       []byte // the string being read at depth 1, raw, up to maxKey bytes
 	keyLong   bool
 	lastStr   string // the last string completed at depth 1
 	expect    bool   // a ':' at depth 1 was seen: a value comes next
@@ -68,18 +68,21 @@ func (t *jsonTap) write(p []byte) {
 			}
 		}
 		if t.inStr {
+			closing := c == '"' && !t.esc
 			switch {
 			case t.esc:
 				t.esc = false
 			case c == '\\':
 				t.esc = true
-			case c == '"':
+			}
+			switch {
+			case closing:
 				t.inStr = false
 				if t.depth == 1 && !t.keyLong {
-					t.lastStr = string(t.key)
+					t.lastStr = keyText(t.key)
 				}
 			case t.depth == 1:
-				if len(t.key) < 16 {
+				if len(t.key) < maxKey {
 					t.key = append(t.key, c)
 				} else {
 					t.keyLong = true
@@ -107,6 +110,20 @@ func (t *jsonTap) write(p []byte) {
 			}
 		}
 	}
+}
+
+// maxKey bounds the raw text of a key the JSON tap reads: enough for
+// "model", "usage" and "error" with every letter escaped.
+const maxKey = 32
+
+// keyText returns the text of raw, a JSON string's raw contents.
+func keyText(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	var s string
+	_ = json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s)
+	return s
 }
 
 // endValue ends the value being kept at the ',' or '}' just appended.
