@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmfleet/llmfleet"
 )
@@ -33,7 +34,11 @@ func parseError(status int, h http.Header, body []byte, now time.Time) *llmfleet
 		e.Type = typeForStatus(status)
 		e.Message = strings.TrimSpace(string(body))
 		if len(e.Message) > 512 {
-			e.Message = e.Message[:512] + "…"
+			cut := 512
+			for cut > 508 && !utf8.RuneStart(e.Message[cut]) {
+				cut-- // not inside a UTF-8 sequence
+			}
+			e.Message = e.Message[:cut] + "…"
 		}
 		if e.Message == "" {
 			e.Message = http.StatusText(status)

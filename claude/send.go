@@ -45,7 +45,7 @@ func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.R
 // for byte, should ask for "stream": true. Once the provider answers 2xx it
 // returns the server-sent-event stream, which the caller must close; an
 // error answer is returned as an *llmfleet.Error. An error may still arrive
-// inside the stream as an "error" event (see EventReader). Retries are as
+// inside the stream as an "error" event (see ReadMessage). Retries are as
 // for Send.
 func (p *Provider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCloser, error) {
 	if err := checkBody(req); err != nil {

@@ -1,92 +1,15 @@
 package claude
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/llmfleet/llmfleet/sse"
 )
-
-// Event is one server-sent event of a Messages stream.
-type Event struct {
-	// Type is the event's name, e.g. "content_block_delta"; for an event
-	// without an "event:" field, the "type" of its data.
-	Type string
-	// Data is the event's data, a JSON object.
-	Data json.RawMessage
-}
-
-// EventReader reads server-sent events, such as the stream Stream returns.
-type EventReader struct {
-	r *bufio.Reader
-}
-
-// NewEventReader returns an EventReader reading from r.
-func NewEventReader(r io.Reader) *EventReader {
-	return &EventReader{r: bufio.NewReaderSize(r, 32<<10)}
-}
-
-// Next returns the next event. It skips comments and events without data,
-// and returns io.EOF at the end of the stream; an event cut off by the end
-// of the stream gives io.ErrUnexpectedEOF.
-func (er *EventReader) Next() (Event, error) {
-	var ev Event
-	var data bytes.Buffer
-	hasData := false
-	for {
-		line, err := er.r.ReadString('\n')
-		if err != nil && err != io.EOF {
-			return Event{}, err
-		}
-		if err == io.EOF {
-			switch {
-			case line != "":
-				// A last line without its newline may be cut short.
-				return Event{}, io.ErrUnexpectedEOF
-			case hasData:
-				return ev.finish(data.Bytes()), nil
-			case ev.Type != "":
-				return Event{}, io.ErrUnexpectedEOF
-			}
-			return Event{}, io.EOF
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			if hasData {
-				return ev.finish(data.Bytes()), nil
-			}
-			ev = Event{}
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "event":
-			ev.Type = value
-		case "data":
-			if hasData {
-				data.WriteByte('\n')
-			}
-			data.WriteString(value)
-			hasData = true
-		}
-	}
-}
-
-func (ev Event) finish(data []byte) Event {
-	ev.Data = append(json.RawMessage(nil), data...)
-	if ev.Type == "" {
-		var t struct {
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(ev.Data, &t)
-		ev.Type = t.Type
-	}
-	return ev
-}
 
 // ReadMessage reads a whole Messages stream from r and reassembles the
 // Message object it carries, as the non-streaming call would have answered
@@ -95,7 +18,7 @@ func (ev Event) finish(data []byte) Event {
 // merged in. An "error" event is returned as an *llmfleet.Error; a stream
 // that ends before message_stop gives io.ErrUnexpectedEOF.
 func ReadMessage(r io.Reader) (json.RawMessage, error) {
-	er := NewEventReader(r)
+	er := sse.NewReader(r)
 	var msg map[string]any
 	var blocks []map[string]any
 	var partial []strings.Builder
@@ -111,9 +34,13 @@ func ReadMessage(r io.Reader) (json.RawMessage, error) {
 		dec := json.NewDecoder(bytes.NewReader(ev.Data))
 		dec.UseNumber()
 		if err := dec.Decode(&d); err != nil {
-			return nil, fmt.Errorf("claude: event %s: %w", ev.Type, err)
+			return nil, fmt.Errorf("claude: event %s: %w", ev.Name, err)
 		}
-		switch ev.Type {
+		typ := ev.Name
+		if typ == "" { // no event field: the data's type names the event
+			typ, _ = d["type"].(string)
+		}
+		switch typ {
 		case "message_start":
 			m, ok := d["message"].(map[string]any)
 			if !ok {

@@ -48,35 +48,22 @@ const exampleStream = "event: message_start\n" +
 	"event: message_stop\n" +
 	`data: {"type":"message_stop"}` + "\n\n"
 
-func TestEventReader(t *testing.T) {
-	er := NewEventReader(strings.NewReader(exampleStream))
-	var types []string
-	for {
-		ev, err := er.Next()
-		if err == io.EOF {
-			break
+// TestReadMessageWithoutEventNames reads a stream whose events have no
+// event field: each is named by the type in its data.
+func TestReadMessageWithoutEventNames(t *testing.T) {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(exampleStream, "\n") {
+		if !strings.HasPrefix(line, "event:") {
+			b.WriteString(line)
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !json.Valid(ev.Data) {
-			t.Errorf("invalid data %q", ev.Data)
-		}
-		types = append(types, ev.Type)
 	}
-	if len(types) != 18 || types[0] != "message_start" || types[3] != "ping" || types[17] != "message_stop" {
-		t.Errorf("types %v", types)
+	want, err := ReadMessage(strings.NewReader(exampleStream))
+	if err != nil {
+		t.Fatal(err)
 	}
-
-	// Without "event:" lines the type comes from the data.
-	er = NewEventReader(strings.NewReader("data: {\"type\":\"ping\"}\n\n"))
-	if ev, err := er.Next(); err != nil || ev.Type != "ping" {
-		t.Errorf("%+v %v", ev, err)
-	}
-	// A stream cut inside an event.
-	er = NewEventReader(strings.NewReader("event: message_start\ndata: {\"type\":\"mess"))
-	if _, err := er.Next(); err != io.ErrUnexpectedEOF {
-		t.Errorf("cut stream: %v", err)
+	got, err := ReadMessage(strings.NewReader(b.String()))
+	if err != nil || string(got) != string(want) {
+		t.Errorf("without event names: %s, %v; want %s", got, err, want)
 	}
 }
 

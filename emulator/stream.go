@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"unicode/utf8"
+
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // sseEvent is one server-sent event.
@@ -183,7 +185,7 @@ func (s *Server) writeStream(c *call, p *params, msg messageJSON, f *Fault) {
 		if err != nil {
 			panic(err)
 		}
-		if _, err := c.w.Write([]byte("event: " + ev.name + "\ndata: " + string(b) + "\n\n")); err != nil {
+		if _, err := c.w.Write(sse.AppendEvent(nil, ev.name, b)); err != nil {
 			return
 		}
 		rc.Flush()

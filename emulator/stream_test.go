@@ -1,60 +1,59 @@
 package emulator
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmfleet/llmfleet/sse"
 )
 
-type sse struct {
+type event struct {
 	name string
 	data map[string]any
 	raw  string
 }
 
-// parseSSE parses an SSE body, checking the framing.
-func parseSSE(t *testing.T, body []byte) []sse {
+// parseSSE parses an SSE body, checking the framing: every event has a
+// name and one data line, byte for byte as sse.AppendEvent writes it.
+func parseSSE(t *testing.T, body []byte) []event {
 	t.Helper()
-	var out []sse
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, ok := strings.CutPrefix(line, "event: ")
-		if !ok {
-			t.Fatalf("expected event line, got %q", line)
+	var out []event
+	var again []byte
+	rd := sse.NewReader(bytes.NewReader(body))
+	for {
+		ev, err := rd.Next()
+		if err == io.EOF {
+			break
 		}
-		if !sc.Scan() {
-			t.Fatal("missing data line")
+		if err != nil {
+			t.Fatalf("reading the stream: %v", err)
 		}
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			t.Fatalf("expected data line, got %q", sc.Text())
-		}
+		again = sse.AppendEvent(again, ev.Name, ev.Data)
 		var m map[string]any
-		if err := json.Unmarshal([]byte(data), &m); err != nil {
-			t.Fatalf("data %q: %v", data, err)
+		if err := json.Unmarshal(ev.Data, &m); err != nil {
+			t.Fatalf("data %q: %v", ev.Data, err)
 		}
-		if m["type"] != name {
-			t.Fatalf("event %s carries type %v", name, m["type"])
+		if m["type"] != ev.Name {
+			t.Fatalf("event %s carries type %v", ev.Name, m["type"])
 		}
-		if !strings.HasPrefix(data, `{"type":`) {
-			t.Errorf("type is not the first field: %s", data)
+		if !bytes.HasPrefix(ev.Data, []byte(`{"type":`)) {
+			t.Errorf("type is not the first field: %s", ev.Data)
 		}
-		out = append(out, sse{name, m, data})
-		if sc.Scan() && sc.Text() != "" {
-			t.Fatalf("expected blank line, got %q", sc.Text())
-		}
+		out = append(out, event{ev.Name, m, string(ev.Data)})
+	}
+	if !bytes.Equal(again, body) {
+		t.Fatalf("stream framing: got %q, want it as written by sse.AppendEvent: %q", body, again)
 	}
 	return out
 }
 
 // assemble rebuilds the Message from a stream, checking the event order.
-func assemble(t *testing.T, evs []sse) map[string]any {
+func assemble(t *testing.T, evs []event) map[string]any {
 	t.Helper()
 	var msg map[string]any
 	var content []map[string]any

@@ -1,53 +1,28 @@
 package providertest
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/llmfleet/llmfleet/sse"
 )
 
-// event is one server-sent event.
-type event struct {
-	name string
-	data []byte
-}
-
 // readEvents reads every server-sent event of r. Each must have an event
-// name and data; a stream cut inside an event is an error.
-func readEvents(r io.Reader) ([]event, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var out []event
-	var cur event
-	var data []string
-	for sc.Scan() {
-		line := strings.TrimSuffix(sc.Text(), "\r")
-		if line == "" {
-			if len(data) > 0 || cur.name != "" {
-				if cur.name == "" || len(data) == 0 {
-					return nil, fmt.Errorf("event without a name or data after %d events", len(out))
-				}
-				cur.data = []byte(strings.Join(data, "\n"))
-				out = append(out, cur)
-			}
-			cur, data = event{}, nil
-			continue
+// name; a stream cut inside an event is an error.
+func readEvents(r io.Reader) ([]sse.Event, error) {
+	rd := sse.NewReader(r)
+	var out []sse.Event
+	for {
+		ev, err := rd.Next()
+		if err == io.EOF {
+			return out, nil
 		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "event":
-			cur.name = value
-		case "data":
-			data = append(data, value)
+		if err != nil {
+			return nil, fmt.Errorf("after %d events: %w", len(out), err)
 		}
+		if ev.Name == "" {
+			return nil, fmt.Errorf("event without a name after %d events", len(out))
+		}
+		out = append(out, ev)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if cur.name != "" || len(data) > 0 {
-		return nil, fmt.Errorf("stream cut inside an event after %d events", len(out))
-	}
-	return out, nil
 }

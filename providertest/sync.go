@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 func (s *suite) identity(t *testing.T) {
@@ -113,7 +114,7 @@ func readStream(r io.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(events) < 2 || events[0].name != "message_start" || events[len(events)-1].name != "message_stop" {
+	if len(events) < 2 || events[0].Name != "message_start" || events[len(events)-1].Name != "message_stop" {
 		return "", fmt.Errorf("stream must run from message_start to message_stop: %v", names(events))
 	}
 	text := ""
@@ -132,13 +133,13 @@ func readStream(r io.Reader) (string, error) {
 				Type string `json:"type"`
 			} `json:"error"`
 		}
-		if err := json.Unmarshal(ev.data, &d); err != nil {
-			return "", fmt.Errorf("event %s: %v", ev.name, err)
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return "", fmt.Errorf("event %s: %v", ev.Name, err)
 		}
-		if d.Type != ev.name {
-			return "", fmt.Errorf("event %s carries type %q", ev.name, d.Type)
+		if d.Type != ev.Name {
+			return "", fmt.Errorf("event %s carries type %q", ev.Name, d.Type)
 		}
-		switch ev.name {
+		switch ev.Name {
 		case "content_block_start":
 			if open != -1 || d.Index != next {
 				return "", fmt.Errorf("content_block_start %d out of order: %v", d.Index, names(events))
@@ -159,7 +160,7 @@ func readStream(r io.Reader) (string, error) {
 		case "message_delta":
 			deltas++
 		case "error":
-			return "", fmt.Errorf("error event in stream: %s", ev.data)
+			return "", fmt.Errorf("error event in stream: %s", ev.Data)
 		}
 	}
 	if open != -1 || next == 0 || deltas == 0 {
@@ -168,10 +169,10 @@ func readStream(r io.Reader) (string, error) {
 	return text, nil
 }
 
-func names(events []event) []string {
+func names(events []sse.Event) []string {
 	out := make([]string, len(events))
 	for i, e := range events {
-		out[i] = e.name
+		out[i] = e.Name
 	}
 	return out
 }

@@ -35,18 +35,40 @@ type ticket struct {
 }
 
 // prefersAsync reports whether the Prefer header (RFC 7240) of h asks for
-// respond-async.
+// respond-async: whether a preference, of the comma-separated ones, is
+// named so. A comma inside a quoted value separates nothing.
 func prefersAsync(h http.Header) bool {
 	for _, v := range h.Values("Prefer") {
-		for _, pref := range strings.Split(v, ",") {
-			name, _, _ := strings.Cut(pref, ";")
-			name, _, _ = strings.Cut(name, "=")
+		for v != "" {
+			var pref string
+			pref, v = cutUnquoted(v, ',')
+			name := pref
+			if i := strings.IndexAny(name, "=;"); i >= 0 {
+				name = name[:i]
+			}
 			if strings.EqualFold(strings.TrimSpace(name), "respond-async") {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// cutUnquoted cuts s around the first sep outside a quoted string, in
+// which a backslash escapes the next byte.
+func cutUnquoted(s string, sep byte) (before, after string) {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == sep:
+			return s[:i], s[i+1:]
+		}
+	}
+	return s, ""
 }
 
 // serveAsync accepts a routed call for batching and answers 202 with its

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
 // MaxBodyBytes is the largest create-message body the API accepts (32 MB);
@@ -21,49 +21,49 @@ func batchBody(body []byte) (params []byte, stream bool, e *apiError) {
 	if !json.Valid(body) {
 		return nil, false, invalidRequest("The request body is not valid JSON.")
 	}
-	ms, err := objectMembers(body)
+	ms, err := jsonmember.Members(body)
 	if err != nil {
 		return nil, false, invalidRequest("The request body must be a JSON object.")
 	}
-	m, ok := find(ms, "model")
+	m, ok := jsonmember.Find(ms, "model")
 	if !ok {
 		return nil, false, invalidRequest("model: Field required")
 	}
-	if v := m.value(body); v[0] != '"' || bytes.Equal(v, []byte(`""`)) {
+	if v := m.Value(body); v[0] != '"' || bytes.Equal(v, []byte(`""`)) {
 		return nil, false, invalidRequest("model: Input should be a non-empty string")
 	}
-	m, ok = find(ms, "max_tokens")
+	m, ok = jsonmember.Find(ms, "max_tokens")
 	if !ok {
 		return nil, false, invalidRequest("max_tokens: Field required")
 	}
-	n, err := strconv.ParseInt(string(m.value(body)), 10, 64)
+	n, err := strconv.ParseInt(string(m.Value(body)), 10, 64)
 	if err != nil {
 		return nil, false, invalidRequest("max_tokens: Input should be a valid integer")
 	}
 	if n < 1 {
 		return nil, false, invalidRequest("max_tokens: Input should be greater than or equal to 1 for a batched request")
 	}
-	m, ok = find(ms, "messages")
+	m, ok = jsonmember.Find(ms, "messages")
 	if !ok {
 		return nil, false, invalidRequest("messages: Field required")
 	}
-	if v := m.value(body); v[0] != '[' {
+	if v := m.Value(body); v[0] != '[' {
 		return nil, false, invalidRequest("messages: Input should be a valid list")
 	} else if len(bytes.TrimSpace(v[1:len(v)-1])) == 0 {
 		return nil, false, invalidRequest("messages: at least one message is required")
 	}
-	m, ok = find(ms, "stream")
+	m, ok = jsonmember.Find(ms, "stream")
 	if !ok {
 		return body, false, nil
 	}
-	switch string(m.value(body)) {
+	switch string(m.Value(body)) {
 	case "true":
 		stream = true
 	case "false", "null":
 	default:
 		return nil, false, invalidRequest("stream: Input should be a valid boolean")
 	}
-	params, err = llmfleet.WithoutField(body, "stream")
+	params, err = jsonmember.Delete(body, "stream")
 	if err != nil {
 		return nil, false, invalidRequest("The request body is not valid JSON.")
 	}

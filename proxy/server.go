@@ -140,12 +140,19 @@ func (s *Server) Handler() http.Handler {
 // given with a trailing slash (ANTHROPIC_BASE_URL=.../budget/600000/) makes
 // clients ask for .../budget/600000//v1/messages, which ServeMux would
 // otherwise answer with a redirect that not every client follows for a POST.
+//
+// The folding works on the escaped path, so that an escaped slash (%2F)
+// next to a slash is neither folded nor turned into a slash.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if p := r.URL.Path; strings.Contains(p, "//") {
-		for strings.Contains(p, "//") {
-			p = strings.ReplaceAll(p, "//", "/")
+	if ep := r.URL.EscapedPath(); strings.Contains(ep, "//") {
+		for strings.Contains(ep, "//") {
+			ep = strings.ReplaceAll(ep, "//", "/")
 		}
-		r = withPath(r, p, "")
+		p, err := url.PathUnescape(ep)
+		if err != nil { // cannot be: ep is the escaped form of a path
+			p = r.URL.Path
+		}
+		r = withPath(r, p, ep)
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -207,9 +214,13 @@ func (s *Server) serveBudgetPrefix(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, invalidRequest("The latency budget in the path /budget/<ms>/ must be a non-negative integer number of milliseconds."))
 		return
 	}
+	// The escaped form of path: the escaped path less its first two
+	// segments, whatever the escapes in the budget.
 	rawPath := ""
-	if prefix := "/budget/" + r.PathValue("ms"); strings.HasPrefix(r.URL.RawPath, prefix) {
-		rawPath = r.URL.RawPath[len(prefix):]
+	if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/budget/"); ok {
+		if _, after, ok := strings.Cut(rest, "/"); ok {
+			rawPath = "/" + after
+		}
 	}
 	r2 := withPath(r, path, rawPath)
 	s.mux.ServeHTTP(w, r2.WithContext(llmfleet.WithBudget(r.Context(), budget)))

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"io"
 	"strconv"
+
+	"github.com/llmfleet/llmfleet/jsonmember"
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // This file synthesises the server-sent-event stream of the Messages API
@@ -26,20 +29,9 @@ var deltaUsageKeys = map[string]bool{
 	"output_tokens_details":       true,
 }
 
-// appendEvent appends one event to buf. data must be a single line.
-func appendEvent(buf []byte, name string, data ...[]byte) []byte {
-	buf = append(buf, "event: "...)
-	buf = append(buf, name...)
-	buf = append(buf, "\ndata: "...)
-	for _, d := range data {
-		buf = append(buf, d...)
-	}
-	return append(buf, "\n\n"...)
-}
-
 // writeErrorEvent writes the error event of a stream that has begun.
 func writeErrorEvent(w io.Writer, envelope []byte) error {
-	_, err := w.Write(appendEvent(nil, "error", compactJSON(envelope)))
+	_, err := w.Write(sse.AppendEvent(nil, "error", compactJSON(envelope)))
 	return err
 }
 
@@ -54,34 +46,34 @@ func writeMessageEvents(w io.Writer, msg []byte) error {
 	if !json.Valid(msg) {
 		return errors.New("proxy: batch result is not valid JSON")
 	}
-	ms, err := objectMembers(msg)
+	ms, err := jsonmember.Members(msg)
 	if err != nil {
 		return err
 	}
 	var blocks [][]byte
-	if m, ok := find(ms, "content"); ok && !bytes.Equal(m.value(msg), []byte("null")) {
-		if blocks, err = arrayElements(m.value(msg)); err != nil {
+	if m, ok := jsonmember.Find(ms, "content"); ok && !bytes.Equal(m.Value(msg), []byte("null")) {
+		if blocks, err = jsonmember.Elements(m.Value(msg)); err != nil {
 			return err
 		}
 	}
-	usage, usageMs := []byte(nil), []member(nil)
-	if m, ok := find(ms, "usage"); ok {
-		usage = m.value(msg)
-		usageMs, _ = objectMembers(usage) // null or malformed usage is passed on as is
+	usage, usageMs := []byte(nil), []jsonmember.Member(nil)
+	if m, ok := jsonmember.Find(ms, "usage"); ok {
+		usage = m.Value(msg)
+		usageMs, _ = jsonmember.Members(usage) // null or malformed usage is passed on as is
 	}
 
 	buf := make([]byte, 0, 2*len(msg)+512)
 
 	// message_start: the message before any content, with the usage known
 	// at the start (everything but most of the output tokens).
-	start := withValues(msg, ms,
-		edit{"content", []byte("[]")},
-		edit{"stop_reason", []byte("null")},
-		edit{"stop_sequence", []byte("null")},
-		edit{"stop_details", []byte("null")},
-		edit{"usage", withValues(usage, usageMs, edit{"output_tokens", startOutputTokens(usage, usageMs)})},
+	start := jsonmember.Replace(msg, ms,
+		edit("content", []byte("[]")),
+		edit("stop_reason", []byte("null")),
+		edit("stop_sequence", []byte("null")),
+		edit("stop_details", []byte("null")),
+		edit("usage", jsonmember.Replace(usage, usageMs, edit("output_tokens", startOutputTokens(usage, usageMs)))),
 	)
-	buf = appendEvent(buf, "message_start", []byte(`{"type":"message_start","message":`), start, []byte("}"))
+	buf = sse.AppendEvent(buf, "message_start", []byte(`{"type":"message_start","message":`), start, []byte("}"))
 
 	for i, b := range blocks {
 		buf, err = appendBlockEvents(buf, i, b)
@@ -91,13 +83,13 @@ func writeMessageEvents(w io.Writer, msg []byte) error {
 	}
 
 	// message_delta: the stop fields and the cumulative usage.
-	buf = appendEvent(buf, "message_delta",
+	buf = sse.AppendEvent(buf, "message_delta",
 		[]byte(`{"type":"message_delta","delta":{"stop_reason":`), valueOr(msg, ms, "stop_reason"),
 		[]byte(`,"stop_sequence":`), valueOr(msg, ms, "stop_sequence"),
 		[]byte(`,"stop_details":`), valueOr(msg, ms, "stop_details"),
 		[]byte(`,"container":`), valueOr(msg, ms, "container"),
 		[]byte(`},"usage":`), deltaUsage(usage, usageMs), []byte("}"))
-	buf = appendEvent(buf, "message_stop", []byte(`{"type":"message_stop"}`))
+	buf = sse.AppendEvent(buf, "message_stop", []byte(`{"type":"message_stop"}`))
 	_, err = w.Write(buf)
 	return err
 }
@@ -105,42 +97,42 @@ func writeMessageEvents(w io.Writer, msg []byte) error {
 // appendBlockEvents appends the start, delta and stop events of the content
 // block at index i.
 func appendBlockEvents(buf []byte, i int, block []byte) ([]byte, error) {
-	ms, err := objectMembers(block)
+	ms, err := jsonmember.Members(block)
 	if err != nil {
 		return nil, err
 	}
 	idx := []byte(strconv.Itoa(i))
 	var typ string
-	if m, ok := find(ms, "type"); ok {
-		json.Unmarshal(m.value(block), &typ)
+	if m, ok := jsonmember.Find(ms, "type"); ok {
+		json.Unmarshal(m.Value(block), &typ)
 	}
 	startBlock := block
 	var deltas [][]byte // the delta objects, in order
 	switch typ {
 	case "text":
-		edits := []edit{{"text", []byte(`""`)}}
-		if m, ok := find(ms, "citations"); ok && m.value(block)[0] == '[' {
-			cites, err := arrayElements(m.value(block))
+		edits := []jsonmember.Edit{edit("text", []byte(`""`))}
+		if m, ok := jsonmember.Find(ms, "citations"); ok && m.Value(block)[0] == '[' {
+			cites, err := jsonmember.Elements(m.Value(block))
 			if err != nil {
 				return nil, err
 			}
 			if len(cites) > 0 {
-				edits = append(edits, edit{"citations", []byte("[]")})
+				edits = append(edits, edit("citations", []byte("[]")))
 			}
 			for _, c := range cites {
 				deltas = append(deltas, concat(`{"type":"citations_delta","citation":`, c, `}`))
 			}
 		}
-		startBlock = withValues(block, ms, edits...)
+		startBlock = jsonmember.Replace(block, ms, edits...)
 		deltas = append(deltas, concat(`{"type":"text_delta","text":`, valueOrEmpty(block, ms, "text"), `}`))
 	case "tool_use", "server_tool_use", "mcp_tool_use":
-		startBlock = withValues(block, ms, edit{"input", []byte("{}")})
+		startBlock = jsonmember.Replace(block, ms, edit("input", []byte("{}")))
 		deltas = append(deltas, []byte(`{"type":"input_json_delta","partial_json":""}`))
-		if m, ok := find(ms, "input"); ok {
-			deltas = append(deltas, concat(`{"type":"input_json_delta","partial_json":`, jsonString(string(m.value(block))), `}`))
+		if m, ok := jsonmember.Find(ms, "input"); ok {
+			deltas = append(deltas, concat(`{"type":"input_json_delta","partial_json":`, jsonString(string(m.Value(block))), `}`))
 		}
 	case "thinking":
-		startBlock = withValues(block, ms, edit{"thinking", []byte(`""`)}, edit{"signature", []byte(`""`)})
+		startBlock = jsonmember.Replace(block, ms, edit("thinking", []byte(`""`)), edit("signature", []byte(`""`)))
 		if v := valueOrEmpty(block, ms, "thinking"); !bytes.Equal(v, []byte(`""`)) {
 			deltas = append(deltas, concat(`{"type":"thinking_delta","thinking":`, v, `}`))
 		}
@@ -148,44 +140,44 @@ func appendBlockEvents(buf []byte, i int, block []byte) ([]byte, error) {
 			deltas = append(deltas, concat(`{"type":"signature_delta","signature":`, v, `}`))
 		}
 	}
-	buf = appendEvent(buf, "content_block_start",
+	buf = sse.AppendEvent(buf, "content_block_start",
 		[]byte(`{"type":"content_block_start","index":`), idx, []byte(`,"content_block":`), startBlock, []byte("}"))
 	for _, d := range deltas {
-		buf = appendEvent(buf, "content_block_delta",
+		buf = sse.AppendEvent(buf, "content_block_delta",
 			[]byte(`{"type":"content_block_delta","index":`), idx, []byte(`,"delta":`), d, []byte("}"))
 	}
-	buf = appendEvent(buf, "content_block_stop", []byte(`{"type":"content_block_stop","index":`), idx, []byte("}"))
+	buf = sse.AppendEvent(buf, "content_block_stop", []byte(`{"type":"content_block_stop","index":`), idx, []byte("}"))
 	return buf, nil
 }
 
 // startOutputTokens is the output count message_start reports: the API
 // reports the few tokens produced when the stream begins, at most 1 here.
-func startOutputTokens(usage []byte, ms []member) []byte {
-	m, ok := find(ms, "output_tokens")
+func startOutputTokens(usage []byte, ms []jsonmember.Member) []byte {
+	m, ok := jsonmember.Find(ms, "output_tokens")
 	if !ok {
 		return nil
 	}
 	var n int64
-	if json.Unmarshal(m.value(usage), &n) == nil && n > 1 {
+	if json.Unmarshal(m.Value(usage), &n) == nil && n > 1 {
 		return []byte("1")
 	}
-	return m.value(usage)
+	return m.Value(usage)
 }
 
 // deltaUsage returns the usage object of message_delta: the cumulative
 // counts of usage that the API repeats there.
-func deltaUsage(usage []byte, ms []member) []byte {
+func deltaUsage(usage []byte, ms []jsonmember.Member) []byte {
 	out := []byte("{")
 	seenOutput := false
 	for _, m := range ms {
-		if !deltaUsageKeys[m.key] {
+		if !deltaUsageKeys[m.Key] {
 			continue
 		}
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		out = append(out, usage[m.start:m.end]...)
-		seenOutput = seenOutput || m.key == "output_tokens"
+		out = append(out, m.Text(usage)...)
+		seenOutput = seenOutput || m.Key == "output_tokens"
 	}
 	if !seenOutput {
 		if len(out) > 1 {
@@ -197,17 +189,17 @@ func deltaUsage(usage []byte, ms []member) []byte {
 }
 
 // valueOr returns the value of member key of obj, or null.
-func valueOr(obj []byte, ms []member, key string) []byte {
-	if m, ok := find(ms, key); ok {
-		return m.value(obj)
+func valueOr(obj []byte, ms []jsonmember.Member, key string) []byte {
+	if m, ok := jsonmember.Find(ms, key); ok {
+		return m.Value(obj)
 	}
 	return []byte("null")
 }
 
 // valueOrEmpty returns the value of member key of obj, or "".
-func valueOrEmpty(obj []byte, ms []member, key string) []byte {
-	if m, ok := find(ms, key); ok && m.value(obj)[0] == '"' {
-		return m.value(obj)
+func valueOrEmpty(obj []byte, ms []jsonmember.Member, key string) []byte {
+	if m, ok := jsonmember.Find(ms, key); ok && m.Value(obj)[0] == '"' {
+		return m.Value(obj)
 	}
 	return []byte(`""`)
 }
@@ -216,3 +208,6 @@ func concat(a string, b []byte, c string) []byte {
 	out := make([]byte, 0, len(a)+len(b)+len(c))
 	return append(append(append(out, a...), b...), c...)
 }
+
+// edit is the replacement of the value of member key by value.
+func edit(key string, value []byte) jsonmember.Edit { return jsonmember.Edit{Key: key, Value: value} }

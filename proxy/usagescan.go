@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // The scanners below read a response as it streams by, in pieces of any
@@ -23,7 +24,7 @@ type jsonTap struct {
 	depth     int
 	inStr     bool
 	esc       bool
-	key       []byte // the string being read at depth 1, up to 16 bytes
+	key       []byte // the string being read at depth 1, raw, up to maxKey bytes
 	keyLong   bool
 	lastStr   string // the last string completed at depth 1
 	expect    bool   // a ':' at depth 1 was seen: a value comes next
@@ -67,18 +68,21 @@ func (t *jsonTap) write(p []byte) {
 			}
 		}
 		if t.inStr {
+			closing := c == '"' && !t.esc
 			switch {
 			case t.esc:
 				t.esc = false
 			case c == '\\':
 				t.esc = true
-			case c == '"':
+			}
+			switch {
+			case closing:
 				t.inStr = false
 				if t.depth == 1 && !t.keyLong {
-					t.lastStr = string(t.key)
+					t.lastStr = keyText(t.key)
 				}
 			case t.depth == 1:
-				if len(t.key) < 16 {
+				if len(t.key) < maxKey {
 					t.key = append(t.key, c)
 				} else {
 					t.keyLong = true
@@ -106,6 +110,20 @@ func (t *jsonTap) write(p []byte) {
 			}
 		}
 	}
+}
+
+// maxKey bounds the raw text of a key the JSON tap reads: enough for
+// "model", "usage" and "error" with every letter escaped.
+const maxKey = 32
+
+// keyText returns the text of raw, a JSON string's raw contents.
+func keyText(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	var s string
+	_ = json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s)
+	return s
 }
 
 // endValue ends the value being kept at the ',' or '}' just appended.
@@ -147,12 +165,10 @@ func (t *jsonTap) result() (model string, u llmfleet.Usage, errType string) {
 
 // sseTap scans a Messages API event stream: the usage of message_start,
 // updated by the cumulative usage of each message_delta, the model, and
-// the type of an error event.
+// the type of an error event. Only the data of those events is held, one
+// event at a time.
 type sseTap struct {
-	event   string // the current event's name
-	line    []byte
-	skip    bool // the current line is not kept
-	decided bool // whether the current line is kept is known
+	d sse.Decoder
 
 	model   string
 	usage   llmfleet.Usage
@@ -161,58 +177,21 @@ type sseTap struct {
 
 // write scans p.
 func (t *sseTap) write(p []byte) {
-	for len(p) > 0 {
-		seg := p
-		i := bytes.IndexByte(p, '\n')
-		if i >= 0 {
-			seg, p = p[:i], p[i+1:]
-		} else {
-			p = nil
-		}
-		if !t.skip {
-			t.line = append(t.line, seg...)
-			if !t.decided && len(t.line) >= len("event:") {
-				t.decide()
-			}
-			if len(t.line) > maxKept {
-				t.skip, t.line = true, t.line[:0]
-			}
-		}
-		if i >= 0 {
-			if !t.skip {
-				t.decide()
-				if !t.skip {
-					t.processLine(bytes.TrimSuffix(t.line, []byte("\r")))
-				}
-			}
-			t.line, t.skip, t.decided = t.line[:0], false, false
-		}
+	if t.d.Emit == nil {
+		t.d = sse.Decoder{Emit: t.event, Keep: keptEvent, MaxData: maxKept}
 	}
+	t.d.Write(p)
 }
 
-// decide settles whether the current line is kept: event names, blank
-// lines and the data of the events that carry usage or an error.
-func (t *sseTap) decide() {
-	if t.decided {
-		return
+// keptEvent reports whether the data of an event named name is read: the
+// events that carry usage or an error, and those without a name, whose
+// data says what they are.
+func keptEvent(name string) bool {
+	switch name {
+	case "", "message_start", "message_delta", "error":
+		return true
 	}
-	t.decided = true
-	l := t.line
-	switch {
-	case len(l) == 0 || len(l) == 1 && l[0] == '\r':
-	case bytes.HasPrefix(l, []byte("event:")):
-	case bytes.HasPrefix(l, []byte("data:")):
-		switch t.event {
-		case "", "message_start", "message_delta", "error":
-		default:
-			t.skip = true
-		}
-	default:
-		t.skip = true
-	}
-	if t.skip {
-		t.line = t.line[:0]
-	}
+	return false
 }
 
 // streamDeltaUsage is the usage of a message_delta event: cumulative counts,
@@ -228,59 +207,48 @@ type streamDeltaUsage struct {
 	} `json:"cache_creation"`
 }
 
-// processLine handles one kept line.
-func (t *sseTap) processLine(l []byte) {
-	switch {
-	case len(l) == 0:
-		t.event = ""
-	case bytes.HasPrefix(l, []byte("event:")):
-		t.event = string(bytes.TrimSpace(l[len("event:"):]))
-	case bytes.HasPrefix(l, []byte("data:")):
-		data := l[len("data:"):]
-		if len(data) > 0 && data[0] == ' ' {
-			data = data[1:]
+// event handles one kept event.
+func (t *sseTap) event(e sse.Event) {
+	var ev struct {
+		Type    string `json:"type"`
+		Message *struct {
+			Model string         `json:"model"`
+			Usage llmfleet.Usage `json:"usage"`
+		} `json:"message"`
+		Usage *streamDeltaUsage `json:"usage"`
+		Error *struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(e.Data, &ev) != nil {
+		return
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil {
+			t.model, t.usage = ev.Message.Model, ev.Message.Usage
 		}
-		var ev struct {
-			Type    string `json:"type"`
-			Message *struct {
-				Model string         `json:"model"`
-				Usage llmfleet.Usage `json:"usage"`
-			} `json:"message"`
-			Usage *streamDeltaUsage `json:"usage"`
-			Error *struct {
-				Type string `json:"type"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(data, &ev) != nil {
-			return
-		}
-		switch ev.Type {
-		case "message_start":
-			if ev.Message != nil {
-				t.model, t.usage = ev.Message.Model, ev.Message.Usage
-			}
-		case "message_delta":
-			if d := ev.Usage; d != nil {
-				set := func(dst *int64, v *int64) {
-					if v != nil {
-						*dst = *v
-					}
-				}
-				set(&t.usage.InputTokens, d.InputTokens)
-				set(&t.usage.OutputTokens, d.OutputTokens)
-				set(&t.usage.CacheCreationInputTokens, d.CacheCreationInputTokens)
-				set(&t.usage.CacheReadInputTokens, d.CacheReadInputTokens)
-				if d.CacheCreation != nil {
-					t.usage.CacheCreation.Ephemeral5mInputTokens = d.CacheCreation.Ephemeral5mInputTokens
-					t.usage.CacheCreation.Ephemeral1hInputTokens = d.CacheCreation.Ephemeral1hInputTokens
+	case "message_delta":
+		if d := ev.Usage; d != nil {
+			set := func(dst *int64, v *int64) {
+				if v != nil {
+					*dst = *v
 				}
 			}
-		case "error":
-			if ev.Error != nil && ev.Error.Type != "" {
-				t.errType = ev.Error.Type
-			} else {
-				t.errType = "api_error"
+			set(&t.usage.InputTokens, d.InputTokens)
+			set(&t.usage.OutputTokens, d.OutputTokens)
+			set(&t.usage.CacheCreationInputTokens, d.CacheCreationInputTokens)
+			set(&t.usage.CacheReadInputTokens, d.CacheReadInputTokens)
+			if d.CacheCreation != nil {
+				t.usage.CacheCreation.Ephemeral5mInputTokens = d.CacheCreation.Ephemeral5mInputTokens
+				t.usage.CacheCreation.Ephemeral1hInputTokens = d.CacheCreation.Ephemeral1hInputTokens
 			}
+		}
+	case "error":
+		if ev.Error != nil && ev.Error.Type != "" {
+			t.errType = ev.Error.Type
+		} else {
+			t.errType = "api_error"
 		}
 	}
 }

@@ -1,0 +1,169 @@
+// Package jsonmember reads and edits the top-level members of a raw JSON
+// object without decoding and re-encoding anything else: every byte
+// outside the members touched (unknown fields, key order, whitespace,
+// number formatting) is kept as it was.
+//
+// Keys are compared after JSON unescaping, as a JSON decoder compares
+// them, so "str\u0065am" is the member "stream". Where a key is repeated,
+// lookups give the last member, the one a decoder keeps; edits apply to
+// every member of the name.
+package jsonmember
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// ErrNotObject is returned for a text that is not a valid JSON object.
+var ErrNotObject = errors.New("jsonmember: not a JSON object")
+
+// ErrNotArray is returned for a text that is not a valid JSON array.
+var ErrNotArray = errors.New("jsonmember: not a JSON array")
+
+// Member is one top-level member of a JSON object, located by byte
+// offsets into the object's text.
+type Member struct {
+	Key        string // the key, unescaped
+	Start      int    // offset of the key's opening quote
+	ValueStart int    // offset of the value's first byte
+	End        int    // offset just after the value
+}
+
+// Value returns the member's raw value in obj, the object it was read
+// from.
+func (m Member) Value(obj []byte) []byte { return obj[m.ValueStart:m.End] }
+
+// Text returns the member's raw text in obj, from its key's opening quote
+// to the end of its value.
+func (m Member) Text(obj []byte) []byte { return obj[m.Start:m.End] }
+
+// Members returns the members of obj, in order. obj must be a valid JSON
+// object, with white space around it allowed; anything else gives
+// ErrNotObject.
+func Members(obj []byte) ([]Member, error) {
+	if !json.Valid(obj) {
+		return nil, ErrNotObject
+	}
+	i := skipSpace(obj, 0)
+	if obj[i] != '{' {
+		return nil, ErrNotObject
+	}
+	i = skipSpace(obj, i+1)
+	ms := []Member{}
+	if obj[i] == '}' {
+		return ms, nil
+	}
+	for {
+		ks, ke := i, skipString(obj, i)
+		i = skipSpace(obj, ke)    // at ':'
+		vs := skipSpace(obj, i+1) // the value
+		ve := skipValue(obj, vs)
+		ms = append(ms, Member{Key: unquote(obj[ks:ke]), Start: ks, ValueStart: vs, End: ve})
+		i = skipSpace(obj, ve) // at ',' or '}'
+		if obj[i] == '}' {
+			return ms, nil
+		}
+		i = skipSpace(obj, i+1)
+	}
+}
+
+// Find returns the last member of ms named key.
+func Find(ms []Member, key string) (Member, bool) {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Key == key {
+			return ms[i], true
+		}
+	}
+	return Member{}, false
+}
+
+// Elements returns the raw elements of arr, a valid JSON array, in order;
+// anything else gives ErrNotArray.
+func Elements(arr []byte) ([][]byte, error) {
+	if !json.Valid(arr) {
+		return nil, ErrNotArray
+	}
+	i := skipSpace(arr, 0)
+	if arr[i] != '[' {
+		return nil, ErrNotArray
+	}
+	i = skipSpace(arr, i+1)
+	els := [][]byte{}
+	if arr[i] == ']' {
+		return els, nil
+	}
+	for {
+		e := skipValue(arr, i)
+		els = append(els, arr[i:e])
+		i = skipSpace(arr, e) // at ',' or ']'
+		if arr[i] == ']' {
+			return els, nil
+		}
+		i = skipSpace(arr, i+1)
+	}
+}
+
+// unquote returns the text of s, a valid JSON string with its quotes.
+func unquote(s []byte) string {
+	in := s[1 : len(s)-1]
+	if bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+		return string(in)
+	}
+	var out string
+	_ = json.Unmarshal(s, &out) // s is valid: it cannot fail
+	return out
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the offset just after the string starting at b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the offset just after the valid JSON value starting
+// at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	default:
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+		}
+		return i
+	}
+}

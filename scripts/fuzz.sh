@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# fuzz.sh: run every fuzz target of the module for a short while each:
+# FUZZTIME (a go test -fuzztime value, default 3s). The targets are found
+# with go test -list; the script fails if any package's tests do not build
+# or any target fails. A failing input is kept by go test under the
+# package's testdata/fuzz/<target>/, where it becomes a regression test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime=${FUZZTIME:-3s}
+
+# go test -list prints a package's matching names, then its "ok" line.
+if ! listing=$(go test -list '^Fuzz' ./... 2>&1); then
+	printf '%s\n' "$listing"
+	echo "fuzz.sh: listing the fuzz targets failed" >&2
+	exit 1
+fi
+targets=()
+names=()
+while IFS= read -r line; do
+	case $line in
+	Fuzz*) names+=("$line") ;;
+	ok*)
+		pkg=$(awk '{print $2}' <<<"$line")
+		for n in ${names[@]+"${names[@]}"}; do
+			targets+=("$pkg $n")
+		done
+		names=()
+		;;
+	esac
+done <<<"$listing"
+if [ ${#targets[@]} -eq 0 ]; then
+	echo "fuzz.sh: no fuzz targets found" >&2
+	exit 1
+fi
+
+failed=()
+for t in "${targets[@]}"; do
+	read -r pkg name <<<"$t"
+	echo "== $name ($pkg, $fuzztime)"
+	if ! go test -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" "$pkg"; then
+		failed+=("$name ($pkg)")
+	fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+	printf 'fuzz.sh: failed: %s\n' "${failed[@]}" >&2
+	exit 1
+fi
+echo "fuzz.sh: ${#targets[@]} fuzz targets passed"

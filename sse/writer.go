@@ -1,0 +1,38 @@
+package sse
+
+// AppendEvent appends to buf one event named name (no event field if name
+// is "") whose data is the concatenation of the pieces of data, and
+// returns the extended buffer. Each line of the data (lines end in CRLF,
+// LF or CR) goes in a data field of its own, so that a reader gets the
+// data back with its line ends turned into LF. name must not contain a
+// line end.
+func AppendEvent(buf []byte, name string, data ...[]byte) []byte {
+	if name != "" {
+		buf = append(buf, "event: "...)
+		buf = append(buf, name...)
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, "data: "...)
+	afterCR := false
+	for _, d := range data {
+		for len(d) > 0 {
+			if afterCR {
+				afterCR = false
+				if d[0] == '\n' {
+					d = d[1:]
+					continue
+				}
+			}
+			i := indexLineEnd(d)
+			if i < 0 {
+				buf = append(buf, d...)
+				break
+			}
+			buf = append(buf, d[:i]...)
+			buf = append(buf, "\ndata: "...)
+			afterCR = d[i] == '\r'
+			d = d[i+1:]
+		}
+	}
+	return append(buf, "\n\n"...)
+}
