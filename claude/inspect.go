@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
 // Inspect reads the model of a Messages request and its pool key: the
@@ -49,7 +50,7 @@ func headerSignature(h http.Header) string {
 // BatchParams returns req's body without "stream" (a batch refuses it),
 // every other byte as it was.
 func (p *Provider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {
-	b, err := llmfleet.WithoutField(req.Body, "stream")
+	b, err := jsonmember.Delete(req.Body, "stream")
 	if err != nil {
 		return nil, localError(http.StatusBadRequest, "invalid_request_error", err.Error())
 	}

@@ -52,7 +52,7 @@ func TestInspect(t *testing.T) {
 func TestBatchParams(t *testing.T) {
 	var p Provider
 	for in, want := range map[string]string{
-		"{\"model\":\"m\", \"stream\":true,\"max_tokens\":1,\n\"x\":1.50,\"tools\":[{\"stream\":1}]}": "{\"model\":\"m\",\"max_tokens\":1,\n\"x\":1.50,\"tools\":[{\"stream\":1}]}",
+		"{\"model\":\"m\", \"stream\":true,\"max_tokens\":1,\n\"x\":1.50,\"tools\":[{\"stream\":1}]}": "{\"model\":\"m\", \"max_tokens\":1,\n\"x\":1.50,\"tools\":[{\"stream\":1}]}",
 		`{"stream":false,"model":"m"}`: `{"model":"m"}`,
 		`{"model":"m",  "x":[1e3]}`:    `{"model":"m",  "x":[1e3]}`,
 	} {

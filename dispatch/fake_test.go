@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
 // fakeProvider is an in-memory provider for the dispatcher's unit tests.
@@ -111,7 +112,7 @@ func (f *fakeProvider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, err
 }
 
 func (f *fakeProvider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {
-	return llmfleet.WithoutField(req.Body, "stream")
+	return jsonmember.Delete(req.Body, "stream")
 }
 
 // FindBatch finds a batch by the tag its custom_ids carry; it can read
