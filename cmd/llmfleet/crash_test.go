@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +31,17 @@ import (
 // can be read from the state files or the logs. The emulator runs as a
 // process of its own, so that its batches outlive the proxy.
 
-// buildBinary builds the llmfleet command into a temporary directory.
+// built is the llmfleet binary the tests run, built once per test
+// process into a directory TestMain removes.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// buildBinary builds the llmfleet command, once, into a temporary
+// directory.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -40,12 +51,21 @@ func buildBinary(t *testing.T) string {
 	if err != nil {
 		t.Skip("no go command to build llmfleet with")
 	}
-	bin := filepath.Join(t.TempDir(), "llmfleet")
-	out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "llmfleet-bin-"); built.err != nil {
+			return
+		}
+		bin := filepath.Join(built.dir, "llmfleet")
+		if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
 }
 
 // process is a running llmfleet command.

@@ -57,6 +57,7 @@ name (flags given on the command line win):
   batch-window: 30s
   batch-min-size: 10
   batch-max-size: 100
+  create-timeout: 2m
   default-budget: 0s
   db: /var/lib/llmfleet/llmfleet.db
   retention: 696h
@@ -110,6 +111,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	poll := fs.Duration("poll-interval", 0, "shortest interval between polls of a credential's batches (0: dispatcher default, 5s)")
 	maxPoll := fs.Duration("max-poll-interval", 0, "longest interval between polls while a batch is in flight (0: dispatcher default, 30s)")
 	prior := fs.Duration("turnaround-prior", 0, "predicted batch turnaround before any is observed (0: dispatcher default, 2m)")
+	createTimeout := fs.Duration("create-timeout", 0, "bound of one batch create call; an unanswered create (lost connection, crash) is sent again only if a list read after this bound plus a 2s settle delay lacks its batch (0: dispatcher default, 2m)")
 	defBudget := fs.Duration("default-budget", 0, "budget of a request that carries none (0: sync)")
 	toolSync := fs.Bool("tool-results-sync", false, "send turns whose last user message carries tool_result blocks sync")
 	ping := fs.Duration("ping-interval", proxy.DefaultPingInterval, "interval of ping events to a waiting streaming caller")
@@ -179,6 +181,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			PollInterval:    *poll,
 			MaxPollInterval: *maxPoll,
 			TurnaroundPrior: *prior,
+			CreateTimeout:   *createTimeout,
 		},
 		Logger:          logger,
 		Store:           state.db,
