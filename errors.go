@@ -1,11 +1,8 @@
 package llmfleet
 
 import (
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -87,35 +84,6 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("llmfleet: provider error %d %s: %s", e.StatusCode, e.Type, e.Message)
 }
 
-// StatusForErrorType returns the HTTP status that the Anthropic API uses for
-// an error type; 500 for types it does not know.
-func StatusForErrorType(t string) int {
-	switch t {
-	case "invalid_request_error":
-		return http.StatusBadRequest
-	case "authentication_error":
-		return http.StatusUnauthorized
-	case "billing_error":
-		return http.StatusPaymentRequired
-	case "permission_error":
-		return http.StatusForbidden
-	case "not_found_error":
-		return http.StatusNotFound
-	case "conflict_error":
-		return http.StatusConflict
-	case "request_too_large":
-		return http.StatusRequestEntityTooLarge
-	case "rate_limit_error":
-		return http.StatusTooManyRequests
-	case "timeout_error":
-		return http.StatusGatewayTimeout
-	case "overloaded_error":
-		return 529
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
 // BatchError is the error of a batched request that got no Message: the
 // provider's *Error for an errored result, or ErrBatchCanceled,
 // ErrBatchExpired or ErrResultMissing, together with the provider's id of
@@ -132,30 +100,3 @@ func (e *BatchError) Error() string { return e.Err.Error() + " (batch " + e.Batc
 
 // Unwrap returns the request's error.
 func (e *BatchError) Unwrap() error { return e.Err }
-
-// ErrorEnvelope returns the Anthropic error body for an error type and
-// message.
-func ErrorEnvelope(typ, msg, requestID string) []byte {
-	type inner struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	}
-	b, _ := json.Marshal(struct {
-		Type      string `json:"type"`
-		Error     inner  `json:"error"`
-		RequestID string `json:"request_id"`
-	}{"error", inner{typ, msg}, requestID})
-	return b
-}
-
-// NewID returns a random id with the given prefix, in the shape of the
-// API's ids (24 base-62 characters).
-func NewID(prefix string) string {
-	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var b [24]byte
-	rand.Read(b[:])
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return prefix + string(b[:])
-}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // items returns n items whose custom_ids carry tag.
@@ -44,7 +45,7 @@ func refused(status int, header ...string) func(http.ResponseWriter, *http.Reque
 		for i := 0; i+1 < len(header); i += 2 {
 			w.Header().Set(header[i], header[i+1])
 		}
-		writeError(w, status, typeForStatus(status), "nope")
+		writeError(w, status, claudewire.TypeForStatus(status), "nope")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // envelope is the Anthropic error body:
@@ -31,7 +32,7 @@ func parseError(status int, h http.Header, body []byte, now time.Time) *llmfleet
 		e.Message = env.Error.Message
 		e.RequestID = env.RequestID
 	} else {
-		e.Type = typeForStatus(status)
+		e.Type = claudewire.TypeForStatus(status)
 		e.Message = strings.TrimSpace(string(body))
 		if len(e.Message) > 512 {
 			cut := 512
@@ -62,32 +63,4 @@ func localError(status int, typ, msg string) *llmfleet.Error {
 	env.Error.Message = msg
 	body, _ := json.Marshal(env)
 	return &llmfleet.Error{StatusCode: status, Type: typ, Message: msg, Body: body}
-}
-
-// typeForStatus is the Anthropic error type of an HTTP status.
-func typeForStatus(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusPaymentRequired:
-		return "billing_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusConflict:
-		return "conflict_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case http.StatusGatewayTimeout:
-		return "timeout_error"
-	case 529:
-		return "overloaded_error"
-	}
-	if status >= 500 {
-		return "api_error"
-	}
-	return "invalid_request_error"
 }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // readAllResults runs readResults on data, read at once or byte by byte.
@@ -52,7 +53,7 @@ func FuzzReadResults(f *testing.F) {
 			}
 			seen[res.CustomID] = true
 			if res.Type == llmfleet.ResultErrored &&
-				(res.Error == nil || res.Error.Type == "" || res.Error.StatusCode != llmfleet.StatusForErrorType(res.Error.Type)) {
+				(res.Error == nil || res.Error.Type == "" || res.Error.StatusCode != claudewire.StatusForType(res.Error.Type)) {
 				t.Fatalf("%q: errored result %q with error %+v", data, res.CustomID, res.Error)
 			}
 		}

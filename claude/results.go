@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // resultLine is one line of the results JSONL.
@@ -117,7 +118,7 @@ func decodeResult(line []byte) (llmfleet.BatchResult, error) {
 	switch res.Type {
 	case llmfleet.ResultSucceeded:
 		res.Message = l.Result.Message
-		if info, err := llmfleet.ParseMessageInfo(res.Message); err == nil {
+		if info, err := claudewire.ParseMessageInfo(res.Message); err == nil {
 			res.Usage, res.Model = info.Usage, info.Model
 		}
 	case llmfleet.ResultErrored:
@@ -136,7 +137,7 @@ func resultError(raw json.RawMessage) *llmfleet.Error {
 		t = "api_error"
 	}
 	return &llmfleet.Error{
-		StatusCode: llmfleet.StatusForErrorType(t),
+		StatusCode: claudewire.StatusForType(t),
 		Type:       t,
 		Message:    env.Error.Message,
 		RequestID:  env.RequestID,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // Send makes a non-streaming POST /v1/messages call with req's body, byte for
@@ -31,7 +32,7 @@ func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.R
 		Header:     rep.header,
 		Body:       rep.body,
 	}
-	if info, err := llmfleet.ParseMessageInfo(rep.body); err == nil {
+	if info, err := claudewire.ParseMessageInfo(rep.body); err == nil {
 		resp.Usage = info.Usage
 		resp.Model = info.Model
 	} else {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 const okMessage = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-6",` +
@@ -180,7 +181,7 @@ func TestSendRetries(t *testing.T) {
 				for k, v := range tc.header {
 					w.Header().Set(k, v)
 				}
-				writeError(w, tc.status, typeForStatus(tc.status), "nope")
+				writeError(w, tc.status, claudewire.TypeForStatus(tc.status), "nope")
 			}))
 			p.MaxRetries = tc.maxRetries
 			_, err := p.Send(context.Background(), &llmfleet.Request{Credential: testCred, Body: []byte(`{}`)})

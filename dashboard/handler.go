@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 //go:embed static
@@ -86,7 +87,7 @@ func SnapshotHandler(snapshot func(ctx context.Context) (Snapshot, error)) http.
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h.Set("Allow", "GET, HEAD")
 			w.WriteHeader(http.StatusMethodNotAllowed)
-			w.Write(llmfleet.ErrorEnvelope("invalid_request_error", "method "+r.Method+" is not allowed here; use GET", llmfleet.NewID("req_")))
+			w.Write(claudewire.Envelope("invalid_request_error", "method "+r.Method+" is not allowed here; use GET", llmfleet.NewID("req_")))
 			return
 		}
 		if snapshot == nil {
@@ -95,13 +96,13 @@ func SnapshotHandler(snapshot func(ctx context.Context) (Snapshot, error)) http.
 		s, err := snapshot(r.Context())
 		if err != nil {
 			w.WriteHeader(http.StatusInternalServerError)
-			w.Write(llmfleet.ErrorEnvelope("api_error", "dashboard snapshot: "+err.Error(), llmfleet.NewID("req_")))
+			w.Write(claudewire.Envelope("api_error", "dashboard snapshot: "+err.Error(), llmfleet.NewID("req_")))
 			return
 		}
 		body, err := json.Marshal(s)
 		if err != nil {
 			w.WriteHeader(http.StatusInternalServerError)
-			w.Write(llmfleet.ErrorEnvelope("api_error", "dashboard snapshot: "+err.Error(), llmfleet.NewID("req_")))
+			w.Write(claudewire.Envelope("api_error", "dashboard snapshot: "+err.Error(), llmfleet.NewID("req_")))
 			return
 		}
 		if r.Method == http.MethodHead {

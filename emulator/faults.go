@@ -3,6 +3,7 @@ package emulator
 import (
 	"bytes"
 	"fmt"
+	"github.com/llmfleet/llmfleet/claudewire"
 	"io"
 	"net/http"
 	"strconv"
@@ -211,7 +212,7 @@ func serveDiscarded(c *call, serve func()) {
 func writeFault(c *call, f *Fault) {
 	typ := f.ErrorType
 	if typ == "" {
-		typ = errorTypeForStatus(f.Status)
+		typ = claudewire.TypeForStatus(f.Status)
 	}
 	msg := f.Message
 	if msg == "" {
@@ -256,36 +257,6 @@ func (b *bufferWriter) Header() http.Header         { return b.header }
 func (b *bufferWriter) Write(p []byte) (int, error) { return b.buf.Write(p) }
 func (b *bufferWriter) WriteHeader(code int)        { b.status = code }
 func (b *bufferWriter) Flush()                      {}
-
-// errorTypeForStatus is the error type the API uses for an HTTP status.
-func errorTypeForStatus(status int) string {
-	switch status {
-	case 400:
-		return "invalid_request_error"
-	case 401:
-		return "authentication_error"
-	case 402:
-		return "billing_error"
-	case 403:
-		return "permission_error"
-	case 404:
-		return "not_found_error"
-	case 409:
-		return "conflict_error"
-	case 413:
-		return "request_too_large"
-	case 429:
-		return "rate_limit_error"
-	case 504:
-		return "timeout_error"
-	case 529:
-		return "overloaded_error"
-	}
-	if status >= 500 {
-		return "api_error"
-	}
-	return "invalid_request_error"
-}
 
 // defaultMessage is a message for an injected error of type t.
 func defaultMessage(t string) string {

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // directives are the test directives found in the last user text.
@@ -51,7 +51,7 @@ func parseDirectives(text string) directives {
 
 // directiveError is the error a [error:<type>] directive asks for.
 func directiveError(t string) *apiError {
-	e := &apiError{status: llmfleet.StatusForErrorType(t), typ: t, message: "emulated " + t + " (requested by the [error:" + t + "] directive)"}
+	e := &apiError{status: claudewire.StatusForType(t), typ: t, message: "emulated " + t + " (requested by the [error:" + t + "] directive)"}
 	if t == "overloaded_error" {
 		e.message = "Overloaded"
 	}

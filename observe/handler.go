@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 	"github.com/llmfleet/llmfleet/dashboard"
 	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/metrics"
@@ -96,5 +97,5 @@ func (p *Pipeline) serveStats(w http.ResponseWriter, r *http.Request) {
 func writeJSONError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(llmfleet.ErrorEnvelope(typ, msg, llmfleet.NewID("req_")))
+	w.Write(claudewire.Envelope(typ, msg, llmfleet.NewID("req_")))
 }

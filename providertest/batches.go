@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // item is a batch item and the outcome the suite expects for it.
@@ -205,7 +206,7 @@ func (s *suite) batchLifecycle(t *testing.T) {
 				t.Errorf("%s: errored without an error", it.CustomID)
 				continue
 			}
-			wantError(t, it.CustomID, r.Error, llmfleet.StatusForErrorType(it.errorType), it.errorType)
+			wantError(t, it.CustomID, r.Error, claudewire.StatusForType(it.errorType), it.errorType)
 		}
 	}
 	inOrder := slices.EqualFunc(order, its, func(id string, it item) bool { return id == it.CustomID })

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 	"github.com/llmfleet/llmfleet/sse"
 )
 
@@ -77,7 +78,7 @@ func (s *suite) sendErrors(t *testing.T) {
 	if s.h.ErrorPrompt != nil {
 		for _, typ := range []string{"permission_error", "not_found_error", "billing_error", "overloaded_error", "api_error"} {
 			_, err := p.Send(ctx(t), s.request(e, s.body(s.h.ErrorPrompt(typ))))
-			wantError(t, typ, err, llmfleet.StatusForErrorType(typ), typ)
+			wantError(t, typ, err, claudewire.StatusForType(typ), typ)
 		}
 	}
 }

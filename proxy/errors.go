@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // apiError is an error the proxy answers itself, in the Anthropic error
@@ -28,7 +29,7 @@ func invalidRequest(msg string) *apiError {
 // writeAPIError answers with e in the Anthropic error envelope.
 func writeAPIError(w http.ResponseWriter, e *apiError) {
 	id := llmfleet.NewID("req_")
-	writeErrorBody(w, failure{status: e.status, requestID: id, body: llmfleet.ErrorEnvelope(e.typ, e.msg, id)})
+	writeErrorBody(w, failure{status: e.status, requestID: id, body: claudewire.Envelope(e.typ, e.msg, id)})
 }
 
 // writeErrorBody answers with f.

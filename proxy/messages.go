@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // call is a create-message call once routed.
@@ -280,7 +281,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	if err := writeMessageEvents(w, resp.Body); err != nil {
 		s.log.Warn("batch result is not a Message", "batch", resp.BatchID, "err", err)
-		writeErrorEvent(w, llmfleet.ErrorEnvelope("api_error", "llmfleet got a malformed batch result", llmfleet.NewID("req_")))
+		writeErrorEvent(w, claudewire.Envelope("api_error", "llmfleet got a malformed batch result", llmfleet.NewID("req_")))
 	}
 	p.rc.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // errorAnswer returns the HTTP status and the Anthropic error envelope that
@@ -24,7 +25,7 @@ func errorAnswerID(err error, requestID string) (status int, body []byte) {
 	if errors.As(err, &pe) {
 		status = pe.StatusCode
 		if status == 0 {
-			status = llmfleet.StatusForErrorType(pe.Type)
+			status = claudewire.StatusForType(pe.Type)
 		}
 		if len(pe.Body) > 0 && json.Valid(pe.Body) {
 			return status, pe.Body
@@ -37,7 +38,7 @@ func errorAnswerID(err error, requestID string) (status int, body []byte) {
 		if reqID == "" {
 			reqID = llmfleet.NewID("req_")
 		}
-		return status, llmfleet.ErrorEnvelope(typ, pe.Message, reqID)
+		return status, claudewire.Envelope(typ, pe.Message, reqID)
 	}
 	typ, msg := "api_error", "llmfleet could not reach the provider"
 	status = http.StatusBadGateway
@@ -58,7 +59,7 @@ func errorAnswerID(err error, requestID string) (status int, body []byte) {
 	if requestID == "" {
 		requestID = llmfleet.NewID("req_")
 	}
-	return status, llmfleet.ErrorEnvelope(typ, msg, requestID)
+	return status, claudewire.Envelope(typ, msg, requestID)
 }
 
 // resultAnswer returns the status and body a stored result is answered
