@@ -44,6 +44,10 @@ func (d *Dispatcher) create(c *createCall) {
 	cancel()
 	var ue *llmfleet.UncertainError
 	switch {
+	case err != nil && d.ctx.Err() != nil:
+		// Closing cut the call short: nothing is concluded, the intent
+		// stays stored for the next start to reconcile.
+		d.abandon(c)
 	case err == nil:
 		if jerr := d.journal.created(d.ctx, c.localID, b); jerr != nil {
 			d.log.Error("batch id not stored; a restart will reconcile it", "batch", c.localID, "batch_id", b.ID, "err", jerr)

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -255,7 +256,7 @@ func (d *Dispatcher) giveUpFlight(t *tracker, f *flight) {
 	d.mu.Lock()
 	cause := f.pollErr
 	if !refused(cause) {
-		cause = errors.Join(llmfleet.ErrResultMissing, cause)
+		cause = fmt.Errorf("%w: the batch could not be looked at until past its expiry (%v)", llmfleet.ErrResultMissing, cause)
 	}
 	answers := make([]answer, 0, len(f.waiters))
 	for _, w := range f.waiters {
