@@ -226,4 +226,22 @@ type LedgerEntry struct {
 	// it was answered within it.
 	Budget    time.Duration `json:"budget_ns"`
 	BudgetMet bool          `json:"budget_met"`
+	// Rescue marks the entries of a deadline rescue (see Rescue).
+	Rescue Rescue `json:"rescue,omitempty"`
 }
+
+// Rescue is an entry's part in a deadline rescue: a batched request whose
+// answer was not in when its budget was about to run out was sent sync as
+// well; the first answer is delivered, the other is paid and not.
+type Rescue string
+
+// The parts an entry can play in a rescue.
+const (
+	// RescueNone: the entry is no rescue's.
+	RescueNone Rescue = ""
+	// RescueSync: the rescue's sync call, whose answer was delivered.
+	RescueSync Rescue = "sync"
+	// RescueLate: an answer that came second (the batch's after the
+	// rescue, or the rescue's after the batch's): paid, not delivered.
+	RescueLate Rescue = "late"
+)

@@ -11,9 +11,10 @@ import (
 
 // answer is what one waiter is to be answered with.
 type answer struct {
-	w    *waiter
-	resp *llmfleet.Response
-	err  error
+	w      *waiter
+	resp   *llmfleet.Response
+	err    error
+	rescue bool // the answer of a rescue's sync call
 }
 
 // deliver stores the answers with their ledger entries in one
@@ -23,11 +24,31 @@ type answer struct {
 // caller tries again later, so that no answer is given that a restart
 // would not find.
 func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool {
+	// Answers to requests a rescue answered first are paid, not delivered.
+	var late []answer
+	d.mu.Lock()
+	live := answers[:0:0]
+	for _, a := range answers {
+		if a.w.state == stateDone && a.w.rescuing {
+			late = append(late, a)
+		} else {
+			live = append(live, a)
+		}
+	}
+	d.mu.Unlock()
+	if len(late) > 0 {
+		d.recordLate(late, llmfleet.RouteBatch)
+	}
+	answers = live
 	now := d.clock.Now()
 	done := make([]llmfleet.Completion, len(answers))
 	entries := make([]llmfleet.LedgerEntry, len(answers))
 	for i, a := range answers {
 		entries[i] = d.entry(a.w, a.resp, a.err, now)
+		if a.rescue {
+			entries[i].Route, entries[i].Rescue = llmfleet.RouteSync, llmfleet.RescueSync
+			entries[i] = d.price(entries[i])
+		}
 		done[i] = llmfleet.Completion{RequestID: a.w.id, Result: storedResult(a.resp, a.err, now), Ledger: &entries[i]}
 	}
 	if err := d.journal.complete(d.ctx, done); err != nil {
@@ -122,6 +143,7 @@ func (d *Dispatcher) finishLocked(w *waiter, resp *llmfleet.Response, err error,
 	if !w.to(stateDone) {
 		return
 	}
+	d.stopRescueLocked(w)
 	if e != nil && d.Observe != nil {
 		d.Observe(*e, d.journal.durable())
 	}

@@ -67,7 +67,8 @@ type Dispatcher struct {
 	pol       Policy
 	clock     llmfleet.Clock
 	log       *slog.Logger
-	predictor *predictor
+	predictor *predictor // batch turnarounds
+	syncLat   *predictor // sync call latencies, for rescues
 	journal   journal
 
 	ctx    context.Context // ends when Close gives up waiting
@@ -127,6 +128,7 @@ func (d *Dispatcher) Open() error {
 		d.log = slog.New(slog.DiscardHandler)
 	}
 	d.predictor = newPredictor(d.pol)
+	d.syncLat = &predictor{prior: d.pol.SyncLatencyPrior, quantile: 0.95, keep: d.pol.TurnaroundSamples, samples: map[string][]time.Duration{}}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.pools = map[string]*pool{}
 	d.trackers = map[string]*tracker{}

@@ -457,7 +457,7 @@ func TestBatchThatNeverEndsFailsAtBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		f.never = true
-		d := open(t, f, Policy{BatchMinSize: 1})
+		d := open(t, f, Policy{BatchMinSize: 1, NoRescue: true})
 		start := time.Now()
 		_, err := d.Submit(t.Context(), 10*time.Minute, req("k", "x"))
 		if !errors.Is(err, llmfleet.ErrBudgetExceeded) {

@@ -32,6 +32,8 @@ type fakeProvider struct {
 	// landAfter makes the next create fail without an answer and make its
 	// batch that long after (a create that lands late).
 	landAfter time.Duration
+	// sendDelay is how long a sync call takes.
+	sendDelay time.Duration
 	// pollErr, if set, is returned by every GetBatch and ListBatches call.
 	pollErr    error
 	never      bool // batches never end
@@ -87,8 +89,16 @@ func (f *fakeProvider) Send(ctx context.Context, req *llmfleet.Request) (*llmfle
 	f.mu.Lock()
 	f.calls["send"]++
 	f.syncBodies = append(f.syncBodies, string(req.Body))
+	delay := f.sendDelay
 	f.mu.Unlock()
-	return &llmfleet.Response{StatusCode: 200, Body: message(req.Body)}, nil
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return &llmfleet.Response{StatusCode: 200, Body: message(req.Body), Model: modelOf(req.Body), Usage: llmfleet.Usage{InputTokens: 10, OutputTokens: 5}}, nil
 }
 
 func (f *fakeProvider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCloser, error) {

@@ -34,6 +34,9 @@ type journal interface {
 	complete(ctx context.Context, done []llmfleet.Completion) error
 	// resolve marks a batch whose requests were all answered.
 	resolve(ctx context.Context, localID string) error
+	// ledger records entries that complete no request (an answer paid
+	// and not delivered).
+	ledger(ctx context.Context, entries []llmfleet.LedgerEntry) error
 }
 
 // nopJournal keeps nothing: answers live only as long as their callers.
@@ -48,6 +51,7 @@ func (nopJournal) failed(context.Context, string) error                         
 func (nopJournal) ended(context.Context, string, time.Time) error                 { return nil }
 func (nopJournal) complete(context.Context, []llmfleet.Completion) error          { return nil }
 func (nopJournal) resolve(context.Context, string) error                          { return nil }
+func (nopJournal) ledger(context.Context, []llmfleet.LedgerEntry) error           { return nil }
 
 // storeJournal records in a Store, sealing each credential once.
 type storeJournal struct {
@@ -132,4 +136,8 @@ func (j *storeJournal) complete(ctx context.Context, done []llmfleet.Completion)
 
 func (j *storeJournal) resolve(ctx context.Context, localID string) error {
 	return j.store.ResolveBatch(ctx, localID)
+}
+
+func (j *storeJournal) ledger(ctx context.Context, entries []llmfleet.LedgerEntry) error {
+	return j.store.AddLedger(ctx, entries)
 }

@@ -45,6 +45,17 @@ type Policy struct {
 	// CreateTimeout bounds one batch create call. After it, and
 	// SettleDelay, the create can no longer land. Default 2m.
 	CreateTimeout time.Duration
+	// SyncLatencyPrior is the predicted latency of a sync call before any
+	// has been observed (a high quantile of them is learned per provider
+	// and model). Default 30s.
+	SyncLatencyPrior time.Duration
+	// RescueMargin is the margin kept before a batched request's deadline
+	// when it is rescued: a request whose answer is not in by its deadline
+	// less its model's predicted sync latency and this margin is sent sync
+	// as well. Default 2s.
+	RescueMargin time.Duration
+	// NoRescue turns deadline rescue off.
+	NoRescue bool
 	// SettleDelay is how long after a create's answer (or its deadline, if
 	// none came) the provider's batch list is trusted to show the batch.
 	// Default 2s.
@@ -64,6 +75,8 @@ func (p Policy) withDefaults() Policy {
 	def(&p.TurnaroundPrior, 120*time.Second)
 	def(&p.CreateTimeout, 2*time.Minute)
 	def(&p.SettleDelay, 2*time.Second)
+	def(&p.SyncLatencyPrior, 30*time.Second)
+	def(&p.RescueMargin, 2*time.Second)
 	if p.DefaultBudget < 0 {
 		p.DefaultBudget = 0
 	}
@@ -174,6 +187,16 @@ func (p Policy) Settled(createDeadline, answeredAt time.Time) time.Time {
 		return answeredAt.Add(p.SettleDelay)
 	}
 	return createDeadline.Add(p.SettleDelay)
+}
+
+// RescueAt returns when a batched request with deadline, whose sync call
+// is predicted to take syncLatency, is sent sync if its answer is not in
+// yet (zero: no deadline, no rescue).
+func (p Policy) RescueAt(deadline time.Time, syncLatency time.Duration) time.Time {
+	if deadline.IsZero() || p.NoRescue {
+		return time.Time{}
+	}
+	return deadline.Add(-syncLatency - p.RescueMargin)
 }
 
 // RetryAfter returns the wait before the n-th retry (from 0) of a call

@@ -32,6 +32,9 @@ func (p *pool) add(w *waiter) {
 	w.pool = p
 }
 
+// has reports whether w is in the pool (false for a nil pool).
+func (p *pool) has(w *waiter) bool { return p != nil && slices.Contains(p.items, w) }
+
 // remove takes w out; false if it was not in the pool.
 func (p *pool) remove(w *waiter) bool {
 	i := slices.Index(p.items, w)

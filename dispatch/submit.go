@@ -52,6 +52,9 @@ func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*ll
 	d.stats.syncCalls.Add(1)
 	start := d.clock.Now()
 	resp, err := p.Send(ctx, req)
+	if err == nil {
+		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(start))
+	}
 	if d.Observe != nil {
 		info, _ := p.Inspect(req)
 		e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: info.Model,
@@ -126,6 +129,7 @@ func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 	if err := d.enqueueLocked(w); err != nil {
 		return err
 	}
+	d.armRescueLocked(w)
 	d.stats.batchedCalls.Add(1)
 	return nil
 }

@@ -58,6 +58,9 @@ type waiter struct {
 	submitted time.Time
 	pool      *pool
 	customID  string
+
+	rescueTimer llmfleet.Timer // fires at Policy.RescueAt
+	rescuing    bool           // a rescue's sync call was made
 }
 
 // to moves w to state s if the move is allowed, and reports whether it

@@ -108,6 +108,12 @@ type Summary struct {
 	SavedPercent      float64 `json:"saved_percent"`
 	// BudgetMisses counts the entries answered after their latency budget.
 	BudgetMisses int64 `json:"budget_misses"`
+	// Rescued counts the batched requests answered by a deadline rescue
+	// (a sync call made when their batch was late); LateUSD is what the
+	// answers that came second cost (paid, not delivered), included in
+	// CostUSD.
+	Rescued int64   `json:"rescued"`
+	LateUSD float64 `json:"late_usd"`
 	// UnpricedRequests counts the entries of models missing from the price
 	// table, UnpricedTokens their tokens; their cost is not included.
 	UnpricedRequests int64  `json:"unpriced_requests"`
@@ -140,6 +146,9 @@ func IsBudgetMiss(e llmfleet.LedgerEntry) bool {
 // route: its CostUSD on the sync route, its OtherRouteUSD on the batch
 // route.
 func SyncEquivalent(e llmfleet.LedgerEntry) float64 {
+	if e.Rescue == llmfleet.RescueLate {
+		return 0 // its request is counted once, by the answer it got
+	}
 	if e.Route == llmfleet.RouteBatch {
 		return e.OtherRouteUSD
 	}

@@ -41,10 +41,18 @@ func (t *Totals) add(e llmfleet.LedgerEntry) {
 		route = llmfleet.RouteSync
 		e.Route = route
 	}
-	if route == llmfleet.RouteBatch {
+	switch {
+	case e.Rescue == llmfleet.RescueLate:
+		if e.Priced {
+			s.LateUSD += e.CostUSD
+		}
+	case route == llmfleet.RouteBatch:
 		s.BatchedCalls++
-	} else {
+	default:
 		s.SyncCalls++
+	}
+	if e.Rescue == llmfleet.RescueSync {
+		s.Rescued++
 	}
 	if e.Outcome != "ok" {
 		s.Errors++

@@ -1,0 +1,126 @@
+package dispatch
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// ledgerOf collects the entries a dispatcher observes.
+type ledgerOf struct {
+	mu      sync.Mutex
+	entries []llmfleet.LedgerEntry
+}
+
+func (l *ledgerOf) observe(e llmfleet.LedgerEntry, _ bool) {
+	l.mu.Lock()
+	l.entries = append(l.entries, e)
+	l.mu.Unlock()
+}
+
+func (l *ledgerOf) all() []llmfleet.LedgerEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]llmfleet.LedgerEntry(nil), l.entries...)
+}
+
+// A batched request whose batch straggles is sent sync before its budget
+// runs out: its caller is answered in time, by the sync route, and the
+// batch's result, when it comes, is paid and recorded, not delivered.
+func TestRescueOfAStraggler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.turnaround = func(string) time.Duration { return 30 * time.Minute } // a straggler
+		var l ledgerOf
+		d := &Dispatcher{Providers: []llmfleet.Provider{f}, Observe: l.observe,
+			Policy: Policy{BatchMinSize: 1, SyncLatencyPrior: 20 * time.Second, RescueMargin: 2 * time.Second}}
+		if err := d.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close(t.Context())
+		start := time.Now()
+		resp, err := d.SubmitBatch(t.Context(), 10*time.Minute, req("k", "late"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > 10*time.Minute {
+			t.Fatalf("answered after %s, past its budget", took)
+		}
+		if resp.Route != llmfleet.RouteSync || !strings.Contains(string(resp.Body), "re: late") {
+			t.Fatalf("answer %s %s", resp.Route, resp.Body)
+		}
+		if f.count("send") != 1 || f.count("create") != 1 {
+			t.Fatalf("%d sends, %d creates", f.count("send"), f.count("create"))
+		}
+		time.Sleep(time.Hour) // the batch ends and its result comes
+		es := l.all()
+		if len(es) != 2 {
+			t.Fatalf("entries %+v", es)
+		}
+		rescue, late := es[0], es[1]
+		if rescue.Rescue != llmfleet.RescueSync || rescue.Route != llmfleet.RouteSync || !rescue.BudgetMet || rescue.Outcome != "ok" {
+			t.Errorf("rescue entry %+v", rescue)
+		}
+		if late.Rescue != llmfleet.RescueLate || late.Route != llmfleet.RouteBatch || late.BatchID == "" || late.Usage.OutputTokens == 0 {
+			t.Errorf("late entry %+v", late)
+		}
+		if s := d.Stats(); s.BudgetMisses != 0 || s.BatchesInFlight != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
+// A request still in its pool when its rescue time comes leaves the pool:
+// no batch pays for it.
+func TestRescueOfAQueuedRequestLeavesThePool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		// A short predicted turnaround and a long sync latency: the pool's
+		// flush, pulled forward by the budget to 49s, comes after the
+		// rescue, at 8s.
+		d := open(t, f, Policy{BatchMinSize: 100, BatchWindow: time.Hour, SyncLatencyPrior: 50 * time.Second,
+			TurnaroundPrior: time.Second})
+		resp, err := d.SubmitBatch(t.Context(), time.Minute, req("k", "hurry"))
+		if err != nil || resp.Route != llmfleet.RouteSync {
+			t.Fatalf("%v %v", resp, err)
+		}
+		if f.count("create") != 0 {
+			t.Fatalf("%d creates: the rescued request was batched too", f.count("create"))
+		}
+		if s := d.Stats(); s.QueueDepth != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
+// A batch that answers while the rescue's call is under way wins; the
+// rescue's answer, when it comes, is recorded as late.
+func TestBatchAnswerBeatsTheRescue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		// The rescue starts at 7m58s and takes a minute; the batch ends
+		// at about 8m20s, in between.
+		f.turnaround = func(string) time.Duration { return 8*time.Minute + 20*time.Second }
+		f.sendDelay = time.Minute
+		var l ledgerOf
+		d := &Dispatcher{Providers: []llmfleet.Provider{f}, Observe: l.observe,
+			Policy: Policy{BatchMinSize: 1, SyncLatencyPrior: 2 * time.Minute, PollInterval: time.Second, MaxPollInterval: time.Second}}
+		if err := d.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close(t.Context())
+		resp, err := d.SubmitBatch(t.Context(), 10*time.Minute, req("k", "race"))
+		if err != nil || resp.Route != llmfleet.RouteBatch {
+			t.Fatalf("%v %v", resp, err)
+		}
+		time.Sleep(time.Hour)
+		es := l.all()
+		if len(es) != 2 || es[0].Route != llmfleet.RouteBatch || es[0].Rescue != "" || es[1].Rescue != llmfleet.RescueLate || es[1].Route != llmfleet.RouteSync {
+			t.Fatalf("entries %+v", es)
+		}
+	})
+}
