@@ -127,8 +127,8 @@ func (d *Dispatcher) Open() error {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
-	d.predictor = newPredictor(d.pol)
-	d.syncLat = &predictor{prior: d.pol.SyncLatencyPrior, quantile: 0.95, keep: d.pol.TurnaroundSamples, samples: map[string][]time.Duration{}}
+	d.predictor = newPredictor(d.pol.TurnaroundPrior, d.pol.TurnaroundPriors, d.pol.OnTimeQuantile(), d.pol.TurnaroundSamples)
+	d.syncLat = newPredictor(d.pol.SyncLatencyPrior, nil, syncLatencyQuantile, d.pol.TurnaroundSamples)
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.pools = map[string]*pool{}
 	d.trackers = map[string]*tracker{}

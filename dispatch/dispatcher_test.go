@@ -76,7 +76,7 @@ func text(t *testing.T, r result) string {
 
 func TestRoutingByBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := open(t, newFake(), Policy{})
+		d := open(t, newFake(), Policy{NoRescue: true}) // the p90 must fit; no exploring
 		r := req("k", "x")
 		for _, c := range []struct {
 			budget time.Duration
@@ -105,13 +105,13 @@ func TestRoutingLearnsTurnaround(t *testing.T) {
 			}
 			return 10 * time.Second
 		}
-		d := open(t, f, Policy{BatchMinSize: 1})
+		d := open(t, f, Policy{BatchMinSize: 1, NoRescue: true}) // routes by p90, no exploring
 		fast := &llmfleet.Request{Body: body("fast", "a")}
 		slow := &llmfleet.Request{Body: body("slow", "a")}
 		if d.Plan(10*time.Minute, slow) != llmfleet.RouteBatch || d.Plan(time.Minute, fast) != llmfleet.RouteSync {
 			t.Fatal("prior not used")
 		}
-		for i := range minSamples {
+		for i := range 5 {
 			for _, r := range []*llmfleet.Request{fast, slow} {
 				if _, err := d.SubmitBatch(t.Context(), 0, r); err != nil {
 					t.Fatal(i, err)
@@ -127,6 +127,33 @@ func TestRoutingLearnsTurnaround(t *testing.T) {
 		// Learned per model: the unseen model still uses the prior.
 		if got := d.Plan(time.Minute, &llmfleet.Request{Body: body("other", "a")}); got != llmfleet.RouteSync {
 			t.Errorf("unseen model: %s, want sync", got)
+		}
+	})
+}
+
+// With rescue, a model without observed turnarounds is explored: one
+// request whose budget leaves room for its rescue goes to batch to learn
+// the model's turnaround, one at a time, whatever the prior says.
+func TestRoutingExploresAnUnseenModel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.turnaround = func(string) time.Duration { return 20 * time.Second }
+		d := open(t, f, Policy{BatchMinSize: 1, TurnaroundPrior: time.Hour})
+		r := &llmfleet.Request{Body: body("new", "a")}
+		if got := d.Plan(2*time.Minute, r); got != llmfleet.RouteBatch {
+			t.Fatalf("first request of an unseen model: %s, want batch (exploring)", got)
+		}
+		if got := d.Plan(2*time.Minute, r); got != llmfleet.RouteSync {
+			t.Fatalf("while the exploration is out: %s, want sync", got)
+		}
+		if _, err := d.SubmitBatch(t.Context(), 2*time.Minute, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Plan(2*time.Minute, r); got != llmfleet.RouteBatch {
+			t.Fatalf("after a 20s turnaround was learned: %s, want batch", got)
+		}
+		if got := d.Plan(10*time.Second, r); got != llmfleet.RouteSync {
+			t.Fatalf("a budget under the rescue reserve: %s, want sync", got)
 		}
 	})
 }
@@ -216,7 +243,7 @@ func TestFlushAtMaxSize(t *testing.T) {
 func TestFlushEarlyForTightestBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
-		d := open(t, f, Policy{BatchWindow: 5 * time.Minute}) // prior 120s, slack 10s
+		d := open(t, f, Policy{BatchWindow: 5 * time.Minute, NoRescue: true}) // prior 120s, slack 10s, no rescue reserve
 		start := time.Now()
 		submitAll(t.Context(), d, "k", 0, "patient")
 		submitAll(t.Context(), d, "k", 150*time.Second, "tight") // must go out by 150-130 = 20s
@@ -386,9 +413,9 @@ func TestManyBatchesInFlightPolledTogether(t *testing.T) {
 			text(t, <-ch)
 		}
 		polls := f.count("list") + f.count("get")
-		// Five batches ending at 60s, prior 120s: the polls answer for all
-		// five at once, so they cost what one batch's do.
-		if polls > 8 {
+		// Five batches ending at 60s, polled every 5s: each poll is one
+		// list call for all five, so they cost what one batch's do.
+		if polls > 60/5+1 || f.count("get") != 0 {
 			t.Errorf("%d poll calls for 5 batches", polls)
 		}
 		t.Logf("5 batches: %d creates, %d lists, %d gets, %d results", f.count("create"), f.count("list"), f.count("get"), f.count("results"))

@@ -26,18 +26,23 @@ type Policy struct {
 	// BatchMaxSize is the most requests one batch holds, further capped by
 	// the provider's own limits. Default 100.
 	BatchMaxSize int
-	// PollInterval is the shortest interval between two polls of one
-	// credential's batches. Default 5s.
+	// PollInterval is the interval between two polls of one credential's
+	// batches (see NextCheck). Default 5s.
 	PollInterval time.Duration
-	// MaxPollInterval caps the interval between two polls of a batch whose
-	// expected (or, once late, actual) age is under ten times it; an older
-	// batch is polled at most every tenth of its age. Default 30s.
+	// MaxPollInterval caps the backoff between retries of a call that
+	// failed (a poll, a results download, a lookup). Default 30s.
 	MaxPollInterval time.Duration
-	// TurnaroundPrior is the predicted batch turnaround before any has been
-	// observed. Default 120s.
+	// TurnaroundPrior is the predicted batch turnaround of a model before
+	// any of its batches has been observed. Default 120s.
 	TurnaroundPrior time.Duration
-	// TurnaroundQuantile is the quantile of the observed turnarounds used as
-	// the prediction. Default 0.9.
+	// TurnaroundPriors overrides TurnaroundPrior per model.
+	TurnaroundPriors map[string]time.Duration
+	// BatchPrice is the price of the batch route as a fraction of the
+	// sync route's. Default 0.5.
+	BatchPrice float64
+	// TurnaroundQuantile is the quantile of the observed turnarounds a
+	// batch must fit when there is no rescue (NoRescue). Default 0.9.
+	// With rescue, routing is by expected cost instead (see Route).
 	TurnaroundQuantile float64
 	// TurnaroundSamples is how many recent turnarounds are remembered per
 	// provider and model. Default 64.
@@ -95,6 +100,9 @@ func (p Policy) withDefaults() Policy {
 	if p.TurnaroundQuantile <= 0 || p.TurnaroundQuantile > 1 {
 		p.TurnaroundQuantile = 0.9
 	}
+	if p.BatchPrice <= 0 || p.BatchPrice >= 1 {
+		p.BatchPrice = 0.5
+	}
 	if p.TurnaroundSamples <= 0 {
 		p.TurnaroundSamples = 64
 	}
@@ -110,20 +118,47 @@ func (p Policy) Budget(budget time.Duration) time.Duration {
 	return budget
 }
 
-// Route returns the route of a request with budget (DefaultBudget applied)
-// whose batch turnaround is predicted to take predicted: sync for no
-// budget or one at or under SyncMaxLatency, batch when the budget covers
-// the prediction and the delivery slack, sync otherwise. (A request pulls
-// its pool's flush forward as its budget needs, so the time until its
-// flush can always be made zero.)
-func (p Policy) Route(budget, predicted time.Duration) llmfleet.Route {
+// OnTimeQuantile is the quantile of a model's turnarounds that a batch
+// must fit into the time its budget leaves it. With rescue, a batch that
+// comes too late costs its price and a sync call, so batching pays off
+// when the batch comes in time with a probability above BatchPrice: the
+// BatchPrice quantile must fit. Without rescue, a late batch breaks the
+// budget: TurnaroundQuantile must fit.
+func (p Policy) OnTimeQuantile() float64 {
+	if p.NoRescue {
+		return p.TurnaroundQuantile
+	}
+	return p.BatchPrice
+}
+
+// Route returns the route of a request with budget (DefaultBudget
+// applied): sync for no budget or one at or under SyncMaxLatency; batch
+// when the budget, less reserve (the time its rescue needs: the predicted
+// sync latency and RescueMargin; 0 without rescue), covers predicted (its
+// model's OnTimeQuantile turnaround) and the delivery slack; batch as well
+// when explore is set (its model has no observed turnaround yet: one batch
+// goes out to learn it, the rescue keeping its budget) and the budget
+// covers the reserve and the slack; sync otherwise. (A request pulls its
+// pool's flush forward as its budget needs, so the time until its flush
+// can always be made zero.)
+func (p Policy) Route(budget, predicted, reserve time.Duration, explore bool) llmfleet.Route {
 	if budget <= 0 || budget <= p.SyncMaxLatency {
 		return llmfleet.RouteSync
 	}
-	if budget >= predicted+p.Slack() {
+	left := budget - reserve - p.Slack()
+	if left >= predicted || (explore && !p.NoRescue && left > 0) {
 		return llmfleet.RouteBatch
 	}
 	return llmfleet.RouteSync
+}
+
+// Reserve returns the time a rescue needs before a deadline, for a model
+// whose sync calls are predicted to take syncLatency: 0 without rescue.
+func (p Policy) Reserve(syncLatency time.Duration) time.Duration {
+	if p.NoRescue {
+		return 0
+	}
+	return syncLatency + p.RescueMargin
 }
 
 // Slack is the delivery margin added to a predicted turnaround: a finished
@@ -137,14 +172,16 @@ type Item struct {
 	Accepted time.Time
 	// Deadline is when its budget ends (zero: none).
 	Deadline time.Time
-	// Predicted is its model's predicted turnaround.
+	// Predicted is its model's OnTimeQuantile turnaround.
 	Predicted time.Duration
+	// Reserve is the time its rescue needs before its deadline.
+	Reserve time.Duration
 }
 
 // FlushAt returns when a pool holding items (oldest accepted first) must
 // go out: when its oldest has waited BatchWindow since its acceptance, or
-// earlier if a budget in it needs that (its deadline less the predicted
-// turnaround and the slack).
+// earlier if a budget in it needs that (its deadline less its rescue
+// reserve, the predicted turnaround and the slack).
 func (p Policy) FlushAt(items []Item) time.Time {
 	if len(items) == 0 {
 		return time.Time{}
@@ -154,30 +191,22 @@ func (p Policy) FlushAt(items []Item) time.Time {
 		if it.Deadline.IsZero() {
 			continue
 		}
-		if latest := it.Deadline.Add(-it.Predicted - p.Slack()); latest.Before(at) {
+		if latest := it.Deadline.Add(-it.Reserve - it.Predicted - p.Slack()); latest.Before(at) {
 			at = latest
 		}
 	}
 	return at
 }
 
-// NextCheck returns when a batch submitted at submitted, predicted to take
-// predicted, should next be looked at after now. Before its predicted end:
-// half the time left, so the checks tighten towards the end. After it: a
-// quarter of the overrun, so a late batch is checked less and less often.
-// Either way at least PollInterval and at most the larger of
-// MaxPollInterval and a tenth of the batch's expected or actual age.
-func (p Policy) NextCheck(submitted time.Time, predicted time.Duration, now time.Time) time.Time {
-	age := now.Sub(submitted)
-	left := predicted - age
-	iv := left / 2
-	ceiling := max(p.MaxPollInterval, predicted/10)
-	if left <= 0 {
-		iv = -left / 4
-		ceiling = max(p.MaxPollInterval, age/10)
-	}
-	return now.Add(max(p.PollInterval, min(iv, ceiling)))
-}
+// NextCheck returns when the batches of a credential should next be
+// looked at after now: one PollInterval later, whatever their predicted
+// end, so that a result reaches its caller within one poll interval of
+// its batch's end even while a prediction is wrong (a prior, a
+// straggler). One call (the list endpoint, or a retrieve for a single
+// batch) answers for every batch of the credential, so polling costs one
+// call per credential per PollInterval: 12 a minute at the default 5s,
+// under the Anthropic tier 1 limit of 50 a minute on the batch endpoints.
+func (p Policy) NextCheck(now time.Time) time.Time { return now.Add(p.PollInterval) }
 
 // Settled returns when the provider's list can be trusted to show a
 // batch whose create was sent with deadline createDeadline and answered

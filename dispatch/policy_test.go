@@ -12,22 +12,43 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 func TestPolicyRoute(t *testing.T) {
 	p := Policy{}.withDefaults() // sync max 5s, slack 10s
+	s := time.Second
 	for _, c := range []struct {
-		budget, predicted time.Duration
-		want              llmfleet.Route
+		budget, predicted, reserve time.Duration
+		explore                    bool
+		want                       llmfleet.Route
 	}{
-		{0, time.Second, llmfleet.RouteSync},
-		{time.Second, 0, llmfleet.RouteSync},
-		{5 * time.Second, 0, llmfleet.RouteSync},
-		{6 * time.Second, 0, llmfleet.RouteSync}, // under the slack
-		{10 * time.Second, 0, llmfleet.RouteBatch},
-		{2 * time.Minute, 2 * time.Minute, llmfleet.RouteSync},
-		{130 * time.Second, 2 * time.Minute, llmfleet.RouteBatch},
-		{time.Hour, 6 * time.Hour, llmfleet.RouteSync},
+		{0, s, 0, false, llmfleet.RouteSync},
+		{s, 0, 0, false, llmfleet.RouteSync},
+		{5 * s, 0, 0, true, llmfleet.RouteSync},  // at the sync max, even exploring
+		{6 * s, 0, 0, false, llmfleet.RouteSync}, // under the slack
+		{10 * s, 0, 0, false, llmfleet.RouteBatch},
+		{2 * time.Minute, 2 * time.Minute, 0, false, llmfleet.RouteSync},
+		{130 * s, 2 * time.Minute, 0, false, llmfleet.RouteBatch},
+		{130 * s, 2 * time.Minute, 32 * s, false, llmfleet.RouteSync}, // the rescue's reserve does not fit
+		{162 * s, 2 * time.Minute, 32 * s, false, llmfleet.RouteBatch},
+		{time.Hour, 6 * time.Hour, 32 * s, false, llmfleet.RouteSync},
+		{time.Hour, 6 * time.Hour, 32 * s, true, llmfleet.RouteBatch}, // exploring: the rescue keeps the budget
+		{40 * s, 6 * time.Hour, 32 * s, true, llmfleet.RouteSync},     // no room for the rescue
 	} {
-		if got := p.Route(c.budget, c.predicted); got != c.want {
-			t.Errorf("Route(%s, %s) = %s, want %s", c.budget, c.predicted, got, c.want)
+		if got := p.Route(c.budget, c.predicted, c.reserve, c.explore); got != c.want {
+			t.Errorf("Route(%s, %s, reserve %s, explore %v) = %s, want %s", c.budget, c.predicted, c.reserve, c.explore, got, c.want)
 		}
+	}
+	if got := (Policy{NoRescue: true}).withDefaults().Route(time.Hour, 6*time.Hour, 0, true); got != llmfleet.RouteSync {
+		t.Errorf("exploring without rescue: %s, want sync", got)
+	}
+}
+
+func TestPolicyOnTimeQuantile(t *testing.T) {
+	if q := (Policy{}).withDefaults().OnTimeQuantile(); q != 0.5 {
+		t.Errorf("with rescue: %v, want the batch price 0.5", q)
+	}
+	if q := (Policy{BatchPrice: 0.3}).withDefaults().OnTimeQuantile(); q != 0.3 {
+		t.Errorf("batch price 0.3: %v", q)
+	}
+	if q := (Policy{NoRescue: true}).withDefaults().OnTimeQuantile(); q != 0.9 {
+		t.Errorf("without rescue: %v, want the turnaround quantile 0.9", q)
 	}
 }
 
@@ -60,6 +81,7 @@ func TestPolicyFlushAt(t *testing.T) {
 		{"window from the oldest acceptance", []Item{{Accepted: at(0)}, {Accepted: at(20)}}, at(30)},
 		{"no budget, no pull", []Item{{Accepted: at(0), Predicted: time.Hour}}, at(30)},
 		{"a budget pulls it forward", []Item{{Accepted: at(0)}, {Accepted: at(1), Deadline: at(150), Predicted: 120 * time.Second}}, at(20)},
+		{"and its rescue's reserve", []Item{{Accepted: at(0), Deadline: at(150), Predicted: 120 * time.Second, Reserve: 12 * time.Second}}, at(8)},
 		{"a loose budget does not", []Item{{Accepted: at(0), Deadline: at(3600), Predicted: 120 * time.Second}}, at(30)},
 		{"a spent budget: now", []Item{{Accepted: at(0), Deadline: at(60), Predicted: 120 * time.Second}}, at(-70)},
 	} {
@@ -70,21 +92,9 @@ func TestPolicyFlushAt(t *testing.T) {
 }
 
 func TestPolicyNextCheck(t *testing.T) {
-	p := Policy{PollInterval: 5 * time.Second, MaxPollInterval: 30 * time.Second}.withDefaults()
-	for _, c := range []struct {
-		age, predicted, want time.Duration
-	}{
-		{0, 120 * time.Second, 30 * time.Second},                 // half of 120s, capped at 30s
-		{100 * time.Second, 120 * time.Second, 10 * time.Second}, // half the 20s left
-		{118 * time.Second, 120 * time.Second, 5 * time.Second},  // at least the poll interval
-		{200 * time.Second, 120 * time.Second, 20 * time.Second}, // a quarter of the 80s overrun
-		{0, 6 * time.Hour, 36 * time.Minute},                     // a tenth of the expected age
-		{10 * time.Hour, time.Hour, time.Hour},                   // a tenth of the actual age
-	} {
-		now := t0.Add(c.age)
-		if got := p.NextCheck(t0, c.predicted, now).Sub(now); got != c.want {
-			t.Errorf("NextCheck(age %s, predicted %s) = +%s, want +%s", c.age, c.predicted, got, c.want)
-		}
+	p := Policy{PollInterval: 5 * time.Second}.withDefaults()
+	if got := p.NextCheck(t0).Sub(t0); got != 5*time.Second {
+		t.Errorf("NextCheck = +%s, want one poll interval", got)
 	}
 }
 

@@ -59,7 +59,7 @@ func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credentia
 		f.ended = b
 		f.nextCheck = now
 	} else {
-		f.nextCheck = d.pol.NextCheck(f.submitted, f.predicted, now)
+		f.nextCheck = d.pol.NextCheck(now)
 	}
 	t.flights[f.id] = f
 	d.beginWorkLocked()
@@ -136,7 +136,7 @@ func (d *Dispatcher) poll(t *tracker) {
 		f.pollFailures, f.pollErr = 0, nil
 		b := seen[id]
 		if b == nil || b.Status != llmfleet.BatchEnded {
-			f.nextCheck = d.pol.NextCheck(f.submitted, f.predicted, now)
+			f.nextCheck = d.pol.NextCheck(now)
 			continue
 		}
 		d.endedLocked(t, f, b, now)

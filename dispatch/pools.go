@@ -100,7 +100,10 @@ func (d *Dispatcher) enqueueAllLocked(ws []*waiter) map[*waiter]error {
 // scheduleLocked sets the pool's timer to its next flush (Policy.FlushAt),
 // or flushes it now if that time has come.
 func (d *Dispatcher) scheduleLocked(pl *pool) {
-	at := d.pol.FlushAt(pl.policyItems(func(m string) time.Duration { return d.predictor.predict(pl.prov.Name(), m) }))
+	name := pl.prov.Name()
+	at := d.pol.FlushAt(pl.policyItems(
+		func(m string) time.Duration { return d.predictor.predict(name, m) },
+		func(m string) time.Duration { return d.pol.Reserve(d.syncLat.predict(name, m)) }))
 	now := d.clock.Now()
 	if !at.After(now) {
 		d.flushLocked(pl, false)

@@ -6,27 +6,31 @@ import (
 	"time"
 )
 
-// predictor learns batch turnarounds per provider and model.
+// predictor learns a latency (batch turnarounds, or sync call latencies)
+// per provider and model from what it observes. Until a model has a
+// sample it predicts the model's prior; from the first sample on, it
+// predicts from the samples alone (the prior is an assumption, the
+// samples a measurement), as a quantile with linear interpolation, so
+// that a few samples do not make every high quantile their maximum.
 type predictor struct {
-	prior    time.Duration
-	quantile float64
-	keep     int
+	prior    time.Duration            // the prior of a model without one of its own
+	priors   map[string]time.Duration // by model
+	quantile float64                  // the quantile predict returns
+	keep     int                      // samples kept per provider and model
 
-	mu      sync.Mutex
-	samples map[string][]time.Duration // ring of recent turnarounds, oldest first
+	mu        sync.Mutex
+	samples   map[string][]time.Duration // ring of recent observations, oldest first
+	exploring map[string]bool            // a batch is out to learn a model without samples
 }
 
-// minSamples is how many observations it takes before the prior stops
-// counting as one of the samples.
-const minSamples = 5
-
-func newPredictor(p Policy) *predictor {
-	return &predictor{prior: p.TurnaroundPrior, quantile: p.TurnaroundQuantile, keep: p.TurnaroundSamples, samples: map[string][]time.Duration{}}
+func newPredictor(prior time.Duration, priors map[string]time.Duration, quantile float64, keep int) *predictor {
+	return &predictor{prior: prior, priors: priors, quantile: quantile, keep: keep,
+		samples: map[string][]time.Duration{}, exploring: map[string]bool{}}
 }
 
 func predictorKey(provider, model string) string { return provider + "\x00" + model }
 
-// observe records one turnaround.
+// observe records one observation.
 func (p *predictor) observe(provider, model string, d time.Duration) {
 	if d < 0 {
 		return
@@ -39,20 +43,54 @@ func (p *predictor) observe(provider, model string, d time.Duration) {
 		s = s[len(s)-p.keep:]
 	}
 	p.samples[k] = s
+	delete(p.exploring, k)
 }
 
-// predict returns the predicted turnaround: the configured quantile of the
-// recent observations, with the prior counted as one more sample until
-// minSamples have been seen.
+// predict returns the predictor's quantile for a model.
 func (p *predictor) predict(provider, model string) time.Duration {
+	return p.at(provider, model, p.quantile)
+}
+
+// at returns quantile q of a model's samples, or its prior if it has
+// none.
+func (p *predictor) at(provider, model string, q float64) time.Duration {
 	p.mu.Lock()
 	s := slices.Clone(p.samples[predictorKey(provider, model)])
 	p.mu.Unlock()
-	if len(s) < minSamples {
-		s = append(s, p.prior)
+	if len(s) == 0 {
+		if d, ok := p.priors[model]; ok {
+			return d
+		}
+		return p.prior
 	}
 	slices.Sort(s)
-	i := int(float64(len(s))*p.quantile+0.999999) - 1
-	i = max(0, min(i, len(s)-1))
-	return s[i]
+	pos := q * float64(len(s)-1)
+	i := int(pos)
+	if i >= len(s)-1 {
+		return s[len(s)-1]
+	}
+	frac := pos - float64(i)
+	return s[i] + time.Duration(frac*float64(s[i+1]-s[i]))
+}
+
+// explore reports whether a model has no sample and no batch out to get
+// one, and if so marks one as out: a model whose prior is too high for
+// any budget would otherwise never get a batch to learn from. A rescue
+// keeps the explored request's budget.
+func (p *predictor) explore(provider, model string) bool {
+	k := predictorKey(provider, model)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.samples[k]) > 0 || p.exploring[k] {
+		return false
+	}
+	p.exploring[k] = true
+	return true
+}
+
+// unexplore gives up an exploration that did not go out.
+func (p *predictor) unexplore(provider, model string) {
+	p.mu.Lock()
+	delete(p.exploring, predictorKey(provider, model))
+	p.mu.Unlock()
 }

@@ -13,6 +13,10 @@ import (
 // and not delivered (llmfleet.RescueLate). A request still in its pool
 // when it is rescued leaves the pool, so that no batch pays for it.
 
+// syncLatencyQuantile is the quantile of a model's sync latencies that
+// its rescue reserves before the deadline.
+const syncLatencyQuantile = 0.95
+
 // armRescueLocked sets w's rescue timer, if it has a deadline.
 func (d *Dispatcher) armRescueLocked(w *waiter) {
 	at := d.pol.RescueAt(w.deadline, d.syncLat.predict(w.prov.Name(), w.info.Model))

@@ -74,29 +74,6 @@ func TestRescueOfAStraggler(t *testing.T) {
 	})
 }
 
-// A request still in its pool when its rescue time comes leaves the pool:
-// no batch pays for it.
-func TestRescueOfAQueuedRequestLeavesThePool(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFake()
-		// A short predicted turnaround and a long sync latency: the pool's
-		// flush, pulled forward by the budget to 49s, comes after the
-		// rescue, at 8s.
-		d := open(t, f, Policy{BatchMinSize: 100, BatchWindow: time.Hour, SyncLatencyPrior: 50 * time.Second,
-			TurnaroundPrior: time.Second})
-		resp, err := d.SubmitBatch(t.Context(), time.Minute, req("k", "hurry"))
-		if err != nil || resp.Route != llmfleet.RouteSync {
-			t.Fatalf("%v %v", resp, err)
-		}
-		if f.count("create") != 0 {
-			t.Fatalf("%d creates: the rescued request was batched too", f.count("create"))
-		}
-		if s := d.Stats(); s.QueueDepth != 0 {
-			t.Fatalf("stats %+v", s)
-		}
-	})
-}
-
 // A batch that answers while the rescue's call is under way wins; the
 // rescue's answer, when it comes, is recorded as late.
 func TestBatchAnswerBeatsTheRescue(t *testing.T) {

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -24,7 +25,19 @@ func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.
 	if err != nil {
 		return llmfleet.RouteSync
 	}
-	return d.pol.Route(budget, d.predictor.predict(p.Name(), info.Model))
+	return d.route(p.Name(), info.Model, budget)
+}
+
+// route decides by Policy.Route, exploring a model without observed
+// turnarounds once at a time.
+func (d *Dispatcher) route(provider, model string, budget time.Duration) llmfleet.Route {
+	reserve := d.pol.Reserve(d.syncLat.predict(provider, model))
+	r := d.pol.Route(budget, d.predictor.predict(provider, model), reserve, false)
+	if r == llmfleet.RouteSync && d.pol.Route(budget, math.MaxInt64, reserve, true) == llmfleet.RouteBatch && d.predictor.explore(provider, model) {
+		d.log.Info("exploring a model's batch turnaround", "provider", provider, "model", model)
+		r = llmfleet.RouteBatch
+	}
+	return r
 }
 
 // Submit routes req by its latency budget (0: Policy.DefaultBudget) and

@@ -77,8 +77,3 @@ func (w *waiter) to(s waiterState) bool {
 
 // size is the request's share of an encoded batch create body.
 func (w *waiter) size() int64 { return int64(len(w.params)) + 96 }
-
-// item is what the policy reads of w.
-func (w *waiter) item(predicted time.Duration) Item {
-	return Item{Accepted: w.accepted, Deadline: w.deadline, Predicted: predicted}
-}
