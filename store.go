@@ -178,10 +178,20 @@ type Store interface {
 	AddLedger(ctx context.Context, entries []LedgerEntry) error
 	// Ledger returns the ledger entries whose Time is in [from, to).
 	Ledger(ctx context.Context, from, to time.Time) ([]LedgerEntry, error)
+	// AddTurnarounds records observed batch turnarounds. Each sample is
+	// one observation: none replaces another, however alike.
+	AddTurnarounds(ctx context.Context, samples []TurnaroundSample) error
+	// Turnarounds returns, per provider and model, the latest n samples
+	// (oldest first), for the engine to learn from at start. The latest
+	// are those with the latest At; of two with the same At, the one
+	// added later. The samples come by Provider, then Model, then At
+	// (ties in the order they were added). n <= 0 returns none.
+	Turnarounds(ctx context.Context, n int) ([]TurnaroundSample, error)
 	// Purge deletes the results, done requests and resolved or failed
-	// batches older than resultsBefore, and the ledger entries older than
-	// ledgerBefore (the cost history is kept longer than the answers), and
-	// returns how many records it deleted.
+	// batches older than resultsBefore, and the ledger entries and the
+	// turnaround samples older than ledgerBefore (the cost history, and
+	// what was learnt from the same batches, are kept longer than the
+	// answers), and returns how many records it deleted.
 	Purge(ctx context.Context, resultsBefore, ledgerBefore time.Time) (int, error)
 	// Close releases the store.
 	Close() error
@@ -191,6 +201,19 @@ type Store interface {
 type PendingBatch struct {
 	Batch    StoredBatch
 	Requests []*StoredRequest
+}
+
+// TurnaroundSample is one observed batch turnaround: what the engine
+// learns, per provider and model, how long a batch takes from.
+type TurnaroundSample struct {
+	// Provider and Model name what the batch was for.
+	Provider, Model string
+	// Size is the number of requests of the batch.
+	Size int
+	// Turnaround is ended_at - created_at as the provider reported them.
+	Turnaround time.Duration
+	// At is when the batch ended.
+	At time.Time
 }
 
 // LedgerEntry is the cost record of one request.

@@ -9,7 +9,8 @@
 // lifecycle (intent, created, ended, complete, resolve), failed creates
 // with and without requeue, what Pending returns after each crash point,
 // typed results and the ledger entries completed with them, sealed
-// credentials, the ledger, retention (Purge), ErrNotFound for unknown
+// credentials, the ledger, turnaround samples, retention (Purge),
+// ErrNotFound for unknown
 // ids, concurrent AddRequest and CompleteRequests calls, given a Reopen
 // hook that everything survives closing and reopening the store, and
 // given a Second hook that a store holding its data exclusively refuses
@@ -36,8 +37,14 @@
 //     success; on error Err field for field, with Err.Body byte for byte
 //     even when it is not JSON, and no Body.
 //   - RecordCreateFailed with requeue clears BatchID and CustomID.
-//   - Purge counts deleted requests, batches and ledger entries; it keeps
-//     queued and submitted requests and pending batches whatever their age.
+//   - Turnarounds returns the samples by Provider, then Model (compared as
+//     two strings, not joined), each pair's oldest first. The latest n are
+//     those with the latest At; of samples with the same At, the ones
+//     added later, in one call or in later calls. n <= 0 returns none.
+//   - Purge counts deleted requests, batches, ledger entries and
+//     turnaround samples; it keeps queued and submitted requests and
+//     pending batches whatever their age. Turnaround samples are cut with
+//     the ledger (At before ledgerBefore), not with the results.
 //   - Stores return copies: changing what a method returned, or what was
 //     passed to it, changes nothing stored.
 //   - Given Harness.Second, a second store opened on the data of an open
@@ -116,6 +123,10 @@ func Run(t *testing.T, h Harness) {
 		{"Credentials", s.credentials},
 		{"Ledger", s.ledger},
 		{"Purge", s.purge},
+		{"TurnaroundsRoundTrip", s.turnaroundsRoundTrip},
+		{"TurnaroundsLatest", s.turnaroundsLatest},
+		{"TurnaroundsReopen", s.turnaroundsReopen},
+		{"TurnaroundsPurge", s.turnaroundsPurge},
 		{"ConcurrentAdd", s.concurrentAdd},
 		{"ConcurrentLifecycle", s.concurrentLifecycle},
 		{"Restart", s.restart},
