@@ -163,3 +163,47 @@ func TestLedgerOnceAcrossRestart(t *testing.T) {
 		}
 	})
 }
+
+// Turnarounds are learned per model from every batch, stored, and
+// restored by the next start: a restarted dispatcher routes as the one
+// before it had learned to.
+func TestTurnaroundsLearnedAndRestored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	synctest.Test(t, func(t *testing.T) {
+		f, v := newFake(), newVault(t)
+		f.turnaround = func(model string) time.Duration {
+			if model == "slow" {
+				return 50 * time.Minute
+			}
+			return 20 * time.Second
+		}
+		cred := llmfleet.Credential{APIKey: "sk-learn"}
+		d1, db1 := durable(t, f, path, v)
+		for _, m := range []string{"fast", "slow"} {
+			if _, err := d1.SubmitBatch(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body(m, "x")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Second) // the turnarounds are stored
+		if err := d1.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		db1.Close()
+
+		d2, db2 := durable(t, f, path, v)
+		defer db2.Close()
+		defer d2.Close(t.Context())
+		fast := d2.predictor.predict("fake", "fast")
+		slow := d2.predictor.predict("fake", "slow")
+		if fast != 20*time.Second || slow != 50*time.Minute {
+			t.Fatalf("restored predictions: fast %s, slow %s", fast, slow)
+		}
+		r := &llmfleet.Request{Credential: cred, Body: body("fast", "y")}
+		if got := d2.Plan(5*time.Minute, r); got != llmfleet.RouteBatch {
+			t.Fatalf("fast model, 5m budget: %s", got)
+		}
+		if got := d2.Plan(30*time.Minute, &llmfleet.Request{Credential: cred, Body: body("slow", "y")}); got != llmfleet.RouteSync {
+			t.Fatalf("slow model, 30m budget: %s", got)
+		}
+	})
+}

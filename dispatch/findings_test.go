@@ -130,3 +130,38 @@ func TestRetrieveThatNeverAnswersEndsAfterExpiry(t *testing.T) {
 		}
 	})
 }
+
+// Finding (issue 9): pools mixed models, so a batch ended with its slowest
+// model and taught every model in it that model's turnaround. Pools are
+// per model now, and a batch teaches only the model it held.
+func TestPoolsPerModel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.turnaround = func(model string) time.Duration {
+			if model == "haiku" {
+				return 20 * time.Minute
+			}
+			return time.Minute
+		}
+		d := open(t, f, Policy{BatchMinSize: 4})
+		ch := make(chan result, 8)
+		for i := range 4 {
+			for _, m := range []string{"haiku", "sonnet"} {
+				go func() {
+					r := &llmfleet.Request{Credential: llmfleet.Credential{APIKey: "k"}, Body: body(m, fmt.Sprint(m, i))}
+					resp, err := d.SubmitBatch(t.Context(), 0, r)
+					ch <- result{m, resp, err}
+				}()
+			}
+		}
+		for range 8 {
+			text(t, <-ch)
+		}
+		if got := f.batchSizes(); fmt.Sprint(got) != "[4 4]" {
+			t.Fatalf("batches %v: want one per model", got)
+		}
+		if p := d.predictor.predict("fake", "sonnet"); p != time.Minute {
+			t.Fatalf("sonnet learned %s, want its own 1m", p)
+		}
+	})
+}

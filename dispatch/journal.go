@@ -37,6 +37,8 @@ type journal interface {
 	// ledger records entries that complete no request (an answer paid
 	// and not delivered).
 	ledger(ctx context.Context, entries []llmfleet.LedgerEntry) error
+	// turnarounds records observed batch turnarounds.
+	turnarounds(ctx context.Context, samples []llmfleet.TurnaroundSample) error
 }
 
 // nopJournal keeps nothing: answers live only as long as their callers.
@@ -52,6 +54,7 @@ func (nopJournal) ended(context.Context, string, time.Time) error               
 func (nopJournal) complete(context.Context, []llmfleet.Completion) error          { return nil }
 func (nopJournal) resolve(context.Context, string) error                          { return nil }
 func (nopJournal) ledger(context.Context, []llmfleet.LedgerEntry) error           { return nil }
+func (nopJournal) turnarounds(context.Context, []llmfleet.TurnaroundSample) error { return nil }
 
 // storeJournal records in a Store, sealing each credential once.
 type storeJournal struct {
@@ -140,4 +143,8 @@ func (j *storeJournal) resolve(ctx context.Context, localID string) error {
 
 func (j *storeJournal) ledger(ctx context.Context, entries []llmfleet.LedgerEntry) error {
 	return j.store.AddLedger(ctx, entries)
+}
+
+func (j *storeJournal) turnarounds(ctx context.Context, samples []llmfleet.TurnaroundSample) error {
+	return j.store.AddTurnarounds(ctx, samples)
 }

@@ -40,7 +40,7 @@ func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credentia
 		d.trackers[key] = t
 	}
 	now := d.clock.Now()
-	f := &flight{id: b.ID, localID: localID, submitted: now, expires: b.ExpiresAt, waiters: make(map[string]*waiter, len(ws))}
+	f := &flight{id: b.ID, localID: localID, submitted: now, expires: b.ExpiresAt, size: len(ws), waiters: make(map[string]*waiter, len(ws))}
 	if f.expires.IsZero() {
 		f.expires = now.Add(defaultExpiry)
 	}
@@ -188,19 +188,27 @@ func refused(err error) bool {
 func (d *Dispatcher) endedLocked(t *tracker, f *flight, b *llmfleet.Batch, now time.Time) {
 	f.ended = b
 	d.stats.batchesEnded.Add(1)
+	turnaround := b.EndedAt.Sub(b.CreatedAt)
+	var samples []llmfleet.TurnaroundSample
+	for _, m := range f.models {
+		// A pool holds one model: a batch's turnaround teaches only the
+		// models it held.
+		d.predictor.observe(t.prov.Name(), m, turnaround)
+		samples = append(samples, llmfleet.TurnaroundSample{Provider: t.prov.Name(), Model: m, Size: f.size,
+			Turnaround: turnaround, At: b.EndedAt})
+		if d.ObserveTurnaround != nil {
+			d.ObserveTurnaround(t.prov.Name(), m, turnaround)
+		}
+	}
 	localID, endedAt := f.localID, b.EndedAt
 	d.goOwned(func() {
 		if err := d.journal.ended(d.ctx, localID, endedAt); err != nil {
 			d.log.Warn("batch end not stored", "batch_id", b.ID, "err", err)
 		}
-	})
-	turnaround := b.EndedAt.Sub(b.CreatedAt)
-	for _, m := range f.models {
-		d.predictor.observe(t.prov.Name(), m, turnaround)
-		if d.ObserveTurnaround != nil {
-			d.ObserveTurnaround(t.prov.Name(), m, turnaround)
+		if err := d.journal.turnarounds(d.ctx, samples); err != nil {
+			d.log.Warn("batch turnaround not stored", "batch_id", b.ID, "err", err)
 		}
-	}
+	})
 	d.log.Info("batch ended", "provider", t.prov.Name(), "batch_id", f.id,
 		"turnaround", turnaround, "seen_after", now.Sub(f.submitted),
 		"succeeded", b.Counts.Succeeded, "errored", b.Counts.Errored,

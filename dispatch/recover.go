@@ -14,6 +14,13 @@ import (
 // that failed without an answer: nothing is concluded before its
 // deadline has passed), and queued requests are pooled again, together.
 func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
+	samples, err := store.Turnarounds(ctx, d.pol.TurnaroundSamples)
+	if err != nil {
+		return err
+	}
+	for _, s := range samples { // oldest first
+		d.predictor.observe(s.Provider, s.Model, s.Turnaround)
+	}
 	queued, batches, err := store.Pending(ctx)
 	if err != nil {
 		return err

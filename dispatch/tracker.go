@@ -26,6 +26,7 @@ type flight struct {
 	submitted time.Time // local clock, when it was known created
 	expires   time.Time // the provider's expires_at (zero: unknown)
 	predicted time.Duration
+	size      int // requests it was created with
 	models    []string
 	waiters   map[string]*waiter // by custom_id
 	nextCheck time.Time

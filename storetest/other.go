@@ -53,6 +53,12 @@ func entry(i int, at time.Time) llmfleet.LedgerEntry {
 	}
 	e.Usage = result(i).Usage
 	e.BatchID = fmt.Sprintf("msgbatch_%d", i/2)
+	switch i % 4 {
+	case 1:
+		e.Rescue = llmfleet.RescueSync
+	case 2:
+		e.Rescue = llmfleet.RescueLate
+	}
 	if i%3 == 0 {
 		e.BatchID = ""
 		e.RequestID, e.Route, e.Outcome, e.Priced, e.CostUSD, e.OtherRouteUSD = "", llmfleet.RouteSync, "rate_limit_error", false, 0, 0
