@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -98,6 +99,27 @@ func TestBatchAnswerBeatsTheRescue(t *testing.T) {
 		es := l.all()
 		if len(es) != 2 || es[0].Route != llmfleet.RouteBatch || es[0].Rescue != "" || es[1].Rescue != llmfleet.RescueLate || es[1].Route != llmfleet.RouteSync {
 			t.Fatalf("entries %+v", es)
+		}
+	})
+}
+
+// The sync route honours the budget: a sync call still unanswered when
+// the budget runs out is given up with ErrBudgetExceeded at the budget.
+func TestSyncRouteTimesOutAtTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.sendDelay = 40 * time.Second // the upstream hangs
+		d := open(t, f, Policy{})
+		start := time.Now()
+		_, err := d.Submit(t.Context(), 3*time.Second, req("k", "hurry"))
+		if !errors.Is(err, llmfleet.ErrBudgetExceeded) {
+			t.Fatalf("err %v", err)
+		}
+		if took := time.Since(start); took != 3*time.Second {
+			t.Fatalf("gave up after %s, want at the 3s budget", took)
+		}
+		if s := d.Stats(); s.BudgetMisses != 1 || s.SyncCalls != 1 {
+			t.Fatalf("stats %+v", s)
 		}
 	})
 }

@@ -41,12 +41,25 @@ func (d *Dispatcher) route(provider, model string, budget time.Duration) llmflee
 }
 
 // Submit routes req by its latency budget (0: Policy.DefaultBudget) and
-// waits for its answer.
+// waits for its answer. The budget counts from now on either route: a sync
+// call still unanswered when it runs out is given up with
+// llmfleet.ErrBudgetExceeded.
 func (d *Dispatcher) Submit(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
-	if d.Plan(budget, req) == llmfleet.RouteSync {
+	budget = d.pol.Budget(budget)
+	if d.Plan(budget, req) == llmfleet.RouteBatch {
+		return d.SubmitBatch(ctx, budget, req)
+	}
+	if budget <= 0 {
 		return d.SubmitSync(ctx, req)
 	}
-	return d.SubmitBatch(ctx, d.pol.Budget(budget), req)
+	sctx, cancel := d.withTimeout(ctx, budget)
+	defer cancel()
+	resp, err := d.SubmitSync(sctx, req)
+	if err != nil && ctx.Err() == nil && context.Cause(sctx) == errTimedOut {
+		d.stats.budgetMisses.Add(1)
+		return nil, fmt.Errorf("%w (budget %s, sync): %w", llmfleet.ErrBudgetExceeded, budget, err)
+	}
+	return resp, err
 }
 
 // SubmitSync sends req to the provider's synchronous endpoint.
