@@ -29,26 +29,45 @@
 //
 // A request without a budget takes Policy.DefaultBudget (default 0: sync,
 // so nothing is made slow unless asked). A budget at or under
-// Policy.SyncMaxLatency goes sync; a larger one is batched when it covers
-// the predicted batch turnaround of its provider and model plus a delivery
-// slack of two poll intervals (a request pulls its pool's flush forward as
-// its budget needs, so the time to its flush can always be made zero).
-// Budgets count from the request's arrival. The prediction starts from
-// Policy.TurnaroundPrior and is learned from observed turnarounds
-// (ended_at - created_at), per provider and model, as a high quantile of
-// the recent ones. SubmitBatch batches whatever the budget; 0 there means
-// no budget.
+// Policy.SyncMaxLatency goes sync. A larger one is routed by expected
+// cost, with its deadline rescue in mind: a batched request whose answer
+// is not in by its deadline less its model's sync latency (learned, 95th
+// percentile) and Policy.RescueMargin is sent sync as well, and the first
+// answer wins. A batch that comes too late then costs its price and a sync
+// call, so batching pays when the batch comes in time with a probability
+// above Policy.BatchPrice (0.5): the request is batched when that quantile
+// of its model's turnarounds, plus a delivery slack of two poll intervals,
+// fits its budget less the rescue's reserve. (Without rescue,
+// Policy.NoRescue, the Policy.TurnaroundQuantile must fit.) A model with
+// no observed turnaround yet sends one request at a time to batch, when
+// its budget leaves room for a rescue, to learn from. Budgets count from
+// the request's arrival, on both routes: a sync call still unanswered at
+// the budget is given up. Turnarounds are learned per provider and model
+// from every batch (ended_at - created_at), stored, and restored at start;
+// a model starts from its prior (Policy.TurnaroundPrior, or
+// Policy.TurnaroundPriors for that model). SubmitBatch batches whatever
+// the budget; 0 there means no budget.
+//
+// # Rescue
+//
+// The first answer of a rescued request (the batch's or the sync call's)
+// is delivered and stored with its ledger entry (Rescue "sync" when the
+// sync call won); the other, when it comes, is recorded in the ledger as
+// paid and not delivered (Rescue "late"). A request rescued while still in
+// its pool leaves it.
 //
 // # Flushing
 //
 // Requests are pooled per provider, credential, model and the provider's
 // pool key (for Anthropic the anthropic-* headers): requests sent with
-// different API keys never share a batch. A pool goes out when it reaches
+// different API keys never share a batch, and a batch's turnaround teaches
+// only the model it held. A pool goes out when it reaches
 // Policy.BatchMinSize, when it reaches the batch size or byte cap, when its
 // oldest request has waited Policy.BatchWindow since it was durably
 // accepted (so a slow store does not split requests that arrived
-// together), or earlier when waiting longer would break the tightest budget
-// in it. Each pool has one timer set to its next flush.
+// together), or earlier when waiting longer would leave the tightest
+// budget in it less than its rescue's reserve, the predicted turnaround and
+// the slack. Each pool has one timer set to its next flush.
 //
 // # The money path
 //
@@ -80,11 +99,11 @@
 //
 // # Polling
 //
-// One timer per credential fires when the first of its batches is due,
-// and one call answers for all of them (a retrieve when one batch is in
-// flight, the list endpoint when several are). The next check is half the
-// time left until the predicted end; after it, a quarter of the overrun;
-// clamped between Policy.PollInterval and the larger of
-// Policy.MaxPollInterval and a tenth of the batch's age. TestPollingCost
-// records what that costs.
+// The batches of one provider and credential are looked at together every
+// Policy.PollInterval, with one call (a retrieve when one batch is in
+// flight, the list endpoint when several are), so that a result reaches
+// its caller within one poll interval of its batch's end whatever the
+// prediction said: one call per credential per interval, 12 a minute at
+// the default 5s, under the Anthropic tier 1 limit of 50 a minute.
+// TestPollingCost records what that costs.
 package dispatch
