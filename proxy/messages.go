@@ -243,6 +243,9 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		if resp.RequestID != "" {
 			h.Set(HeaderRequestID, resp.RequestID)
 		}
+		if resp.Route != "" {
+			h.Set(HeaderRoute, string(resp.Route)) // sync when a rescue answered
+		}
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 		h.Set("Request-Id", llmfleet.NewID("req_"))
