@@ -1,0 +1,86 @@
+package simulate
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet/dispatch"
+)
+
+func run(t *testing.T, cfg Config, turns []Turn) Report {
+	t.Helper()
+	r, err := Run(cfg, turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The same seed gives the same figures; costs add up.
+func TestRunDeterministic(t *testing.T) {
+	turns := Fleet(10, 3, 1)
+	cfg := Config{Name: "llmfleet", Seed: 7}
+	a := run(t, cfg, turns)
+	b := run(t, cfg, turns)
+	if !reflect.DeepEqual(a, b) {
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		t.Fatalf("two runs differ:\n%s\n%s", ja, jb)
+	}
+	j, _ := json.Marshal(a)
+	t.Logf("%s", j)
+	if a.Requests != 30 || a.Routes["sync"]+a.Routes["batch"] != 30 {
+		t.Errorf("requests %d, routes %v", a.Requests, a.Routes)
+	}
+	if a.CostUSD <= 0 || a.CostUSD > a.SyncEquivalentUSD {
+		t.Errorf("cost %v, sync equivalent %v", a.CostUSD, a.SyncEquivalentUSD)
+	}
+	if d := a.SyncEquivalentUSD - a.CostUSD - a.SavedUSD; d > 1e-9 || d < -1e-9 {
+		t.Errorf("saved %v is not sync equivalent %v less cost %v", a.SavedUSD, a.SyncEquivalentUSD, a.CostUSD)
+	}
+	if a.Batches == 0 || a.Routes["batch"] == 0 {
+		t.Errorf("nothing batched: %+v", a)
+	}
+	n := 0
+	for _, p := range a.Latency {
+		n += p.Count
+	}
+	if n != 30 {
+		t.Errorf("latency counts %d", n)
+	}
+}
+
+// Budgets of minutes and stragglers: the seed policy batches them all and
+// a straggler breaks them; llmfleet rescues them (or sends them sync).
+func TestSeedBreaksBudgetsLlmfleetKeeps(t *testing.T) {
+	var turns []Turn
+	for a := range 20 {
+		for i := range 3 {
+			t := Turn{Agent: string(rune('a' + a)), Turn: i, Model: "claude-sonnet-4-6", Key: "k",
+				BudgetMS: (5 * time.Minute).Milliseconds(), InputTokens: 1000, OutputTokens: 200, ThinkMS: 1000}
+			turns = append(turns, t)
+		}
+	}
+	const fixed = 2 * time.Minute
+	cfg := Config{Seed: 3, Straggler: Straggler{Fraction: 0.3, Factor: 10},
+		Turnaround: func(string, *rand.Rand) time.Duration { return fixed }}
+	ours := cfg
+	ours.Name = "llmfleet"
+	seed := cfg
+	seed.Name, seed.Policy = "seed", SeedPolicy(dispatch.Policy{})
+	o, s := run(t, ours, turns), run(t, seed, turns)
+	t.Logf("llmfleet %+v", o)
+	t.Logf("seed     %+v", s)
+	if o.BudgetMisses != 0 {
+		t.Errorf("llmfleet broke %d budgets", o.BudgetMisses)
+	}
+	if s.BudgetMisses == 0 {
+		t.Errorf("the seed policy broke none")
+	}
+	if s.Rescued != 0 || s.Routes["sync"] != 0 {
+		t.Errorf("seed: %+v", s)
+	}
+}
