@@ -195,7 +195,7 @@ type event struct {
 	keyed  bool   // a simulator event, ordered by key
 	key    uint64 //
 	index  int    // in the heap; -1 when not in it
-	queued bool // a sleep's end, popped and waiting to run
+	queued bool   // a sleep's end, popped and waiting to run
 }
 
 // Stop takes the timer out; false if it fired or was stopped.

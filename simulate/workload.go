@@ -68,14 +68,14 @@ var FleetModels = []string{"claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus
 
 // fleetBudgets are the budgets Fleet draws from: seconds to hours.
 var fleetBudgets = []time.Duration{
-	2 * time.Second, 5 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute,
+	5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute,
 	10 * time.Minute, 30 * time.Minute, time.Hour, 4 * time.Hour, 24 * time.Hour,
 }
 
 // Fleet returns a workload of agents agents of turns dependent turns
 // each: each agent keeps one model and one of 10 API keys, starts within
 // the first 10 minutes, thinks 0-60s between turns, and draws each turn's
-// budget from 2s to 24h and its usage from 500-20,000 input and 50-2,000
+// budget from 5s to 24h and its usage from 500-20,000 input and 50-2,000
 // output tokens. The same seed gives the same workload.
 func Fleet(agents, turns int, seed uint64) []Turn {
 	r := rand.New(rand.NewPCG(seed, 0xf1ee7))
