@@ -63,7 +63,8 @@ func (c *Clock) afterKeyed(d time.Duration, key uint64, f func()) {
 
 func (c *Clock) pushLocked(d time.Duration, f func()) *event {
 	c.seq++
-	e := &event{c: c, at: c.now.Add(max(d, 0)), seq: c.seq, f: f}
+	at := c.now.Add(max(d, 0))
+	e := &event{c: c, at: at, nanos: at.UnixNano(), seq: c.seq, f: f}
 	heap.Push(&c.events, e)
 	return e
 }
@@ -189,6 +190,7 @@ func (c *Clock) Run() {
 type event struct {
 	c      *Clock
 	at     time.Time
+	nanos  int64 // at, to compare fast
 	seq    uint64
 	f      func()
 	wake   chan struct{}
@@ -214,8 +216,8 @@ type events []*event
 
 func (h events) Len() int { return len(h) }
 func (h events) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
+	if h[i].nanos != h[j].nanos {
+		return h[i].nanos < h[j].nanos
 	}
 	if h[i].keyed != h[j].keyed {
 		return h[j].keyed

@@ -51,7 +51,8 @@ type Provider struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	batches map[string]*simBatch
-	order   []string // ids, oldest first
+	byCred  map[string][]*simBatch // by credential, oldest first
+	n       int                    // batches made
 	// Calls counts the calls made to it, by method.
 	calls map[string]int
 }
@@ -66,6 +67,7 @@ type Straggler struct {
 type simBatch struct {
 	b     llmfleet.Batch
 	cred  string
+	pos   int // in its credential's list
 	tag   string
 	items []llmfleet.BatchItem
 	// canceled is set by CancelBatch before the batch ended.
@@ -76,6 +78,7 @@ func (p *Provider) init() {
 	p.once.Do(func() {
 		p.rng = rand.New(rand.NewPCG(p.Seed, 0x5eed))
 		p.batches = map[string]*simBatch{}
+		p.byCred = map[string][]*simBatch{}
 		p.calls = map[string]int{}
 	})
 }
@@ -106,6 +109,9 @@ func (p *Provider) Limits() llmfleet.BatchLimits {
 }
 
 func parseBody(raw []byte) (Body, error) {
+	if b, ok := parseOwn(raw); ok {
+		return b, nil
+	}
 	var b Body
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return b, &llmfleet.Error{StatusCode: 400, Type: "invalid_request_error", Message: "body: " + err.Error()}
@@ -131,11 +137,67 @@ func (p *Provider) draw(f func(string, *rand.Rand) time.Duration, def [2]time.Du
 	return def[0] + time.Duration(p.rng.Int64N(int64(def[1]-def[0])+1))
 }
 
-// message is the answer to a body.
+// parseOwn reads a body exactly as bodyOf writes it, without the cost of
+// encoding/json (the simulator reads each body several times); false for
+// any other.
+func parseOwn(raw []byte) (Body, bool) {
+	var b Body
+	s := string(raw)
+	field := func(name string, quoted bool) (string, bool) {
+		pre := `"` + name + `":`
+		if !strings.HasPrefix(s, pre) {
+			return "", false
+		}
+		s = s[len(pre):]
+		end := strings.IndexAny(s, ",}")
+		if end < 0 {
+			return "", false
+		}
+		v := s[:end]
+		s = s[end+1:]
+		if quoted {
+			u, err := strconv.Unquote(v)
+			return u, err == nil && !strings.ContainsAny(u, `",}\`)
+		}
+		return v, true
+	}
+	if !strings.HasPrefix(s, "{") {
+		return b, false
+	}
+	s = s[1:]
+	var ok bool
+	var in, out string
+	if b.Model, ok = field("model", true); !ok || b.Model == "" {
+		return b, false
+	}
+	if b.ID, ok = field("id", true); !ok {
+		return b, false
+	}
+	if in, ok = field("input_tokens", false); !ok {
+		return b, false
+	}
+	if out, ok = field("output_tokens", false); !ok || s != "" {
+		return b, false
+	}
+	var err1, err2 error
+	b.InputTokens, err1 = strconv.ParseInt(in, 10, 64)
+	b.OutputTokens, err2 = strconv.ParseInt(out, 10, 64)
+	return b, err1 == nil && err2 == nil
+}
+
+// message is the answer to a body: a Messages API message.
 func message(b Body) (json.RawMessage, llmfleet.Usage) {
 	u := llmfleet.Usage{InputTokens: b.InputTokens, OutputTokens: b.OutputTokens}
-	m, _ := json.Marshal(map[string]any{"id": "msg_sim_" + b.ID, "type": "message", "role": "assistant", "model": b.Model,
-		"content": []map[string]string{{"type": "text", "text": "ok"}}, "stop_reason": "end_turn", "usage": u})
+	m := make([]byte, 0, 256)
+	m = append(m, `{"id":`...)
+	m = strconv.AppendQuote(m, "msg_sim_"+b.ID)
+	m = append(m, `,"type":"message","role":"assistant","model":`...)
+	m = strconv.AppendQuote(m, b.Model)
+	m = append(m, `,"content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":`...)
+	m = strconv.AppendInt(m, u.InputTokens, 10)
+	m = append(m, `,"output_tokens":`...)
+	m = strconv.AppendInt(m, u.OutputTokens, 10)
+	m = append(m, `}}`...)
 	return m, u
 }
 
@@ -208,12 +270,14 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 		turnaround = time.Duration(float64(turnaround) * p.Straggler.Factor)
 	}
 	now := p.Clock.Now()
-	id := fmt.Sprintf("msgbatch_sim%08d", len(p.order)+1)
-	sb := &simBatch{cred: cred.Fingerprint(nil), tag: tag, items: slices.Clone(items),
+	p.n++
+	id := fmt.Sprintf("msgbatch_sim%08d", p.n)
+	k := credKey(cred)
+	sb := &simBatch{cred: k, pos: len(p.byCred[k]), tag: tag, items: slices.Clone(items),
 		b: llmfleet.Batch{ID: id, Status: llmfleet.BatchInProgress, Counts: llmfleet.RequestCounts{Processing: len(items)},
-			CreatedAt: now, EndedAt: now.Add(turnaround), ExpiresAt: now.Add(24 * time.Hour)}}
+			CreatedAt: now, EndedAt: now.Add(turnaround), ExpiresAt: now.Add(24 * time.Hour), ResultsURL: "sim://" + id + "/results"}}
 	p.batches[id] = sb
-	p.order = append(p.order, id)
+	p.byCred[k] = append(p.byCred[k], sb)
 	b := p.viewLocked(sb, now)
 	return &b, nil
 }
@@ -222,7 +286,7 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 func (p *Provider) viewLocked(sb *simBatch, now time.Time) llmfleet.Batch {
 	b := sb.b
 	if now.Before(b.EndedAt) {
-		b.EndedAt = time.Time{}
+		b.EndedAt, b.ResultsURL = time.Time{}, ""
 		if sb.canceled {
 			b.Status = llmfleet.BatchCanceling
 		}
@@ -233,13 +297,12 @@ func (p *Provider) viewLocked(sb *simBatch, now time.Time) llmfleet.Batch {
 	if sb.canceled {
 		b.Counts = llmfleet.RequestCounts{Canceled: len(sb.items)}
 	}
-	b.ResultsURL = "sim://" + b.ID + "/results"
 	return b
 }
 
 func (p *Provider) get(cred llmfleet.Credential, id string) (*simBatch, error) {
 	sb := p.batches[id]
-	if sb == nil || sb.cred != cred.Fingerprint(nil) {
+	if sb == nil || sb.cred != credKey(cred) {
 		return nil, &llmfleet.Error{StatusCode: 404, Type: "not_found_error", Message: "batch " + id + " not found"}
 	}
 	return sb, nil
@@ -251,13 +314,13 @@ func (p *Provider) FindBatch(ctx context.Context, cred llmfleet.Credential, q ll
 	p.count("find")
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fp := cred.Fingerprint(nil)
-	for i := len(p.order) - 1; i >= 0; i-- {
-		sb := p.batches[p.order[i]]
+	list := p.byCred[credKey(cred)]
+	for i := len(list) - 1; i >= 0; i-- {
+		sb := list[i]
 		if sb.b.CreatedAt.Before(q.Since) {
 			break
 		}
-		if sb.cred == fp && sb.tag == q.Tag {
+		if sb.tag == q.Tag {
 			b := p.viewLocked(sb, p.Clock.Now())
 			return &b, nil
 		}
@@ -288,18 +351,19 @@ func (p *Provider) ListBatches(ctx context.Context, cred llmfleet.Credential, af
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fp, now := cred.Fingerprint(nil), p.Clock.Now()
-	page := &llmfleet.BatchPage{}
-	skipping := afterID != ""
-	for i := len(p.order) - 1; i >= 0; i-- {
-		sb := p.batches[p.order[i]]
-		if sb.cred != fp {
-			continue
+	k, now := credKey(cred), p.Clock.Now()
+	list := p.byCred[k]
+	from := len(list) - 1
+	if afterID != "" {
+		after, err := p.get(cred, afterID)
+		if err != nil {
+			return nil, err
 		}
-		if skipping {
-			skipping = sb.b.ID != afterID
-			continue
-		}
+		from = after.pos - 1
+	}
+	page := &llmfleet.BatchPage{Batches: make([]llmfleet.Batch, 0, min(limit, max(from+1, 0)))}
+	for i := from; i >= 0; i-- {
+		sb := list[i]
 		if len(page.Batches) == limit {
 			page.HasMore = true
 			break
@@ -362,6 +426,10 @@ func (p *Provider) CancelBatch(ctx context.Context, cred llmfleet.Credential, id
 	b := p.viewLocked(sb, now)
 	return &b, nil
 }
+
+// credKey tells the credentials apart (the simulator's keys are no
+// secrets).
+func credKey(c llmfleet.Credential) string { return c.APIKey + "\x00" + c.AuthToken }
 
 // bodyOf is the synthetic body of one turn.
 func bodyOf(model, id string, in, out int64) json.RawMessage {

@@ -84,3 +84,34 @@ func TestSeedBreaksBudgetsLlmfleetKeeps(t *testing.T) {
 		t.Errorf("seed: %+v", s)
 	}
 }
+
+func TestBodyRoundTrip(t *testing.T) {
+	raw := bodyOf("claude-sonnet-4-6", "a1/0", 1200, 300)
+	b, ok := parseOwn(raw)
+	if !ok || b != (Body{Model: "claude-sonnet-4-6", ID: "a1/0", InputTokens: 1200, OutputTokens: 300}) {
+		t.Fatalf("%+v %v", b, ok)
+	}
+	var j Body
+	m, _ := message(b)
+	var msg struct {
+		Model string `json:"model"`
+		Usage struct {
+			InputTokens int64 `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(m, &msg); err != nil || msg.Model != b.Model || msg.Usage.InputTokens != 1200 {
+		t.Fatalf("message %s: %v", m, err)
+	}
+	// Any other body goes through encoding/json.
+	for _, other := range []string{`{"input_tokens":5,"model":"m"}`, `{"model":"m,}","id":"x","input_tokens":1,"output_tokens":2}`} {
+		if _, ok := parseOwn([]byte(other)); ok {
+			t.Errorf("%s: read as own", other)
+		}
+		if err := json.Unmarshal([]byte(other), &j); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := parseBody([]byte(other)); err != nil || got.Model != j.Model {
+			t.Errorf("%s: %+v %v", other, got, err)
+		}
+	}
+}
