@@ -1,8 +1,10 @@
 package simulate
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,11 +29,15 @@ type Clock struct {
 	seq     uint64
 	ready   []func() // tasks to start or wake, in order
 	running bool
+	// watched are the sleeps whose context may end: after each timer,
+	// Run wakes those whose context ended (a timer's callback is what
+	// ends a context on this clock, e.g. a timeout), before time moves.
+	watched map[*event]context.Context
 }
 
 // NewClock returns a clock that reads start.
 func NewClock(start time.Time) *Clock {
-	c := &Clock{now: start}
+	c := &Clock{now: start, watched: map[*event]context.Context{}}
 	c.idle = sync.NewCond(&c.mu)
 	return c
 }
@@ -91,9 +97,9 @@ func (c *Clock) yield() {
 
 // Sleep waits d on the virtual clock, or until ctx ends. It is for tasks
 // (and is what the engine waits with, as an llmfleet.Sleeper): the next
-// task runs while it sleeps. A sleep cut short by ctx resumes as soon as
-// ctx ends, which may overlap another task: contexts that end on the
-// clock (timeouts) end from a timer's callback, so this is rare.
+// task runs while it sleeps. A context that a timer's callback ends (a
+// timeout on this clock) wakes its sleep at that virtual time, in turn; one
+// ended from outside the clock's tasks wakes it as soon as it ends.
 func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
@@ -102,15 +108,25 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
 	e := c.pushLocked(d, nil)
 	e.wake = wake
+	if ctx.Done() != nil {
+		c.watched[e] = ctx
+	}
 	c.running = false
 	c.idle.Signal()
 	c.mu.Unlock()
 	select {
 	case <-wake:
+		c.mu.Lock()
+		canceled := e.canceled
+		c.mu.Unlock()
+		if canceled {
+			return ctx.Err()
+		}
 		return nil
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
+	delete(c.watched, e)
 	if e.index >= 0 || e.queued {
 		// Not woken yet: take it out and run on (marked running, so
 		// that Run waits for it).
@@ -163,19 +179,7 @@ func (c *Clock) Run() {
 			c.now = e.at
 		}
 		if e.wake != nil {
-			wake := e
-			e.queued = true
-			c.ready = append(c.ready, func() {
-				c.mu.Lock()
-				ch := wake.wake
-				wake.queued = false
-				c.mu.Unlock()
-				if ch == nil { // its sleep ended with its context
-					c.yield()
-					return
-				}
-				close(ch)
-			})
+			c.wakeLocked(e)
 			continue
 		}
 		c.running = true
@@ -183,21 +187,57 @@ func (c *Clock) Run() {
 		e.f()
 		c.mu.Lock()
 		c.running = false
+		c.reapLocked()
+	}
+}
+
+// wakeLocked queues the end of a sleep.
+func (c *Clock) wakeLocked(e *event) {
+	delete(c.watched, e)
+	e.queued = true
+	c.ready = append(c.ready, func() {
+		c.mu.Lock()
+		ch := e.wake
+		e.queued = false
+		c.mu.Unlock()
+		if ch == nil { // its sleep ended with its context already
+			c.yield()
+			return
+		}
+		close(ch)
+	})
+}
+
+// reapLocked wakes the sleeps whose context ended, in the order they
+// began.
+func (c *Clock) reapLocked() {
+	var done []*event
+	for e, ctx := range c.watched {
+		if ctx.Err() != nil && e.index >= 0 {
+			done = append(done, e)
+		}
+	}
+	slices.SortFunc(done, func(a, b *event) int { return cmp.Compare(a.seq, b.seq) })
+	for _, e := range done {
+		heap.Remove(&c.events, e.index)
+		e.canceled = true
+		c.wakeLocked(e)
 	}
 }
 
 // event is a timer, or the end of a sleep (wake set).
 type event struct {
-	c      *Clock
-	at     time.Time
-	nanos  int64 // at, to compare fast
-	seq    uint64
-	f      func()
-	wake   chan struct{}
-	keyed  bool   // a simulator event, ordered by key
-	key    uint64 //
-	index  int    // in the heap; -1 when not in it
-	queued bool   // a sleep's end, popped and waiting to run
+	c        *Clock
+	at       time.Time
+	nanos    int64 // at, to compare fast
+	seq      uint64
+	f        func()
+	wake     chan struct{}
+	keyed    bool   // a simulator event, ordered by key
+	key      uint64 //
+	index    int    // in the heap; -1 when not in it
+	queued   bool   // a sleep's end, popped and waiting to run
+	canceled bool   // a sleep ended by its context
 }
 
 // Stop takes the timer out; false if it fired or was stopped.
