@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claude"
+	"github.com/llmfleet/llmfleet/claudewire"
+	"github.com/llmfleet/llmfleet/emulator"
 )
 
 // Body is the synthetic request body the simulated provider reads: the
@@ -23,6 +26,8 @@ type Body struct {
 	ID           string `json:"id,omitempty"`
 	InputTokens  int64  `json:"input_tokens"`
 	OutputTokens int64  `json:"output_tokens"`
+
+	text string // the answer's text
 }
 
 // Provider is a simulated provider on a Clock: sync calls take a drawn
@@ -72,6 +77,8 @@ type simBatch struct {
 	items []llmfleet.BatchItem
 	// canceled is set by CancelBatch before the batch ended.
 	canceled bool
+	// counts are its results' once ended (unless canceled).
+	counts llmfleet.RequestCounts
 }
 
 func (p *Provider) init() {
@@ -108,18 +115,36 @@ func (p *Provider) Limits() llmfleet.BatchLimits {
 	return llmfleet.BatchLimits{MaxRequests: 100_000, MaxBytes: 256 << 20}
 }
 
+// parseBody reads a body: the simulator's own (see bodyOf), or a Messages
+// API create-message body, answered as llmfleet's emulator answers it
+// (its reply text, its input tokens, a quarter of the text's characters
+// as output tokens).
 func parseBody(raw []byte) (Body, error) {
 	if b, ok := parseOwn(raw); ok {
+		b.text = "ok"
 		return b, nil
 	}
-	var b Body
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return b, &llmfleet.Error{StatusCode: 400, Type: "invalid_request_error", Message: "body: " + err.Error()}
+	text, err := emulator.ReplyText(raw)
+	if err != nil {
+		typ, msg, _ := strings.Cut(err.Error(), ": ")
+		return Body{}, apiError(typ, msg)
 	}
-	if b.Model == "" {
-		return b, &llmfleet.Error{StatusCode: 400, Type: "invalid_request_error", Message: "model: field required"}
+	var m struct {
+		Model     string `json:"model"`
+		MaxTokens int64  `json:"max_tokens"`
 	}
-	return b, nil
+	_ = json.Unmarshal(raw, &m)
+	if m.MaxTokens < 1 {
+		return Body{}, apiError("invalid_request_error", "max_tokens: must be greater than or equal to 1")
+	}
+	in, _ := emulator.InputTokens(raw)
+	return Body{Model: m.Model, ID: emulator.MessageID(raw), InputTokens: in, OutputTokens: int64(len(text)/4 + 1), text: text}, nil
+}
+
+// apiError is an error answer of the API.
+func apiError(typ, msg string) *llmfleet.Error {
+	return &llmfleet.Error{StatusCode: claudewire.StatusForType(typ), Type: typ, Message: msg,
+		RequestID: "req_sim", Body: claudewire.Envelope(typ, msg, "req_sim")}
 }
 
 func (p *Provider) count(method string) {
@@ -188,17 +213,42 @@ func parseOwn(raw []byte) (Body, bool) {
 // message is the answer to a body: a Messages API message.
 func message(b Body) (json.RawMessage, llmfleet.Usage) {
 	u := llmfleet.Usage{InputTokens: b.InputTokens, OutputTokens: b.OutputTokens}
+	id := b.ID
+	if !strings.HasPrefix(id, "msg_") {
+		id = "msg_sim_" + id
+	}
 	m := make([]byte, 0, 256)
 	m = append(m, `{"id":`...)
-	m = strconv.AppendQuote(m, "msg_sim_"+b.ID)
+	m = appendString(m, id)
 	m = append(m, `,"type":"message","role":"assistant","model":`...)
-	m = strconv.AppendQuote(m, b.Model)
-	m = append(m, `,"content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":`...)
+	m = appendString(m, b.Model)
+	m = append(m, `,"content":[{"type":"text","text":`...)
+	m = appendString(m, b.text)
+	m = append(m, `}],"stop_reason":"end_turn","usage":{"input_tokens":`...)
 	m = strconv.AppendInt(m, u.InputTokens, 10)
 	m = append(m, `,"output_tokens":`...)
 	m = strconv.AppendInt(m, u.OutputTokens, 10)
 	m = append(m, `}}`...)
 	return m, u
+}
+
+// appendString appends s as a JSON string.
+func appendString(m []byte, s string) []byte {
+	if !strings.ContainsAny(s, "\"\\<>&") && isPlain(s) {
+		return append(append(append(m, '"'), s...), '"')
+	}
+	q, _ := json.Marshal(s)
+	return append(m, q...)
+}
+
+// isPlain reports whether s is printable ASCII.
+func isPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // Send takes the model's drawn sync latency on the clock and answers.
@@ -213,35 +263,63 @@ func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.R
 		return nil, err
 	}
 	m, u := message(b)
-	return &llmfleet.Response{StatusCode: 200, Body: m, Usage: u, Model: b.Model}, nil
+	return &llmfleet.Response{Route: llmfleet.RouteSync, StatusCode: 200, Header: http.Header{}, Body: m, Usage: u, Model: b.Model}, nil
 }
 
-// Stream answers like Send, as a server-sent-event stream.
+// Stream answers like Send, as a Messages event stream.
 func (p *Provider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCloser, error) {
 	resp, err := p.Send(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	s := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":" + string(resp.Body) + "}\n\n" +
-		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
-	return io.NopCloser(strings.NewReader(s)), nil
+	var msg struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(resp.Body, &msg)
+	text := ""
+	if len(msg.Content) > 0 {
+		text = msg.Content[0].Text
+	}
+	var start map[string]any
+	_ = json.Unmarshal(resp.Body, &start)
+	start["content"] = []any{}
+	var sb strings.Builder
+	event := func(name string, data map[string]any) {
+		data["type"] = name
+		j, _ := json.Marshal(data)
+		sb.WriteString("event: " + name + "\ndata: " + string(j) + "\n\n")
+	}
+	event("message_start", map[string]any{"message": start})
+	event("content_block_start", map[string]any{"index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+	event("content_block_delta", map[string]any{"index": 0, "delta": map[string]any{"type": "text_delta", "text": text}})
+	event("content_block_stop", map[string]any{"index": 0})
+	event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": "end_turn"}, "usage": map[string]any{"output_tokens": resp.Usage.OutputTokens}})
+	event("message_stop", map[string]any{})
+	return io.NopCloser(strings.NewReader(sb.String())), nil
 }
 
-// Inspect reads the model; requests of one credential all share pools.
+// messagesShape reads Messages API bodies: their model, their pool key
+// (the anthropic-* headers) and their batch params (without "stream"),
+// exactly as the Anthropic provider does.
+var messagesShape = &claude.Provider{}
+
+// Inspect reads the model; the pool key is that of the Anthropic
+// provider (the anthropic-* headers).
 func (p *Provider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, error) {
-	b, err := parseBody(req.Body)
-	if err != nil {
-		return llmfleet.RequestInfo{}, err
+	if b, ok := parseOwn(req.Body); ok && len(req.Header) == 0 {
+		return llmfleet.RequestInfo{Model: b.Model}, nil
 	}
-	return llmfleet.RequestInfo{Model: b.Model}, nil
+	return messagesShape.Inspect(req)
 }
 
-// BatchParams returns the body as it is.
+// BatchParams returns the body without "stream".
 func (p *Provider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {
-	if _, err := parseBody(req.Body); err != nil {
-		return nil, err
+	if _, ok := parseOwn(req.Body); ok {
+		return req.Body, nil
 	}
-	return req.Body, nil
+	return messagesShape.BatchParams(req)
 }
 
 // CreateBatch makes a batch that ends the longest drawn turnaround of its
@@ -250,15 +328,20 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 	p.init()
 	p.count("create")
 	if len(items) == 0 {
-		return nil, &llmfleet.Error{StatusCode: 400, Type: "invalid_request_error", Message: "requests: empty"}
+		return nil, apiError("invalid_request_error", "requests: empty")
 	}
 	var turnaround time.Duration
 	seen := map[string]bool{}
+	ids := make(map[string]bool, len(items))
 	for _, it := range items {
-		b, err := parseBody(it.Params)
-		if err != nil {
-			return nil, err
+		if !validCustomID(it.CustomID) {
+			return nil, apiError("invalid_request_error", "requests: custom_id "+strconv.Quote(it.CustomID)+" must be 1 to 64 characters of [a-zA-Z0-9_-]")
 		}
+		if ids[it.CustomID] {
+			return nil, apiError("invalid_request_error", "requests: custom_id "+strconv.Quote(it.CustomID)+" is not unique")
+		}
+		ids[it.CustomID] = true
+		b, _ := parseBody(it.Params) // an invalid one errors in the results
 		if !seen[b.Model] {
 			seen[b.Model] = true
 			turnaround = max(turnaround, p.draw(p.Turnaround, [2]time.Duration{2 * time.Minute, 10 * time.Minute}, b.Model))
@@ -276,6 +359,13 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 	sb := &simBatch{cred: k, pos: len(p.byCred[k]), tag: tag, items: slices.Clone(items),
 		b: llmfleet.Batch{ID: id, Status: llmfleet.BatchInProgress, Counts: llmfleet.RequestCounts{Processing: len(items)},
 			CreatedAt: now, EndedAt: now.Add(turnaround), ExpiresAt: now.Add(24 * time.Hour), ResultsURL: "sim://" + id + "/results"}}
+	for _, it := range items {
+		if _, err := parseBody(it.Params); err != nil {
+			sb.counts.Errored++
+		} else {
+			sb.counts.Succeeded++
+		}
+	}
 	p.batches[id] = sb
 	p.byCred[k] = append(p.byCred[k], sb)
 	b := p.viewLocked(sb, now)
@@ -293,7 +383,7 @@ func (p *Provider) viewLocked(sb *simBatch, now time.Time) llmfleet.Batch {
 		return b
 	}
 	b.Status = llmfleet.BatchEnded
-	b.Counts = llmfleet.RequestCounts{Succeeded: len(sb.items)}
+	b.Counts = sb.counts
 	if sb.canceled {
 		b.Counts = llmfleet.RequestCounts{Canceled: len(sb.items)}
 	}
@@ -303,7 +393,7 @@ func (p *Provider) viewLocked(sb *simBatch, now time.Time) llmfleet.Batch {
 func (p *Provider) get(cred llmfleet.Credential, id string) (*simBatch, error) {
 	sb := p.batches[id]
 	if sb == nil || sb.cred != credKey(cred) {
-		return nil, &llmfleet.Error{StatusCode: 404, Type: "not_found_error", Message: "batch " + id + " not found"}
+		return nil, apiError("not_found_error", "batch "+id+" not found")
 	}
 	return sb, nil
 }
@@ -381,7 +471,7 @@ func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id str
 	p.mu.Lock()
 	sb, err := p.get(cred, id)
 	if err == nil && p.Clock.Now().Before(sb.b.EndedAt) {
-		err = &llmfleet.Error{StatusCode: 400, Type: "invalid_request_error", Message: "batch " + id + " has not ended"}
+		err = apiError("invalid_request_error", "batch "+id+" has not ended")
 	}
 	p.mu.Unlock()
 	if err != nil {
@@ -425,6 +515,18 @@ func (p *Provider) CancelBatch(ctx context.Context, cred llmfleet.Credential, id
 	}
 	b := p.viewLocked(sb, now)
 	return &b, nil
+}
+
+func validCustomID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // credKey tells the credentials apart (the simulator's keys are no

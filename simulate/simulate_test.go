@@ -91,7 +91,6 @@ func TestBodyRoundTrip(t *testing.T) {
 	if !ok || b != (Body{Model: "claude-sonnet-4-6", ID: "a1/0", InputTokens: 1200, OutputTokens: 300}) {
 		t.Fatalf("%+v %v", b, ok)
 	}
-	var j Body
 	m, _ := message(b)
 	var msg struct {
 		Model string `json:"model"`
@@ -102,16 +101,17 @@ func TestBodyRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(m, &msg); err != nil || msg.Model != b.Model || msg.Usage.InputTokens != 1200 {
 		t.Fatalf("message %s: %v", m, err)
 	}
-	// Any other body goes through encoding/json.
+	// Any other body is read as a Messages API body.
 	for _, other := range []string{`{"input_tokens":5,"model":"m"}`, `{"model":"m,}","id":"x","input_tokens":1,"output_tokens":2}`} {
 		if _, ok := parseOwn([]byte(other)); ok {
 			t.Errorf("%s: read as own", other)
 		}
-		if err := json.Unmarshal([]byte(other), &j); err != nil {
-			t.Fatal(err)
+		if _, err := parseBody([]byte(other)); err == nil {
+			t.Errorf("%s: no error", other)
 		}
-		if got, err := parseBody([]byte(other)); err != nil || got.Model != j.Model {
-			t.Errorf("%s: %+v %v", other, got, err)
-		}
+	}
+	got, err := parseBody([]byte(`{"model":"claude-haiku-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil || got.Model != "claude-haiku-4-5" || got.InputTokens <= 0 || got.OutputTokens <= 0 || got.text == "" {
+		t.Errorf("Messages body: %+v, %v", got, err)
 	}
 }
