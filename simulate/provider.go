@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,6 +27,9 @@ type Body struct {
 	ID           string `json:"id,omitempty"`
 	InputTokens  int64  `json:"input_tokens"`
 	OutputTokens int64  `json:"output_tokens"`
+	// CacheRead and CacheWrite are prompt cache reads and 5-minute writes.
+	CacheRead  int64 `json:"cache_read_input_tokens,omitempty"`
+	CacheWrite int64 `json:"cache_creation_input_tokens,omitempty"`
 
 	text string // the answer's text
 }
@@ -124,6 +128,14 @@ func parseBody(raw []byte) (Body, error) {
 		b.text = "ok"
 		return b, nil
 	}
+	// The simulator's own body, laid out otherwise (escapes in its id).
+	var own Body
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&own) == nil && own.Model != "" && !dec.More() {
+		own.text = "ok"
+		return own, nil
+	}
 	text, err := emulator.ReplyText(raw)
 	if err != nil {
 		typ, msg, _ := strings.Cut(err.Error(), ": ")
@@ -201,18 +213,31 @@ func parseOwn(raw []byte) (Body, bool) {
 	if in, ok = field("input_tokens", false); !ok {
 		return b, false
 	}
-	if out, ok = field("output_tokens", false); !ok || s != "" {
+	if out, ok = field("output_tokens", false); !ok {
 		return b, false
 	}
-	var err1, err2 error
+	var err1, err2, err3, err4 error
 	b.InputTokens, err1 = strconv.ParseInt(in, 10, 64)
 	b.OutputTokens, err2 = strconv.ParseInt(out, 10, 64)
-	return b, err1 == nil && err2 == nil
+	if s != "" {
+		var cr, cw string
+		if cr, ok = field("cache_read_input_tokens", false); !ok {
+			return b, false
+		}
+		if cw, ok = field("cache_creation_input_tokens", false); !ok || s != "" {
+			return b, false
+		}
+		b.CacheRead, err3 = strconv.ParseInt(cr, 10, 64)
+		b.CacheWrite, err4 = strconv.ParseInt(cw, 10, 64)
+	}
+	return b, err1 == nil && err2 == nil && err3 == nil && err4 == nil
 }
 
 // message is the answer to a body: a Messages API message.
 func message(b Body) (json.RawMessage, llmfleet.Usage) {
-	u := llmfleet.Usage{InputTokens: b.InputTokens, OutputTokens: b.OutputTokens}
+	u := llmfleet.Usage{InputTokens: b.InputTokens, OutputTokens: b.OutputTokens,
+		CacheReadInputTokens: b.CacheRead, CacheCreationInputTokens: b.CacheWrite}
+	u.CacheCreation.Ephemeral5mInputTokens = b.CacheWrite
 	id := b.ID
 	if !strings.HasPrefix(id, "msg_") {
 		id = "msg_sim_" + id
@@ -228,6 +253,15 @@ func message(b Body) (json.RawMessage, llmfleet.Usage) {
 	m = strconv.AppendInt(m, u.InputTokens, 10)
 	m = append(m, `,"output_tokens":`...)
 	m = strconv.AppendInt(m, u.OutputTokens, 10)
+	if b.CacheRead != 0 || b.CacheWrite != 0 {
+		m = append(m, `,"cache_read_input_tokens":`...)
+		m = strconv.AppendInt(m, b.CacheRead, 10)
+		m = append(m, `,"cache_creation_input_tokens":`...)
+		m = strconv.AppendInt(m, b.CacheWrite, 10)
+		m = append(m, `,"cache_creation":{"ephemeral_5m_input_tokens":`...)
+		m = strconv.AppendInt(m, b.CacheWrite, 10)
+		m = append(m, `,"ephemeral_1h_input_tokens":0}`...)
+	}
 	m = append(m, `}}`...)
 	return m, u
 }
@@ -311,12 +345,18 @@ func (p *Provider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, error) 
 	if b, ok := parseOwn(req.Body); ok && len(req.Header) == 0 {
 		return llmfleet.RequestInfo{Model: b.Model}, nil
 	}
+	if b, err := parseBody(req.Body); err == nil && len(req.Header) == 0 && b.text == "ok" {
+		return llmfleet.RequestInfo{Model: b.Model}, nil
+	}
 	return messagesShape.Inspect(req)
 }
 
 // BatchParams returns the body without "stream".
 func (p *Provider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {
 	if _, ok := parseOwn(req.Body); ok {
+		return req.Body, nil
+	}
+	if b, err := parseBody(req.Body); err == nil && b.text == "ok" {
 		return req.Body, nil
 	}
 	return messagesShape.BatchParams(req)
@@ -534,9 +574,23 @@ func validCustomID(id string) bool {
 func credKey(c llmfleet.Credential) string { return c.APIKey + "\x00" + c.AuthToken }
 
 // bodyOf is the synthetic body of one turn.
-func bodyOf(model, id string, in, out int64) json.RawMessage {
-	return json.RawMessage(`{"model":` + strconv.Quote(model) + `,"id":` + strconv.Quote(id) +
-		`,"input_tokens":` + strconv.FormatInt(in, 10) + `,"output_tokens":` + strconv.FormatInt(out, 10) + `}`)
+func bodyOf(model, id string, in, out, cacheRead, cacheWrite int64) json.RawMessage {
+	b := make([]byte, 0, 128)
+	b = append(b, `{"model":`...)
+	b = appendString(b, model)
+	b = append(b, `,"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"input_tokens":`...)
+	b = strconv.AppendInt(b, in, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, out, 10)
+	if cacheRead != 0 || cacheWrite != 0 {
+		b = append(b, `,"cache_read_input_tokens":`...)
+		b = strconv.AppendInt(b, cacheRead, 10)
+		b = append(b, `,"cache_creation_input_tokens":`...)
+		b = strconv.AppendInt(b, cacheWrite, 10)
+	}
+	return append(b, '}')
 }
 
 var _ llmfleet.Provider = (*Provider)(nil)

@@ -194,7 +194,7 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 		budget := time.Duration(t.BudgetMS) * time.Millisecond
 		routed := d.Policy.Budget(budget)
 		req := &llmfleet.Request{Credential: llmfleet.Credential{APIKey: t.Key},
-			Body: bodyOf(t.Model, fmt.Sprintf("%s/%d", t.Agent, t.Turn), t.InputTokens, t.OutputTokens)}
+			Body: bodyOf(t.Model, fmt.Sprintf("%s/%d", t.Agent, t.Turn), t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens)}
 		err := d.SubmitFunc(context.Background(), budget, req, func(resp *llmfleet.Response, err error) {
 			now := clock.Now()
 			l := now.Sub(arrived)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/dispatch"
 )
 
@@ -86,10 +87,14 @@ func TestSeedBreaksBudgetsLlmfleetKeeps(t *testing.T) {
 }
 
 func TestBodyRoundTrip(t *testing.T) {
-	raw := bodyOf("claude-sonnet-4-6", "a1/0", 1200, 300)
+	raw := bodyOf("claude-sonnet-4-6", "a1/0", 1200, 300, 0, 0)
 	b, ok := parseOwn(raw)
 	if !ok || b != (Body{Model: "claude-sonnet-4-6", ID: "a1/0", InputTokens: 1200, OutputTokens: 300}) {
-		t.Fatalf("%+v %v", b, ok)
+		t.Fatalf("%s: %+v %v", raw, b, ok)
+	}
+	raw = bodyOf("m", "x", 1, 2, 3, 4)
+	if b, ok := parseOwn(raw); !ok || b != (Body{Model: "m", ID: "x", InputTokens: 1, OutputTokens: 2, CacheRead: 3, CacheWrite: 4}) {
+		t.Fatalf("%s: %+v %v", raw, b, ok)
 	}
 	m, _ := message(b)
 	var msg struct {
@@ -101,17 +106,44 @@ func TestBodyRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(m, &msg); err != nil || msg.Model != b.Model || msg.Usage.InputTokens != 1200 {
 		t.Fatalf("message %s: %v", m, err)
 	}
-	// Any other body is read as a Messages API body.
-	for _, other := range []string{`{"input_tokens":5,"model":"m"}`, `{"model":"m,}","id":"x","input_tokens":1,"output_tokens":2}`} {
+	// An id with characters to escape.
+	raw = bodyOf("m", `a<"b">/0`, 1, 2, 0, 0)
+	if b, err := parseBody(raw); err != nil || b.ID != `a<"b">/0` || b.InputTokens != 1 {
+		t.Fatalf("%s: %+v %v", raw, b, err)
+	}
+	// Its fields in another order or with other characters are read
+	// with encoding/json.
+	for other, model := range map[string]string{`{"input_tokens":5,"model":"m"}`: "m", `{"model":"m,}","id":"x","input_tokens":1,"output_tokens":2}`: "m,}"} {
 		if _, ok := parseOwn([]byte(other)); ok {
-			t.Errorf("%s: read as own", other)
+			t.Errorf("%s: read fast", other)
 		}
-		if _, err := parseBody([]byte(other)); err == nil {
-			t.Errorf("%s: no error", other)
+		if b, err := parseBody([]byte(other)); err != nil || b.Model != model {
+			t.Errorf("%s: %+v %v", other, b, err)
 		}
+	}
+	// Any other body is read as a Messages API body.
+	if _, err := parseBody([]byte(`{"model":"m","input_tokens":1,"other":2}`)); err == nil {
+		t.Error("a body of neither shape: no error")
 	}
 	got, err := parseBody([]byte(`{"model":"claude-haiku-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil || got.Model != "claude-haiku-4-5" || got.InputTokens <= 0 || got.OutputTokens <= 0 || got.text == "" {
 		t.Errorf("Messages body: %+v, %v", got, err)
+	}
+}
+
+func TestFromLedger(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	turns := FromLedger([]llmfleet.LedgerEntry{
+		{Time: t0.Add(time.Minute), Latency: 2 * time.Minute, Model: "m1", Budget: time.Hour, Usage: llmfleet.Usage{InputTokens: 10, OutputTokens: 2}},
+		{Time: t0.Add(time.Minute), Latency: time.Minute, Model: "m1", Rescue: llmfleet.RescueLate},
+		{Time: t0.Add(time.Minute), Latency: time.Second, Model: "m2", Usage: llmfleet.Usage{CacheReadInputTokens: 7, CacheCreationInputTokens: 3}},
+	})
+	if len(turns) != 2 {
+		t.Fatalf("%+v", turns)
+	}
+	a, b := turns[0], turns[1]
+	if a.AtMS != 0 || a.BudgetMS != time.Hour.Milliseconds() || a.InputTokens != 10 || a.Model != "m1" ||
+		b.AtMS != (2*time.Minute-time.Second).Milliseconds() || b.BudgetMS != 0 || b.CacheReadTokens != 7 || b.CacheWriteTokens != 3 || a.Agent == b.Agent {
+		t.Errorf("%+v", turns)
 	}
 }

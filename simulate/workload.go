@@ -7,6 +7,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"time"
+
+	"github.com/llmfleet/llmfleet"
 )
 
 // Turn is one line of a workload: one request of an agent. An agent's
@@ -24,6 +26,40 @@ type Turn struct {
 	// Key is the API key the agent sends with: requests of different keys
 	// never share a batch.
 	Key string `json:"key"`
+	// CacheReadTokens and CacheWriteTokens are prompt cache reads and
+	// (5-minute) writes, which are priced apart from InputTokens.
+	CacheReadTokens  int64 `json:"cache_read_input_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_creation_input_tokens,omitempty"`
+}
+
+// FromLedger turns recorded ledger entries into a workload to replay:
+// each becomes a one-turn request of an agent of its own, arriving when
+// the request arrived (its Time less its Latency), with its model, budget
+// and usage (cache writes of either TTL count as 5-minute writes). Answers
+// that a rescue made redundant (llmfleet.RescueLate) are left out: their
+// request is there once already. All requests share one key, as the
+// ledger records no credential. The earliest arrival is the start.
+func FromLedger(entries []llmfleet.LedgerEntry) []Turn {
+	var out []Turn
+	var first time.Time
+	for _, e := range entries {
+		if e.Rescue == llmfleet.RescueLate {
+			continue
+		}
+		if at := e.Time.Add(-e.Latency); first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	for i, e := range entries {
+		if e.Rescue == llmfleet.RescueLate {
+			continue
+		}
+		out = append(out, Turn{Agent: fmt.Sprintf("ledger%d", i), Model: e.Model, Key: "ledger",
+			AtMS: e.Time.Add(-e.Latency).Sub(first).Milliseconds(), BudgetMS: e.Budget.Milliseconds(),
+			InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens,
+			CacheReadTokens: e.Usage.CacheReadInputTokens, CacheWriteTokens: e.Usage.CacheCreationInputTokens})
+	}
+	return out
 }
 
 // ReadWorkload reads a workload: one JSON Turn a line (blank lines are
@@ -44,7 +80,7 @@ func ReadWorkload(r io.Reader) ([]Turn, error) {
 		if t.Agent == "" || t.Model == "" {
 			return nil, fmt.Errorf("workload line %d: agent and model are required", n)
 		}
-		if t.AtMS < 0 || t.ThinkMS < 0 || t.BudgetMS < 0 || t.InputTokens < 0 || t.OutputTokens < 0 {
+		if t.AtMS < 0 || t.ThinkMS < 0 || t.BudgetMS < 0 || t.InputTokens < 0 || t.OutputTokens < 0 || t.CacheReadTokens < 0 || t.CacheWriteTokens < 0 {
 			return nil, fmt.Errorf("workload line %d: negative field", n)
 		}
 		out = append(out, t)

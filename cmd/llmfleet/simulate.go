@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -13,12 +16,14 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/simulate"
+	"github.com/llmfleet/llmfleet/sqlite"
 )
 
 func init() { commands["simulate"] = runSimulate }
 
-const simulateUsage = `usage: llmfleet simulate (--workload FILE | --fleet AGENTSxTURNS) [flags]
+const simulateUsage = `usage: llmfleet simulate (--workload FILE | --fleet AGENTSxTURNS | --from-ledger [--db PATH] [--since D]) [flags]
 
 Runs the dispatcher (the engine of llmfleet serve: policy, pools, polling,
 rescue) on a virtual clock against a simulated provider, and prints what
@@ -30,6 +35,12 @@ A workload is JSON lines, one request (an agent's turn) a line:
    "budget_ms": 600000, "input_tokens": 1200, "output_tokens": 300, "key": "k1"}
 An agent's first turn arrives at_ms after the start; each later turn
 think_ms after the agent's previous turn was answered.
+
+--from-ledger replays the traffic a deployment recorded in its ledger
+(the database of "llmfleet serve", which must not be running): each entry
+becomes a one-turn request arriving when the recorded one arrived, with
+its model, budget and usage (sync entries carry no budget: they replay
+sync).
 
 flags:
 `
@@ -48,6 +59,9 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	syncLat := fs.String("sync-latency", "1s-3s", "latency of a sync call, in the shape of --turnaround")
 	straggler := fs.String("straggler", "", "FRACTION:FACTORx: that fraction of the batches take FACTOR times their turnaround (e.g. 0.05:10x)")
 	seed := fs.Uint64("seed", 1, "seed of the simulated provider's draws (and of --fleet)")
+	fromLedger := fs.Bool("from-ledger", false, "replay the ledger of --db instead of a workload")
+	dbPath := fs.String("db", "", "with --from-ledger: SQLite database of llmfleet serve (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share)")
+	since := fs.String("since", "0", `with --from-ledger: replay the last DURATION ("24h", "7d"; "0": all of it)`)
 	policies := fs.String("policy", "llmfleet", "policies to simulate, comma-separated: llmfleet (the policy the flags set), seed (sync iff budget <= 5s, else batch, one pool per key flushed every 30s, no learning, no rescue)")
 	asJSON := fs.Bool("json", false, "print one JSON object per policy instead of a table")
 	pf := addPolicyFlags(fs)
@@ -70,9 +84,19 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	var turns []simulate.Turn
+	sources := 0
+	for _, set := range []bool{*workload != "", *fleet != "", *fromLedger} {
+		if set {
+			sources++
+		}
+	}
 	switch {
-	case (*workload == "") == (*fleet == ""):
-		return fmt.Errorf("give one of --workload and --fleet")
+	case sources != 1:
+		return fmt.Errorf("give one of --workload, --fleet and --from-ledger")
+	case *fromLedger:
+		if turns, err = ledgerWorkload(ctx, *dbPath, *since); err != nil {
+			return err
+		}
 	case *fleet != "":
 		a, t, ok := strings.Cut(*fleet, "x")
 		agents, err1 := strconv.Atoi(a)
@@ -125,6 +149,45 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return nil
 	}
 	return writeSimulation(stdout, reports)
+}
+
+// ledgerWorkload reads the ledger entries of the last since from the
+// database at path and turns them into a workload.
+func ledgerWorkload(ctx context.Context, path, since string) ([]simulate.Turn, error) {
+	if path == "" {
+		p, err := sqlite.DefaultPath()
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	// Opening creates a missing database: refuse instead.
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, fmt.Errorf("no llmfleet database at %s (see --db)", path)
+		}
+		return nil, err
+	}
+	p, err := ledger.ParsePeriod(since, "", "", time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("--since: %w", err)
+	}
+	if p.From.IsZero() {
+		p.From = time.Unix(0, 0)
+	}
+	db := &sqlite.DB{Path: path, Logger: slog.New(slog.DiscardHandler)}
+	if err := db.Open(ctx); err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	entries, err := db.Ledger(ctx, p.From, p.To)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("the ledger at %s has no entries in that period", path)
+	}
+	return simulate.FromLedger(entries), nil
 }
 
 // parseStraggler parses --straggler: "0.05:10x".

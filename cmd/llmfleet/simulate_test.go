@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/simulate"
+	"github.com/llmfleet/llmfleet/sqlite"
 )
 
 // llmfleet simulate --json prints one object per policy with the
@@ -58,5 +61,46 @@ func TestSimulateJSON(t *testing.T) {
 		if code := run(t.Context(), bad, &stdout, &stderr); code == 0 {
 			t.Errorf("%v: exit 0", bad)
 		}
+	}
+}
+
+// --from-ledger replays a deployment's ledger: one request per entry
+// (answers a rescue made redundant left out).
+func TestSimulateFromLedger(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	db, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour)
+	var entries []llmfleet.LedgerEntry
+	for i := range 6 {
+		e := llmfleet.LedgerEntry{Time: at.Add(time.Duration(i) * time.Minute), Provider: "anthropic", Model: "claude-sonnet-4-6",
+			Route: llmfleet.RouteBatch, Outcome: "ok", Latency: 3 * time.Minute, Budget: 10 * time.Minute, BudgetMet: true,
+			Usage: llmfleet.Usage{InputTokens: 1000, OutputTokens: 100, CacheReadInputTokens: 500}}
+		if i == 5 {
+			e.Rescue = llmfleet.RescueLate
+		}
+		entries = append(entries, e)
+	}
+	if err := db.AddLedger(t.Context(), entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"simulate", "--from-ledger", "--db", path, "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var r simulate.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 5 || r.CostUSD <= 0 || r.Latency["le_10m"].Count != 5 {
+		t.Errorf("replay: %s", stdout.String())
+	}
+	if code := run(t.Context(), []string{"simulate", "--from-ledger", "--db", filepath.Join(t.TempDir(), "none.db")}, &stdout, &stderr); code == 0 {
+		t.Error("a missing database: exit 0")
 	}
 }
