@@ -1,6 +1,9 @@
 package llmfleet
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Clock tells the time and starts timers. Engines take one so that tests
 // can control time; a nil Clock means the real one.
@@ -13,6 +16,16 @@ type Clock interface {
 type Timer interface {
 	// Stop prevents the timer from firing; it reports whether it did.
 	Stop() bool
+}
+
+// Sleeper is implemented by a Clock that must see every wait on it, such
+// as a simulator's virtual clock, which advances time only while nothing
+// runs: Sleep waits d on the clock, or until ctx ends (then it returns
+// ctx's error). Code that blocks on a Clock (the dispatcher's waits, a
+// simulated provider's calls) sleeps through it when the Clock implements
+// it, and with AfterFunc otherwise.
+type Sleeper interface {
+	Sleep(ctx context.Context, d time.Duration) error
 }
 
 // RealClock is the Clock of the time package.

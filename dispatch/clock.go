@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"time"
+
+	"github.com/llmfleet/llmfleet"
 )
 
 // errTimedOut is the cause of a context ended by withTimeout.
@@ -31,6 +33,9 @@ func (d *Dispatcher) sleepUntil(at time.Time) bool {
 	wait := at.Sub(d.clock.Now())
 	if wait <= 0 {
 		return d.ctx.Err() == nil
+	}
+	if s, ok := d.clock.(llmfleet.Sleeper); ok {
+		return s.Sleep(d.ctx, wait) == nil
 	}
 	tick := make(chan struct{})
 	t := d.clock.AfterFunc(wait, func() { close(tick) })

@@ -155,7 +155,27 @@ func (d *Dispatcher) finishLocked(w *waiter, resp *llmfleet.Response, err error,
 	case w.abandoned:
 		d.stats.droppedResults.Add(1)
 	default:
-		w.done <- outcome{resp, err}
+		if err != nil {
+			d.stats.errors.Add(1)
+		}
+		d.replyLocked(w, resp, err)
 	}
-	w.done <- outcome{resp, err}
+}
+
+// replyLocked answers w's caller once: with the answer, or with the
+// cause it stopped waiting for (its budget ran out, its context ended).
+func (d *Dispatcher) replyLocked(w *waiter, resp *llmfleet.Response, err error) {
+	if w.replied || w.reply == nil {
+		return
+	}
+	w.replied = true
+	if w.budgetTimer != nil {
+		w.budgetTimer.Stop()
+		w.budgetTimer = nil
+	}
+	if w.stopCtx != nil {
+		w.stopCtx()
+		w.stopCtx = nil
+	}
+	w.reply(resp, err)
 }

@@ -63,6 +63,11 @@ type Dispatcher struct {
 	// in it with the batch's turnaround (ended_at - created_at), under the
 	// same rules as Observe.
 	ObserveTurnaround func(provider, model string, turnaround time.Duration)
+	// Go, if set, runs each goroutine the Dispatcher starts (creates,
+	// polls, rescues, the sync calls of SubmitFunc, ...): it must run f
+	// concurrently, e.g. with go f(). A simulator sets it to know when
+	// the engine has no work running; nil means go f().
+	Go func(f func())
 
 	pol       Policy
 	clock     llmfleet.Clock
@@ -293,8 +298,13 @@ func (d *Dispatcher) endWorkLocked() {
 // it.
 func (d *Dispatcher) goOwned(f func()) {
 	d.wg.Add(1)
-	go func() {
+	run := func() {
 		defer d.wg.Done()
 		f()
-	}()
+	}
+	if d.Go != nil {
+		d.Go(run)
+		return
+	}
+	go run()
 }

@@ -23,7 +23,11 @@
 //     made.
 //
 // All time comes from the injected Clock (timers, the create and poll
-// deadlines), so the same engine runs under a virtual clock.
+// deadlines), so the same engine runs under a virtual clock: a Clock that
+// implements llmfleet.Sleeper takes the engine's waits, the Go hook starts
+// its goroutines (so that a simulator knows when none runs), and
+// SubmitFunc submits without blocking (package simulate drives the engine
+// so).
 //
 // # Routing
 //

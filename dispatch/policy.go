@@ -61,6 +61,11 @@ type Policy struct {
 	RescueMargin time.Duration
 	// NoRescue turns deadline rescue off.
 	NoRescue bool
+	// NoLearning keeps the predictions at their priors (TurnaroundPrior,
+	// TurnaroundPriors, SyncLatencyPrior): observed turnarounds and sync
+	// latencies are not learned from, and no batch goes out to explore a
+	// model. (They are still reported to ObserveTurnaround.)
+	NoLearning bool
 	// SettleDelay is how long after a create's answer (or its deadline, if
 	// none came) the provider's batch list is trusted to show the batch.
 	// Default 2s.

@@ -193,7 +193,9 @@ func (d *Dispatcher) endedLocked(t *tracker, f *flight, b *llmfleet.Batch, now t
 	for _, m := range f.models {
 		// A pool holds one model: a batch's turnaround teaches only the
 		// models it held.
-		d.predictor.observe(t.prov.Name(), m, turnaround)
+		if !d.pol.NoLearning {
+			d.predictor.observe(t.prov.Name(), m, turnaround)
+		}
 		samples = append(samples, llmfleet.TurnaroundSample{Provider: t.prov.Name(), Model: m, Size: f.size,
 			Turnaround: turnaround, At: b.EndedAt})
 		if d.ObserveTurnaround != nil {

@@ -20,12 +20,13 @@ type predictor struct {
 
 	mu        sync.Mutex
 	samples   map[string][]time.Duration // ring of recent observations, oldest first
+	sorted    map[string][]time.Duration // samples sorted, built when first read
 	exploring map[string]bool            // a batch is out to learn a model without samples
 }
 
 func newPredictor(prior time.Duration, priors map[string]time.Duration, quantile float64, keep int) *predictor {
 	return &predictor{prior: prior, priors: priors, quantile: quantile, keep: keep,
-		samples: map[string][]time.Duration{}, exploring: map[string]bool{}}
+		samples: map[string][]time.Duration{}, sorted: map[string][]time.Duration{}, exploring: map[string]bool{}}
 }
 
 func predictorKey(provider, model string) string { return provider + "\x00" + model }
@@ -43,6 +44,7 @@ func (p *predictor) observe(provider, model string, d time.Duration) {
 		s = s[len(s)-p.keep:]
 	}
 	p.samples[k] = s
+	delete(p.sorted, k)
 	delete(p.exploring, k)
 }
 
@@ -54,8 +56,14 @@ func (p *predictor) predict(provider, model string) time.Duration {
 // at returns quantile q of a model's samples, or its prior if it has
 // none.
 func (p *predictor) at(provider, model string, q float64) time.Duration {
+	k := predictorKey(provider, model)
 	p.mu.Lock()
-	s := slices.Clone(p.samples[predictorKey(provider, model)])
+	s, ok := p.sorted[k]
+	if !ok && len(p.samples[k]) > 0 {
+		s = slices.Clone(p.samples[k])
+		slices.Sort(s)
+		p.sorted[k] = s // never changed: observe replaces it
+	}
 	p.mu.Unlock()
 	if len(s) == 0 {
 		if d, ok := p.priors[model]; ok {
@@ -63,7 +71,6 @@ func (p *predictor) at(provider, model string, q float64) time.Duration {
 		}
 		return p.prior
 	}
-	slices.Sort(s)
 	pos := q * float64(len(s)-1)
 	i := int(pos)
 	if i >= len(s)-1 {

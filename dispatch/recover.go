@@ -19,7 +19,9 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 		return err
 	}
 	for _, s := range samples { // oldest first
-		d.predictor.observe(s.Provider, s.Model, s.Turnaround)
+		if !d.pol.NoLearning {
+			d.predictor.observe(s.Provider, s.Model, s.Turnaround)
+		}
 	}
 	queued, batches, err := store.Pending(ctx)
 	if err != nil {

@@ -86,7 +86,9 @@ func (d *Dispatcher) rescue(w *waiter) {
 		d.mu.Unlock()
 		return
 	}
-	d.syncLat.observe(w.prov.Name(), resp.Model, now.Sub(start))
+	if !d.pol.NoLearning {
+		d.syncLat.observe(w.prov.Name(), resp.Model, now.Sub(start))
+	}
 	resp.Route = llmfleet.RouteSync
 	resp.RequestID = w.id
 	d.mu.Lock()

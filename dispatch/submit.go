@@ -33,7 +33,7 @@ func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.
 func (d *Dispatcher) route(provider, model string, budget time.Duration) llmfleet.Route {
 	reserve := d.pol.Reserve(d.syncLat.predict(provider, model))
 	r := d.pol.Route(budget, d.predictor.predict(provider, model), reserve, false)
-	if r == llmfleet.RouteSync && d.pol.Route(budget, math.MaxInt64, reserve, true) == llmfleet.RouteBatch && d.predictor.explore(provider, model) {
+	if r == llmfleet.RouteSync && !d.pol.NoLearning && d.pol.Route(budget, math.MaxInt64, reserve, true) == llmfleet.RouteBatch && d.predictor.explore(provider, model) {
 		d.log.Info("exploring a model's batch turnaround", "provider", provider, "model", model)
 		r = llmfleet.RouteBatch
 	}
@@ -78,7 +78,7 @@ func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*ll
 	d.stats.syncCalls.Add(1)
 	start := d.clock.Now()
 	resp, err := p.Send(ctx, req)
-	if err == nil {
+	if err == nil && !d.pol.NoLearning {
 		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(start))
 	}
 	if d.Observe != nil {
@@ -123,7 +123,7 @@ func (d *Dispatcher) newWaiter(req *llmfleet.Request, budget time.Duration, arri
 		id = llmfleet.NewID("lfr_")
 	}
 	w := &waiter{id: id, req: req, prov: p, info: info, params: params, budget: budget,
-		arrived: arrived, done: make(chan outcome, 1)}
+		arrived: arrived}
 	if budget > 0 {
 		w.deadline = arrived.Add(budget)
 	}
@@ -164,67 +164,100 @@ func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 // answer. A positive budget, counted from now, bounds the wait and may
 // pull the pool's flush forward; 0 means no budget.
 func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
-	arrived := d.clock.Now()
-	var expired <-chan struct{}
-	if budget > 0 {
-		ch := make(chan struct{})
-		t := d.clock.AfterFunc(budget, func() { close(ch) })
-		defer t.Stop()
-		expired = ch
+	ch := make(chan outcome, 1)
+	if err := d.submitBatch(ctx, budget, req, func(resp *llmfleet.Response, err error) { ch <- outcome{resp, err} }); err != nil {
+		return nil, err
 	}
-	w, err := d.newWaiter(req, budget, arrived)
+	o := <-ch
+	return o.resp, o.err
+}
+
+// SubmitFunc routes req like Submit without waiting for its answer: done
+// is called exactly once, with the answer, or with an error wrapping
+// llmfleet.ErrBudgetExceeded when the budget (counted from now) runs out
+// first, or with ctx's error when ctx ends first. A batched request that
+// its caller stops waiting for behaves as under SubmitBatch: without a
+// Store a queued one leaves its pool, any other goes on and its answer is
+// kept with a Store (dropped without). The sync route runs its call in a
+// goroutine of the Dispatcher's (see Go). An error returned means done
+// will not be called. done may run with the Dispatcher's lock held: it
+// must be quick and must not call back into the Dispatcher.
+func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *llmfleet.Request, done func(*llmfleet.Response, error)) error {
+	if d.Plan(budget, req) != llmfleet.RouteSync {
+		return d.submitBatch(ctx, d.pol.Budget(budget), req, done)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case !d.opened:
+		return fmt.Errorf("dispatch: Submit before Open")
+	case d.closed:
+		return llmfleet.ErrClosed
+	}
+	d.goOwned(func() { done(d.SubmitSync(ctx, req)) })
+	return nil
+}
+
+// submitBatch pools req and arranges for reply to be called once (see
+// SubmitFunc).
+func (d *Dispatcher) submitBatch(ctx context.Context, budget time.Duration, req *llmfleet.Request, reply func(*llmfleet.Response, error)) error {
+	w, err := d.newWaiter(req, budget, d.clock.Now())
 	if err == nil {
+		w.reply = reply
 		err = d.accept(ctx, w)
 	}
 	if err != nil {
 		d.stats.errors.Add(1)
-		return nil, err
+		return err
 	}
-	select {
-	case o := <-w.done:
-		if o.err != nil {
-			d.stats.errors.Add(1)
-		}
-		return o.resp, o.err
-	case <-ctx.Done():
-		if o, ok := d.leave(w, ctx.Err()); ok {
-			return o.resp, o.err
-		}
-		return nil, ctx.Err()
-	case <-expired:
-		missed := fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget)
-		if o, ok := d.leave(w, missed); ok {
-			return o.resp, o.err
-		}
-		d.stats.budgetMisses.Add(1)
-		d.stats.errors.Add(1)
-		return nil, missed
-	}
-}
-
-// leave handles a caller that stopped waiting. Without a durable journal a
-// queued request is withdrawn from its pool (its ledger entry records
-// why); otherwise, and after submission, the request goes on and its
-// answer is kept (or dropped, without a Store). If the answer had already
-// arrived it returns it.
-func (d *Dispatcher) leave(w *waiter, cause error) (outcome, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	select {
-	case o := <-w.done:
-		return o, true
-	default:
+	if w.replied {
+		return nil
+	}
+	if budget > 0 {
+		missed := fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget)
+		w.budgetTimer = d.clock.AfterFunc(max(w.deadline.Sub(d.clock.Now()), 0), func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if !w.replied {
+				d.stats.budgetMisses.Add(1)
+				d.stats.errors.Add(1)
+			}
+			d.leaveLocked(w, missed)
+		})
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.leaveLocked(w, ctx.Err())
+		})
+		w.stopCtx = stop
+	}
+	return nil
+}
+
+// leaveLocked handles a caller that stopped waiting for cause, unless it
+// was answered already. Without a durable journal a queued request is
+// withdrawn from its pool (its ledger entry records why); otherwise, and
+// after submission, the request goes on and its answer is kept (or
+// dropped, without a Store). The caller is answered with cause.
+func (d *Dispatcher) leaveLocked(w *waiter, cause error) {
+	if w.replied {
+		return
 	}
 	if w.state == stateQueued && !d.journal.durable() {
 		d.withdrawLocked(w)
 		w.to(stateDone)
+		d.stopRescueLocked(w)
 		if d.Observe != nil {
 			d.Observe(d.entry(w, nil, cause, d.clock.Now()), false)
 		}
-		return outcome{}, false
+	} else {
+		w.abandoned = true
 	}
-	w.abandoned = true
-	return outcome{}, false
+	d.replyLocked(w, nil, cause)
 }
 
 // Enqueue accepts a request for batching without waiting for its answer

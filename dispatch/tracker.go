@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -52,7 +54,9 @@ func (t *tracker) due() time.Time {
 }
 
 // split returns the ids of the flights not known to have ended, and the
-// flights that ended (whose results are to be fetched).
+// flights that ended (whose results are to be fetched), both in the order
+// of their ids, so that a poll does the same in the same state (the
+// simulator's runs are reproducible).
 func (t *tracker) split() (open []string, ended []*flight) {
 	for id, f := range t.flights {
 		if f.ended != nil {
@@ -61,6 +65,8 @@ func (t *tracker) split() (open []string, ended []*flight) {
 			open = append(open, id)
 		}
 	}
+	slices.Sort(open)
+	slices.SortFunc(ended, func(a, b *flight) int { return strings.Compare(a.id, b.id) })
 	return open, ended
 }
 

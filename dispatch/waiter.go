@@ -49,7 +49,9 @@ type waiter struct {
 	arrived  time.Time // when it reached the dispatcher: budgets count from here
 	accepted time.Time // when it was durably accepted: pool windows count from here
 	deadline time.Time // arrived + budget; zero: no budget
-	done     chan outcome
+	// reply answers the caller (SubmitFunc's done); nil when no caller
+	// waits (detached).
+	reply func(*llmfleet.Response, error)
 
 	// Guarded by Dispatcher.mu.
 	state     waiterState
@@ -59,6 +61,9 @@ type waiter struct {
 	pool      *pool
 	customID  string
 
+	replied     bool           // reply was called
+	budgetTimer llmfleet.Timer // fires at deadline, for a caller that waits
+	stopCtx     func() bool    // stops watching the caller's context
 	rescueTimer llmfleet.Timer // fires at Policy.RescueAt
 	rescuing    bool           // a rescue's sync call was made
 }

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/llmfleet/llmfleet/emulator"
@@ -70,61 +69,8 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return err
 }
 
-// parseTurnarounds parses the --turnaround flag: comma-separated ranges
-// (see parseTurnaround), the first for every model unless it is a
-// model=range pair, the pairs for the models they name.
+// parseTurnarounds parses the --turnaround flag (see
+// emulator.ParseDurations).
 func parseTurnarounds(s string) (func(model string, r *rand.Rand) time.Duration, error) {
-	type span struct{ lo, hi time.Duration }
-	def := span{2 * time.Second, 6 * time.Second}
-	perModel := map[string]span{}
-	for i, part := range strings.Split(s, ",") {
-		model, rng, isPair := strings.Cut(part, "=")
-		if !isPair {
-			if i > 0 {
-				return nil, fmt.Errorf("--turnaround: %q: only the first range may be for every model; name the model of the others (model=range)", part)
-			}
-			rng, model = part, ""
-		}
-		model = strings.TrimSpace(model)
-		if isPair && model == "" {
-			return nil, fmt.Errorf("--turnaround: %q names no model", part)
-		}
-		lo, hi, err := parseTurnaround(rng)
-		if err != nil {
-			return nil, err
-		}
-		if isPair {
-			perModel[model] = span{lo, hi}
-		} else {
-			def = span{lo, hi}
-		}
-	}
-	return func(model string, r *rand.Rand) time.Duration {
-		sp, ok := perModel[model]
-		if !ok {
-			sp = def
-		}
-		if sp.hi > sp.lo {
-			return sp.lo + time.Duration(r.Int64N(int64(sp.hi-sp.lo)+1))
-		}
-		return sp.lo
-	}, nil
-}
-
-// parseTurnaround parses "5s" or "2s-6s".
-func parseTurnaround(s string) (lo, hi time.Duration, err error) {
-	a, b, isRange := strings.Cut(s, "-")
-	if lo, err = time.ParseDuration(strings.TrimSpace(a)); err != nil {
-		return 0, 0, fmt.Errorf("--turnaround: %v", err)
-	}
-	hi = lo
-	if isRange {
-		if hi, err = time.ParseDuration(strings.TrimSpace(b)); err != nil {
-			return 0, 0, fmt.Errorf("--turnaround: %v", err)
-		}
-	}
-	if lo < 0 || hi < lo {
-		return 0, 0, fmt.Errorf("--turnaround: %q is not a duration or a range lo-hi", s)
-	}
-	return lo, hi, nil
+	return emulator.ParseDurations("--turnaround", s)
 }

@@ -3,6 +3,7 @@
 //	llmfleet serve    [flags]   the transparent batching proxy
 //	llmfleet emulate  [flags]   a local stand-in for the Anthropic API
 //	llmfleet stats    [flags]   what the fleet paid, would have paid and saved
+//	llmfleet simulate [flags]   what a workload would cost under a policy
 //
 // Run "llmfleet <command> -h" for the flags of a command. The benchmark of
 // the proxy's overhead is a command of its own, cmd/llmfleet-bench.
@@ -59,5 +60,6 @@ func usage(w io.Writer) {
 commands:
   serve     run the batching proxy (speaks the Anthropic HTTP API)
   emulate   run a local emulator of the Anthropic Messages and Batches APIs
-  stats     print what the fleet paid, would have paid and saved, by model and route`)
+  stats     print what the fleet paid, would have paid and saved, by model and route
+  simulate  run a workload through the engine on a virtual clock: cost and broken budgets per policy`)
 }

@@ -104,15 +104,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	configFile := fs.String("config", "", "YAML file with settings (flags on the command line win)")
 	listen := fs.String("listen", "127.0.0.1:8787", "address to listen on")
 	anthropicURL := fs.String("anthropic-url", claude.DefaultBaseURL, "base URL of the Anthropic API")
-	syncMax := fs.Duration("sync-max-latency", 0, "largest budget that always goes sync (0: dispatcher default, 5s)")
-	window := fs.Duration("batch-window", 0, "longest a request waits in a pool (0: dispatcher default, 30s)")
-	minSize := fs.Int("batch-min-size", 0, "pool size at which a batch goes out at once (0: dispatcher default, 10)")
-	maxSize := fs.Int("batch-max-size", 0, "most requests in one batch (0: dispatcher default, 100)")
-	poll := fs.Duration("poll-interval", 0, "shortest interval between polls of a credential's batches (0: dispatcher default, 5s)")
-	maxPoll := fs.Duration("max-poll-interval", 0, "longest interval between polls while a batch is in flight (0: dispatcher default, 30s)")
-	prior := fs.Duration("turnaround-prior", 0, "predicted batch turnaround before any is observed (0: dispatcher default, 2m)")
-	createTimeout := fs.Duration("create-timeout", 0, "bound of one batch create call; an unanswered create (lost connection, crash) is sent again only if a list read after this bound plus a 2s settle delay lacks its batch (0: dispatcher default, 2m)")
-	defBudget := fs.Duration("default-budget", 0, "budget of a request that carries none (0: sync)")
+	pf := addPolicyFlags(fs)
 	toolSync := fs.Bool("tool-results-sync", false, "send turns whose last user message carries tool_result blocks sync")
 	ping := fs.Duration("ping-interval", proxy.DefaultPingInterval, "interval of ping events to a waiting streaming caller")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight batches")
@@ -171,18 +163,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger.Info("durable state", "db", state.db.Path, "secret", state.secret, "retention", *retention)
 	provider := &claude.Provider{BaseURL: upstream.String(), Logger: logger}
 	d := &dispatch.Dispatcher{
-		Providers: []llmfleet.Provider{provider},
-		Policy: dispatch.Policy{
-			DefaultBudget:   *defBudget,
-			SyncMaxLatency:  *syncMax,
-			BatchWindow:     *window,
-			BatchMinSize:    *minSize,
-			BatchMaxSize:    *maxSize,
-			PollInterval:    *poll,
-			MaxPollInterval: *maxPoll,
-			TurnaroundPrior: *prior,
-			CreateTimeout:   *createTimeout,
-		},
+		Providers:       []llmfleet.Provider{provider},
+		Policy:          pf.policy(),
 		Logger:          logger,
 		Store:           state.db,
 		Sealer:          state.vault,
@@ -229,7 +211,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv := &proxy.Server{
 		Submitter:       d,
 		Upstream:        upstream,
-		DefaultBudget:   *defBudget,
+		DefaultBudget:   *pf.defBudget,
 		ToolResultsSync: *toolSync,
 		PingInterval:    *ping,
 		Logger:          logger,

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"flag"
+	"time"
+
+	"github.com/llmfleet/llmfleet/dispatch"
+)
+
+// policyFlags are the dispatcher's policy flags, shared by serve and
+// simulate so that a simulated policy is set exactly as a served one.
+type policyFlags struct {
+	syncMax, window, poll, maxPoll, prior, createTimeout, defBudget *time.Duration
+	minSize, maxSize                                                *int
+}
+
+func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
+	return &policyFlags{
+		syncMax:       fs.Duration("sync-max-latency", 0, "largest budget that always goes sync (0: dispatcher default, 5s)"),
+		window:        fs.Duration("batch-window", 0, "longest a request waits in a pool (0: dispatcher default, 30s)"),
+		minSize:       fs.Int("batch-min-size", 0, "pool size at which a batch goes out at once (0: dispatcher default, 10)"),
+		maxSize:       fs.Int("batch-max-size", 0, "most requests in one batch (0: dispatcher default, 100)"),
+		poll:          fs.Duration("poll-interval", 0, "shortest interval between polls of a credential's batches (0: dispatcher default, 5s)"),
+		maxPoll:       fs.Duration("max-poll-interval", 0, "longest interval between polls while a batch is in flight (0: dispatcher default, 30s)"),
+		prior:         fs.Duration("turnaround-prior", 0, "predicted batch turnaround before any is observed (0: dispatcher default, 2m)"),
+		createTimeout: fs.Duration("create-timeout", 0, "bound of one batch create call; an unanswered create (lost connection, crash) is sent again only if a list read after this bound plus a 2s settle delay lacks its batch (0: dispatcher default, 2m)"),
+		defBudget:     fs.Duration("default-budget", 0, "budget of a request that carries none (0: sync)"),
+	}
+}
+
+// policy is the policy the flags set.
+func (f *policyFlags) policy() dispatch.Policy {
+	return dispatch.Policy{
+		DefaultBudget:   *f.defBudget,
+		SyncMaxLatency:  *f.syncMax,
+		BatchWindow:     *f.window,
+		BatchMinSize:    *f.minSize,
+		BatchMaxSize:    *f.maxSize,
+		PollInterval:    *f.poll,
+		MaxPollInterval: *f.maxPoll,
+		TurnaroundPrior: *f.prior,
+		CreateTimeout:   *f.createTimeout,
+	}
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/simulate"
+	"github.com/llmfleet/llmfleet/sqlite"
+)
+
+// llmfleet simulate --json prints one object per policy with the
+// documented fields.
+func TestSimulateJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.jsonl")
+	var buf bytes.Buffer
+	if err := simulate.WriteWorkload(&buf, simulate.Fleet(5, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"simulate", "--workload", path, "--policy", "llmfleet,seed", "--json",
+		"--turnaround", "1m-3m", "--sync-latency", "claude-opus-4-6=2s-4s", "--straggler", "0.1:5x", "--seed", "3",
+		"--batch-window", "20s", "--poll-interval", "10s"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines: %s", len(lines), stdout.String())
+	}
+	for i, want := range []string{"llmfleet", "seed"} {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"policy", "requests", "routes", "batches", "management_calls", "cost_usd",
+			"sync_equivalent_usd", "saved_usd", "rescued", "budget_misses", "latency"} {
+			if _, ok := m[f]; !ok {
+				t.Errorf("%s: no %q in %s", want, f, lines[i])
+			}
+		}
+		if m["policy"] != want || m["requests"] != float64(10) {
+			t.Errorf("line %d: %s", i, lines[i])
+		}
+	}
+
+	stdout.Reset()
+	if code := run(t.Context(), []string{"simulate", "--fleet", "3x2"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "budget misses") {
+		t.Errorf("table: exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	for _, bad := range [][]string{{"simulate"}, {"simulate", "--fleet", "3"}, {"simulate", "--fleet", "3x2", "--straggler", "2:3x"},
+		{"simulate", "--fleet", "3x2", "--policy", "other"}} {
+		if code := run(t.Context(), bad, &stdout, &stderr); code == 0 {
+			t.Errorf("%v: exit 0", bad)
+		}
+	}
+}
+
+// --from-ledger replays a deployment's ledger: one request per entry
+// (answers a rescue made redundant left out).
+func TestSimulateFromLedger(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	db, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour)
+	var entries []llmfleet.LedgerEntry
+	for i := range 6 {
+		e := llmfleet.LedgerEntry{Time: at.Add(time.Duration(i) * time.Minute), Provider: "anthropic", Model: "claude-sonnet-4-6",
+			Route: llmfleet.RouteBatch, Outcome: "ok", Latency: 3 * time.Minute, Budget: 10 * time.Minute, BudgetMet: true,
+			Usage: llmfleet.Usage{InputTokens: 1000, OutputTokens: 100, CacheReadInputTokens: 500}}
+		if i == 5 {
+			e.Rescue = llmfleet.RescueLate
+		}
+		entries = append(entries, e)
+	}
+	if err := db.AddLedger(t.Context(), entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"simulate", "--from-ledger", "--db", path, "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var r simulate.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 5 || r.CostUSD <= 0 || r.Latency["le_10m"].Count != 5 {
+		t.Errorf("replay: %s", stdout.String())
+	}
+	if code := run(t.Context(), []string{"simulate", "--from-ledger", "--db", filepath.Join(t.TempDir(), "none.db")}, &stdout, &stderr); code == 0 {
+		t.Error("a missing database: exit 0")
+	}
+}

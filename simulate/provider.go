@@ -1,0 +1,596 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claude"
+	"github.com/llmfleet/llmfleet/claudewire"
+	"github.com/llmfleet/llmfleet/emulator"
+)
+
+// Body is the synthetic request body the simulated provider reads: the
+// model, and the usage its answer reports.
+type Body struct {
+	Model        string `json:"model"`
+	ID           string `json:"id,omitempty"`
+	InputTokens  int64  `json:"input_tokens"`
+	OutputTokens int64  `json:"output_tokens"`
+	// CacheRead and CacheWrite are prompt cache reads and 5-minute writes.
+	CacheRead  int64 `json:"cache_read_input_tokens,omitempty"`
+	CacheWrite int64 `json:"cache_creation_input_tokens,omitempty"`
+
+	text string // the answer's text
+}
+
+// Provider is a simulated provider on a Clock: sync calls take a drawn
+// latency on the clock, batches end a drawn turnaround after their
+// creation (times Straggler.Factor for a Straggler.Fraction of them), and
+// every answer reports the usage its Body names. It keeps its batches in
+// memory. Randomness comes from Seed only: under the Clock's one task at a
+// time, a run is reproducible.
+type Provider struct {
+	// ProviderName is what Name returns; empty means "anthropic", whose
+	// prices the price table knows.
+	ProviderName string
+	// Clock is the virtual clock. Required.
+	Clock *Clock
+	// Turnaround and SyncLatency draw a batch's turnaround and a sync
+	// call's latency for a model (see emulator.ParseDurations). Nil:
+	// 2m-10m and 1s-3s.
+	Turnaround, SyncLatency func(model string, r *rand.Rand) time.Duration
+	// Straggler makes a fraction of the batches take Factor times their
+	// turnaround.
+	Straggler Straggler
+	// Seed seeds the draws.
+	Seed uint64
+
+	once    sync.Once
+	mu      sync.Mutex
+	rng     *rand.Rand
+	batches map[string]*simBatch
+	byCred  map[string][]*simBatch // by credential, oldest first
+	n       int                    // batches made
+	// Calls counts the calls made to it, by method.
+	calls map[string]int
+}
+
+// Straggler describes the batches that take much longer than their
+// model's turnaround.
+type Straggler struct {
+	Fraction float64
+	Factor   float64
+}
+
+type simBatch struct {
+	b     llmfleet.Batch
+	cred  string
+	pos   int // in its credential's list
+	tag   string
+	items []llmfleet.BatchItem
+	// canceled is set by CancelBatch before the batch ended.
+	canceled bool
+	// counts are its results' once ended (unless canceled).
+	counts llmfleet.RequestCounts
+}
+
+func (p *Provider) init() {
+	p.once.Do(func() {
+		p.rng = rand.New(rand.NewPCG(p.Seed, 0x5eed))
+		p.batches = map[string]*simBatch{}
+		p.byCred = map[string][]*simBatch{}
+		p.calls = map[string]int{}
+	})
+}
+
+// Calls returns how many calls each method got.
+func (p *Provider) Calls() map[string]int {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int, len(p.calls))
+	for k, v := range p.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Name returns ProviderName, or "anthropic".
+func (p *Provider) Name() string {
+	if p.ProviderName == "" {
+		return "anthropic"
+	}
+	return p.ProviderName
+}
+
+// Limits returns Anthropic's batch limits.
+func (p *Provider) Limits() llmfleet.BatchLimits {
+	return llmfleet.BatchLimits{MaxRequests: 100_000, MaxBytes: 256 << 20}
+}
+
+// parseBody reads a body: the simulator's own (see bodyOf), or a Messages
+// API create-message body, answered as llmfleet's emulator answers it
+// (its reply text, its input tokens, a quarter of the text's characters
+// as output tokens).
+func parseBody(raw []byte) (Body, error) {
+	if b, ok := parseOwn(raw); ok {
+		b.text = "ok"
+		return b, nil
+	}
+	// The simulator's own body, laid out otherwise (escapes in its id).
+	var own Body
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&own) == nil && own.Model != "" && !dec.More() {
+		own.text = "ok"
+		return own, nil
+	}
+	text, err := emulator.ReplyText(raw)
+	if err != nil {
+		typ, msg, _ := strings.Cut(err.Error(), ": ")
+		return Body{}, apiError(typ, msg)
+	}
+	var m struct {
+		Model     string `json:"model"`
+		MaxTokens int64  `json:"max_tokens"`
+	}
+	_ = json.Unmarshal(raw, &m)
+	if m.MaxTokens < 1 {
+		return Body{}, apiError("invalid_request_error", "max_tokens: must be greater than or equal to 1")
+	}
+	in, _ := emulator.InputTokens(raw)
+	return Body{Model: m.Model, ID: emulator.MessageID(raw), InputTokens: in, OutputTokens: int64(len(text)/4 + 1), text: text}, nil
+}
+
+// apiError is an error answer of the API.
+func apiError(typ, msg string) *llmfleet.Error {
+	return &llmfleet.Error{StatusCode: claudewire.StatusForType(typ), Type: typ, Message: msg,
+		RequestID: "req_sim", Body: claudewire.Envelope(typ, msg, "req_sim")}
+}
+
+func (p *Provider) count(method string) {
+	p.mu.Lock()
+	p.calls[method]++
+	p.mu.Unlock()
+}
+
+func (p *Provider) draw(f func(string, *rand.Rand) time.Duration, def [2]time.Duration, model string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f != nil {
+		return f(model, p.rng)
+	}
+	return def[0] + time.Duration(p.rng.Int64N(int64(def[1]-def[0])+1))
+}
+
+// parseOwn reads a body exactly as bodyOf writes it, without the cost of
+// encoding/json (the simulator reads each body several times); false for
+// any other.
+func parseOwn(raw []byte) (Body, bool) {
+	var b Body
+	s := string(raw)
+	field := func(name string, quoted bool) (string, bool) {
+		pre := `"` + name + `":`
+		if !strings.HasPrefix(s, pre) {
+			return "", false
+		}
+		s = s[len(pre):]
+		end := strings.IndexAny(s, ",}")
+		if end < 0 {
+			return "", false
+		}
+		v := s[:end]
+		s = s[end+1:]
+		if quoted {
+			u, err := strconv.Unquote(v)
+			return u, err == nil && !strings.ContainsAny(u, `",}\`)
+		}
+		return v, true
+	}
+	if !strings.HasPrefix(s, "{") {
+		return b, false
+	}
+	s = s[1:]
+	var ok bool
+	var in, out string
+	if b.Model, ok = field("model", true); !ok || b.Model == "" {
+		return b, false
+	}
+	if b.ID, ok = field("id", true); !ok {
+		return b, false
+	}
+	if in, ok = field("input_tokens", false); !ok {
+		return b, false
+	}
+	if out, ok = field("output_tokens", false); !ok {
+		return b, false
+	}
+	var err1, err2, err3, err4 error
+	b.InputTokens, err1 = strconv.ParseInt(in, 10, 64)
+	b.OutputTokens, err2 = strconv.ParseInt(out, 10, 64)
+	if s != "" {
+		var cr, cw string
+		if cr, ok = field("cache_read_input_tokens", false); !ok {
+			return b, false
+		}
+		if cw, ok = field("cache_creation_input_tokens", false); !ok || s != "" {
+			return b, false
+		}
+		b.CacheRead, err3 = strconv.ParseInt(cr, 10, 64)
+		b.CacheWrite, err4 = strconv.ParseInt(cw, 10, 64)
+	}
+	return b, err1 == nil && err2 == nil && err3 == nil && err4 == nil
+}
+
+// message is the answer to a body: a Messages API message.
+func message(b Body) (json.RawMessage, llmfleet.Usage) {
+	u := llmfleet.Usage{InputTokens: b.InputTokens, OutputTokens: b.OutputTokens,
+		CacheReadInputTokens: b.CacheRead, CacheCreationInputTokens: b.CacheWrite}
+	u.CacheCreation.Ephemeral5mInputTokens = b.CacheWrite
+	id := b.ID
+	if !strings.HasPrefix(id, "msg_") {
+		id = "msg_sim_" + id
+	}
+	m := make([]byte, 0, 256)
+	m = append(m, `{"id":`...)
+	m = appendString(m, id)
+	m = append(m, `,"type":"message","role":"assistant","model":`...)
+	m = appendString(m, b.Model)
+	m = append(m, `,"content":[{"type":"text","text":`...)
+	m = appendString(m, b.text)
+	m = append(m, `}],"stop_reason":"end_turn","usage":{"input_tokens":`...)
+	m = strconv.AppendInt(m, u.InputTokens, 10)
+	m = append(m, `,"output_tokens":`...)
+	m = strconv.AppendInt(m, u.OutputTokens, 10)
+	if b.CacheRead != 0 || b.CacheWrite != 0 {
+		m = append(m, `,"cache_read_input_tokens":`...)
+		m = strconv.AppendInt(m, b.CacheRead, 10)
+		m = append(m, `,"cache_creation_input_tokens":`...)
+		m = strconv.AppendInt(m, b.CacheWrite, 10)
+		m = append(m, `,"cache_creation":{"ephemeral_5m_input_tokens":`...)
+		m = strconv.AppendInt(m, b.CacheWrite, 10)
+		m = append(m, `,"ephemeral_1h_input_tokens":0}`...)
+	}
+	m = append(m, `}}`...)
+	return m, u
+}
+
+// appendString appends s as a JSON string.
+func appendString(m []byte, s string) []byte {
+	if !strings.ContainsAny(s, "\"\\<>&") && isPlain(s) {
+		return append(append(append(m, '"'), s...), '"')
+	}
+	q, _ := json.Marshal(s)
+	return append(m, q...)
+}
+
+// isPlain reports whether s is printable ASCII.
+func isPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Send takes the model's drawn sync latency on the clock and answers.
+func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.Response, error) {
+	p.init()
+	p.count("send")
+	b, err := parseBody(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Clock.Sleep(ctx, p.draw(p.SyncLatency, [2]time.Duration{time.Second, 3 * time.Second}, b.Model)); err != nil {
+		return nil, err
+	}
+	m, u := message(b)
+	return &llmfleet.Response{Route: llmfleet.RouteSync, StatusCode: 200, Header: http.Header{}, Body: m, Usage: u, Model: b.Model}, nil
+}
+
+// Stream answers like Send, as a Messages event stream.
+func (p *Provider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCloser, error) {
+	resp, err := p.Send(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var msg struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(resp.Body, &msg)
+	text := ""
+	if len(msg.Content) > 0 {
+		text = msg.Content[0].Text
+	}
+	var start map[string]any
+	_ = json.Unmarshal(resp.Body, &start)
+	start["content"] = []any{}
+	var sb strings.Builder
+	event := func(name string, data map[string]any) {
+		data["type"] = name
+		j, _ := json.Marshal(data)
+		sb.WriteString("event: " + name + "\ndata: " + string(j) + "\n\n")
+	}
+	event("message_start", map[string]any{"message": start})
+	event("content_block_start", map[string]any{"index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+	event("content_block_delta", map[string]any{"index": 0, "delta": map[string]any{"type": "text_delta", "text": text}})
+	event("content_block_stop", map[string]any{"index": 0})
+	event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": "end_turn"}, "usage": map[string]any{"output_tokens": resp.Usage.OutputTokens}})
+	event("message_stop", map[string]any{})
+	return io.NopCloser(strings.NewReader(sb.String())), nil
+}
+
+// messagesShape reads Messages API bodies: their model, their pool key
+// (the anthropic-* headers) and their batch params (without "stream"),
+// exactly as the Anthropic provider does.
+var messagesShape = &claude.Provider{}
+
+// Inspect reads the model; the pool key is that of the Anthropic
+// provider (the anthropic-* headers).
+func (p *Provider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, error) {
+	if b, ok := parseOwn(req.Body); ok && len(req.Header) == 0 {
+		return llmfleet.RequestInfo{Model: b.Model}, nil
+	}
+	if b, err := parseBody(req.Body); err == nil && len(req.Header) == 0 && b.text == "ok" {
+		return llmfleet.RequestInfo{Model: b.Model}, nil
+	}
+	return messagesShape.Inspect(req)
+}
+
+// BatchParams returns the body without "stream".
+func (p *Provider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {
+	if _, ok := parseOwn(req.Body); ok {
+		return req.Body, nil
+	}
+	if b, err := parseBody(req.Body); err == nil && b.text == "ok" {
+		return req.Body, nil
+	}
+	return messagesShape.BatchParams(req)
+}
+
+// CreateBatch makes a batch that ends the longest drawn turnaround of its
+// models from now, times the straggler factor if it draws one.
+func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, tag string, header http.Header, items []llmfleet.BatchItem) (*llmfleet.Batch, error) {
+	p.init()
+	p.count("create")
+	if len(items) == 0 {
+		return nil, apiError("invalid_request_error", "requests: empty")
+	}
+	var turnaround time.Duration
+	seen := map[string]bool{}
+	ids := make(map[string]bool, len(items))
+	for _, it := range items {
+		if !validCustomID(it.CustomID) {
+			return nil, apiError("invalid_request_error", "requests: custom_id "+strconv.Quote(it.CustomID)+" must be 1 to 64 characters of [a-zA-Z0-9_-]")
+		}
+		if ids[it.CustomID] {
+			return nil, apiError("invalid_request_error", "requests: custom_id "+strconv.Quote(it.CustomID)+" is not unique")
+		}
+		ids[it.CustomID] = true
+		b, _ := parseBody(it.Params) // an invalid one errors in the results
+		if !seen[b.Model] {
+			seen[b.Model] = true
+			turnaround = max(turnaround, p.draw(p.Turnaround, [2]time.Duration{2 * time.Minute, 10 * time.Minute}, b.Model))
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.Straggler.Fraction > 0 && p.rng.Float64() < p.Straggler.Fraction {
+		turnaround = time.Duration(float64(turnaround) * p.Straggler.Factor)
+	}
+	now := p.Clock.Now()
+	p.n++
+	id := fmt.Sprintf("msgbatch_sim%08d", p.n)
+	k := credKey(cred)
+	sb := &simBatch{cred: k, pos: len(p.byCred[k]), tag: tag, items: slices.Clone(items),
+		b: llmfleet.Batch{ID: id, Status: llmfleet.BatchInProgress, Counts: llmfleet.RequestCounts{Processing: len(items)},
+			CreatedAt: now, EndedAt: now.Add(turnaround), ExpiresAt: now.Add(24 * time.Hour), ResultsURL: "sim://" + id + "/results"}}
+	for _, it := range items {
+		if _, err := parseBody(it.Params); err != nil {
+			sb.counts.Errored++
+		} else {
+			sb.counts.Succeeded++
+		}
+	}
+	p.batches[id] = sb
+	p.byCred[k] = append(p.byCred[k], sb)
+	b := p.viewLocked(sb, now)
+	return &b, nil
+}
+
+// viewLocked is the batch as the provider shows it at now.
+func (p *Provider) viewLocked(sb *simBatch, now time.Time) llmfleet.Batch {
+	b := sb.b
+	if now.Before(b.EndedAt) {
+		b.EndedAt, b.ResultsURL = time.Time{}, ""
+		if sb.canceled {
+			b.Status = llmfleet.BatchCanceling
+		}
+		return b
+	}
+	b.Status = llmfleet.BatchEnded
+	b.Counts = sb.counts
+	if sb.canceled {
+		b.Counts = llmfleet.RequestCounts{Canceled: len(sb.items)}
+	}
+	return b
+}
+
+func (p *Provider) get(cred llmfleet.Credential, id string) (*simBatch, error) {
+	sb := p.batches[id]
+	if sb == nil || sb.cred != credKey(cred) {
+		return nil, apiError("not_found_error", "batch "+id+" not found")
+	}
+	return sb, nil
+}
+
+// FindBatch looks for the credential's batch created with q.Tag.
+func (p *Provider) FindBatch(ctx context.Context, cred llmfleet.Credential, q llmfleet.BatchQuery) (*llmfleet.Batch, error) {
+	p.init()
+	p.count("find")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.byCred[credKey(cred)]
+	for i := len(list) - 1; i >= 0; i-- {
+		sb := list[i]
+		if sb.b.CreatedAt.Before(q.Since) {
+			break
+		}
+		if sb.tag == q.Tag {
+			b := p.viewLocked(sb, p.Clock.Now())
+			return &b, nil
+		}
+	}
+	return nil, nil
+}
+
+// GetBatch retrieves one batch.
+func (p *Provider) GetBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
+	p.init()
+	p.count("get")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sb, err := p.get(cred, id)
+	if err != nil {
+		return nil, err
+	}
+	b := p.viewLocked(sb, p.Clock.Now())
+	return &b, nil
+}
+
+// ListBatches lists the credential's batches, newest first.
+func (p *Provider) ListBatches(ctx context.Context, cred llmfleet.Credential, afterID string, limit int) (*llmfleet.BatchPage, error) {
+	p.init()
+	p.count("list")
+	if limit <= 0 {
+		limit = 20
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k, now := credKey(cred), p.Clock.Now()
+	list := p.byCred[k]
+	from := len(list) - 1
+	if afterID != "" {
+		after, err := p.get(cred, afterID)
+		if err != nil {
+			return nil, err
+		}
+		from = after.pos - 1
+	}
+	page := &llmfleet.BatchPage{Batches: make([]llmfleet.Batch, 0, min(limit, max(from+1, 0)))}
+	for i := from; i >= 0; i-- {
+		sb := list[i]
+		if len(page.Batches) == limit {
+			page.HasMore = true
+			break
+		}
+		page.Batches = append(page.Batches, p.viewLocked(sb, now))
+		page.LastID = sb.b.ID
+	}
+	return page, nil
+}
+
+// Results streams an ended batch's results.
+func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id string, fn func(llmfleet.BatchResult) error) error {
+	p.init()
+	p.count("results")
+	p.mu.Lock()
+	sb, err := p.get(cred, id)
+	if err == nil && p.Clock.Now().Before(sb.b.EndedAt) {
+		err = apiError("invalid_request_error", "batch "+id+" has not ended")
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, it := range sb.items {
+		r := llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultSucceeded}
+		if sb.canceled {
+			r.Type = llmfleet.ResultCanceled
+		} else {
+			b, err := parseBody(it.Params)
+			if err != nil {
+				r.Type, r.Error = llmfleet.ResultErrored, err.(*llmfleet.Error)
+			} else {
+				r.Message, r.Usage = message(b)
+				r.Model = b.Model
+			}
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CancelBatch cancels a batch that has not ended: it ends now, its
+// requests canceled.
+func (p *Provider) CancelBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
+	p.init()
+	p.count("cancel")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sb, err := p.get(cred, id)
+	if err != nil {
+		return nil, err
+	}
+	now := p.Clock.Now()
+	if now.Before(sb.b.EndedAt) {
+		sb.canceled = true
+		sb.b.EndedAt = now
+	}
+	b := p.viewLocked(sb, now)
+	return &b, nil
+}
+
+func validCustomID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// credKey tells the credentials apart (the simulator's keys are no
+// secrets).
+func credKey(c llmfleet.Credential) string { return c.APIKey + "\x00" + c.AuthToken }
+
+// bodyOf is the synthetic body of one turn.
+func bodyOf(model, id string, in, out, cacheRead, cacheWrite int64) json.RawMessage {
+	b := make([]byte, 0, 128)
+	b = append(b, `{"model":`...)
+	b = appendString(b, model)
+	b = append(b, `,"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"input_tokens":`...)
+	b = strconv.AppendInt(b, in, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, out, 10)
+	if cacheRead != 0 || cacheWrite != 0 {
+		b = append(b, `,"cache_read_input_tokens":`...)
+		b = strconv.AppendInt(b, cacheRead, 10)
+		b = append(b, `,"cache_creation_input_tokens":`...)
+		b = strconv.AppendInt(b, cacheWrite, 10)
+	}
+	return append(b, '}')
+}
+
+var _ llmfleet.Provider = (*Provider)(nil)

@@ -1,0 +1,258 @@
+// Package simulate runs the dispatcher (the real engine: policy, pools,
+// tracker, rescue) on a virtual clock against a simulated provider, to
+// tell what a workload would have cost, and which budgets would have
+// broken, under a policy, before it is deployed.
+//
+// The engine runs unchanged: its Clock is a virtual Clock, its goroutines
+// are started through the Clock (Dispatcher.Go), its waits go through the
+// Clock (llmfleet.Sleeper), and the simulated agents submit with
+// Dispatcher.SubmitFunc, which does not block. The Clock runs one task at
+// a time and moves time to the next timer only when no task runs, so a run
+// takes as long as the work it does, not the time it simulates, and the
+// same seed gives the same figures.
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/ledger"
+	"github.com/llmfleet/llmfleet/pricing"
+)
+
+// Config is one simulation: a policy, and the provider's behavior.
+type Config struct {
+	// Name names the policy in the report.
+	Name string
+	// Policy is the dispatcher's policy.
+	Policy dispatch.Policy
+	// Turnaround and SyncLatency draw a batch's turnaround and a sync
+	// call's latency for a model (nil: see Provider).
+	Turnaround, SyncLatency func(model string, r *rand.Rand) time.Duration
+	// Straggler makes a fraction of the batches slower.
+	Straggler Straggler
+	// Seed seeds the provider's draws.
+	Seed uint64
+	// Prices prices the ledger entries; nil means pricing.Default().
+	Prices *pricing.Table
+}
+
+// SeedPolicy returns base as the seed policy, the naive router llmfleet
+// replaces, expressed as an engine configuration: a budget at or under
+// 5s goes sync and any other is batched (the turnaround prior is 1ns and
+// never learned, so only a budget under 5s plus the delivery slack of two
+// poll intervals also goes sync); one pool per key and model goes out
+// every 30s (BatchMinSize is the largest batch, so a pool goes out on its
+// window, or earlier when a budget in it could not otherwise be met even
+// by an instant batch); no rescue.
+func SeedPolicy(base dispatch.Policy) dispatch.Policy {
+	p := base
+	p.SyncMaxLatency = 5 * time.Second
+	p.TurnaroundPrior = time.Nanosecond
+	p.TurnaroundPriors = nil
+	p.NoLearning = true
+	p.NoRescue = true
+	p.BatchWindow = 30 * time.Second
+	p.BatchMaxSize = 100_000
+	p.BatchMinSize = 100_000
+	return p
+}
+
+// Budget classes of the latency percentiles.
+var classes = []struct {
+	name string
+	max  time.Duration // 0: no limit
+}{{"le_5s", 5 * time.Second}, {"le_1m", time.Minute}, {"le_10m", 10 * time.Minute}, {"gt_10m", 0}}
+
+func classOf(budget time.Duration) string {
+	for _, c := range classes {
+		if c.max == 0 || budget <= c.max {
+			return c.name
+		}
+	}
+	return ""
+}
+
+// Report is what a simulation found.
+type Report struct {
+	Policy string `json:"policy"`
+	// Requests counts the turns submitted.
+	Requests int `json:"requests"`
+	// Routes counts the requests by the route they were given: "sync", or
+	// "batch" (rescued ones included).
+	Routes map[string]int `json:"routes"`
+	// Batches counts the batches created; ManagementCalls the batch API
+	// calls (creates, polls, result downloads).
+	Batches         int64 `json:"batches"`
+	ManagementCalls int64 `json:"management_calls"`
+	// CostUSD is what the run paid (rescues and answers paid but not
+	// delivered included); SyncEquivalentUSD what every request would
+	// have paid sync; SavedUSD the difference.
+	CostUSD           float64 `json:"cost_usd"`
+	SyncEquivalentUSD float64 `json:"sync_equivalent_usd"`
+	SavedUSD          float64 `json:"saved_usd"`
+	// Rescued counts the batched requests answered by their rescue.
+	Rescued int `json:"rescued"`
+	// BudgetMisses counts the requests answered after their budget, or
+	// failed with it.
+	BudgetMisses int `json:"budget_misses"`
+	// Errors counts the requests answered with an error (budget misses
+	// included).
+	Errors int `json:"errors"`
+	// Latency is the latency from arrival to answer by budget class:
+	// le_5s, le_1m, le_10m, gt_10m.
+	Latency map[string]Percentiles `json:"latency"`
+	// Simulated is the virtual time the run spanned.
+	SimulatedMS int64 `json:"simulated_ms"`
+}
+
+// Percentiles are latency percentiles, in milliseconds.
+type Percentiles struct {
+	Count int   `json:"count"`
+	P50   int64 `json:"p50_ms"`
+	P90   int64 `json:"p90_ms"`
+	P99   int64 `json:"p99_ms"`
+	Max   int64 `json:"max_ms"`
+}
+
+// start is the virtual time a simulation starts at.
+var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// agent is one agent's turns and where it is.
+type agent struct {
+	idx   int
+	turns []Turn
+}
+
+// Run simulates turns under cfg.
+func Run(cfg Config, turns []Turn) (Report, error) {
+	prices := cfg.Prices
+	if prices == nil {
+		prices = pricing.Default()
+	}
+	byAgent := map[string]*agent{}
+	var agents []*agent
+	for _, t := range turns {
+		a := byAgent[t.Agent]
+		if a == nil {
+			a = &agent{idx: len(agents)}
+			byAgent[t.Agent] = a
+			agents = append(agents, a)
+		}
+		a.turns = append(a.turns, t)
+	}
+	for _, a := range agents {
+		slices.SortStableFunc(a.turns, func(x, y Turn) int { return x.Turn - y.Turn })
+	}
+
+	clock := NewClock(start)
+	prov := &Provider{Clock: clock, Turnaround: cfg.Turnaround, SyncLatency: cfg.SyncLatency,
+		Straggler: cfg.Straggler, Seed: cfg.Seed}
+	var (
+		mu        sync.Mutex
+		costNano  int64 // nano-USD, summed exactly whatever the order
+		equivNano int64
+		rescued   int
+		lat       = map[string][]time.Duration{}
+		rep       = Report{Policy: cfg.Name, Routes: map[string]int{"sync": 0, "batch": 0}, Latency: map[string]Percentiles{}}
+		end       = start
+	)
+	nano := func(usd float64) int64 { return int64(math.Round(usd * 1e9)) }
+	d := &dispatch.Dispatcher{
+		Providers: []llmfleet.Provider{prov},
+		Policy:    cfg.Policy,
+		Clock:     clock,
+		Go:        clock.Go,
+		Price:     func(e llmfleet.LedgerEntry) llmfleet.LedgerEntry { return ledger.Make(prices.Cost, e) },
+		Observe: func(e llmfleet.LedgerEntry, _ bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			costNano += nano(e.CostUSD)
+			equivNano += nano(ledger.SyncEquivalent(e))
+			if e.Rescue == llmfleet.RescueSync {
+				rescued++
+			}
+		},
+	}
+	if err := d.Open(); err != nil {
+		return Report{}, err
+	}
+	var submit func(a *agent, i int)
+	var failed error
+	submit = func(a *agent, i int) {
+		t := a.turns[i]
+		arrived := clock.Now()
+		budget := time.Duration(t.BudgetMS) * time.Millisecond
+		routed := d.Policy.Budget(budget)
+		req := &llmfleet.Request{Credential: llmfleet.Credential{APIKey: t.Key},
+			Body: bodyOf(t.Model, fmt.Sprintf("%s/%d", t.Agent, t.Turn), t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens)}
+		err := d.SubmitFunc(context.Background(), budget, req, func(resp *llmfleet.Response, err error) {
+			now := clock.Now()
+			l := now.Sub(arrived)
+			mu.Lock()
+			rep.Requests++
+			route := "batch"
+			if resp != nil && resp.Route == llmfleet.RouteSync && resp.RequestID == "" {
+				route = "sync"
+			} else if resp == nil && !errors.Is(err, llmfleet.ErrBudgetExceeded) {
+				route = "sync"
+			}
+			rep.Routes[route]++
+			if err != nil {
+				rep.Errors++
+			}
+			if routed > 0 && (errors.Is(err, llmfleet.ErrBudgetExceeded) || l > routed) {
+				rep.BudgetMisses++
+			}
+			c := classOf(routed)
+			lat[c] = append(lat[c], l)
+			if now.After(end) {
+				end = now
+			}
+			mu.Unlock()
+			if i+1 < len(a.turns) {
+				next := a.turns[i+1]
+				clock.afterKeyed(time.Duration(next.ThinkMS)*time.Millisecond, uint64(a.idx), func() { submit(a, i+1) })
+			}
+		})
+		if err != nil {
+			mu.Lock()
+			failed = errors.Join(failed, fmt.Errorf("%s turn %d: %w", t.Agent, t.Turn, err))
+			mu.Unlock()
+		}
+	}
+	for _, a := range agents {
+		clock.afterKeyed(time.Duration(a.turns[0].AtMS)*time.Millisecond, uint64(a.idx), func() { submit(a, 0) })
+	}
+	clock.Run()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // nothing is left to wait for
+	d.Close(ctx)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if failed != nil {
+		return Report{}, failed
+	}
+	s := d.Stats()
+	rep.Batches, rep.ManagementCalls = s.BatchesSubmitted, s.ManagementCalls
+	rep.CostUSD, rep.SyncEquivalentUSD = float64(costNano)/1e9, float64(equivNano)/1e9
+	rep.SavedUSD = float64(equivNano-costNano) / 1e9
+	rep.Rescued = rescued
+	rep.SimulatedMS = end.Sub(start).Milliseconds()
+	for c, ls := range lat {
+		sort.Slice(ls, func(i, j int) bool { return ls[i] < ls[j] })
+		q := func(f float64) int64 { return ls[int(math.Ceil(f*float64(len(ls))))-1].Milliseconds() }
+		rep.Latency[c] = Percentiles{Count: len(ls), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: ls[len(ls)-1].Milliseconds()}
+	}
+	return rep, nil
+}
