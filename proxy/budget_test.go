@@ -75,7 +75,7 @@ func TestBatchBudgetFromArrival(t *testing.T) {
 
 // A budget spent before the request could be handed on is answered 504
 // timeout_error at once: on the batch route (streaming or not) without
-// reaching the Submitter.
+// reaching the Submitter, on the sync route without going upstream.
 func TestBudgetSpentOnArrival(t *testing.T) {
 	streamBody := `{"model":"claude-test","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	for _, c := range []struct {
@@ -83,6 +83,8 @@ func TestBudgetSpentOnArrival(t *testing.T) {
 	}{
 		{"batch", "batch", simpleBody},
 		{"batch stream", "batch", streamBody},
+		{"sync", "sync", simpleBody},
+		{"sync stream", "sync", streamBody},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := newManualClock()

@@ -202,13 +202,43 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	s.serveSync(w, r, c)
 }
 
-// serveSync sends a routed call straight upstream through the reverse proxy.
+// serveSync sends a routed call straight upstream through the reverse
+// proxy. A call with a budget has its body read whole first (as routing
+// may have done), so that it can be sent again (syncbudget.go); the budget
+// then bounds the wait for the upstream's answer, counted from the
+// request's arrival.
 func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
-	r = s.markSync(r, c)
-	if c.body != nil || c.cred != nil {
+	if c.budget > 0 && c.body == nil {
+		body, e := readBody(r)
+		if e != nil {
+			writeAPIError(w, e)
+			return
+		}
+		if body == nil {
+			body = []byte{}
+		}
+		c.body = body
+	}
+	sc := s.newSyncCall(c)
+	if sc != nil || c.body != nil || c.cred != nil {
 		ctx := r.Context()
 		if c.cred != nil {
 			ctx = context.WithValue(ctx, upstreamCredential{}, *c.cred)
+		}
+		if sc != nil {
+			ctx = context.WithValue(ctx, syncCallKey{}, sc)
+			if c.budget > 0 {
+				left := sc.deadline.Sub(s.clock.Now())
+				if left <= 0 {
+					s.budgetTimeout(w, r, sc)
+					return
+				}
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				sc.arm(s.clock, left, cancel)
+				defer sc.disarm()
+			}
 		}
 		r = r.WithContext(ctx)
 		if c.body != nil {
