@@ -6,16 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // call describes one API call, which may take several attempts.
@@ -189,40 +188,7 @@ func retryHeader(h http.Header) (retry, ok bool) {
 // retryAfter returns the delay the provider asked for in h: retry-after-ms,
 // else retry-after in seconds or as an HTTP date.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if h == nil {
-		return 0, false
-	}
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if d, ok := delay(v, time.Millisecond); ok {
-			return d, true
-		}
-	}
-	if v := h.Get("Retry-After"); v != "" {
-		if d, ok := delay(v, time.Second); ok {
-			return d, true
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return max(0, t.Sub(now)), true
-		}
-	}
-	return 0, false
-}
-
-// delay reads v, a number of units: a negative number is no wait, one too
-// large for a Duration the longest wait, and NaN no number.
-func delay(v string, unit time.Duration) (time.Duration, bool) {
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(x) {
-		return 0, false
-	}
-	switch d := x * float64(unit); {
-	case d <= 0:
-		return 0, true
-	case d >= math.MaxInt64:
-		return math.MaxInt64, true
-	default:
-		return time.Duration(d), true
-	}
+	return claudewire.RetryAfter(h, now)
 }
 
 // retryDelay is the wait before retry number n+1 (n counts from 0).

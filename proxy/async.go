@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmfleet/llmfleet"
 )
@@ -73,8 +74,16 @@ func cutUnquoted(s string, sep byte) (before, after string) {
 
 // serveAsync accepts a routed call for batching and answers 202 with its
 // ticket at once.
+//
+// The Submitter gets what is left of the budget, counted from the
+// request's arrival (at least a nanosecond, should it be spent: the pool
+// then flushes as soon as it can; nothing fails).
 func (s *Server) serveAsync(w http.ResponseWriter, r *http.Request, c *call) {
-	id, err := s.Submitter.(llmfleet.Tickets).Enqueue(r.Context(), c.budget, c.req)
+	budget := c.budget
+	if budget > 0 {
+		budget = max(s.remaining(c), time.Nanosecond)
+	}
+	id, err := s.Submitter.(llmfleet.Tickets).Enqueue(r.Context(), budget, c.req)
 	if errors.Is(err, llmfleet.ErrNoStore) {
 		writeAPIError(w, noTickets)
 		return

@@ -25,9 +25,11 @@
 //
 // The sync route and every other /v1/ path go upstream through
 // httputil.ReverseProxy: bodies stream both ways, server-sent events are
-// flushed as they arrive, connections are pooled. The body of a sync
-// request is read only when routing needs it (a positive budget), and then
-// handed on as read.
+// flushed as they arrive, connections are pooled. The proxy does not read
+// the body of a sync request without a budget; one with a budget is read
+// whole first (at most 32 MB, else 413 request_too_large), for routing
+// and so that it can be sent again (see Latency budgets), and then handed
+// on as read.
 //
 // The batch route checks the body first (a JSON object with a string
 // model, an integer max_tokens ≥ 1 and a non-empty messages array, at most
@@ -38,6 +40,41 @@
 // caller gets an event stream synthesised from the Message, in the API's
 // event order and shapes. While it waits it gets a ping event every
 // PingInterval; the 200 status goes out with the first ping.
+//
+// # Latency budgets
+//
+// A request's budget counts from its arrival at the proxy (once its
+// headers are read), on Server.Clock, whichever route it takes; reading
+// and checking its body uses it up too.
+//
+// On the sync route, a request with a budget (from the header, the path
+// prefix or DefaultBudget) waits for the upstream's response headers only
+// until the budget runs out. Then the upstream call is canceled and the
+// caller gets 504 with the API's envelope, error type timeout_error, and
+// x-should-retry: false; a budget spent before the call could be sent is
+// answered so at once. Once the response headers have come, the answer
+// is under way and the budget no longer cuts it, however long its body or
+// stream takes: a stream whose first event came in time is passed on to
+// its end, and an error event inside it is passed on as it comes.
+//
+// Before that, an upstream 429, 529 or other error of type
+// overloaded_error is waited out and the request sent again, with the
+// same body, if its retry-after-ms or retry-after header (seconds or an
+// HTTP date) asks for a wait that leaves at least 500 ms of the budget
+// and it does not say x-should-retry: false; a request is sent again at
+// most 3 times, each wait checked against what is left. Any other answer,
+// or one whose wait does not fit, is passed back unchanged. A retried
+// call is one ledger entry; each error answer it got counts in
+// UpstreamError.
+//
+// A request without a budget (0) has no timeout and is never retried: the
+// client's SDK retries it itself, as it would without the proxy.
+//
+// On the batch route, the Submitter gets what is left of the budget when
+// the request is handed to it, and starts its own timer with that; a
+// budget spent by then (a body slow to arrive) is answered 504
+// timeout_error at once. An async request's budget, which only pulls its
+// pool's flush forward, is likewise what is left.
 //
 // # Request ids and async requests
 //
@@ -96,7 +133,9 @@
 // batch route that carries no x-api-key or Authorization is a 401
 // authentication_error, a forced batch route with no Submitter is a
 // 503 api_error, an unreachable upstream a 502 api_error, an unknown path
-// outside /v1/ a 404 not_found_error.
+// outside /v1/ a 404 not_found_error, a budget that ran out before the
+// upstream answered (or before a batched request could be queued) a 504
+// timeout_error with x-should-retry: false.
 //
 // # Credentials
 //
@@ -138,5 +177,8 @@
 //	msg, err := client.Messages.New(ctx, params)          // may be batched
 //	stream := client.Messages.NewStreaming(ctx, params)   // likewise
 //
-// Calls whose context carries no budget go through unchanged.
+// Calls whose context carries no budget go through unchanged. Calls
+// routed sync go through the SDK's own HTTP client: the proxy's budget
+// timeout and retries do not apply to them; the context and the SDK's
+// retries do.
 package proxy

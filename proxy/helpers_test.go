@@ -223,6 +223,11 @@ func sameJSON(t *testing.T, a, b string) bool {
 	return string(xb) == string(yb)
 }
 
+// leftOf reports whether d, the budget a Submitter was given, is what was
+// left of budget once the proxy had read the request: at most budget, and
+// not much less (the bound is generous: nothing here takes a minute).
+func leftOf(budget, d time.Duration) bool { return d <= budget && d > budget-time.Minute }
+
 const simpleBody = `{"model":"claude-test","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`
 
 func optResponse(r **http.Response) option.RequestOption { return option.WithResponseInto(r) }
@@ -236,4 +241,100 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// hangGuard bounds a test's calls: it ends only a test that would hang.
+const hangGuard = 2 * time.Minute
+
+// envelope is the API's error body.
+type envelope struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	RequestID string `json:"request_id"`
+}
+
+// checkTimeout checks that resp, body is the proxy's 504 for a spent
+// budget: timeout_error in the envelope, x-should-retry: false.
+func checkTimeout(t *testing.T, resp *http.Response, body string) {
+	t.Helper()
+	var env envelope
+	if err := json.Unmarshal([]byte(body), &env); err != nil {
+		t.Fatalf("%v in %s", err, body)
+	}
+	if resp.StatusCode != http.StatusGatewayTimeout || env.Type != "error" || env.Error.Type != "timeout_error" ||
+		env.Error.Message == "" || env.RequestID == "" || resp.Header.Get("Request-Id") != env.RequestID ||
+		resp.Header.Get("X-Should-Retry") != "false" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("%d %v %s, want 504 timeout_error", resp.StatusCode, resp.Header, body)
+	}
+}
+
+// manualClock is an llmfleet.Clock that moves only when told to. Its
+// first Now closes arrived once it has read the time.
+type manualClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	timers  []*manualTimer
+	arrived chan struct{}
+	once    sync.Once
+}
+
+type manualTimer struct {
+	c  *manualClock
+	at time.Time
+	f  func()
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), arrived: make(chan struct{})}
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	now := c.now
+	c.mu.Unlock()
+	c.once.Do(func() { close(c.arrived) })
+	return now
+}
+
+func (c *manualClock) AfterFunc(d time.Duration, f func()) llmfleet.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &manualTimer{c: c, at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *manualTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	for i, x := range t.c.timers {
+		if x == t {
+			t.c.timers = append(t.c.timers[:i], t.c.timers[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Advance moves the clock on by d and runs the timers that came due.
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*manualTimer
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		if !t.at.After(c.now) {
+			due = append(due, t)
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	c.timers = kept
+	c.mu.Unlock()
+	for _, t := range due {
+		t.f()
+	}
 }

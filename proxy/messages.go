@@ -19,6 +19,9 @@ import (
 type call struct {
 	route  llmfleet.Route
 	budget time.Duration
+	// arrived is when the proxy got the request: its budget counts from
+	// then.
+	arrived time.Time
 	// cred is the upstream credential, set when it differs from the one
 	// the client presented (proxy-held-key mode).
 	cred *llmfleet.Credential
@@ -38,7 +41,7 @@ type call struct {
 // the body and asks the Submitter. On error it still returns a call whose
 // route is the one the error is reported under.
 func (s *Server) plan(r *http.Request) (*call, *apiError) {
-	c := &call{route: llmfleet.RouteSync}
+	c := &call{route: llmfleet.RouteSync, arrived: s.clock.Now()}
 	var force llmfleet.Route
 	switch v := r.Header.Get(HeaderRoute); v {
 	case "":
@@ -110,7 +113,9 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		if s.ToolResultsSync && lastUserHasToolResult(body) {
 			return c, nil
 		}
-		c.route = s.Submitter.Plan(budget, req)
+		// Routed by what is left of the budget once the body is read (at
+		// least a nanosecond: a budget was given).
+		c.route = s.Submitter.Plan(max(s.remaining(c), time.Nanosecond), req)
 		if c.route != llmfleet.RouteBatch {
 			c.route = llmfleet.RouteSync
 			return c, nil
@@ -197,13 +202,43 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	s.serveSync(w, r, c)
 }
 
-// serveSync sends a routed call straight upstream through the reverse proxy.
+// serveSync sends a routed call straight upstream through the reverse
+// proxy. A call with a budget has its body read whole first (as routing
+// may have done), so that it can be sent again (syncbudget.go); the budget
+// then bounds the wait for the upstream's answer, counted from the
+// request's arrival.
 func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
-	r = s.markSync(r, c)
-	if c.body != nil || c.cred != nil {
+	if c.budget > 0 && c.body == nil {
+		body, e := readBody(r)
+		if e != nil {
+			writeAPIError(w, e)
+			return
+		}
+		if body == nil {
+			body = []byte{}
+		}
+		c.body = body
+	}
+	sc := s.newSyncCall(c)
+	if sc != nil || c.body != nil || c.cred != nil {
 		ctx := r.Context()
 		if c.cred != nil {
 			ctx = context.WithValue(ctx, upstreamCredential{}, *c.cred)
+		}
+		if sc != nil {
+			ctx = context.WithValue(ctx, syncCallKey{}, sc)
+			if c.budget > 0 {
+				left := sc.deadline.Sub(s.clock.Now())
+				if left <= 0 {
+					s.budgetTimeout(w, r, sc)
+					return
+				}
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				sc.arm(s.clock, left, cancel)
+				defer sc.disarm()
+			}
 		}
 		r = r.WithContext(ctx)
 		if c.body != nil {
@@ -217,6 +252,22 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	s.rp.ServeHTTP(w, r)
 }
 
+// remaining returns what is left of c's budget now, counted from the
+// request's arrival; it is 0 or less once the budget is spent.
+func (s *Server) remaining(c *call) time.Duration {
+	return c.budget - s.clock.Now().Sub(c.arrived)
+}
+
+// budgetSpent answers a batched call whose budget ran out before it could
+// be handed to the Submitter (reading and checking its body took it all).
+func budgetSpent(w http.ResponseWriter, c *call) {
+	id := llmfleet.NewID("req_")
+	msg := "The request's latency budget of " + strconv.FormatInt(c.budget.Milliseconds(), 10) +
+		" ms ran out before llmfleet could queue it."
+	writeErrorBody(w, failure{status: http.StatusGatewayTimeout, requestID: id, noRetry: true,
+		body: claudewire.Envelope("timeout_error", msg, id)})
+}
+
 // fullDuplex lets a handler that has not read its request body yet keep
 // reading it after the response has begun. net/http otherwise closes the
 // body at the first response write, which now and then cuts a streamed
@@ -228,11 +279,22 @@ func fullDuplex(w http.ResponseWriter) {
 
 // serveBatch pools a routed call into a batch and answers with its result:
 // the Message as JSON, or a synthesised event stream for a streaming caller.
+//
+// The Submitter gets what is left of the budget, counted from the
+// request's arrival, and starts its own timer with it; a budget already
+// spent is answered 504 timeout_error at once.
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
 	w.Header().Set(HeaderRequestID, c.req.ID)
+	budget := c.budget
+	if budget > 0 {
+		if budget = s.remaining(c); budget <= 0 {
+			budgetSpent(w, c)
+			return
+		}
+	}
 	if !c.stream {
-		resp, err := s.Submitter.SubmitBatch(ctx, c.budget, c.req)
+		resp, err := s.Submitter.SubmitBatch(ctx, budget, c.req)
 		if err != nil {
 			s.logFailure(r, err)
 			setBatchID(w, err)
@@ -262,7 +324,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		p.interval = DefaultPingInterval
 	}
 	p.arm()
-	resp, err := s.Submitter.SubmitBatch(ctx, c.budget, c.req)
+	resp, err := s.Submitter.SubmitBatch(ctx, budget, c.req)
 	begun := p.stop()
 	if err != nil {
 		s.logFailure(r, err)

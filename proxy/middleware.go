@@ -20,6 +20,10 @@ import (
 // Message or as a synthesised event stream. A call without a budget takes
 // Server.DefaultBudget, as in the proxy (0, the default: sync, unchanged);
 // every other call goes on unchanged. Upstream and Transport are not used.
+// A call routed sync is the SDK's own: its context and the SDK's retries
+// govern it, not the proxy's budget timeout and retries; a batched one's
+// budget counts from the middleware's entry, as the proxy's from a
+// request's arrival.
 func (s *Server) Middleware() option.Middleware {
 	s.init()
 	return s.middleware

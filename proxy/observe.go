@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -21,12 +22,21 @@ import (
 // comes and keeps only the few members it needs (model, usage, error).
 
 // syncCall is what the proxy knows of a sync create-message call before
-// its response arrives. It rides in the request's context.
+// its response arrives: it is made for a call that is observed or has a
+// budget, and rides in the request's context.
 type syncCall struct {
-	start  time.Time
-	budget time.Duration
-	body   []byte // the request body, if routing read it
-	once   sync.Once
+	start    time.Time // the request's arrival at the proxy
+	budget   time.Duration
+	body     []byte // the request body, if it was read
+	observed bool   // Observe or UpstreamError is set
+	once     sync.Once
+
+	// With a budget (syncbudget.go): when it ends, its timer and the
+	// cancel of the upstream call's context, and where the call stands.
+	deadline time.Time
+	timer    llmfleet.Timer
+	cancel   context.CancelFunc
+	state    atomic.Int32
 }
 
 type syncCallKey struct{}
@@ -34,14 +44,23 @@ type syncCallKey struct{}
 // observing reports whether the sync route is observed.
 func (s *Server) observing() bool { return s.Observe != nil || s.UpstreamError != nil }
 
-// markSync marks r as a sync create-message call to observe, when the
-// sync route is observed.
-func (s *Server) markSync(r *http.Request, c *call) *http.Request {
-	if !s.observing() {
-		return r
+// newSyncCall returns the syncCall of c, a call routed sync, or nil if it
+// is neither observed nor has a budget.
+func (s *Server) newSyncCall(c *call) *syncCall {
+	observed := s.observing()
+	if !observed && c.budget <= 0 {
+		return nil
 	}
-	sc := &syncCall{start: s.clock.Now(), budget: c.budget, body: c.body}
-	return r.WithContext(context.WithValue(r.Context(), syncCallKey{}, sc))
+	return &syncCall{start: c.arrived, budget: c.budget, body: c.body, observed: observed,
+		deadline: c.arrived.Add(c.budget)}
+}
+
+// observedCallOf returns the syncCall of r if it is observed.
+func observedCallOf(r *http.Request) *syncCall {
+	if sc := syncCallOf(r); sc != nil && sc.observed {
+		return sc
+	}
+	return nil
 }
 
 func syncCallOf(r *http.Request) *syncCall {
@@ -53,7 +72,7 @@ func syncCallOf(r *http.Request) *syncCall {
 // call, so that the transport negotiates (and undoes) compression itself
 // and the usage can be read from the body.
 func prepareObserved(pr *httputil.ProxyRequest) {
-	if syncCallOf(pr.In) != nil {
+	if observedCallOf(pr.In) != nil {
 		pr.Out.Header.Del("Accept-Encoding")
 	}
 }
@@ -61,7 +80,7 @@ func prepareObserved(pr *httputil.ProxyRequest) {
 // tapResponse is the reverse proxy's ModifyResponse: it wraps the body of
 // an observed call's response in a usageTap.
 func (s *Server) tapResponse(resp *http.Response) error {
-	sc := syncCallOf(resp.Request)
+	sc := observedCallOf(resp.Request)
 	if sc == nil {
 		return nil
 	}
@@ -83,7 +102,7 @@ func (s *Server) tapResponse(resp *http.Response) error {
 // before any response: "caller_canceled" if the caller left, else an
 // api_error (the 502 the caller gets) and a network upstream error.
 func (s *Server) observeFailure(r *http.Request) {
-	sc := syncCallOf(r)
+	sc := observedCallOf(r)
 	if sc == nil {
 		return
 	}

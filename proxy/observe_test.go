@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"compress/gzip"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -175,13 +176,15 @@ func TestObserveSyncRoute(t *testing.T) {
 		t.Fatalf("error entry %+v", e)
 	}
 
-	// A budget the call cannot meet is missed.
-	_, err = client.Messages.New(ctx, cachedParams("claude-haiku-4-5", "[slow:30ms] hurry"),
+	// A budget the upstream does not answer within is missed: the caller
+	// gets 504 timeout_error, which is no upstream error.
+	_, err = client.Messages.New(ctx, cachedParams("claude-haiku-4-5", "[slow:10m] hurry"),
 		option.WithHeader("llmfleet-latency-budget-ms", "1"))
-	if err != nil {
-		t.Fatal(err)
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("err %v, want a 504", err)
 	}
-	if e = one(t, o, "ok"); e.Budget != time.Millisecond || e.BudgetMet || e.Latency < 30*time.Millisecond {
+	if e = one(t, o, "timeout_error"); e.Budget != time.Millisecond || e.BudgetMet {
 		t.Fatalf("budget entry %+v", e)
 	}
 }

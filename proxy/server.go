@@ -61,7 +61,8 @@ type Server struct {
 
 	// DefaultBudget is the latency budget of a request that carries none.
 	// Zero (the default) sends such requests to the sync route: an unmarked
-	// request is never made slow.
+	// request is never made slow. A positive one also bounds the wait of
+	// those that go sync, as any budget does (see the package doc).
 	DefaultBudget time.Duration
 
 	// ToolResultsSync, if set, sends to the sync route every turn whose last
@@ -90,7 +91,9 @@ type Server struct {
 	// result arriving before it is answered exactly as the sync API would.
 	PingInterval time.Duration
 
-	// Clock times the pings; nil means the real clock.
+	// Clock times the pings and the latency budgets (their start at a
+	// request's arrival, the sync route's timeout and its retry waits);
+	// nil means the real clock.
 	Clock llmfleet.Clock
 
 	// Logger receives one debug line per routed request and warnings for
@@ -100,7 +103,9 @@ type Server struct {
 	// Observe, if set, is called once for every create-message call of the
 	// sync route, which goes upstream through the reverse proxy rather than
 	// the Submitter, with its ledger entry (costs not filled in): model,
-	// usage, outcome ("ok" or the error type), latency and budget. The
+	// usage, outcome ("ok" or the error type; "timeout_error" for a call
+	// whose budget ran out first), latency (from the request's arrival)
+	// and budget. A call retried within its budget is one entry. The
 	// usage is read off the response as it streams to the caller (the
 	// Message's usage, or message_start's updated by message_delta's),
 	// without holding it. Observe is called when the response has been
@@ -112,7 +117,8 @@ type Server struct {
 	// the sync route with the kind of failure: the error type of an error
 	// response or of an error event in a stream, "http_<status>" when the
 	// type is unknown, "network" when the upstream was unreachable or the
-	// response broke off.
+	// response broke off. An error answer retried within the budget
+	// counts too; a budget running out is no upstream failure.
 	UpstreamError func(kind string)
 
 	once     sync.Once
@@ -180,7 +186,7 @@ func (s *Server) init() {
 		}
 		s.rp = &httputil.ReverseProxy{
 			Rewrite:        s.rewrite,
-			Transport:      t,
+			Transport:      &budgetTransport{s: s, next: t},
 			FlushInterval:  -1,
 			BufferPool:     &bufferPool{},
 			ErrorHandler:   s.upstreamError,
@@ -295,6 +301,10 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 
 // upstreamError answers a request whose upstream call failed.
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if sc := syncCallOf(r); sc.expired() {
+		s.budgetTimeout(w, r, sc)
+		return
+	}
 	s.observeFailure(r)
 	if r.Context().Err() != nil {
 		return // the client left

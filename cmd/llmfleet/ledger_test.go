@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -234,9 +235,13 @@ func TestLedgerFigures(t *testing.T) {
 		t.Fatalf("no 1h cache write in a batch: %+v", u)
 	}
 	stream(cachedPrompt("claude-haiku-4-5", "fifth question, batched", "a", false), true)
-	// A sync call that misses its 1ms budget.
-	call(cachedPrompt("claude-haiku-4-5", "[slow:20ms] sixth question", "a", false), false,
+	// A sync call whose 1ms budget runs out before the upstream answers:
+	// 504 timeout_error, an error and a budget miss.
+	_, err := client.Messages.New(context.Background(), cachedPrompt("claude-haiku-4-5", "[slow:10m] sixth question", "a", false),
 		option.WithHeader("llmfleet-latency-budget-ms", "1"))
+	if apiErr := (*anthropic.Error)(nil); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("a spent budget answered %v, want a 504", err)
+	}
 	// A model priced by the config file only.
 	call(cachedPrompt("claude-custom-1", "seventh question", "a", true), false)
 	// An error answer, and a model the price table does not know.
@@ -261,7 +266,7 @@ func TestLedgerFigures(t *testing.T) {
 	t.Logf("paid $%s, would have paid $%s, saved $%s", cents(want.cost), cents(want.syncEquivalent), cents(want.syncEquivalent-want.cost))
 	checkSummary := func(where string, s ledger.Summary, batches bool) {
 		t.Helper()
-		if s.SyncCalls != 6 || s.BatchedCalls != 3 || s.Errors != 1 || s.BudgetMisses != 1 || s.UnpricedRequests != 1 {
+		if s.SyncCalls != 6 || s.BatchedCalls != 3 || s.Errors != 2 || s.BudgetMisses != 1 || s.UnpricedRequests != 1 {
 			t.Errorf("%s: calls %d sync %d batched, %d errors, %d budget misses, %d unpriced", where,
 				s.SyncCalls, s.BatchedCalls, s.Errors, s.BudgetMisses, s.UnpricedRequests)
 		}
@@ -303,6 +308,7 @@ func TestLedgerFigures(t *testing.T) {
 	for _, sample := range []string{
 		`llmfleet_requests_total{model="claude-sonnet-4-6",outcome="ok",route="sync"} 2`,
 		`llmfleet_requests_total{model="unknown",outcome="overloaded_error",route="sync"} 1`,
+		`llmfleet_requests_total{model="claude-haiku-4-5",outcome="timeout_error",route="sync"} 1`,
 		`llmfleet_requests_total{model="claude-haiku-4-5",outcome="ok",route="batch"} 1`,
 		fmt.Sprintf(`llmfleet_tokens_total{kind="cache_write_1h",model="claude-sonnet-4-6",route="sync"} %d`, want.tokens1h),
 		`llmfleet_batch_turnaround_seconds_count{model="claude-sonnet-4-6"} 2`,

@@ -1,0 +1,237 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
+)
+
+// This file holds the latency budget of the sync route. A sync call with a
+// budget is timed from its arrival at the proxy (call.arrived): if the
+// upstream's response headers have not come when the budget runs out, the
+// upstream call is canceled and the caller gets 504 timeout_error. Once
+// they have come, the answer is under way and the budget no longer cuts
+// it, however long its body or stream takes. Before that, an upstream 429,
+// 529 or overloaded_error whose retry-after leaves retryMargin of the
+// budget is waited out and the call sent again, at most maxSyncRetries
+// times; the body of such a call was read whole (serveSync), so it can be.
+//
+// The work is done in the reverse proxy's transport (budgetTransport), so
+// that the reverse proxy sees one round trip: the answer that was passed
+// on, or the error of a call the budget cut. A call without a budget goes
+// to the inner transport directly.
+
+const (
+	// maxSyncRetries is how many times a sync call with a budget is sent
+	// again after a 429, 529 or overloaded_error.
+	maxSyncRetries = 3
+	// retryMargin is how much of the budget must be left after a retry's
+	// wait for the retry to be made: the retried call needs some time to
+	// answer, and the error passed back at once is more use to the caller
+	// than a timeout a little later.
+	retryMargin = 500 * time.Millisecond
+	// errorPeek is the most of an upstream error body read to learn its
+	// error type.
+	errorPeek = 16 << 10
+)
+
+// States of a sync call with a budget (syncCall.state).
+const (
+	callWaiting  int32 = iota // no response headers yet
+	callAnswered              // the response headers came in time
+	callExpired               // the budget ran out first
+)
+
+// errBudgetSpent is the transport's error for a call whose budget ran out
+// as its answer came.
+var errBudgetSpent = errors.New("the latency budget ran out before the upstream answered")
+
+// arm starts the budget's timer, which cancels the call (cancel is its
+// context's) if it is still waiting when d has passed.
+func (sc *syncCall) arm(clock llmfleet.Clock, d time.Duration, cancel context.CancelFunc) {
+	sc.cancel = cancel
+	sc.timer = clock.AfterFunc(d, sc.expire)
+}
+
+func (sc *syncCall) expire() {
+	if sc.state.CompareAndSwap(callWaiting, callExpired) {
+		sc.cancel()
+	}
+}
+
+// answered marks the call answered, unless the budget ran out first, and
+// reports whether it was.
+func (sc *syncCall) answered() bool {
+	if !sc.state.CompareAndSwap(callWaiting, callAnswered) {
+		return false
+	}
+	sc.timer.Stop()
+	return true
+}
+
+// expired reports whether sc is a call whose budget ran out before it was
+// answered.
+func (sc *syncCall) expired() bool { return sc != nil && sc.state.Load() == callExpired }
+
+// disarm stops the budget's timer once the call is over.
+func (sc *syncCall) disarm() { sc.timer.Stop() }
+
+// budgetTransport is the reverse proxy's transport: it sends a sync call
+// with a budget as the budget allows (Server.sendBudgeted) and every other
+// request through next as it is.
+type budgetTransport struct {
+	s    *Server
+	next http.RoundTripper
+}
+
+func (t *budgetTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	sc := syncCallOf(req)
+	if sc == nil || sc.timer == nil {
+		return t.next.RoundTrip(req)
+	}
+	return t.s.sendBudgeted(t.next, req, sc)
+}
+
+// sendBudgeted sends req, a sync call with a budget, and returns the
+// answer to pass on: the first that is not to be retried, if it came
+// before the budget ran out. The call's context ends when the budget does.
+func (s *Server) sendBudgeted(next http.RoundTripper, req *http.Request, sc *syncCall) (*http.Response, error) {
+	for try := 0; ; try++ {
+		resp, err := next.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		if try < maxSyncRetries {
+			if wait, ok := s.retryWait(resp, sc); ok {
+				kind := discardError(resp)
+				if s.UpstreamError != nil {
+					s.UpstreamError(kind)
+				}
+				s.log.Debug("sync call retried within its budget", "status", resp.StatusCode, "error", kind, "wait", wait, "retry", try+1)
+				if err := sleep(req.Context(), s.clock, wait); err != nil {
+					return nil, err
+				}
+				req = sc.resend(req)
+				continue
+			}
+		}
+		if !sc.answered() {
+			resp.Body.Close()
+			return nil, errBudgetSpent
+		}
+		return resp, nil
+	}
+}
+
+// retryWait reports whether resp, an upstream answer to a sync call with a
+// budget, is to be waited out and the call sent again, and the wait: a
+// 429, a 529 or another error of type overloaded_error, which the upstream
+// did not mark x-should-retry: false, whose retry-after (retry-after-ms,
+// or retry-after in seconds or as an HTTP date) leaves at least
+// retryMargin of the budget. An answer without retry-after is passed on.
+func (s *Server) retryWait(resp *http.Response, sc *syncCall) (time.Duration, bool) {
+	if resp.StatusCode < 400 || strings.EqualFold(resp.Header.Get("X-Should-Retry"), "false") {
+		return 0, false
+	}
+	now := s.clock.Now()
+	wait, ok := claudewire.RetryAfter(resp.Header, now)
+	if !ok || wait > sc.deadline.Sub(now)-retryMargin {
+		return 0, false
+	}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, 529:
+		return wait, true
+	}
+	return wait, peekErrorType(resp) == "overloaded_error"
+}
+
+// resend returns req, whose answer has been discarded, ready to be sent
+// again with the call's body.
+func (sc *syncCall) resend(req *http.Request) *http.Request {
+	r := req.Clone(req.Context())
+	r.Body, r.ContentLength = nil, 0
+	if len(sc.body) > 0 {
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(sc.body)), int64(len(sc.body))
+	}
+	return r
+}
+
+// peekErrorType returns the error type of resp's error envelope, reading
+// at most errorPeek bytes of its body and leaving the body as it was. The
+// type of a compressed body (a caller's Accept-Encoding passed on, when
+// the call is not observed) is not known: such an answer is passed on.
+func peekErrorType(resp *http.Response) string {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, errorPeek))
+	resp.Body = readCloser{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
+	if err != nil {
+		return ""
+	}
+	return errorType(b)
+}
+
+// discardError reads what it needs of resp, an error answer not passed on,
+// closes it and returns its kind: its error type, else "http_<status>".
+func discardError(resp *http.Response) string {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, errorPeek))
+	resp.Body.Close()
+	if t := errorType(b); t != "" {
+		return t
+	}
+	return "http_" + strconv.Itoa(resp.StatusCode)
+}
+
+// errorType returns the error.type of an error envelope, or "".
+func errorType(body []byte) string {
+	var env struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &env) != nil {
+		return ""
+	}
+	return env.Error.Type
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// sleep waits d on clock, or until ctx ends.
+func sleep(ctx context.Context, clock llmfleet.Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	done := make(chan struct{})
+	t := clock.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
+
+// budgetTimeout answers a sync call whose budget ran out before the
+// upstream answered: 504 timeout_error, x-should-retry: false (the same
+// call with the same budget would time out again).
+func (s *Server) budgetTimeout(w http.ResponseWriter, r *http.Request, sc *syncCall) {
+	s.log.Info("latency budget ran out before the upstream answered", "path", r.URL.Path, "budget", sc.budget)
+	s.reportSync(sc, "", llmfleet.Usage{}, "timeout_error")
+	id := llmfleet.NewID("req_")
+	msg := "The request's latency budget of " + strconv.FormatInt(sc.budget.Milliseconds(), 10) +
+		" ms ran out before the upstream API answered."
+	writeErrorBody(w, failure{status: http.StatusGatewayTimeout, requestID: id, noRetry: true,
+		body: claudewire.Envelope("timeout_error", msg, id)})
+}
