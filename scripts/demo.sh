@@ -13,7 +13,7 @@ addr=127.0.0.1:${EMULATOR_PORT:-18788}
 emu=$!
 for _ in $(seq 50); do curl -fs "http://$addr/emulator/v1/stats" >/dev/null 2>&1 && break; sleep 0.1; done
 export ANTHROPIC_API_KEY=demo-key
-echo "== 40 agents x 2 turns, budget 10m, window 1s (batched; takes about a minute)"
+echo "== 40 agents x 2 turns, budget 10m, window 1s (batched; takes about ten seconds: results are delivered within one poll interval of their batch's end)"
 "$bin/fleet" -anthropic-url "http://$addr" -n 40 -budget 10m -window 1s
 echo "== 40 agents x 2 turns, budget 1s (sync)"
 "$bin/fleet" -anthropic-url "http://$addr" -n 40 -budget 1s -window 1s
