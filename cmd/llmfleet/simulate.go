@@ -42,6 +42,11 @@ becomes a one-turn request arriving when the recorded one arrived, with
 its model, budget and usage (sync entries carry no budget: they replay
 sync).
 
+"bound" is what the best router with a sync fallback could expect to
+save, knowing the --turnaround, --straggler and --sync-latency
+distributions but not the draws (see simulate.Bound); "% of bound" is
+"saved" over it.
+
 flags:
 `
 
