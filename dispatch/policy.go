@@ -114,6 +114,10 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
+// WithDefaults returns p with each zero (or out of range) field set to
+// its default, as the Dispatcher uses it.
+func (p Policy) WithDefaults() Policy { return p.withDefaults() }
+
 // Budget returns the budget a request is routed by: its own, or
 // DefaultBudget when it has none (0).
 func (p Policy) Budget(budget time.Duration) time.Duration {

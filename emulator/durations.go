@@ -13,8 +13,30 @@ import (
 // for every model unless it is a model=range pair, the pairs for the
 // models they name ("2s-6s,claude-opus-4-6=30s-90s"). Models no range
 // names take 2s-6s. The function it returns draws a duration for a model
-// from r only.
+// from r only, uniformly from the model's range (see DrawUniform).
 func ParseDurations(name, s string) (func(model string, r *rand.Rand) time.Duration, error) {
+	ranges, err := ParseRanges(name, s)
+	if err != nil {
+		return nil, err
+	}
+	return func(model string, r *rand.Rand) time.Duration {
+		lo, hi := ranges(model)
+		return DrawUniform(lo, hi, r)
+	}, nil
+}
+
+// DrawUniform draws a duration from [lo, hi] uniformly, from r only (lo
+// itself, drawing nothing, when hi is not above lo).
+func DrawUniform(lo, hi time.Duration, r *rand.Rand) time.Duration {
+	if hi > lo {
+		return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+	}
+	return lo
+}
+
+// ParseRanges parses a flag as ParseDurations does, and returns each
+// model's range instead of drawing from it.
+func ParseRanges(name, s string) (func(model string) (lo, hi time.Duration), error) {
 	type span struct{ lo, hi time.Duration }
 	def := span{2 * time.Second, 6 * time.Second}
 	perModel := map[string]span{}
@@ -40,15 +62,12 @@ func ParseDurations(name, s string) (func(model string, r *rand.Rand) time.Durat
 			def = span{lo, hi}
 		}
 	}
-	return func(model string, r *rand.Rand) time.Duration {
+	return func(model string) (lo, hi time.Duration) {
 		sp, ok := perModel[model]
 		if !ok {
 			sp = def
 		}
-		if sp.hi > sp.lo {
-			return sp.lo + time.Duration(r.Int64N(int64(sp.hi-sp.lo)+1))
-		}
-		return sp.lo
+		return sp.lo, sp.hi
 	}, nil
 }
 

@@ -235,9 +235,7 @@ func parseOwn(raw []byte) (Body, bool) {
 
 // message is the answer to a body: a Messages API message.
 func message(b Body) (json.RawMessage, llmfleet.Usage) {
-	u := llmfleet.Usage{InputTokens: b.InputTokens, OutputTokens: b.OutputTokens,
-		CacheReadInputTokens: b.CacheRead, CacheCreationInputTokens: b.CacheWrite}
-	u.CacheCreation.Ephemeral5mInputTokens = b.CacheWrite
+	u := usageOf(b)
 	id := b.ID
 	if !strings.HasPrefix(id, "msg_") {
 		id = "msg_sim_" + id
@@ -264,6 +262,14 @@ func message(b Body) (json.RawMessage, llmfleet.Usage) {
 	}
 	m = append(m, `}}`...)
 	return m, u
+}
+
+// usageOf is the usage the answer to b reports.
+func usageOf(b Body) llmfleet.Usage {
+	u := llmfleet.Usage{InputTokens: b.InputTokens, OutputTokens: b.OutputTokens,
+		CacheReadInputTokens: b.CacheRead, CacheCreationInputTokens: b.CacheWrite}
+	u.CacheCreation.Ephemeral5mInputTokens = b.CacheWrite
+	return u
 }
 
 // appendString appends s as a JSON string.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/pricing"
 )
@@ -38,6 +39,12 @@ type Config struct {
 	// Turnaround and SyncLatency draw a batch's turnaround and a sync
 	// call's latency for a model (nil: see Provider).
 	Turnaround, SyncLatency func(model string, r *rand.Rand) time.Duration
+	// TurnaroundRange and SyncLatencyRange are, per model, the uniform
+	// ranges of the turnarounds and sync latencies (see
+	// emulator.ParseRanges): with Turnaround (SyncLatency) nil, the
+	// provider draws from them; with neither set, the provider's defaults
+	// apply (2m-10m, 1s-3s). The bound (see Bound) is computed from them.
+	TurnaroundRange, SyncLatencyRange func(model string) (lo, hi time.Duration)
 	// Straggler makes a fraction of the batches slower.
 	Straggler Straggler
 	// Seed seeds the provider's draws.
@@ -65,6 +72,18 @@ func SeedPolicy(base dispatch.Policy) dispatch.Policy {
 	p.BatchMaxSize = 100_000
 	p.BatchMinSize = 100_000
 	return p
+}
+
+// drawFrom returns draw, or when it is nil and ranges is not, a draw from
+// ranges; nil when both are.
+func drawFrom(draw func(string, *rand.Rand) time.Duration, ranges func(string) (time.Duration, time.Duration)) func(string, *rand.Rand) time.Duration {
+	if draw != nil || ranges == nil {
+		return draw
+	}
+	return func(model string, r *rand.Rand) time.Duration {
+		lo, hi := ranges(model)
+		return emulator.DrawUniform(lo, hi, r)
+	}
 }
 
 // Budget classes of the latency percentiles.
@@ -100,6 +119,11 @@ type Report struct {
 	CostUSD           float64 `json:"cost_usd"`
 	SyncEquivalentUSD float64 `json:"sync_equivalent_usd"`
 	SavedUSD          float64 `json:"saved_usd"`
+	// BoundSavedUSD is what the best router with a sync fallback could
+	// expect to save on the workload (see Bound; 0 when it is not known);
+	// SavedOfBound is SavedUSD over it (0 when it is 0).
+	BoundSavedUSD float64 `json:"bound_saved_usd"`
+	SavedOfBound  float64 `json:"saved_of_bound"`
 	// Rescued counts the batched requests answered by their rescue.
 	Rescued int `json:"rescued"`
 	// BudgetMisses counts the requests answered after their budget, or
@@ -155,8 +179,8 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 	}
 
 	clock := NewClock(start)
-	prov := &Provider{Clock: clock, Turnaround: cfg.Turnaround, SyncLatency: cfg.SyncLatency,
-		Straggler: cfg.Straggler, Seed: cfg.Seed}
+	prov := &Provider{Clock: clock, Turnaround: drawFrom(cfg.Turnaround, cfg.TurnaroundRange),
+		SyncLatency: drawFrom(cfg.SyncLatency, cfg.SyncLatencyRange), Straggler: cfg.Straggler, Seed: cfg.Seed}
 	var (
 		mu        sync.Mutex
 		costNano  int64 // nano-USD, summed exactly whatever the order
@@ -247,6 +271,12 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 	rep.Batches, rep.ManagementCalls = s.BatchesSubmitted, s.ManagementCalls
 	rep.CostUSD, rep.SyncEquivalentUSD = float64(costNano)/1e9, float64(equivNano)/1e9
 	rep.SavedUSD = float64(equivNano-costNano) / 1e9
+	if bound, ok := Bound(cfg, turns); ok {
+		rep.BoundSavedUSD = bound
+		if bound > 0 {
+			rep.SavedOfBound = rep.SavedUSD / bound
+		}
+	}
 	rep.Rescued = rescued
 	rep.SimulatedMS = end.Sub(start).Milliseconds()
 	for c, ls := range lat {

@@ -36,13 +36,14 @@ func TestSimulateJSON(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d lines: %s", len(lines), stdout.String())
 	}
+	var bounds []float64
 	for i, want := range []string{"llmfleet", "seed"} {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(lines[i]), &m); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range []string{"policy", "requests", "routes", "batches", "management_calls", "cost_usd",
-			"sync_equivalent_usd", "saved_usd", "rescued", "budget_misses", "latency"} {
+			"sync_equivalent_usd", "saved_usd", "bound_saved_usd", "saved_of_bound", "rescued", "budget_misses", "latency"} {
 			if _, ok := m[f]; !ok {
 				t.Errorf("%s: no %q in %s", want, f, lines[i])
 			}
@@ -50,10 +51,16 @@ func TestSimulateJSON(t *testing.T) {
 		if m["policy"] != want || m["requests"] != float64(10) {
 			t.Errorf("line %d: %s", i, lines[i])
 		}
+		// The bound is the workload's, whatever the policy.
+		if b, _ := m["bound_saved_usd"].(float64); b <= 0 || i > 0 && b != bounds[0] {
+			t.Errorf("line %d: bound %v (first line's: %v)", i, m["bound_saved_usd"], bounds)
+		} else {
+			bounds = append(bounds, b)
+		}
 	}
 
 	stdout.Reset()
-	if code := run(t.Context(), []string{"simulate", "--fleet", "3x2"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "budget misses") {
+	if code := run(t.Context(), []string{"simulate", "--fleet", "3x2"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "budget misses") || !strings.Contains(stdout.String(), "% of bound") {
 		t.Errorf("table: exit %d: %s%s", code, stdout.String(), stderr.String())
 	}
 	for _, bad := range [][]string{{"simulate"}, {"simulate", "--fleet", "3"}, {"simulate", "--fleet", "3x2", "--straggler", "2:3x"},
