@@ -40,6 +40,12 @@ type Policy struct {
 	// BatchPrice is the price of the batch route as a fraction of the
 	// sync route's. Default 0.5.
 	BatchPrice float64
+	// FlushQuantile is the quantile of a model's turnarounds that a pooled
+	// request's deadline must leave room for, after its rescue's reserve
+	// and the slack: a pool goes out as soon as waiting longer would eat
+	// into it (batch size saves no money, only calls, while waiting costs
+	// the chance to be in time). Default 0.97.
+	FlushQuantile float64
 	// TurnaroundQuantile is the quantile of the observed turnarounds a
 	// batch must fit when there is no rescue (NoRescue). Default 0.9.
 	// With rescue, routing is by expected cost instead (see Route).
@@ -104,6 +110,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.TurnaroundQuantile <= 0 || p.TurnaroundQuantile > 1 {
 		p.TurnaroundQuantile = 0.9
+	}
+	if p.FlushQuantile <= 0 || p.FlushQuantile > 1 {
+		p.FlushQuantile = 0.97
 	}
 	if p.BatchPrice <= 0 || p.BatchPrice >= 1 {
 		p.BatchPrice = 0.5
@@ -181,7 +190,7 @@ type Item struct {
 	Accepted time.Time
 	// Deadline is when its budget ends (zero: none).
 	Deadline time.Time
-	// Predicted is its model's OnTimeQuantile turnaround.
+	// Predicted is its model's FlushQuantile turnaround.
 	Predicted time.Duration
 	// Reserve is the time its rescue needs before its deadline.
 	Reserve time.Duration

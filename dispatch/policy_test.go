@@ -152,3 +152,26 @@ func TestWaiterMoves(t *testing.T) {
 		}
 	}
 }
+
+// The batches of a model still in flight count as turnarounds at least as
+// long as their age: while the long ones are out, the early, short samples
+// do not make the model look fast.
+func TestPredictorCountsBatchesInFlight(t *testing.T) {
+	p := newPredictor(2*time.Minute, nil, 0.5, 64)
+	for _, d := range []time.Duration{60 * time.Second, 70 * time.Second, 80 * time.Second} {
+		p.observe("anthropic", "m", d)
+	}
+	if got := p.at("anthropic", "m", 0.5); got != 70*time.Second {
+		t.Fatalf("median of the samples: %s", got)
+	}
+	if got := p.atCensored("anthropic", "m", 0.5, []time.Duration{10 * time.Second}); got != 70*time.Second {
+		t.Fatalf("a young batch in flight says nothing: %s", got)
+	}
+	ages := []time.Duration{5 * time.Minute, 6 * time.Minute, 7 * time.Minute}
+	if got := p.atCensored("anthropic", "m", 0.5, ages); got != 190*time.Second {
+		t.Fatalf("three old batches in flight: median %s, want 3m10s", got)
+	}
+	if got := p.atCensored("anthropic", "other", 0.5, ages); got != 2*time.Minute {
+		t.Fatalf("a model without samples keeps its prior: %s", got)
+	}
+}

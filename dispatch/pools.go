@@ -102,7 +102,7 @@ func (d *Dispatcher) enqueueAllLocked(ws []*waiter) map[*waiter]error {
 func (d *Dispatcher) scheduleLocked(pl *pool) {
 	name := pl.prov.Name()
 	at := d.pol.FlushAt(pl.policyItems(
-		func(m string) time.Duration { return d.predictor.predict(name, m) },
+		func(m string) time.Duration { return d.predictor.at(name, m, d.pol.FlushQuantile) },
 		func(m string) time.Duration { return d.pol.Reserve(d.syncLat.predict(name, m)) }))
 	now := d.clock.Now()
 	if !at.After(now) {

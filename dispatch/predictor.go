@@ -80,6 +80,36 @@ func (p *predictor) at(provider, model string, q float64) time.Duration {
 	return s[i] + time.Duration(frac*float64(s[i+1]-s[i]))
 }
 
+// atCensored is at with the ages of the model's batches still in flight
+// counted as well: each is a turnaround known to be at least that long, so
+// one older than the estimate counts as a sample of its age. Without it
+// the first turnarounds learned are the short ones (the long ones are not
+// back yet), and the estimate is low just when it matters.
+func (p *predictor) atCensored(provider, model string, q float64, ages []time.Duration) time.Duration {
+	est := p.at(provider, model, q)
+	k := predictorKey(provider, model)
+	p.mu.Lock()
+	s := p.sorted[k]
+	p.mu.Unlock()
+	var longer []time.Duration
+	for _, a := range ages {
+		if a > est {
+			longer = append(longer, a)
+		}
+	}
+	if len(longer) == 0 || len(s) == 0 {
+		return est
+	}
+	all := append(slices.Clone(s), longer...)
+	slices.Sort(all)
+	pos := q * float64(len(all)-1)
+	i := int(pos)
+	if i >= len(all)-1 {
+		return all[len(all)-1]
+	}
+	return all[i] + time.Duration((pos-float64(i))*float64(all[i+1]-all[i]))
+}
+
 // explore reports whether a model has no sample and no batch out to get
 // one, and if so marks one as out: a model whose prior is too high for
 // any budget would otherwise never get a batch to learn from. A rescue

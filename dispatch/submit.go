@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -32,7 +33,8 @@ func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.
 // turnarounds once at a time.
 func (d *Dispatcher) route(provider, model string, budget time.Duration) llmfleet.Route {
 	reserve := d.pol.Reserve(d.syncLat.predict(provider, model))
-	r := d.pol.Route(budget, d.predictor.predict(provider, model), reserve, false)
+	predicted := d.predictor.atCensored(provider, model, d.pol.OnTimeQuantile(), d.flightAges(provider, model))
+	r := d.pol.Route(budget, predicted, reserve, false)
 	if r == llmfleet.RouteSync && !d.pol.NoLearning && d.pol.Route(budget, math.MaxInt64, reserve, true) == llmfleet.RouteBatch && d.predictor.explore(provider, model) {
 		d.log.Info("exploring a model's batch turnaround", "provider", provider, "model", model)
 		r = llmfleet.RouteBatch
@@ -293,4 +295,23 @@ func (d *Dispatcher) Lookup(ctx context.Context, id string, cred llmfleet.Creden
 		return nil, llmfleet.ErrNotFound
 	}
 	return r, nil
+}
+
+// flightAges returns the ages of the batches of a model still in flight.
+func (d *Dispatcher) flightAges(provider, model string) []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	var ages []time.Duration
+	for _, t := range d.trackers {
+		if t.prov.Name() != provider {
+			continue
+		}
+		for _, f := range t.flights {
+			if f.ended == nil && slices.Contains(f.models, model) {
+				ages = append(ages, now.Sub(f.submitted))
+			}
+		}
+	}
+	return ages
 }
