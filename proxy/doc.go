@@ -177,7 +177,8 @@
 //	msg, err := client.Messages.New(ctx, params)          // may be batched
 //	stream := client.Messages.NewStreaming(ctx, params)   // likewise
 //
-// Calls whose context carries no budget go through unchanged. Calls
+// Calls whose context carries no budget take Server.DefaultBudget (0, the
+// default: they go through unchanged, apart from llmfleet-route). Calls
 // routed sync go through the SDK's own HTTP client: the proxy's budget
 // timeout and retries do not apply to them; the context and the SDK's
 // retries do.
