@@ -37,8 +37,8 @@ simulator (simulate.Run, in process, virtual clock) and for real, through
 this process. Prints the two side by side for the llmfleet policy, and the
 seed policy simulated only (serve has no flags for it).
 
-The emulator has one fixed sync latency and no stragglers, so both runs
-use -sync-latency as a fixed latency and no stragglers.
+-turnaround, -sync-latency and -straggler go to both: the simulated
+provider and "llmfleet emulate" (its --turnaround, --latency, --straggler).
 
 flags:
 `
@@ -50,7 +50,8 @@ type econFlags struct {
 	workload      string
 	scale         float64
 	turnaround    string
-	syncLatency   time.Duration
+	syncLatency   string
+	straggler     string
 	binary        string
 	policy        dispatch.Policy
 }
@@ -69,7 +70,8 @@ func runEconomics(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&f.workload, "workload", "", "read the workload from this file (JSON lines, as llmfleet simulate) instead of generating it")
 	fs.Float64Var(&f.scale, "scale", 60, "divide every time (workload, policy, provider) by this")
 	fs.StringVar(&f.turnaround, "turnaround", "2m-10m", "batch turnaround before scaling, in the shape of llmfleet simulate --turnaround")
-	fs.DurationVar(&f.syncLatency, "sync-latency", 2*time.Second, "latency of a sync call before scaling (fixed: the emulator's --latency)")
+	fs.StringVar(&f.syncLatency, "sync-latency", "1s-3s", "latency of a sync call before scaling, same shape (start with a range for every model)")
+	fs.StringVar(&f.straggler, "straggler", "", "FRACTION:FACTORx: that fraction of the batches take FACTOR times their turnaround (not scaled)")
 	fs.StringVar(&f.binary, "llmfleet", "", "llmfleet binary to run (default: go build github.com/llmfleet/llmfleet/cmd/llmfleet into a temporary directory)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -105,12 +107,22 @@ func runEconomics(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	syncLat := scaleDuration(f.syncLatency, f.scale)
-	fixedSync := func(string) (time.Duration, time.Duration) { return syncLat, syncLat }
+	syncSpec, err := scaleRangeSpec(f.syncLatency, f.scale)
+	if err != nil {
+		return err
+	}
+	syncRanges, err := emulator.ParseRanges("-sync-latency", syncSpec)
+	if err != nil {
+		return err
+	}
+	strag, err := parseStraggler(f.straggler)
+	if err != nil {
+		return err
+	}
 
 	sim := map[string]simulate.Report{}
 	for _, name := range []string{"llmfleet", "seed"} {
-		cfg := simulate.Config{Name: name, Policy: pol, TurnaroundRange: turnRanges, SyncLatencyRange: fixedSync, Seed: f.seed}
+		cfg := simulate.Config{Name: name, Policy: pol, TurnaroundRange: turnRanges, SyncLatencyRange: syncRanges, Straggler: strag, Seed: f.seed}
 		if name == "seed" {
 			cfg.Policy = simulate.SeedPolicy(pol)
 			// SeedPolicy sets unscaled durations: scale them too.
@@ -124,12 +136,12 @@ func runEconomics(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		sim[name] = rep
 	}
 	fmt.Fprintf(stderr, "simulated; starting the real run (%d requests, scale 1/%g)\n", len(scaled), f.scale)
-	real, err := realRun(ctx, f, scaled, pol, turnSpec, syncLat, stderr)
+	real, err := realRun(ctx, f, scaled, pol, turnSpec, syncSpec, stderr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "workload: %d agents, %d requests, seed %d; scale 1/%g; turnaround %s (scaled %s); sync latency %s (scaled %s); no stragglers\n\n",
-		countAgents(turns), len(turns), f.seed, f.scale, f.turnaround, turnSpec, f.syncLatency, syncLat)
+	fmt.Fprintf(stdout, "workload: %d agents, %d requests, seed %d; scale 1/%g; turnaround %s (scaled %s); sync latency %s (scaled %s); stragglers %q\n\n",
+		countAgents(turns), len(turns), f.seed, f.scale, f.turnaround, turnSpec, f.syncLatency, syncSpec, f.straggler)
 	return writeComparison(stdout, fromReport(sim["llmfleet"]), real, fromReport(sim["seed"]))
 }
 
@@ -169,7 +181,9 @@ func writeComparison(w io.Writer, sim, real, seed figures) error {
 	row("errors", func(f figures) string { return strconv.Itoa(f.Errors) })
 	row("cost", func(f figures) string { return fmt.Sprintf("$%.2f", f.CostUSD) })
 	row("saved", func(f figures) string { return fmt.Sprintf("$%.2f", f.SavedUSD) })
-	row("span (scaled)", func(f figures) string { return (time.Duration(f.WallMS) * time.Millisecond).Round(100 * time.Millisecond).String() })
+	row("span (scaled)", func(f figures) string {
+		return (time.Duration(f.WallMS) * time.Millisecond).Round(100 * time.Millisecond).String()
+	})
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -320,7 +334,7 @@ func waitUp(ctx context.Context, url string) error {
 }
 
 // realRun runs the scaled workload through serve against the emulator.
-func realRun(ctx context.Context, f econFlags, turns []simulate.Turn, pol dispatch.Policy, turnSpec string, syncLat time.Duration, stderr io.Writer) (figures, error) {
+func realRun(ctx context.Context, f econFlags, turns []simulate.Turn, pol dispatch.Policy, turnSpec, syncSpec string, stderr io.Writer) (figures, error) {
 	dir, err := os.MkdirTemp("", "llmfleet-economics-")
 	if err != nil {
 		return figures{}, err
@@ -346,7 +360,7 @@ func realRun(ctx context.Context, f econFlags, turns []simulate.Turn, pol dispat
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	emu, err := startProc(pctx, dir, "emulate", bin, "emulate", "--listen", emuAddr, "--turnaround", turnSpec,
-		"--latency", syncLat.String(), "--seed", strconv.FormatUint(f.seed, 10))
+		"--latency", syncSpec, "--straggler", f.straggler, "--seed", strconv.FormatUint(f.seed, 10))
 	if err != nil {
 		return figures{}, err
 	}
@@ -504,4 +518,19 @@ func send(ctx context.Context, client *http.Client, base string, t simulate.Turn
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.Header.Get("llmfleet-route"), resp.StatusCode, time.Since(began), nil
+}
+
+// parseStraggler parses -straggler, "0.05:10x" ("" for none), as
+// llmfleet simulate and emulate read --straggler.
+func parseStraggler(s string) (simulate.Straggler, error) {
+	if s == "" {
+		return simulate.Straggler{}, nil
+	}
+	fr, fa, ok := strings.Cut(s, ":")
+	frac, err1 := strconv.ParseFloat(fr, 64)
+	fact, err2 := strconv.ParseFloat(strings.TrimSuffix(fa, "x"), 64)
+	if !ok || err1 != nil || err2 != nil || frac < 0 || frac > 1 || fact < 1 {
+		return simulate.Straggler{}, fmt.Errorf("-straggler %q is not FRACTION:FACTORx (e.g. 0.05:10x)", s)
+	}
+	return simulate.Straggler{Fraction: frac, Factor: fact}, nil
 }
