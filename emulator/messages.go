@@ -21,7 +21,11 @@ func (s *Server) handleMessages(c *call) {
 		d = directives{} // a pre-warm generates nothing
 	}
 	ctx := c.r.Context()
-	if s.sleep(ctx, s.Latency) != nil || s.sleep(ctx, d.slow) != nil {
+	latency := s.Latency
+	if s.SyncLatency != nil {
+		latency = s.SyncLatency(p.model, s.rng("sync-latency", p.digest))
+	}
+	if s.sleep(ctx, latency) != nil || s.sleep(ctx, d.slow) != nil {
 		return
 	}
 	if d.errorType != "" {

@@ -59,6 +59,11 @@ type Server struct {
 	// no delay.
 	Latency time.Duration
 
+	// SyncLatency, if not nil, draws the delay of a synchronous POST
+	// /v1/messages reply for its model instead of Latency, from r only (r
+	// is seeded by Seed and the request body).
+	SyncLatency func(model string, r *rand.Rand) time.Duration
+
 	// Sleep waits d or until ctx ends; it implements Latency, the [slow:]
 	// directive and Fault.Delay. Nil means a real timer. Tests pass a hook
 	// to avoid sleeping on real time.

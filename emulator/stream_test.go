@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -264,5 +265,13 @@ func TestDirectivesSync(t *testing.T) {
 	e.do("POST", "/v1/messages", msgBody("y"))
 	if len(e.slept) != 2 || e.slept[0].String() != "3s" || e.slept[1].String() != "250ms" {
 		t.Fatalf("slept %v", e.slept)
+	}
+	e.s.SyncLatency = func(model string, r *rand.Rand) time.Duration {
+		return time.Duration(len(model))*time.Millisecond + time.Duration(r.IntN(3))*time.Microsecond
+	}
+	e.do("POST", "/v1/messages", msgBody("z"))
+	e.do("POST", "/v1/messages", msgBody("z"))
+	if len(e.slept) != 4 || e.slept[2] != e.slept[3] || e.slept[2].Truncate(time.Millisecond) != time.Duration(len("claude-sonnet-4-6"))*time.Millisecond {
+		t.Fatalf("with SyncLatency, slept %v", e.slept)
 	}
 }

@@ -4,6 +4,11 @@
 // memory it holds per parked batched request.
 //
 //	llmfleet-bench [flags]
+//	llmfleet-bench economics [flags]
+//
+// The economics mode runs one workload through the simulator and through
+// llmfleet serve against llmfleet emulate with scaled time, and compares
+// their routes, budget misses and costs.
 //
 // Run "llmfleet-bench -h" for the flags. It is a development tool, built
 // apart from the llmfleet command.
@@ -32,6 +37,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := runBench
 	if len(args) > 0 && args[0] == parkClientCommand {
 		cmd, args = runParkClient, args[1:]
+	} else if len(args) > 0 && args[0] == economicsCommand {
+		cmd, args = runEconomics, args[1:]
 	}
 	if err := cmd(ctx, args, stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

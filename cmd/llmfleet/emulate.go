@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/llmfleet/llmfleet/emulator"
@@ -24,7 +25,8 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	listen := fs.String("listen", "127.0.0.1:8788", "address to listen on")
 	turn := fs.String("turnaround", "2s-6s", `batch turnaround: a duration ("5s") or a uniform range ("2s-6s"), for every model, then model=range pairs for some ("2s-6s,claude-opus-4-6=30s-90s")`)
 	seed := fs.Int64("seed", 0, "seed of the emulator's random choices")
-	latency := fs.Duration("latency", 0, "delay of every synchronous /v1/messages reply")
+	latency := fs.String("latency", "0", "delay of a synchronous /v1/messages reply, in the shape of --turnaround (models no range names take 0)")
+	straggler := fs.String("straggler", "", "FRACTION:FACTORx: that fraction of the batches take FACTOR times their turnaround (e.g. 0.05:10x), as llmfleet simulate --straggler")
 	verbose := fs.Bool("v", false, "log every request")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -36,16 +38,25 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	syncLatency, err := parseLatencies(*latency)
+	if err != nil {
+		return err
+	}
+	strag, err := parseStraggler(*straggler)
+	if err != nil {
+		return err
+	}
+	turnaround = withStragglers(turnaround, strag.Fraction, strag.Factor)
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	srv := &emulator.Server{
-		Seed:       *seed,
-		Latency:    *latency,
-		Logger:     logger,
-		Turnaround: turnaround,
+		Seed:        *seed,
+		SyncLatency: syncLatency,
+		Logger:      logger,
+		Turnaround:  turnaround,
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -73,4 +84,28 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // emulator.ParseDurations).
 func parseTurnarounds(s string) (func(model string, r *rand.Rand) time.Duration, error) {
 	return emulator.ParseDurations("--turnaround", s)
+}
+
+// parseLatencies parses the --latency flag: as --turnaround, but models
+// no range names take 0.
+func parseLatencies(s string) (func(model string, r *rand.Rand) time.Duration, error) {
+	if first, _, _ := strings.Cut(s, ","); strings.Contains(first, "=") {
+		s = "0," + s
+	}
+	return emulator.ParseDurations("--latency", s)
+}
+
+// withStragglers returns draw with fraction of its draws factor times
+// longer (draw itself when fraction is 0).
+func withStragglers(draw func(string, *rand.Rand) time.Duration, fraction, factor float64) func(string, *rand.Rand) time.Duration {
+	if fraction <= 0 {
+		return draw
+	}
+	return func(model string, r *rand.Rand) time.Duration {
+		d := draw(model, r)
+		if r.Float64() < fraction {
+			d = time.Duration(float64(d) * factor)
+		}
+		return d
+	}
 }

@@ -32,3 +32,35 @@ func TestParseTurnarounds(t *testing.T) {
 		}
 	}
 }
+
+func TestParseLatenciesAndStragglers(t *testing.T) {
+	f, err := parseLatencies("claude-opus-4-6=1s-2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	if d := f("claude-sonnet-4-6", r); d != 0 {
+		t.Errorf("unnamed model: %s, want 0", d)
+	}
+	if d := f("claude-opus-4-6", r); d < time.Second || d > 2*time.Second {
+		t.Errorf("opus: %s", d)
+	}
+	if f, err := parseLatencies("30ms"); err != nil || f("m", r) != 30*time.Millisecond {
+		t.Errorf("fixed latency: %v", err)
+	}
+	fixed := func(string, *rand.Rand) time.Duration { return time.Second }
+	slow := withStragglers(fixed, 0.25, 10)
+	n := 0
+	for range 4000 {
+		switch d := slow("m", r); d {
+		case 10 * time.Second:
+			n++
+		case time.Second:
+		default:
+			t.Fatalf("straggler draw %s", d)
+		}
+	}
+	if n < 800 || n > 1200 {
+		t.Errorf("%d of 4000 stragglers, want about 1000", n)
+	}
+}

@@ -11,6 +11,7 @@ import (
 // simulate so that a simulated policy is set exactly as a served one.
 type policyFlags struct {
 	syncMax, window, poll, maxPoll, prior, createTimeout, defBudget *time.Duration
+	syncPrior, rescueMargin, settle                                 *time.Duration
 	minSize, maxSize                                                *int
 }
 
@@ -25,20 +26,26 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 		prior:         fs.Duration("turnaround-prior", 0, "predicted batch turnaround before any is observed (0: dispatcher default, 2m)"),
 		createTimeout: fs.Duration("create-timeout", 0, "bound of one batch create call; an unanswered create (lost connection, crash) is sent again only if a list read after this bound plus a 2s settle delay lacks its batch (0: dispatcher default, 2m)"),
 		defBudget:     fs.Duration("default-budget", 0, "budget of a request that carries none (0: sync)"),
+		syncPrior:     fs.Duration("sync-latency-prior", 0, "predicted sync latency before any is observed (0: dispatcher default, 30s)"),
+		rescueMargin:  fs.Duration("rescue-margin", 0, "margin kept before a batched request's deadline when it is rescued (0: dispatcher default, 2s)"),
+		settle:        fs.Duration("settle-delay", 0, "how long after a create the provider's batch list is trusted to show the batch (0: dispatcher default, 2s)"),
 	}
 }
 
 // policy is the policy the flags set.
 func (f *policyFlags) policy() dispatch.Policy {
 	return dispatch.Policy{
-		DefaultBudget:   *f.defBudget,
-		SyncMaxLatency:  *f.syncMax,
-		BatchWindow:     *f.window,
-		BatchMinSize:    *f.minSize,
-		BatchMaxSize:    *f.maxSize,
-		PollInterval:    *f.poll,
-		MaxPollInterval: *f.maxPoll,
-		TurnaroundPrior: *f.prior,
-		CreateTimeout:   *f.createTimeout,
+		DefaultBudget:    *f.defBudget,
+		SyncMaxLatency:   *f.syncMax,
+		BatchWindow:      *f.window,
+		BatchMinSize:     *f.minSize,
+		BatchMaxSize:     *f.maxSize,
+		PollInterval:     *f.poll,
+		MaxPollInterval:  *f.maxPoll,
+		TurnaroundPrior:  *f.prior,
+		CreateTimeout:    *f.createTimeout,
+		SyncLatencyPrior: *f.syncPrior,
+		RescueMargin:     *f.rescueMargin,
+		SettleDelay:      *f.settle,
 	}
 }
