@@ -115,7 +115,7 @@ func runEconomics(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	strag, err := parseStraggler(f.straggler)
+	strag, err := simulate.ParseStraggler(f.straggler)
 	if err != nil {
 		return err
 	}
@@ -518,19 +518,4 @@ func send(ctx context.Context, client *http.Client, base string, t simulate.Turn
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.Header.Get("llmfleet-route"), resp.StatusCode, time.Since(began), nil
-}
-
-// parseStraggler parses -straggler, "0.05:10x" ("" for none), as
-// llmfleet simulate and emulate read --straggler.
-func parseStraggler(s string) (simulate.Straggler, error) {
-	if s == "" {
-		return simulate.Straggler{}, nil
-	}
-	fr, fa, ok := strings.Cut(s, ":")
-	frac, err1 := strconv.ParseFloat(fr, 64)
-	fact, err2 := strconv.ParseFloat(strings.TrimSuffix(fa, "x"), 64)
-	if !ok || err1 != nil || err2 != nil || frac < 0 || frac > 1 || fact < 1 {
-		return simulate.Straggler{}, fmt.Errorf("-straggler %q is not FRACTION:FACTORx (e.g. 0.05:10x)", s)
-	}
-	return simulate.Straggler{Fraction: frac, Factor: fact}, nil
 }

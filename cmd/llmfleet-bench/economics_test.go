@@ -78,13 +78,13 @@ func TestRouteAgreement(t *testing.T) {
 }
 
 func TestParseStraggler(t *testing.T) {
-	if s, err := parseStraggler("0.05:10x"); err != nil || s.Fraction != 0.05 || s.Factor != 10 {
+	if s, err := simulate.ParseStraggler("0.05:10x"); err != nil || s.Fraction != 0.05 || s.Factor != 10 {
 		t.Errorf("parseStraggler = %+v, %v", s, err)
 	}
-	if s, err := parseStraggler(""); err != nil || s.Fraction != 0 {
+	if s, err := simulate.ParseStraggler(""); err != nil || s.Fraction != 0 {
 		t.Errorf("empty: %+v, %v", s, err)
 	}
-	if _, err := parseStraggler("5%"); err == nil {
+	if _, err := simulate.ParseStraggler("5%"); err == nil {
 		t.Error("accepted 5%")
 	}
 }

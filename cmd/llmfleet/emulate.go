@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/simulate"
 )
 
 func init() { commands["emulate"] = runEmulate }
@@ -42,7 +43,7 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	strag, err := parseStraggler(*straggler)
+	strag, err := simulate.ParseStraggler(*straggler)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	strag, err := parseStraggler(*straggler)
+	strag, err := simulate.ParseStraggler(*straggler)
 	if err != nil {
 		return err
 	}
@@ -193,20 +193,6 @@ func ledgerWorkload(ctx context.Context, path, since string) ([]simulate.Turn, e
 		return nil, fmt.Errorf("the ledger at %s has no entries in that period", path)
 	}
 	return simulate.FromLedger(entries), nil
-}
-
-// parseStraggler parses --straggler: "0.05:10x".
-func parseStraggler(s string) (simulate.Straggler, error) {
-	if s == "" {
-		return simulate.Straggler{}, nil
-	}
-	fr, fa, ok := strings.Cut(s, ":")
-	frac, err1 := strconv.ParseFloat(fr, 64)
-	fact, err2 := strconv.ParseFloat(strings.TrimSuffix(fa, "x"), 64)
-	if !ok || err1 != nil || err2 != nil || frac < 0 || frac > 1 || fact < 1 {
-		return simulate.Straggler{}, fmt.Errorf("--straggler %q is not FRACTION:FACTORx (e.g. 0.05:10x)", s)
-	}
-	return simulate.Straggler{Fraction: frac, Factor: fact}, nil
 }
 
 // writeSimulation prints the reports as tables.
