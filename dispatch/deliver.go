@@ -19,42 +19,44 @@ type answer struct {
 
 // deliver stores the answers with their ledger entries in one
 // transaction, then, under the lock, calls then (if not nil), answers
-// their callers and observes the entries. If
-// they cannot be stored nobody is answered and it returns false: the
-// caller tries again later, so that no answer is given that a restart
-// would not find.
+// their callers and observes the entries. An answer to a request that a
+// rescue (or its batch) answered first is recorded as late instead, once
+// the others are stored. If they cannot be stored nobody is answered and
+// it returns false: the caller tries again later, so that no answer is
+// given that a restart would not find.
 func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool {
-	// Answers to requests a rescue answered first are paid, not delivered.
 	var late []answer
 	d.mu.Lock()
 	live := answers[:0:0]
 	for _, a := range answers {
-		if a.w.state == stateDone && a.w.rescuing {
+		if a.w.state == stateDone && (a.w.rescuing || a.rescue) {
 			late = append(late, a)
 		} else {
 			live = append(live, a)
 		}
 	}
 	d.mu.Unlock()
-	if len(late) > 0 {
-		d.recordLate(late, llmfleet.RouteBatch)
-	}
 	answers = live
 	now := d.clock.Now()
 	done := make([]llmfleet.Completion, len(answers))
 	entries := make([]llmfleet.LedgerEntry, len(answers))
 	for i, a := range answers {
-		entries[i] = d.entry(a.w, a.resp, a.err, now)
+		rescue := llmfleet.RescueNone
 		if a.rescue {
-			entries[i].Route, entries[i].Rescue = llmfleet.RouteSync, llmfleet.RescueSync
-			entries[i] = d.price(entries[i])
+			rescue = llmfleet.RescueSync
 		}
+		entries[i] = d.entry(a.w, a.resp, a.err, now, rescue)
 		done[i] = llmfleet.Completion{RequestID: a.w.id, Result: storedResult(a.resp, a.err, now), Ledger: &entries[i]}
 	}
-	if err := d.journal.complete(d.ctx, done); err != nil {
-		d.log.Error("results not stored; will retry", "batch_id", batchID, "requests", len(answers), "err", err)
-		return false
+	if len(done) > 0 {
+		if err := d.journal.complete(d.ctx, done); err != nil {
+			d.log.Error("results not stored; will retry", "batch_id", batchID, "requests", len(answers), "err", err)
+			return false
+		}
 	}
+	// Recorded once the others are stored, so that a delivery tried again
+	// does not record them twice.
+	d.recordLate(late)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if then != nil {
@@ -66,9 +68,12 @@ func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool
 	return true
 }
 
-// entry returns the priced ledger entry of a batched request answered now.
-func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now time.Time) llmfleet.LedgerEntry {
+// entry returns the priced ledger entry of a batched request answered now,
+// by resp's route (the batch, or a rescue's sync call), playing part
+// rescue in a rescue.
+func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now time.Time, rescue llmfleet.Rescue) llmfleet.LedgerEntry {
 	e := llmfleet.LedgerEntry{
+		Rescue:    rescue,
 		RequestID: w.id,
 		Time:      now,
 		Provider:  w.prov.Name(),
@@ -83,6 +88,9 @@ func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now ti
 		e.BatchID = be.BatchID
 	}
 	if resp != nil {
+		if resp.Route != "" {
+			e.Route = resp.Route
+		}
 		e.BatchID = resp.BatchID
 		e.Usage = resp.Usage
 		if resp.Model != "" {

@@ -91,27 +91,26 @@ func (d *Dispatcher) rescue(w *waiter) {
 	}
 	resp.Route = llmfleet.RouteSync
 	resp.RequestID = w.id
-	d.mu.Lock()
-	late := w.state == stateDone
-	d.mu.Unlock()
-	if late {
-		d.recordLate([]answer{{w: w, resp: resp}}, llmfleet.RouteSync)
-		return
+	a := answer{w: w, resp: resp, rescue: true}
+	if !d.deliver([]answer{a}, "", nil) {
+		// Not stored: the batch still answers the request, and the paid
+		// sync answer is recorded as late rather than lost.
+		d.recordLate([]answer{a})
 	}
-	d.deliver([]answer{{w: w, resp: resp, rescue: true}}, "", nil)
 }
 
-// recordLate records answers that came second as paid, not delivered.
-func (d *Dispatcher) recordLate(answers []answer, route llmfleet.Route) {
+// recordLate records answers that came second as paid, not delivered, at
+// the route they came by.
+func (d *Dispatcher) recordLate(answers []answer) {
 	now := d.clock.Now()
 	entries := make([]llmfleet.LedgerEntry, 0, len(answers))
 	for _, a := range answers {
 		if a.resp == nil {
 			continue // an error is not billed
 		}
-		e := d.entry(a.w, a.resp, nil, now)
-		e.Route, e.Rescue, e.Budget, e.BudgetMet = route, llmfleet.RescueLate, 0, true
-		entries = append(entries, d.price(e))
+		e := d.entry(a.w, a.resp, nil, now, llmfleet.RescueLate)
+		e.Budget, e.BudgetMet = 0, true // its request is judged by the answer it got
+		entries = append(entries, e)
 	}
 	if len(entries) == 0 {
 		return

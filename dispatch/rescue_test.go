@@ -1,7 +1,9 @@
 package dispatch
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/sqlite"
 )
 
 // ledgerOf collects the entries a dispatcher observes.
@@ -120,6 +123,66 @@ func TestSyncRouteTimesOutAtTheBudget(t *testing.T) {
 		}
 		if s := d.Stats(); s.BudgetMisses != 1 || s.SyncCalls != 1 {
 			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
+// failingComplete is a Store whose first CompleteRequests calls fail.
+type failingComplete struct {
+	*sqlite.DB
+	mu    sync.Mutex
+	fails int
+}
+
+func (s *failingComplete) CompleteRequests(ctx context.Context, done []llmfleet.Completion) error {
+	s.mu.Lock()
+	fail := s.fails > 0
+	s.fails--
+	s.mu.Unlock()
+	if fail {
+		return errors.New("disk full")
+	}
+	return s.DB.CompleteRequests(ctx, done)
+}
+
+// A rescue whose answer cannot be stored leaves the request to its batch,
+// and its paid sync answer is recorded as late, not lost: the ledger holds
+// the rescue's cost and the batch's answer, once each.
+func TestRescueNotStoredIsRecordedLate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	synctest.Test(t, func(t *testing.T) {
+		f, v := newFake(), newVault(t)
+		f.turnaround = func(string) time.Duration { return 12 * time.Minute }
+		db, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		d := &Dispatcher{Providers: []llmfleet.Provider{f}, Store: &failingComplete{DB: db, fails: 1}, Sealer: v,
+			Policy: Policy{BatchMinSize: 1, SyncLatencyPrior: 20 * time.Second}}
+		if err := d.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close(t.Context())
+		cred := llmfleet.Credential{APIKey: "sk-rescue"}
+		id, err := d.Enqueue(t.Context(), 10*time.Minute, &llmfleet.Request{Credential: cred, Body: body("m1", "late")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := await(t, d, id, cred)
+		if res.Err != nil || !strings.Contains(string(res.Body), "re: late") {
+			t.Fatalf("%+v %s", res.Err, res.Body)
+		}
+		entries, err := db.Ledger(t.Context(), time.Time{}, time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 2 || entries[0].Rescue != llmfleet.RescueLate || entries[0].Route != llmfleet.RouteSync ||
+			entries[1].Rescue != llmfleet.RescueNone || entries[1].Route != llmfleet.RouteBatch {
+			t.Fatalf("ledger %+v", entries)
+		}
+		if f.count("send") != 1 || f.count("create") != 1 {
+			t.Fatalf("%d sends, %d creates", f.count("send"), f.count("create"))
 		}
 	})
 }

@@ -254,7 +254,7 @@ func (d *Dispatcher) leaveLocked(w *waiter, cause error) {
 		w.to(stateDone)
 		d.stopRescueLocked(w)
 		if d.Observe != nil {
-			d.Observe(d.entry(w, nil, cause, d.clock.Now()), false)
+			d.Observe(d.entry(w, nil, cause, d.clock.Now(), llmfleet.RescueNone), false)
 		}
 	} else {
 		w.abandoned = true
