@@ -32,6 +32,9 @@ type fakeProvider struct {
 	// landAfter makes the next create fail without an answer and make its
 	// batch that long after (a create that lands late).
 	landAfter time.Duration
+	// createHang makes creates wait for their context to end and fail as
+	// never delivered (a connect that never completes).
+	createHang bool
 	// sendDelay is how long a sync call takes.
 	sendDelay time.Duration
 	// pollErr, if set, is returned by every GetBatch and ListBatches call.
@@ -146,6 +149,13 @@ func (f *fakeProvider) FindBatch(ctx context.Context, cred llmfleet.Credential, 
 }
 
 func (f *fakeProvider) CreateBatch(ctx context.Context, cred llmfleet.Credential, tag string, h http.Header, items []llmfleet.BatchItem) (*llmfleet.Batch, error) {
+	f.mu.Lock()
+	hang := f.createHang
+	f.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return nil, fmt.Errorf("%w: %w", llmfleet.ErrNotDelivered, ctx.Err())
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["create"]++

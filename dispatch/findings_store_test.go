@@ -207,3 +207,37 @@ func TestTurnaroundsLearnedAndRestored(t *testing.T) {
 		}
 	})
 }
+
+// A create that Close cuts short concludes nothing: its requests are not
+// answered with the cut's error but stay stored with their intent, and the
+// next start reconciles the intent and sends them, once.
+func TestCreateCutByCloseConcludesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	synctest.Test(t, func(t *testing.T) {
+		f, v := newFake(), newVault(t)
+		f.createHang = true
+		cred := llmfleet.Credential{APIKey: "sk-cut"}
+		d1, db1 := durable(t, f, path, v)
+		ids := enqueueN(t, d1, cred, "c", 10) // a full pool: created at once
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		d1.Close(ctx)
+		cancel()
+		db1.Close()
+
+		f.mu.Lock()
+		f.createHang = false
+		f.mu.Unlock()
+		d2, db2 := durable(t, f, path, v)
+		defer db2.Close()
+		defer d2.Close(t.Context())
+		for i, id := range ids {
+			if res := await(t, d2, id, cred); res.Err != nil || !strings.Contains(string(res.Body), fmt.Sprintf(`"re: c%d"`, i)) {
+				t.Fatalf("%s: %+v %s", id, res.Err, res.Body)
+			}
+		}
+		if got := f.batchSizes(); fmt.Sprint(got) != "[10]" {
+			t.Fatalf("batches %v", got)
+		}
+	})
+}
