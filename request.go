@@ -77,6 +77,11 @@ type Request struct {
 	// the headers of a stream that begins before its batch ends. It must
 	// be unique; the sync route ignores it.
 	ID string
+	// Client names who sent the request, for spend attribution in the
+	// ledger (LedgerEntry.Client): a keyed fingerprint of the credential
+	// the client presented, or a configured client name; never a secret.
+	// It may be empty.
+	Client string
 }
 
 // Response is the answer to a Request, whichever route it took.

@@ -46,6 +46,9 @@ type StoredRequest struct {
 	Body json.RawMessage
 	// Model is the request's model.
 	Model string
+	// Client names who sent it (Request.Client), so that the ledger
+	// entry written when it is answered, even after a restart, names it.
+	Client string
 	// Budget is the request's latency budget (0: none).
 	Budget time.Duration
 	// AcceptedAt is when the request was accepted; Deadline is AcceptedAt
@@ -251,6 +254,11 @@ type LedgerEntry struct {
 	BudgetMet bool          `json:"budget_met"`
 	// Rescue marks the entries of a deadline rescue (see Rescue).
 	Rescue Rescue `json:"rescue,omitempty"`
+	// Client names who sent the request, for spend attribution: the
+	// keyed fingerprint of the credential it was presented with (never
+	// the key), or the client's configured name when the proxy holds the
+	// upstream key. Empty when unknown (a library caller that set none).
+	Client string `json:"client,omitempty"`
 }
 
 // Rescue is an entry's part in a deadline rescue: a batched request whose

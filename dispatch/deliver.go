@@ -82,6 +82,7 @@ func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now ti
 		Outcome:   llmfleet.Outcome(err),
 		Latency:   now.Sub(w.arrived),
 		Budget:    w.budget,
+		Client:    w.req.Client,
 	}
 	var be *llmfleet.BatchError
 	if errors.As(err, &be) {

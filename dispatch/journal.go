@@ -89,6 +89,7 @@ func (j *storeJournal) accept(ctx context.Context, w *waiter) error {
 		Header:       w.req.Header,
 		Body:         w.req.Body,
 		Model:        w.info.Model,
+		Client:       w.req.Client,
 		Budget:       w.budget,
 		AcceptedAt:   w.arrived,
 		Deadline:     w.deadline,

@@ -86,7 +86,7 @@ func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*ll
 	if d.Observe != nil {
 		info, _ := p.Inspect(req)
 		e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: info.Model,
-			Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err)}
+			Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err), Client: req.Client}
 		e.Latency = e.Time.Sub(start)
 		e.BudgetMet = llmfleet.BudgetMet(err == nil, e.Latency, 0)
 		if resp != nil {

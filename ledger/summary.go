@@ -123,6 +123,12 @@ type Summary struct {
 	// ByModel and ByRoute break the figures down by model and by route.
 	ByModel map[string]Breakdown `json:"by_model"`
 	ByRoute map[string]Breakdown `json:"by_route"`
+	// ByClient breaks them down by client (LedgerEntry.Client: a key
+	// label, or a client's configured name); entries that name none are
+	// under NoClient. Its Calls are the client's requests, CostUSD what it
+	// paid, SyncEquivalentUSD what it would have paid at the sync route,
+	// SavedUSD what batching saved it.
+	ByClient map[string]Breakdown `json:"by_client"`
 	// RecentBudgetMisses holds the latest entries that missed their
 	// budget, newest first.
 	RecentBudgetMisses []llmfleet.LedgerEntry `json:"recent_budget_misses"`
@@ -153,6 +159,17 @@ func SyncEquivalent(e llmfleet.LedgerEntry) float64 {
 		return e.OtherRouteUSD
 	}
 	return e.CostUSD
+}
+
+// NoClient is the ByClient key of the entries that name no client.
+const NoClient = "(none)"
+
+// ClientOf returns the ByClient key of an entry.
+func ClientOf(e llmfleet.LedgerEntry) string {
+	if e.Client == "" {
+		return NoClient
+	}
+	return e.Client
 }
 
 // DefaultRecentMisses is how many recent budget misses a Summary keeps by
@@ -186,6 +203,7 @@ func Summarize(entries []llmfleet.LedgerEntry, from, to time.Time) Summary {
 func (s Summary) clone() Summary {
 	s.ByModel = maps.Clone(s.ByModel)
 	s.ByRoute = maps.Clone(s.ByRoute)
+	s.ByClient = maps.Clone(s.ByClient)
 	s.RecentBudgetMisses = slices.Clone(s.RecentBudgetMisses)
 	return s
 }

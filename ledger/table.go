@@ -12,7 +12,7 @@ import (
 
 // WriteTable renders s for the terminal: the totals, then what was paid,
 // what it would have cost at the sync route and what was saved, by model
-// and by route. Models missing from the price table are flagged.
+// by route and by client. Models missing from the price table are flagged.
 func WriteTable(w io.Writer, s Summary) error {
 	var b strings.Builder
 	if !s.From.IsZero() || !s.To.IsZero() {
@@ -47,6 +47,14 @@ func WriteTable(w io.Writer, s Summary) error {
 	}
 	if err := writeBreakdowns(w, "ROUTE", s.ByRoute, total); err != nil {
 		return err
+	}
+	if len(s.ByClient) > 0 {
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+		if err := writeBreakdowns(w, "CLIENT", s.ByClient, total); err != nil {
+			return err
+		}
 	}
 	if s.UnpricedRequests > 0 {
 		_, err := io.WriteString(w, "\n* requests of models missing from the price table: their tokens are counted, their cost is unknown (?)\n")

@@ -35,6 +35,7 @@ func (t *Totals) add(e llmfleet.LedgerEntry) {
 	if s.ByModel == nil {
 		s.ByModel = map[string]Breakdown{}
 		s.ByRoute = map[string]Breakdown{}
+		s.ByClient = map[string]Breakdown{}
 	}
 	route := e.Route
 	if route == "" {
@@ -72,6 +73,10 @@ func (t *Totals) add(e llmfleet.LedgerEntry) {
 	b = s.ByRoute[string(route)]
 	b.add(e, tok)
 	s.ByRoute[string(route)] = b
+	client := ClientOf(e)
+	b = s.ByClient[client]
+	b.add(e, tok)
+	s.ByClient[client] = b
 	if IsBudgetMiss(e) {
 		s.BudgetMisses++
 		t.misses = append(t.misses, e)
@@ -109,6 +114,9 @@ func (t *Totals) Summary() Summary {
 	if s.ByModel == nil {
 		s.ByModel = map[string]Breakdown{}
 		s.ByRoute = map[string]Breakdown{}
+	}
+	if s.ByClient == nil {
+		s.ByClient = map[string]Breakdown{}
 	}
 	s.SavedUSD = s.SyncEquivalentUSD - s.CostUSD
 	if s.SyncEquivalentUSD > 0 {

@@ -52,15 +52,10 @@ func HashKey(key string) string {
 
 // Map is the Server.Credentials hook: it admits a client presenting a known
 // key, as x-api-key or as a bearer token, and returns the upstream
-// credential.
+// credential. Name gives the client's name for the same key.
 func (k *ClientKeys) Map(presented llmfleet.Credential) (llmfleet.Credential, bool) {
-	for _, key := range [...]string{presented.APIKey, presented.AuthToken} {
-		if key == "" {
-			continue
-		}
-		if _, ok := k.Hashes[HashKey(key)]; ok {
-			return k.Upstream, true
-		}
+	if _, ok := k.lookup(presented); ok {
+		return k.Upstream, true
 	}
 	return llmfleet.Credential{}, false
 }

@@ -34,6 +34,8 @@ type call struct {
 	// async reports whether the caller asked for a ticket at once
 	// (Prefer: respond-async) rather than for the answer.
 	async bool
+	// client names the caller in the ledger (see clientOf).
+	client string
 }
 
 // plan routes a create-message call: it reads the route and budget the
@@ -70,7 +72,12 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		if !ok {
 			return c, unauthorized
 		}
+		if s.Observe != nil || s.Submitter != nil {
+			c.client = s.clientOf(cred)
+		}
 		cred, c.cred = up, &up
+	} else if s.Observe != nil || s.Submitter != nil {
+		c.client = s.clientOf(cred)
 	}
 
 	if prefersAsync(r.Header) {
@@ -108,6 +115,7 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		Credential: cred,
 		Header:     passHeaders(r.Header),
 		Body:       body,
+		Client:     c.client,
 	}
 	if force == "" {
 		if s.ToolResultsSync && lastUserHasToolResult(body) {

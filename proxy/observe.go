@@ -29,6 +29,7 @@ type syncCall struct {
 	budget   time.Duration
 	body     []byte // the request body, if it was read
 	observed bool   // Observe or UpstreamError is set
+	client   string // names the caller in the ledger
 	once     sync.Once
 
 	// With a budget (syncbudget.go): when it ends, its timer and the
@@ -51,7 +52,7 @@ func (s *Server) newSyncCall(c *call) *syncCall {
 	if !observed && c.budget <= 0 {
 		return nil
 	}
-	return &syncCall{start: c.arrived, budget: c.budget, body: c.body, observed: observed,
+	return &syncCall{start: c.arrived, budget: c.budget, body: c.body, observed: observed, client: c.client,
 		deadline: c.arrived.Add(c.budget)}
 }
 
@@ -138,6 +139,7 @@ func (s *Server) reportSync(sc *syncCall, model string, u llmfleet.Usage, outcom
 			Usage:    u,
 			Latency:  now.Sub(sc.start),
 			Budget:   sc.budget,
+			Client:   sc.client,
 		}
 		e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, sc.budget)
 		s.Observe(e)

@@ -85,6 +85,12 @@ type Server struct {
 	// whose key is public.
 	Fingerprint func(llmfleet.Credential) string
 
+	// ClientName, if set, names the client presenting a credential for
+	// the cost ledger (LedgerEntry.Client, Request.Client), e.g.
+	// ClientKeys.Name in proxy-held-key mode; "" (or nil) names it by its
+	// key label, the Fingerprint of the credential, never the key.
+	ClientName func(presented llmfleet.Credential) string
+
 	// PingInterval is the interval between ping events sent to a streaming
 	// caller while its batched request waits; 0 means DefaultPingInterval.
 	// The response status and headers go out with the first ping, so a

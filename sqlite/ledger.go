@@ -11,8 +11,8 @@ import (
 
 // insertLedger inserts one ledger entry; addEntry gives its arguments.
 const insertLedger = `INSERT INTO ledger (time, request_id, provider, model, route,
-	outcome, usage, cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id, rescue)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	outcome, usage, cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id, rescue, client)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // addEntry inserts e with stmt, a prepared insertLedger.
 func addEntry(ctx context.Context, stmt *sql.Stmt, e *llmfleet.LedgerEntry) error {
@@ -22,7 +22,7 @@ func addEntry(ctx context.Context, stmt *sql.Stmt, e *llmfleet.LedgerEntry) erro
 	}
 	_, err = stmt.ExecContext(ctx, e.Time.UnixNano(), e.RequestID, e.Provider, e.Model, string(e.Route),
 		e.Outcome, u, e.CostUSD, e.OtherRouteUSD, e.Priced, int64(e.Queued), int64(e.Turnaround),
-		int64(e.Latency), int64(e.Budget), e.BudgetMet, e.BatchID, string(e.Rescue))
+		int64(e.Latency), int64(e.Budget), e.BudgetMet, e.BatchID, string(e.Rescue), e.Client)
 	if err != nil {
 		return fmt.Errorf("sqlite: ledger: %w", err)
 	}
@@ -56,7 +56,7 @@ func (d *DB) Ledger(ctx context.Context, from, to time.Time) ([]llmfleet.LedgerE
 		return nil, ErrClosed
 	}
 	rows, err := d.r.QueryContext(ctx, `SELECT time, request_id, provider, model, route, outcome, usage,
-		cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id, rescue
+		cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id, rescue, client
 		FROM ledger WHERE time >= ? AND time < ? ORDER BY time, seq`, from.UnixNano(), to.UnixNano())
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func (d *DB) Ledger(ctx context.Context, from, to time.Time) ([]llmfleet.LedgerE
 			usage                                  []byte
 		)
 		if err := rows.Scan(&t, &e.RequestID, &e.Provider, &e.Model, &route, &e.Outcome, &usage,
-			&e.CostUSD, &e.OtherRouteUSD, &e.Priced, &queued, &turnaround, &latency, &budget, &e.BudgetMet, &e.BatchID, &rescue); err != nil {
+			&e.CostUSD, &e.OtherRouteUSD, &e.Priced, &queued, &turnaround, &latency, &budget, &e.BudgetMet, &e.BatchID, &rescue, &e.Client); err != nil {
 			return nil, err
 		}
 		if e.Usage, err = decodeUsage(usage); err != nil {

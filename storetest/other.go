@@ -50,6 +50,7 @@ func entry(i int, at time.Time) llmfleet.LedgerEntry {
 		Latency:       4*time.Minute + time.Duration(i),
 		Budget:        time.Hour,
 		BudgetMet:     i%2 == 0,
+		Client:        fmt.Sprintf("client-%d", i%3),
 	}
 	e.Usage = result(i).Usage
 	e.BatchID = fmt.Sprintf("msgbatch_%d", i/2)

@@ -52,7 +52,8 @@
 //     goes on working; after a Reopen the reopened store holds the data.
 //
 // Times must round-trip to the nanosecond (compared with time.Time.Equal),
-// bodies byte for byte. A nil Header may come back nil or empty.
+// bodies byte for byte. A request's Client and a ledger entry's Client
+// round-trip as given, across a Reopen too. A nil Header may come back nil or empty.
 package storetest
 
 import (
@@ -130,6 +131,7 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentAdd", s.concurrentAdd},
 		{"ConcurrentLifecycle", s.concurrentLifecycle},
 		{"Restart", s.restart},
+		{"ClientAttribution", s.clientAttribution},
 		{"Reopen", s.reopen},
 		{"Locked", s.locked},
 	}
@@ -184,6 +186,7 @@ func request(i int) *llmfleet.StoredRequest {
 		Header:       header(),
 		Body:         body(i),
 		Model:        "claude-sonnet-4-6",
+		Client:       fmt.Sprintf("client-%d", i%2),
 		Budget:       90 * time.Minute,
 		AcceptedAt:   at,
 		Deadline:     at.Add(90 * time.Minute),
@@ -312,6 +315,9 @@ func checkRequest(t *testing.T, got, want *llmfleet.StoredRequest) {
 	}
 	if !bytes.Equal(got.Body, want.Body) {
 		t.Errorf("%s: Body changed:\n got %q\nwant %q", id, got.Body, want.Body)
+	}
+	if got.Client != want.Client {
+		t.Errorf("%s: Client %q, want %q", id, got.Client, want.Client)
 	}
 	if got.Budget != want.Budget {
 		t.Errorf("%s: Budget %v, want %v", id, got.Budget, want.Budget)

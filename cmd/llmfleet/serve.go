@@ -217,10 +217,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:          logger,
 		Observe:         obs.Observe,
 		UpstreamError:   obs.UpstreamError,
+		// Key labels (in the ledger's client column too) are keyed with
+		// the instance secret.
+		Fingerprint: state.vault.Fingerprint,
 	}
 	if creds != nil {
 		srv.Credentials = creds.Map
-		srv.Fingerprint = state.vault.Fingerprint
+		srv.ClientName = creds.Name
 	}
 	var api http.Handler = srv.Handler()
 	if *logs.logBodies {

@@ -1,0 +1,44 @@
+package proxy
+
+import "github.com/llmfleet/llmfleet"
+
+// This file names the client of a create-message call for spend
+// attribution: the ledger entries of the sync route and the Requests given
+// to the Submitter carry it (llmfleet.LedgerEntry.Client, Request.Client).
+
+// clientOf names the client that presented a credential: the name
+// ClientName gives, else the credential's key label (see fingerprint),
+// never the key itself; "" for no credential.
+func (s *Server) clientOf(presented llmfleet.Credential) string {
+	if s.ClientName != nil {
+		if name := s.ClientName(presented); name != "" {
+			return name
+		}
+	}
+	if presented.IsZero() {
+		return ""
+	}
+	return s.fingerprint(presented)
+}
+
+// Name returns the configured name of the client presenting a known key,
+// as x-api-key or as a bearer token, or "" for an unknown key. It fits
+// Server.ClientName, so that in proxy-held-key mode the ledger names
+// clients as the configuration does.
+func (k *ClientKeys) Name(presented llmfleet.Credential) string {
+	name, _ := k.lookup(presented)
+	return name
+}
+
+// lookup returns the name of the client presenting a known key.
+func (k *ClientKeys) lookup(presented llmfleet.Credential) (string, bool) {
+	for _, key := range [...]string{presented.APIKey, presented.AuthToken} {
+		if key == "" {
+			continue
+		}
+		if name, ok := k.Hashes[HashKey(key)]; ok {
+			return name, true
+		}
+	}
+	return "", false
+}
