@@ -12,8 +12,9 @@ import (
 type Source struct {
 	// History holds the series; nil leaves them empty.
 	History *History
-	// Stats returns the dispatcher's counters; each snapshot also samples
-	// the queue from them into History.
+	// Stats returns the dispatcher's counters. The queue series is
+	// sampled into History by a Sampler, not by snapshots: samples taken
+	// only while a page is open would draw a false flat line.
 	Stats func() llmfleet.Stats
 	// InFlight lists the batches in flight; see InFlightFromPending.
 	InFlight func(ctx context.Context) ([]BatchInFlight, error)
@@ -34,7 +35,6 @@ func (s *Source) Snapshot(ctx context.Context) (Snapshot, error) {
 	}
 	var snap Snapshot
 	if s.History != nil {
-		s.History.SampleQueue(now, st.QueueDepth, st.BatchesInFlight)
 		snap = s.History.Snapshot(now)
 	} else {
 		snap = (&History{}).Snapshot(now)

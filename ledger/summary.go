@@ -135,17 +135,36 @@ type Summary struct {
 }
 
 // IsBudgetMiss reports whether an entry had a budget and missed it: it
-// was answered, or timed out, after its budget. An error answered within
-// the budget (a refused request) is an error, not a miss.
+// was answered after its budget, or timed out at it. An error (a refused
+// request, an upstream failure) is an error, not a miss, whenever it came.
 func IsBudgetMiss(e llmfleet.LedgerEntry) bool {
 	if e.Budget <= 0 || e.BudgetMet {
 		return false
 	}
-	switch e.Outcome {
-	case "ok", "budget_exceeded", "timeout_error", "deadline_exceeded":
+	return e.Outcome == "ok" || IsTimeout(e.Outcome)
+}
+
+// IsTimeout reports whether an outcome is a request given up at its
+// budget (the caller got a 504 timeout_error), rather than answered.
+func IsTimeout(outcome string) bool {
+	switch outcome {
+	case "budget_exceeded", "timeout_error", "deadline_exceeded":
 		return true
 	}
-	return e.Latency > e.Budget
+	return false
+}
+
+// MissLabel says what happened to an entry that missed its budget:
+// "timed out" for one given up at its budget, "answered late" for one
+// answered after it; "" for an entry that is no miss.
+func MissLabel(e llmfleet.LedgerEntry) string {
+	switch {
+	case !IsBudgetMiss(e):
+		return ""
+	case IsTimeout(e.Outcome):
+		return "timed out"
+	}
+	return "answered late"
 }
 
 // SyncEquivalent returns what an entry cost or would have cost at the sync

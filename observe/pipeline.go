@@ -42,6 +42,11 @@ type Config struct {
 	// InFlight lists the dispatcher's batches in flight for the
 	// dashboard; nil lists none.
 	InFlight func() []dispatch.FlightInfo
+	// SampleInterval is how often the queue depth and batches in flight
+	// are sampled into the dashboard's history (from New to Close,
+	// whether a page is open or not); 0 means
+	// dashboard.DefaultSampleInterval, a negative value samples nothing.
+	SampleInterval time.Duration
 }
 
 // Pipeline prices, counts and records the ledger entries of llmfleet
@@ -55,11 +60,13 @@ type Pipeline struct {
 	metrics  *metrics.Metrics
 	totals   ledger.Totals
 	history  dashboard.History
-	writer   *ledger.Writer // nil without a store
+	sampler  *dashboard.Sampler // nil when not sampling
+	writer   *ledger.Writer     // nil without a store
 }
 
-// New makes a pipeline, registers its metrics and, with a store, starts
-// the writer of the ledger to it. Close it when done.
+// New makes a pipeline, registers its metrics, starts sampling the queue
+// for the dashboard and, with a store, starts the writer of the ledger to
+// it. Close it when done.
 func New(cfg Config) (*Pipeline, error) {
 	p := &Pipeline{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, registry: cfg.Registry}
 	if p.log == nil {
@@ -82,6 +89,10 @@ func New(cfg Config) (*Pipeline, error) {
 	p.metrics = m
 	if cfg.Store != nil {
 		p.writer = ledger.NewWriter(cfg.Store, cfg.Backlog, p.log)
+	}
+	if cfg.SampleInterval >= 0 {
+		p.sampler = &dashboard.Sampler{History: &p.history, Stats: p.cfg.Stats, Interval: cfg.SampleInterval, Clock: p.clock}
+		p.sampler.Open()
 	}
 	return p, nil
 }
@@ -166,6 +177,9 @@ func (p *Pipeline) Summary() ledger.Summary {
 // ends at most, and logs the totals. It returns the writer's error: ctx's
 // when entries were still pending.
 func (p *Pipeline) Close(ctx context.Context) error {
+	if p.sampler != nil {
+		p.sampler.Close()
+	}
 	var err error
 	if p.writer != nil {
 		err = p.writer.Close(ctx)

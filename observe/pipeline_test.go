@@ -56,9 +56,12 @@ type fixedClock struct{ now time.Time }
 
 func (c fixedClock) Now() time.Time { return c.now }
 
-func (c fixedClock) AfterFunc(d time.Duration, f func()) llmfleet.Timer {
-	panic("fixedClock starts no timer")
-}
+// AfterFunc returns a timer that never fires: time stands still.
+func (c fixedClock) AfterFunc(d time.Duration, f func()) llmfleet.Timer { return stillTimer{} }
+
+type stillTimer struct{}
+
+func (stillTimer) Stop() bool { return true }
 
 // testPrice prices model "m" at 1 USD per input token at the sync route
 // and half that batched; other models are unpriced.
