@@ -3,11 +3,15 @@
 # and the proxy on free loopback ports (with a database of their own),
 # sends sync and batched traffic with 5-minute and 1-hour cache
 # breakpoints, a budget miss and a batch left in flight, checks
-# /llmfleet/v1/stats and /metrics, then opens the dashboard at /llmfleet/ in
-# headless Chromium (dashboard/screenshot.sh; Debian's chromium package)
-# and keeps the screenshot at e2e/out/dashboard.png. Prints one PASS/FAIL
-# line per check and exits non-zero if any failed or no screenshot was
-# written. .ci/run runs it after e2e/run.sh.
+# /llmfleet/v1/stats and /metrics, then clicks through the dashboard at
+# /llmfleet/ in headless Chromium (e2e/dashboard.mjs: playwright-core,
+# installed into e2e/out/pw unless PLAYWRIGHT_CORE_DIR names one; Debian's
+# chromium package), checking the numbers it shows against
+# /llmfleet/v1/stats (totals and by client), and keeps the screenshot at
+# e2e/out/dashboard.png. Two keys (alice's and bob's) send the traffic, so
+# that the by-client breakdown has two rows. Prints one PASS/FAIL line per
+# check and exits non-zero if any failed. .ci/run runs it after
+# e2e/run.sh.
 #
 #	bash e2e/dashboard.sh
 set -uo pipefail
@@ -37,14 +41,16 @@ pass "proxy up at $PROXY (emulator $EMU)"
 # message MODEL FLEET TEXT [CURL ARGS...]: one create-message call through
 # the proxy, with a 1-hour breakpoint on a long system block and a
 # 5-minute one on a shorter block (FLEET varies their text).
+# The fleet's key: fleet a is alice's, the others bob's.
 message() {
-	local model=$1 fleet=$2 text=$3
+	local model=$1 fleet=$2 text=$3 key=sk-dashboard-bob
+	[ "$fleet" = a ] && key=sk-dashboard-alice
 	shift 3
 	local long brief
 	long=$(printf "Instructions of fleet $fleet. %.0s" $(seq 1 600))
 	brief=$(printf "Briefing of fleet $fleet. %.0s" $(seq 1 300))
 	curl -sS -o /dev/null -w '%{http_code}' "$PROXY/v1/messages" \
-		-H "x-api-key: sk-dashboard-e2e" -H "anthropic-version: 2023-06-01" \
+		-H "x-api-key: $key" -H "anthropic-version: 2023-06-01" \
 		-H "content-type: application/json" "$@" \
 		-d "{\"model\":\"$model\",\"max_tokens\":300,
 		\"system\":[{\"type\":\"text\",\"text\":\"$long\",\"cache_control\":{\"type\":\"ephemeral\",\"ttl\":\"1h\"}},
@@ -111,16 +117,36 @@ else
 	fail "/metrics lacks$missing"
 fi
 
-# Wait until the long batch is in flight, then take the screenshot.
+clients=$(sed 's/.*"by_client":\(.*\),"recent_budget_misses".*/\1/' <<<"$stats" | grep -o '"cred_[0-9a-f]*":{"calls"' | sort -u | wc -l)
+if [ "$clients" = 2 ]; then
+	pass "/llmfleet/v1/stats: by_client has alice's and bob's key labels"
+else
+	fail "/llmfleet/v1/stats: by_client: $stats"
+fi
+if grep -q 'sk-dashboard' "$WORK/llmfleet.db" "$WORK/proxy.log" 2>/dev/null; then
+	fail "a client key is in the database or the log"
+fi
+
+# Wait until the long batch is in flight, then click through the page.
 for i in $(seq 1 50); do
 	curl -fsS "$PROXY/llmfleet/v1/dashboard" | grep -q '"batches_in_flight":\[{' && break
 	sleep 0.1
 done
-if bash "$ROOT/dashboard/screenshot.sh" "$PROXY/llmfleet/" "$OUT" >"$WORK/chromium.log" 2>&1 &&
-	[ "$(head -c 8 "$OUT" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
-	pass "dashboard screenshot: $OUT ($(wc -c <"$OUT") bytes)"
+PW=${PLAYWRIGHT_CORE_DIR:-}
+if [ -z "$PW" ]; then
+	PW=$E2E/out/pw/node_modules/playwright-core
+	if [ ! -d "$PW" ]; then
+		mkdir -p "$E2E/out/pw"
+		npm install --prefix "$E2E/out/pw" --no-audit --no-fund --no-save playwright-core@1.64.1 >"$WORK/npm.log" 2>&1 ||
+			die "npm install playwright-core"
+	fi
+fi
+mkdir -p "$(dirname "$OUT")"
+if PLAYWRIGHT_CORE_DIR=$PW node "$E2E/dashboard.mjs" "$PROXY" "$OUT" >"$WORK/browser.out" 2>&1; then
+	cat "$WORK/browser.out"
 else
-	fail "dashboard screenshot: $(tail -n 20 "$WORK/chromium.log")"
+	cat "$WORK/browser.out"
+	fail "the dashboard in the browser"
 fi
 
 if [ $FAILED -ne 0 ]; then

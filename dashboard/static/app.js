@@ -1,12 +1,12 @@
 // llmfleet dashboard: polls v1/stats (the ledger summary) and v1/dashboard
-// (the time series) next to this page and draws them with inline SVG.
-// No libraries, nothing loaded from anywhere but the proxy.
+// (the time series) next to this page and draws the charts with uPlot
+// (vendored, served by the proxy: nothing is loaded from anywhere else).
 "use strict";
 
 (function () {
   const params = new URLSearchParams(location.search);
   const REFRESH_MS = Math.max(1, Number(params.get("refresh")) || 5) * 1000;
-  const MODEL_CLASSES = 6;
+  const KEY_STORE = "llmfleet-admin-key";
 
   let last = { stats: null, snap: null };
   let lastOK = 0;
@@ -79,78 +79,127 @@
     return fmtInt(n) + " " + (n === 1 ? one : many);
   }
 
-  // ---- scales --------------------------------------------------------
+  // ---- colours -------------------------------------------------------
 
-  // niceMax returns a round upper bound for an axis and its ticks.
-  function niceScale(max, count) {
-    if (!(max > 0)) max = 1;
-    const raw = max / count;
-    const mag = Math.pow(10, Math.floor(Math.log10(raw)));
-    const step = [1, 2, 2.5, 5, 10].map((f) => f * mag).find((s) => s >= raw);
-    const top = Math.ceil(max / step - 1e-9) * step;
-    const ticks = [];
-    for (let v = 0; v <= top + step / 2; v += step) ticks.push(Number(v.toPrecision(12)));
-    return { max: top, ticks };
+  function cssVar(name) {
+    return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || "#888";
   }
 
-  // integerScale is niceScale for counts: whole-number ticks.
-  function integerScale(max, count) {
-    const s = niceScale(Math.max(max, 1), count);
-    if (s.ticks.length > 1 && s.ticks[1] < 1) return { max: Math.max(1, Math.ceil(max)), ticks: [0, Math.max(1, Math.ceil(max))] };
-    return s;
+  // One colour per model, the same in every chart and table: each model
+  // takes the palette slot a hash of its name picks, or the next free one
+  // if another model (earlier by name) has it, so that a model keeps its
+  // colour from one load to the next while the set of models is the same.
+  const MODEL_COLOURS = ["#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#0891b2", "#65a30d", "#dc2626", "#4b5563", "#c026d3"];
+  let colours = {};
+
+  function hash(name) {
+    let h = 2166136261;
+    for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);
+    return h >>> 0;
   }
 
-  const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400].map((s) => s * 1000);
-
-  function timeTicks(t0, t1, count) {
-    const span = Math.max(1, t1 - t0);
-    const step = TIME_STEPS.find((s) => span / s <= count) || TIME_STEPS[TIME_STEPS.length - 1];
-    const offset = new Date(t0).getTimezoneOffset() * 60000;
-    const ticks = [];
-    for (let t = Math.ceil((t0 - offset) / step) * step + offset; t <= t1; t += step) ticks.push(t);
-    return { ticks, seconds: step < 60000 };
+  function assignColours(models) {
+    const names = [...new Set(models)].sort();
+    const taken = new Set(), next = {};
+    for (const name of names) {
+      let slot = hash(name) % MODEL_COLOURS.length;
+      for (let i = 0; i < MODEL_COLOURS.length && taken.has(slot); i++) slot = (slot + 1) % MODEL_COLOURS.length;
+      taken.add(slot);
+      next[name] = MODEL_COLOURS[slot];
+    }
+    colours = next;
   }
 
-  // ---- charts --------------------------------------------------------
+  function modelColour(name) {
+    return colours[name] || MODEL_COLOURS[hash(name) % MODEL_COLOURS.length];
+  }
+
+  function swatch(colour) {
+    const i = document.createElement("i");
+    i.className = "sw model";
+    i.style.background = colour;
+    return i;
+  }
+
+  // ---- charts (uPlot) -------------------------------------------------
+
+  const plots = {};
+  // xRange holds each chart's time range, set before each draw: uPlot's
+  // own pick for one or two points spans years.
+  const xRange = {};
+  const xScale = (id) => ({ time: true, range: () => xRange[id] });
+  const COUNT_INCRS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
 
   function empty(el, text) {
-    el.innerHTML = '<div class="empty">' + esc(text) + "</div>";
+    if (plots[el.id]) {
+      plots[el.id].u.destroy();
+      delete plots[el.id];
+    }
+    el.replaceChildren();
+    const d = document.createElement("div");
+    d.className = "empty";
+    d.textContent = text;
+    el.appendChild(d);
   }
 
-  // frame sets up a time chart's geometry and draws its grid and axes.
-  function frame(el, t0, t1, yscale, yfmt, opts) {
-    opts = opts || {};
+  // plot draws data in el with the options opts() makes; a chart whose
+  // signature (its series) is unchanged is updated in place.
+  function plot(el, signature, opts, data) {
     const w = Math.max(200, el.clientWidth), h = Math.max(120, el.clientHeight);
-    const m = { l: 54, r: opts.right || 14, t: 10, b: 24 };
-    const iw = w - m.l - m.r, ih = h - m.t - m.b;
-    const x = (t) => m.l + (t1 === t0 ? iw / 2 : ((t - t0) / (t1 - t0)) * iw);
-    const y = (v) => m.t + ih - (v / yscale.max) * ih;
-    let g = "";
-    for (const v of yscale.ticks) {
-      const yy = y(v).toFixed(1);
-      g += '<line class="gridline" x1="' + m.l + '" x2="' + (m.l + iw) + '" y1="' + yy + '" y2="' + yy + '"/>';
-      g += '<text x="' + (m.l - 8) + '" y="' + yy + '" dy="0.32em" text-anchor="end">' + esc(yfmt(v)) + "</text>";
-    }
-    if (opts.y2) {
-      for (const v of opts.y2.scale.ticks) {
-        const yy = (m.t + ih - (v / opts.y2.scale.max) * ih).toFixed(1);
-        g += '<text x="' + (m.l + iw + 8) + '" y="' + yy + '" dy="0.32em" class="' + opts.y2.cls + '">' + esc(opts.y2.fmt(v)) + "</text>";
+    const p = plots[el.id];
+    if (p && p.sig === signature) {
+      if (p.w !== w || p.h !== h) {
+        p.u.setSize({ width: w, height: h });
+        p.w = w;
+        p.h = h;
       }
+      p.u.setData(data);
+      return;
     }
-    const tt = timeTicks(t0, t1, Math.max(2, Math.floor(iw / 90)));
-    for (const t of tt.ticks) {
-      g += '<text x="' + x(t).toFixed(1) + '" y="' + (h - 6) + '" text-anchor="middle">' + esc(fmtClock(t, tt.seconds)) + "</text>";
-    }
-    g += '<line class="axis" x1="' + m.l + '" x2="' + (m.l + iw) + '" y1="' + (m.t + ih) + '" y2="' + (m.t + ih) + '"/>';
-    return { w, h, m, iw, ih, x, y, grid: g };
+    if (p) p.u.destroy();
+    el.replaceChildren();
+    const o = opts();
+    o.width = w;
+    o.height = h;
+    o.legend = { show: false };
+    o.cursor = Object.assign({ drag: { x: false, y: false } }, o.cursor || {});
+    plots[el.id] = { u: new uPlot(o, data, el), sig: signature, w, h };
   }
 
-  function svg(f, body) {
-    return '<svg viewBox="0 0 ' + f.w + " " + f.h + '" preserveAspectRatio="none" role="img">' + f.grid + body + "</svg>";
+  function axis(fmt, extra) {
+    const ink = cssVar("--ink-3"), grid = cssVar("--grid");
+    return Object.assign({
+      stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 },
+      font: "11px system-ui, sans-serif", values: fmt ? (u, vals) => vals.map(fmt) : undefined, size: 50,
+    }, extra || {});
   }
 
-  function pathOf(points, x, y) {
-    return points.map((p, i) => (i ? "L" : "M") + x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join("");
+  function timeAxis() {
+    return axis(null, { size: 28 });
+  }
+
+  const secs = (t) => Date.parse(t) / 1000;
+
+  // withGaps returns the sample times and values with a null inserted
+  // wherever two samples are further apart than 2.5 sampling intervals
+  // (the smallest spacing seen): no line is drawn across a period
+  // without samples.
+  function withGaps(times, columns) {
+    let step = Infinity;
+    for (let i = 1; i < times.length; i++) {
+      const d = times[i] - times[i - 1];
+      if (d > 0 && d < step) step = d;
+    }
+    const xs = [], cols = columns.map(() => []);
+    for (let i = 0; i < times.length; i++) {
+      if (i > 0 && times[i] - times[i - 1] > 2.5 * step) {
+        xs.push((times[i] + times[i - 1]) / 2);
+        cols.forEach((c) => c.push(null));
+      }
+      xs.push(times[i]);
+      cols.forEach((c, j) => c.push(columns[j][i]));
+    }
+    return [xs, ...cols];
   }
 
   function drawSavings(el, snap) {
@@ -158,140 +207,115 @@
     if (pts.length < 2 || pts[pts.length - 1].sync_equivalent_usd <= 0) {
       return empty(el, "No priced traffic yet");
     }
-    const t = pts.map((p) => Date.parse(p.time));
-    const would = pts.map((p, i) => [t[i], p.sync_equivalent_usd]);
-    const paid = pts.map((p, i) => [t[i], p.cost_usd]);
-    const ys = niceScale(Math.max(...would.map((p) => p[1]), ...paid.map((p) => p[1])), 4);
-    const f = frame(el, t[0], t[t.length - 1], ys, fmtAxisUSD, { right: 150 });
-    const band = pathOf(would, f.x, f.y) + pathOf(paid.slice().reverse(), f.x, f.y).replace(/^M/, "L") + "Z";
-    let body = '<path class="a-saved" d="' + band + '"/>';
-    body += '<path class="l-would" d="' + pathOf(would, f.x, f.y) + '"/>';
-    body += '<path class="l-paid" d="' + pathOf(paid, f.x, f.y) + '"/>';
-    // End labels, kept apart vertically.
-    const lp = pts[pts.length - 1];
-    const ex = f.m.l + f.iw + 10;
-    let yw = f.y(lp.sync_equivalent_usd), yp = f.y(lp.cost_usd);
-    if (yp - yw < 30) {
-      const mid = (yp + yw) / 2;
-      yw = mid - 15;
-      yp = mid + 15;
-    }
-    const ysaved = (yw + yp) / 2;
-    body += '<text class="end-label would" x="' + ex + '" y="' + yw.toFixed(1) + '" dy="0.32em">' + esc(fmtUSD(lp.sync_equivalent_usd)) + " at sync</text>";
-    body += '<text class="end-label paid" x="' + ex + '" y="' + yp.toFixed(1) + '" dy="0.32em">' + esc(fmtUSD(lp.cost_usd)) + " paid</text>";
-    if (yp - yw >= 44) {
-      body += '<text class="end-label saved" x="' + ex + '" y="' + ysaved.toFixed(1) + '" dy="0.32em">' + esc(fmtUSD(lp.saved_usd)) + " saved</text>";
-    }
-    el.innerHTML = svg(f, body);
+    const data = [pts.map((p) => secs(p.time)), pts.map((p) => p.sync_equivalent_usd), pts.map((p) => p.cost_usd)];
+    xRange[el.id] = [data[0][0], Math.max(data[0][data[0].length - 1], data[0][0] + 60)];
+    plot(el, "savings", () => ({
+      scales: { x: xScale(el.id), y: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1] } },
+      axes: [timeAxis(), axis(fmtAxisUSD)],
+      series: [
+        {},
+        { label: "would have paid", stroke: cssVar("--would"), width: 2, dash: [5, 4], value: (u, v) => fmtUSD(v) },
+        { label: "paid", stroke: cssVar("--paid"), width: 2.25, value: (u, v) => fmtUSD(v) },
+      ],
+      bands: [{ series: [1, 2], fill: cssVar("--saved") }],
+    }), data);
   }
 
   function drawTraffic(el, snap) {
     const pts = (snap && snap.traffic) || [];
     if (!pts.some((p) => p.sync_calls + p.batched_calls > 0)) return empty(el, "No requests yet");
-    const bucket = (snap.bucket_seconds || 60) * 1000;
-    const t = pts.map((p) => Date.parse(p.time));
-    const ys = integerScale(Math.max(...pts.map((p) => p.sync_calls + p.batched_calls)), 4);
-    const f = frame(el, t[0], t[t.length - 1] + bucket, ys, fmtInt);
-    const bw = Math.max(1, (f.iw / pts.length) * 0.72);
-    let body = "";
-    pts.forEach((p, i) => {
-      const x = f.x(t[i] + bucket / 2) - bw / 2;
-      const yb = f.y(p.batched_calls), ys2 = f.y(p.batched_calls + p.sync_calls), y0 = f.y(0);
-      const title = "<title>" + esc(fmtClock(t[i]) + ": " + p.batched_calls + " batched, " + p.sync_calls + " sync") + "</title>";
-      if (p.batched_calls) body += '<rect class="f-batch" x="' + x.toFixed(1) + '" y="' + yb.toFixed(1) + '" width="' + bw.toFixed(1) + '" height="' + (y0 - yb).toFixed(1) + '">' + title + "</rect>";
-      if (p.sync_calls) body += '<rect class="f-sync" x="' + x.toFixed(1) + '" y="' + ys2.toFixed(1) + '" width="' + bw.toFixed(1) + '" height="' + (yb - ys2).toFixed(1) + '">' + title + "</rect>";
-    });
-    el.innerHTML = svg(f, body);
-  }
-
-  function arc(cx, cy, r, a0, a1) {
-    const p = (a) => [cx + r * Math.sin(a), cy - r * Math.cos(a)];
-    const [x0, y0] = p(a0), [x1, y1] = p(a1);
-    return "M" + x0.toFixed(2) + "," + y0.toFixed(2) + "A" + r + "," + r + " 0 " + (a1 - a0 > Math.PI ? 1 : 0) + " 1 " + x1.toFixed(2) + "," + y1.toFixed(2);
+    const half = (snap.bucket_seconds || 60) / 2;
+    // Stacked bars: the total (sync on top) is drawn first, the batched
+    // part over it.
+    const data = [pts.map((p) => secs(p.time) + half), pts.map((p) => p.sync_calls + p.batched_calls), pts.map((p) => p.batched_calls)];
+    const bars = uPlot.paths.bars({ size: [0.72, 40] });
+    xRange[el.id] = [data[0][0] - half, data[0][data[0].length - 1] + half];
+    plot(el, "traffic", () => ({
+      scales: { x: xScale(el.id), y: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] } },
+      axes: [timeAxis(), axis(fmtInt, { size: 40, incrs: COUNT_INCRS })],
+      series: [
+        {},
+        { label: "sync", fill: cssVar("--sync"), stroke: cssVar("--sync"), paths: bars, points: { show: false } },
+        { label: "batched", fill: cssVar("--batch"), stroke: cssVar("--batch"), paths: bars, points: { show: false } },
+      ],
+    }), data);
   }
 
   function drawDonut(el, stats) {
     const b = (stats && stats.batched_calls) || 0, s = (stats && stats.sync_calls) || 0;
     const total = b + s;
-    const size = 118, cx = 59, cy = 59, r = 48, sw = 14;
-    const ring = (c) => '<circle class="' + c + '" cx="' + cx + '" cy="' + cy + '" r="' + r + '" fill="none" stroke-width="' + sw + '"/>';
-    let body = ring("s-track");
+    el.replaceChildren();
+    const ring = document.createElement("div");
+    ring.className = "donut-ring";
+    const big = document.createElement("span"), small = document.createElement("span");
+    big.className = "donut-big";
+    small.className = "donut-small";
     if (total > 0) {
-      const fb = b / total;
-      const a = fb * 2 * Math.PI;
-      if (b > 0 && s > 0) {
-        body += '<path class="s-batch" d="' + arc(cx, cy, r, 0, a) + '" fill="none" stroke-width="' + sw + '"/>';
-        body += '<path class="s-sync" d="' + arc(cx, cy, r, a, 2 * Math.PI) + '" fill="none" stroke-width="' + sw + '"/>';
-      } else {
-        body += ring(b ? "s-batch" : "s-sync");
-      }
-      body += '<text class="donut-big" x="' + cx + '" y="' + (cy + 2) + '" text-anchor="middle">' + esc(Math.round(fb * 100) + "%") + "</text>";
-      body += '<text class="donut-small" x="' + cx + '" y="' + (cy + 18) + '" text-anchor="middle">batched</text>';
+      const pct = (100 * b) / total;
+      ring.style.background = "conic-gradient(var(--batch) 0 " + pct + "%, var(--sync) " + pct + "% 100%)";
+      big.textContent = Math.round(pct) + "%";
+      small.textContent = "batched";
     } else {
-      body += '<text class="donut-small" x="' + cx + '" y="' + (cy + 4) + '" text-anchor="middle">no requests</text>';
+      small.textContent = "no requests";
     }
-    el.innerHTML = '<svg viewBox="0 0 ' + size + " " + size + '" role="img">' + body + "</svg>";
+    ring.append(big, small);
+    el.appendChild(ring);
   }
 
   function drawQueue(el, snap) {
     const pts = (snap && snap.queue) || [];
     if (pts.length < 2) return empty(el, "Collecting samples…");
-    const t = pts.map((p) => Date.parse(p.time));
-    const q = pts.map((p, i) => [t[i], p.queue_depth]);
-    const b = pts.map((p, i) => [t[i], p.batches_in_flight]);
-    const qs = integerScale(Math.max(...q.map((p) => p[1])), 4);
-    const bs = integerScale(Math.max(...b.map((p) => p[1])), 4);
-    const f = frame(el, t[0], t[t.length - 1], qs, fmtInt, { right: 36, y2: { scale: bs, fmt: fmtInt, cls: "y2" } });
-    const yb = (v) => f.m.t + f.ih - (v / bs.max) * f.ih;
-    // Step lines: a sample holds until the next one.
-    const step = (points, y) => points.map((p, i) => (i ? "H" + f.x(p[0]).toFixed(1) + "V" : "M" + f.x(p[0]).toFixed(1) + ",") + y(p[1]).toFixed(1)).join("");
-    const qline = step(q, f.y);
-    const area = qline + "V" + f.y(0).toFixed(1) + "H" + f.x(t[0]).toFixed(1) + "Z";
-    let body = '<path class="a-queue" d="' + area + '"/><path class="l-queue" d="' + qline + '"/>';
-    body += '<path class="l-inflight" d="' + step(b, yb) + '"/>';
-    el.innerHTML = svg(f, body);
-  }
-
-  function modelClasses(models) {
-    const m = {};
-    models.slice().sort().forEach((name, i) => (m[name] = "m" + (i % MODEL_CLASSES)));
-    return m;
+    const data = withGaps(pts.map((p) => secs(p.time)), [pts.map((p) => p.queue_depth), pts.map((p) => p.batches_in_flight)]);
+    const step = uPlot.paths.stepped({ align: 1 });
+    const count = (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.1))];
+    xRange[el.id] = [data[0][0], data[0][data[0].length - 1]];
+    plot(el, "queue", () => ({
+      scales: { x: xScale(el.id), y: { range: count }, n: { range: count } },
+      axes: [timeAxis(), axis(fmtInt, { size: 40, incrs: COUNT_INCRS }),
+        axis(fmtInt, { scale: "n", side: 1, grid: { show: false }, stroke: cssVar("--inflight"), size: 36, incrs: COUNT_INCRS })],
+      series: [
+        {},
+        { label: "requests waiting", stroke: cssVar("--queue"), fill: cssVar("--queue-fill"), width: 2, paths: step, spanGaps: false, points: { show: false } },
+        { label: "batches in flight", stroke: cssVar("--inflight"), width: 2, paths: step, scale: "n", spanGaps: false, points: { show: false } },
+      ],
+    }), data);
   }
 
   function drawTurnaround(el, legend, snap) {
     const series = (snap && snap.turnaround) || {};
     const models = Object.keys(series).filter((k) => series[k].length > 0).sort();
-    const cls = modelClasses(models);
-    legend.innerHTML = models.map((k) => '<span><i class="sw ' + cls[k] + '"></i>' + esc(k) + "</span>").join("");
+    legend.replaceChildren();
+    for (const k of models) {
+      const span = document.createElement("span");
+      span.append(swatch(modelColour(k)), k);
+      legend.appendChild(span);
+    }
     if (models.length === 0) return empty(el, "No batch has ended yet");
-    let t0 = Infinity, t1 = -Infinity, max = 0;
-    for (const k of models) {
+    // One x for all: the union of the models' times, null where a model
+    // has no batch ending then; dots only.
+    const byTime = new Map();
+    models.forEach((k, j) => {
       for (const p of series[k]) {
-        const t = Date.parse(p.time);
-        t0 = Math.min(t0, t);
-        t1 = Math.max(t1, t);
-        max = Math.max(max, p.seconds);
+        const t = secs(p.time);
+        if (!byTime.has(t)) byTime.set(t, models.map(() => null));
+        byTime.get(t)[j] = p.seconds;
       }
-    }
-    if (t1 - t0 < 60000) {
-      t0 -= 30000;
-      t1 += 30000;
-    }
-    const unit = max >= 7200 ? 3600 : max >= 120 ? 60 : 1;
-    const ys = niceScale(max / unit, 4);
-    ys.max *= unit;
-    ys.ticks = ys.ticks.map((v) => v * unit);
-    const f = frame(el, t0, t1, ys, fmtAxisDur);
-    let body = "";
-    for (const k of models) {
-      const pts = series[k].map((p) => [Date.parse(p.time), p.seconds]);
-      if (pts.length > 1) body += '<path class="series ' + cls[k] + '" d="' + pathOf(pts, f.x, f.y) + '"/>';
-      for (const p of pts) {
-        body += '<circle class="pt ' + cls[k] + '" cx="' + f.x(p[0]).toFixed(1) + '" cy="' + f.y(p[1]).toFixed(1) + '" r="3.5"><title>' +
-          esc(k + ": " + fmtDur(p[1]) + " (ended " + fmtClock(p[0], true) + ")") + "</title></circle>";
-      }
-    }
-    el.innerHTML = svg(f, body);
+    });
+    const xs = [...byTime.keys()].sort((a, b) => a - b);
+    const data = [xs, ...models.map((k, j) => xs.map((t) => byTime.get(t)[j]))];
+    const t0 = xs[0], t1 = xs[xs.length - 1];
+    xRange[el.id] = t1 - t0 < 60 ? [t0 - 30, t1 + 30] : [t0, t1];
+    plot(el, "turn:" + models.join(","), () => ({
+      scales: {
+        x: xScale(el.id),
+        y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
+      },
+      axes: [timeAxis(), axis(fmtAxisDur, { size: 44 })],
+      series: [{}, ...models.map((k) => ({
+        label: k, stroke: modelColour(k), paths: () => null,
+        points: { show: true, size: 7, fill: modelColour(k), stroke: modelColour(k) }, value: (u, v) => (v == null ? "" : fmtDur(v)),
+      }))],
+    }), data);
   }
 
   // ---- tables --------------------------------------------------------
@@ -351,19 +375,57 @@
     }
   }
 
+  // missLabel says what happened to a budget miss, as ledger.MissLabel
+  // does: a request given up at its budget (504) timed out; one answered
+  // after it was late. Errors are not misses.
+  const TIMEOUTS = ["budget_exceeded", "timeout_error", "deadline_exceeded"];
+
+  function missLabel(e) {
+    if (TIMEOUTS.includes(e.outcome)) return "timed out at the budget";
+    if (e.outcome === "ok") return "answered late";
+    return "";
+  }
+
   function drawMisses(tbody, stats) {
-    const list = (stats && stats.recent_budget_misses) || [];
+    const list = ((stats && stats.recent_budget_misses) || []).filter((e) => missLabel(e) !== "");
     $("misses-count").textContent = stats ? plural(stats.budget_misses || 0, "miss", "misses") + " in all" : "";
     tbody.replaceChildren();
+    if (stats && !Array.isArray(stats.recent_budget_misses)) return emptyRow(tbody, 6, "Enter the admin key to see them");
     if (list.length === 0) return emptyRow(tbody, 6, "No budget missed");
     for (const e of list) {
       const tr = document.createElement("tr");
+      const timedOut = TIMEOUTS.includes(e.outcome);
+      tr.dataset.outcome = e.outcome;
       cell(tr, fmtWhen(e.time));
-      cell(tr, e.model || "–");
+      const m = cell(tr, "");
+      if (e.model) m.append(swatch(modelColour(e.model)), " ");
+      m.append(e.model || "–");
       tag(cell(tr, ""), e.route, e.route === "batch" ? "batch" : "sync");
       cell(tr, fmtDur((e.budget_ns || 0) / 1e9), "num");
-      cell(tr, fmtDur((e.latency_ns || 0) / 1e9), "num bad");
-      cell(tr, e.outcome === "ok" ? "answered late" : e.outcome, e.outcome === "ok" ? "dim" : "bad");
+      // A request given up at its budget took the budget; its answer
+      // never came, so how long it would have taken is unknown.
+      cell(tr, timedOut ? "–" : fmtDur((e.latency_ns || 0) / 1e9), timedOut ? "num dim" : "num bad");
+      cell(tr, missLabel(e), "bad miss-label");
+      tbody.appendChild(tr);
+    }
+  }
+
+  function drawClients(tbody, stats) {
+    const by = (stats && stats.by_client) || {};
+    const names = Object.keys(by).sort((a, b) => (by[b].sync_equivalent_usd - by[a].sync_equivalent_usd) || a.localeCompare(b));
+    tbody.replaceChildren();
+    if (names.length === 0) return emptyRow(tbody, 7, "No requests yet");
+    for (const name of names) {
+      const b = by[name];
+      const tr = document.createElement("tr");
+      tr.dataset.client = name;
+      cell(tr, name, name.startsWith("cred_") ? "mono" : "");
+      cell(tr, fmtInt(b.calls), "num").dataset.value = b.calls;
+      cell(tr, fmtInt(b.sync_calls), "num");
+      cell(tr, fmtInt(b.batched_calls), "num");
+      cell(tr, fmtUSD(b.cost_usd), "num").dataset.value = b.cost_usd;
+      cell(tr, fmtUSD(b.sync_equivalent_usd), "num dim").dataset.value = b.sync_equivalent_usd;
+      cell(tr, fmtUSD(b.saved_usd), "num saved").dataset.value = b.saved_usd;
       tbody.appendChild(tr);
     }
   }
@@ -376,7 +438,9 @@
     const row = (name, b, total) => {
       const tr = document.createElement("tr");
       if (total) tr.className = "total";
-      const td = cell(tr, name || "(unknown)");
+      const td = cell(tr, "");
+      if (!total) td.append(swatch(modelColour(name || "")), " ");
+      td.append(name || "(unknown)");
       if (!total && b.unpriced_requests > 0) {
         td.append(" ");
         tag(td, "not in price table", "warn");
@@ -408,8 +472,11 @@
   function drawKPIs(stats, snap) {
     if (stats) {
       $("kpi-paid").textContent = fmtUSD(stats.cost_usd);
+      $("kpi-paid").dataset.value = stats.cost_usd;
       $("kpi-would").textContent = fmtUSD(stats.sync_equivalent_usd);
+      $("kpi-would").dataset.value = stats.sync_equivalent_usd;
       $("kpi-saved").textContent = fmtUSD(stats.saved_usd);
+      $("kpi-saved").dataset.value = stats.saved_usd;
       $("kpi-saved-note").textContent = (stats.saved_percent || 0).toFixed(1) + "% of the sync price";
       $("kpi-paid-note").textContent = stats.unpriced_requests
         ? "+ " + plural(stats.unpriced_requests, "unpriced request", "unpriced requests")
@@ -417,6 +484,7 @@
       $("kpi-paid-note").title = stats.unpriced_requests ? "requests of models missing from the price table: tokens counted, cost unknown" : "";
       const calls = (stats.sync_calls || 0) + (stats.batched_calls || 0);
       $("kpi-calls").textContent = fmtInt(calls);
+      $("kpi-calls").dataset.value = calls;
       const bp = calls ? (100 * stats.batched_calls) / calls : 0;
       const bar = $("kpi-split");
       bar.children[0].style.width = bp + "%";
@@ -437,6 +505,7 @@
 
   function render() {
     const { stats, snap } = last;
+    assignColours([...Object.keys((stats && stats.by_model) || {}), ...Object.keys((snap && snap.turnaround) || {})]);
     drawKPIs(stats, snap);
     drawSavings($("chart-savings"), snap);
     drawDonut($("chart-donut"), stats);
@@ -445,6 +514,7 @@
     drawTurnaround($("chart-turnaround"), $("legend-turnaround"), snap);
     drawInFlight($("inflight"), snap);
     drawMisses($("misses"), stats);
+    drawClients($("clients"), stats);
     drawModels($("models"), stats);
   }
 
@@ -455,24 +525,93 @@
     $("status-text").textContent = text;
   }
 
+  // ---- admin key -------------------------------------------------------
+
+  // The admin key, if the user entered one, is kept for this tab only
+  // (sessionStorage) and sent with every fetch as a bearer token.
+  function adminKey() {
+    try {
+      return sessionStorage.getItem(KEY_STORE) || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function setAdminKey(k) {
+    try {
+      if (k) sessionStorage.setItem(KEY_STORE, k);
+      else sessionStorage.removeItem(KEY_STORE);
+    } catch (e) {}
+  }
+
+  // showKeyField shows the key field when the server says per-request
+  // details need a key (it answered 401/403, or left them out), or when a
+  // key is in use (to forget it).
+  function showKeyField(needed) {
+    const has = adminKey() !== "";
+    $("adminkey").hidden = !needed && !has;
+    $("adminkey-forget").hidden = !has;
+    $("adminkey-why").textContent = has && needed ? "The admin key was refused" : has ? "Admin key in use" : "Per-request details need the admin key";
+  }
+
+  $("adminkey-use").addEventListener("click", () => {
+    const v = $("adminkey-input").value.trim();
+    $("adminkey-input").value = "";
+    if (!v) return;
+    setAdminKey(v);
+    refresh();
+  });
+  $("adminkey-input").addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") $("adminkey-use").click();
+  });
+  $("adminkey-forget").addEventListener("click", () => {
+    setAdminKey("");
+    refresh();
+  });
+
+  class HTTPError extends Error {
+    constructor(url, status) {
+      super(url + ": HTTP " + status);
+      this.status = status;
+    }
+  }
+
   async function getJSON(url) {
-    const r = await fetch(url, { cache: "no-store", headers: { accept: "application/json" } });
-    if (!r.ok) throw new Error(url + ": HTTP " + r.status);
+    const headers = { accept: "application/json" };
+    const k = adminKey();
+    if (k) headers.authorization = "Bearer " + k;
+    const r = await fetch(url, { cache: "no-store", headers });
+    if (!r.ok) throw new HTTPError(url, r.status);
     return r.json();
   }
 
+  let pollTimer = 0;
+
   async function poll() {
+    clearTimeout(pollTimer);
     try {
       const [stats, snap] = await Promise.all([getJSON("v1/stats"), getJSON("v1/dashboard")]);
       last = { stats, snap };
       lastOK = Date.now();
+      showKeyField(!Array.isArray(stats.recent_budget_misses) || stats.admin_key_required === true);
       render();
       setStatus(true, "live · updated " + fmtClock(Date.now(), true));
+      document.body.dataset.polled = String((Number(document.body.dataset.polled) || 0) + 1);
     } catch (err) {
-      setStatus(false, "cannot reach the proxy · retrying" + (lastOK ? " · figures of " + fmtClock(lastOK, true) : ""));
+      if (err instanceof HTTPError && (err.status === 401 || err.status === 403)) {
+        showKeyField(true);
+        setStatus(false, "the proxy asks for the admin key");
+      } else {
+        setStatus(false, "cannot reach the proxy · retrying" + (lastOK ? " · figures of " + fmtClock(lastOK, true) : ""));
+      }
     } finally {
-      setTimeout(poll, REFRESH_MS);
+      pollTimer = setTimeout(poll, REFRESH_MS);
     }
+  }
+
+  function refresh() {
+    showKeyField(false);
+    poll();
   }
 
   let resizeTimer = 0;

@@ -1,0 +1,130 @@
+// Clicks through the llmfleet dashboard in headless Chromium (playwright-
+// core, Debian's chromium) and checks what it shows against
+// /llmfleet/v1/stats: the totals, the by-client table, the budget-miss
+// labels, the charts (uPlot canvases), one colour per model, and that an
+// admin key entered is sent as a bearer token (and forgotten on click).
+// Prints PASS/FAIL lines; exits 1 if any check failed.
+//
+//	node e2e/dashboard.mjs BASE_URL OUT.png
+import { createRequire } from "node:module";
+
+const require = createRequire(process.env.PLAYWRIGHT_CORE_DIR ? process.env.PLAYWRIGHT_CORE_DIR + "/" : import.meta.url);
+const { chromium } = require("playwright-core");
+
+const [base, out] = process.argv.slice(2);
+let failed = 0;
+const pass = (m) => console.log("PASS " + m);
+const fail = (m) => {
+  console.log("FAIL " + m);
+  failed++;
+};
+const close = (a, b) => Math.abs(Number(a) - Number(b)) <= 1e-9 * Math.max(1, Math.abs(Number(b)));
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
+  const origin = new URL(base).origin;
+  const foreign = [], auth = [];
+  page.on("request", (r) => {
+    if (!r.url().startsWith(origin) && !r.url().startsWith("data:")) foreign.push(r.url());
+    if (r.url().includes("/llmfleet/v1/")) auth.push(r.headers()["authorization"] || "");
+  });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+
+  await page.goto(base + "/llmfleet/?refresh=1");
+  await page.waitForFunction(() => Number(document.body.dataset.polled) >= 1, null, { timeout: 15000 });
+  const stats = await (await page.request.get(base + "/llmfleet/v1/stats")).json();
+
+  // Totals.
+  const kpi = async (id) => page.getAttribute("#" + id, "data-value");
+  const want = { "kpi-paid": stats.cost_usd, "kpi-would": stats.sync_equivalent_usd, "kpi-saved": stats.saved_usd,
+    "kpi-calls": stats.sync_calls + stats.batched_calls };
+  let ok = true;
+  for (const [id, v] of Object.entries(want)) {
+    const got = await kpi(id);
+    if (!close(got, v)) {
+      fail(`${id} shows ${got}, /llmfleet/v1/stats says ${v}`);
+      ok = false;
+    }
+  }
+  if (ok) pass(`totals as /llmfleet/v1/stats: paid ${stats.cost_usd.toFixed(6)}, would have paid ${stats.sync_equivalent_usd.toFixed(6)}, saved ${stats.saved_usd.toFixed(6)}`);
+
+  // By client.
+  const rows = await page.$$eval("#clients tr[data-client]", (trs) => trs.map((tr) => ({
+    client: tr.dataset.client, values: [...tr.querySelectorAll("td[data-value]")].map((td) => td.dataset.value),
+  })));
+  const clients = Object.keys(stats.by_client || {});
+  ok = clients.length >= 2 && rows.length === clients.length;
+  for (const r of rows) {
+    const b = stats.by_client[r.client];
+    if (!b || !close(r.values[0], b.calls) || !close(r.values[1], b.cost_usd) || !close(r.values[2], b.sync_equivalent_usd) || !close(r.values[3], b.saved_usd)) {
+      fail(`client ${r.client}: shows ${r.values}, stats ${JSON.stringify(b)}`);
+      ok = false;
+    }
+  }
+  if (ok) pass(`by client as /llmfleet/v1/stats: ${rows.map((r) => r.client + " " + r.values[0] + " requests").join(", ")}`);
+  else fail(`by client: rows ${JSON.stringify(rows)}, stats ${JSON.stringify(stats.by_client)}`);
+
+  // Budget misses: the 504 at the budget is "timed out", no "took".
+  const misses = await page.$$eval("#misses tr[data-outcome]", (trs) => trs.map((tr) => ({
+    outcome: tr.dataset.outcome, took: tr.children[4].textContent, label: tr.children[5].textContent,
+  })));
+  const timeout = misses.find((m) => m.outcome === "timeout_error");
+  if (misses.length === stats.recent_budget_misses.length && timeout && timeout.label === "timed out at the budget" && timeout.took === "–" &&
+    misses.every((m) => m.outcome === "ok" || m.label.startsWith("timed out"))) {
+    pass(`budget misses labelled by what happened: ${misses.map((m) => m.label).join("; ")}`);
+  } else {
+    fail(`budget misses ${JSON.stringify(misses)} vs ${JSON.stringify(stats.recent_budget_misses)}`);
+  }
+
+  // Charts are drawn by uPlot (a canvas each), none by hand-built SVG.
+  const canvases = await page.$$eval(".chart", (els) => els.map((e) => e.id + ":" + (e.querySelector("canvas") ? "canvas" : e.textContent.trim())));
+  const svgs = await page.$$eval("svg", (els) => els.length);
+  if (canvases.filter((c) => c.endsWith(":canvas")).length >= 3 && svgs === 0) pass(`charts drawn by uPlot: ${canvases.join(", ")}`);
+  else fail(`charts: ${canvases.join(", ")}; ${svgs} svg`);
+
+  // One colour per model: the same in the turnaround legend and the
+  // model table, different between models.
+  const colours = await page.evaluate(() => {
+    const of = (sel) => Object.fromEntries([...document.querySelectorAll(sel)].map((s) => [s.textContent.trim(), s.querySelector("i.sw").style.background]));
+    return { legend: of("#legend-turnaround span"), table: of("#models tr:not(.total) td:first-child") };
+  });
+  const legendModels = Object.keys(colours.legend);
+  const same = legendModels.length >= 2 && legendModels.every((m) => colours.table[m] === colours.legend[m]);
+  const distinct = new Set(Object.values(colours.legend)).size === legendModels.length;
+  if (same && distinct) pass(`one colour per model: ${JSON.stringify(colours.legend)}`);
+  else fail(`model colours: ${JSON.stringify(colours)}`);
+
+  // An admin key in the tab's sessionStorage goes with every fetch as a
+  // bearer token; "Forget" (a click) stops it.
+  await page.evaluate(() => sessionStorage.setItem("llmfleet-admin-key", "e2e-admin-key"));
+  auth.length = 0;
+  await page.reload();
+  await page.waitForFunction(() => Number(document.body.dataset.polled) >= 1, null, { timeout: 15000 });
+  const sent = auth.filter((a) => a === "Bearer e2e-admin-key").length;
+  await page.click("#adminkey-forget");
+  await page.waitForFunction(() => !sessionStorage.getItem("llmfleet-admin-key"));
+  auth.length = 0;
+  await page.waitForFunction(() => Number(document.body.dataset.polled) >= 3, null, { timeout: 15000 });
+  if (sent >= 2 && auth.length > 0 && auth.every((a) => a === "")) pass(`admin key sent as a bearer token (${sent} fetches), forgotten on click`);
+  else fail(`admin key: ${sent} fetches with it, then ${JSON.stringify(auth)}`);
+
+  if (foreign.length === 0) pass("nothing fetched from outside the proxy");
+  else fail(`fetched from elsewhere: ${foreign.join(" ")}`);
+  if (errors.length === 0) pass("no script error");
+  else fail(`script errors: ${errors.join(" | ")}`);
+
+  await page.screenshot({ path: out, fullPage: true });
+  pass(`screenshot ${out}`);
+} catch (e) {
+  fail(String(e && e.stack ? e.stack : e));
+} finally {
+  await browser.close();
+}
+process.exit(failed ? 1 : 0);
