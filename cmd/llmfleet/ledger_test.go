@@ -20,6 +20,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/dashboard"
 	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/ledger"
@@ -285,6 +286,19 @@ func TestLedgerFigures(t *testing.T) {
 		if len(s.RecentBudgetMisses) != 1 || s.RecentBudgetMisses[0].Model != "claude-haiku-4-5" {
 			t.Errorf("%s: recent budget misses %+v", where, s.RecentBudgetMisses)
 		}
+		// Spend attribution: one key, one client, named by its keyed
+		// label (never the key), carrying every call and dollar.
+		if len(s.ByClient) != 1 {
+			t.Errorf("%s: by client %+v, want one client", where, s.ByClient)
+		}
+		for label, b := range s.ByClient {
+			if !strings.HasPrefix(label, "cred_") || strings.Contains(label, key) ||
+				label == (llmfleet.Credential{APIKey: key}).Fingerprint(nil) || b.Calls != calls {
+				t.Errorf("%s: client %q: %+v", where, label, b)
+			}
+			checkUSD(t, where+" by_client cost_usd", b.CostUSD, want.cost)
+			checkUSD(t, where+" by_client saved_usd", b.SavedUSD, want.syncEquivalent-want.cost)
+		}
 	}
 	checkSummary("stats", s, true)
 	if want.cost < 0.5 || want.syncEquivalent-want.cost < 0.1 {
@@ -361,6 +375,9 @@ func TestLedgerFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTable(t, tbl.String(), want)
+	if !strings.Contains(tbl.String(), "CLIENT ") || !strings.Contains(tbl.String(), " cred_") {
+		t.Errorf("llmfleet stats --db: no by-client table")
+	}
 	t.Logf("llmfleet stats --db:\n%s", tbl.String())
 	var js ledger.Summary
 	tbl.Reset()
