@@ -35,6 +35,8 @@ func demoWorkload(now time.Time) (*History, map[string]any) {
 		cost, syncEq                                                    float64
 	}
 	byModel := map[string]*agg{}
+	byClient := map[string]*agg{}
+	clients := []string{"research-agents", "support-bot", "cred_3f9a0c1d2e4b5a6978c0d1e2"}
 	total := &agg{}
 	var misses []llmfleet.LedgerEntry
 	start := now.Add(-3 * time.Hour)
@@ -53,7 +55,10 @@ func demoWorkload(now time.Time) (*History, map[string]any) {
 				model = "claude-fable-5"
 			}
 			e := llmfleet.LedgerEntry{Time: t.Add(time.Duration(r.IntN(20)) * time.Second), Provider: "anthropic", Model: model,
-				Route: llmfleet.RouteSync, Outcome: "ok", BudgetMet: true}
+				Route: llmfleet.RouteSync, Outcome: "ok", BudgetMet: true, Client: clients[r.IntN(len(clients))]}
+			if byClient[e.Client] == nil {
+				byClient[e.Client] = &agg{}
+			}
 			if r.Float64() < 0.72 {
 				e.Route = llmfleet.RouteBatch
 				e.Budget = time.Hour
@@ -93,7 +98,7 @@ func demoWorkload(now time.Time) (*History, map[string]any) {
 				}
 			}
 			h.Add(e)
-			for _, a := range []*agg{total, byModel[model]} {
+			for _, a := range []*agg{total, byModel[model], byClient[e.Client]} {
 				if a == nil {
 					a = &agg{}
 					byModel[model] = a
@@ -132,6 +137,9 @@ func demoWorkload(now time.Time) (*History, map[string]any) {
 	}
 	for t := now.Add(-40 * time.Minute); t.Before(now); t = t.Add(10 * time.Second) {
 		x := float64(t.Sub(now.Add(-40*time.Minute))) / float64(time.Minute)
+		if x > 22 && x < 27 {
+			continue // the process was down: a gap
+		}
 		q := int64(math.Max(0, 40+35*math.Sin(x/3)+float64(r.IntN(8))))
 		h.SampleQueue(t, q, int64(2+int(x/8)%3))
 	}
@@ -156,6 +164,11 @@ func demoWorkload(now time.Time) (*History, map[string]any) {
 	stats["unpriced_tokens"] = map[string]any{"input": fable.in, "output": fable.out}
 	stats["by_model"] = models
 	stats["by_route"] = map[string]any{}
+	byClientJSON := map[string]any{}
+	for c, a := range byClient {
+		byClientJSON[c] = breakdown(a)
+	}
+	stats["by_client"] = byClientJSON
 	stats["recent_budget_misses"] = misses
 	return h, stats
 }

@@ -86,8 +86,14 @@ try {
   // Charts are drawn by uPlot (a canvas each), none by hand-built SVG.
   const canvases = await page.$$eval(".chart", (els) => els.map((e) => e.id + ":" + (e.querySelector("canvas") ? "canvas" : e.textContent.trim())));
   const svgs = await page.$$eval("svg", (els) => els.length);
-  if (canvases.filter((c) => c.endsWith(":canvas")).length >= 3 && svgs === 0) pass(`charts drawn by uPlot: ${canvases.join(", ")}`);
+  if (canvases.filter((c) => c.endsWith(":canvas")).length === 4 && svgs === 0) pass(`charts drawn by uPlot: ${canvases.join(", ")}`);
   else fail(`charts: ${canvases.join(", ")}; ${svgs} svg`);
+
+  // A period without queue samples is a gap (a null uPlot does not draw
+  // across), not a line.
+  const gapped = await page.evaluate(() => window.llmfleetDashboard.withGaps([0, 5, 10, 60, 65], [[1, 2, 3, 4, 5]]));
+  if (JSON.stringify(gapped) === JSON.stringify([[0, 5, 10, 35, 60, 65], [1, 2, 3, null, 4, 5]])) pass("a period without samples is drawn as a gap");
+  else fail(`gaps: ${JSON.stringify(gapped)}`);
 
   // One colour per model: the same in the turnaround legend and the
   // model table, different between models.

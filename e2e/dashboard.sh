@@ -132,6 +132,19 @@ for i in $(seq 1 50); do
 	curl -fsS "$PROXY/llmfleet/v1/dashboard" | grep -q '"batches_in_flight":\[{' && break
 	sleep 0.1
 done
+# The queue is sampled by the server every 5 s, no page open: two samples
+# come within about ten seconds (reading the snapshot takes none).
+samples=0
+for i in $(seq 1 150); do
+	samples=$(curl -fsS "$PROXY/llmfleet/v1/dashboard" | grep -o '"queue_depth":[0-9]*,"batches_in_flight"' | wc -l)
+	[ "$samples" -ge 2 ] && break
+	sleep 0.1
+done
+if [ "$samples" -ge 2 ]; then
+	pass "queue depth sampled by the server with no page open ($samples samples)"
+else
+	fail "queue depth: $samples samples with no page open"
+fi
 PW=${PLAYWRIGHT_CORE_DIR:-}
 if [ -z "$PW" ]; then
 	PW=$E2E/out/pw/node_modules/playwright-core

@@ -89,7 +89,7 @@
   // takes the palette slot a hash of its name picks, or the next free one
   // if another model (earlier by name) has it, so that a model keeps its
   // colour from one load to the next while the set of models is the same.
-  const MODEL_COLOURS = ["#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#0891b2", "#65a30d", "#dc2626", "#4b5563", "#c026d3"];
+  const MODEL_COLOURS = ["#2563eb", "#db2777", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#92400e", "#64748b"];
   let colours = {};
 
   function hash(name) {
@@ -128,6 +128,7 @@
   // own pick for one or two points spans years.
   const xRange = {};
   const xScale = (id) => ({ time: true, range: () => xRange[id] });
+  const DURATION_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
   const COUNT_INCRS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
 
   function empty(el, text) {
@@ -310,7 +311,7 @@
         x: xScale(el.id),
         y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
       },
-      axes: [timeAxis(), axis(fmtAxisDur, { size: 44 })],
+      axes: [timeAxis(), axis(fmtAxisDur, { size: 44, incrs: DURATION_INCRS })],
       series: [{}, ...models.map((k) => ({
         label: k, stroke: modelColour(k), paths: () => null,
         points: { show: true, size: 7, fill: modelColour(k), stroke: modelColour(k) }, value: (u, v) => (v == null ? "" : fmtDur(v)),
@@ -619,6 +620,9 @@
     clearTimeout(resizeTimer);
     resizeTimer = setTimeout(render, 150);
   });
+
+  // For the browser check (e2e/dashboard.mjs): the pure helpers.
+  window.llmfleetDashboard = { withGaps, missLabel, modelColour };
 
   render();
   poll();
