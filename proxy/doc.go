@@ -146,6 +146,11 @@
 // admits clients by keys of their own; an unknown key gets 401
 // authentication_error.
 //
+// Every create-message call names its client for spend attribution: the
+// sync route's ledger entries and the Requests given to the Submitter
+// carry the name Server.ClientName gives (ClientKeys.Name: the configured
+// name), else the key label Server.Fingerprint gives, never the key.
+//
 // # Tool loops
 //
 // With Server.ToolResultsSync set (off by default), a turn whose last user

@@ -67,17 +67,15 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 	c.budget = budget
 
 	cred := credentialFrom(r.Header)
+	if s.Observe != nil || s.Submitter != nil {
+		c.client = s.clientOf(cred) // the key presented, not the upstream one
+	}
 	if s.Credentials != nil {
 		up, ok := s.Credentials(cred)
 		if !ok {
 			return c, unauthorized
 		}
-		if s.Observe != nil || s.Submitter != nil {
-			c.client = s.clientOf(cred)
-		}
 		cred, c.cred = up, &up
-	} else if s.Observe != nil || s.Submitter != nil {
-		c.client = s.clientOf(cred)
 	}
 
 	if prefersAsync(r.Header) {

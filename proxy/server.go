@@ -82,7 +82,8 @@ type Server struct {
 	// request was sent with, so that only that key may read it later. Give
 	// it a keyed hash (the Sealer's Fingerprint), so that the stored name
 	// reveals nothing of the key; nil means Credential.Fingerprint(nil),
-	// whose key is public.
+	// whose key is public. In every mode it also gives the key label that
+	// names a client in the cost ledger (see ClientName).
 	Fingerprint func(llmfleet.Credential) string
 
 	// ClientName, if set, names the client presenting a credential for
