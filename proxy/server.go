@@ -275,6 +275,12 @@ func (s *Server) fingerprint(c llmfleet.Credential) string {
 	return c.Fingerprint(nil)
 }
 
+// clientName names the client presenting c in proxy-held-key mode: the
+// fingerprint of its key, whichever header carried it.
+func (s *Server) clientName(c llmfleet.Credential) string {
+	return s.fingerprint(clientKey(c))
+}
+
 var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key"}
 
 // missingKey answers a routed call that carries no credential, as the API

@@ -161,7 +161,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	logger.Info("durable state", "db", state.db.Path, "secret", state.secret, "retention", *retention)
-	provider := &claude.Provider{BaseURL: upstream.String(), Logger: logger}
+	provider := &claude.Provider{BaseURL: upstream.String(), Logger: logger, CredentialLabel: state.vault.Fingerprint}
 	d := &dispatch.Dispatcher{
 		Providers:       []llmfleet.Provider{provider},
 		Policy:          pf.policy(),
@@ -217,10 +217,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:          logger,
 		Observe:         obs.Observe,
 		UpstreamError:   obs.UpstreamError,
+		Fingerprint:     state.vault.Fingerprint,
 	}
 	if creds != nil {
 		srv.Credentials = creds.Map
-		srv.Fingerprint = state.vault.Fingerprint
 	}
 	var api http.Handler = srv.Handler()
 	if *logs.logBodies {
