@@ -85,6 +85,13 @@ type Server struct {
 	// whose key is public.
 	Fingerprint func(llmfleet.Credential) string
 
+	// BatchOwners, in proxy-held-key mode, keeps which client created
+	// which batch through the pass-through Message Batches API, so that a
+	// client lists, reads, cancels and deletes only its own (see the
+	// package doc). Give it a durable store (the sqlite DB); nil keeps
+	// owners in memory, lost at restart. Unused without Credentials.
+	BatchOwners BatchOwners
+
 	// PingInterval is the interval between ping events sent to a streaming
 	// caller while its batched request waits; 0 means DefaultPingInterval.
 	// The response status and headers go out with the first ping, so a
@@ -127,6 +134,8 @@ type Server struct {
 	upstream *url.URL
 	rp       *httputil.ReverseProxy
 	mux      *http.ServeMux
+
+	batchOwners BatchOwners
 }
 
 // Handler returns the HTTP handler of the proxy:
@@ -172,6 +181,10 @@ func (s *Server) init() {
 		s.clock = s.Clock
 		if s.clock == nil {
 			s.clock = llmfleet.RealClock{}
+		}
+		s.batchOwners = s.BatchOwners
+		if s.batchOwners == nil {
+			s.batchOwners = &memOwners{}
 		}
 		s.upstream = s.Upstream
 		if s.upstream == nil {
@@ -256,12 +269,17 @@ func parseBudget(v string) (time.Duration, error) {
 // credential in proxy-held-key mode and the proxy's own headers.
 func (s *Server) servePassThrough(w http.ResponseWriter, r *http.Request) {
 	if s.Credentials != nil {
-		c, ok := s.Credentials(credentialFrom(r.Header))
+		presented := credentialFrom(r.Header)
+		c, ok := s.Credentials(presented)
 		if !ok {
 			writeAPIError(w, unauthorized)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, c))
+		if isBatchesPath(r.URL.Path) {
+			s.serveBatches(w, r, s.clientName(presented))
+			return
+		}
 	}
 	fullDuplex(w)
 	s.rp.ServeHTTP(w, r)

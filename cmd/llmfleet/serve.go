@@ -221,6 +221,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if creds != nil {
 		srv.Credentials = creds.Map
+		srv.BatchOwners = state.db
 	}
 	var api http.Handler = srv.Handler()
 	if *logs.logBodies {
