@@ -112,6 +112,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	secretFile := fs.String("secret-file", "", "file of the secret sealing stored API keys, created 0600 if missing (default: llmfleet.secret beside the database; $"+SecretEnv+" wins)")
 	retention := fs.Duration("retention", 29*24*time.Hour, "how long answered requests and their results are kept")
 	ledgerRetention := fs.Duration("ledger-retention", 400*24*time.Hour, "how long the cost ledger (what llmfleet stats reads) is kept")
+	adminKeyEnv := fs.String("admin-key-env", "", "environment variable holding the admin key, which shows request ids on /llmfleet/v1/stats and the dashboard (others see aggregates)")
 	verbose := fs.Bool("v", false, "log every routed request")
 	logs := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -144,6 +145,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	creds, err := cfg.credentials(os.Getenv)
 	if err != nil {
 		return err
+	}
+	adminKey := ""
+	if *adminKeyEnv != "" {
+		if adminKey = os.Getenv(*adminKeyEnv); adminKey == "" {
+			return fmt.Errorf("--admin-key-env: $%s is not set or empty", *adminKeyEnv)
+		}
 	}
 	if *ledgerRetention <= 0 {
 		return fmt.Errorf("--ledger-retention must be positive")
@@ -178,6 +185,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Provider: provider.Name(),
 		Stats:    d.Stats,
 		InFlight: d.InFlight,
+		AdminKey: adminKey,
 	})
 	if err != nil {
 		return err
