@@ -93,7 +93,7 @@ func (s *Server) serveBatches(w http.ResponseWriter, r *http.Request, client str
 	notFound := &apiError{http.StatusNotFound, "not_found_error", "Not found: no batch " + strconv.Quote(id) + " for this key"}
 	// The path must reach upstream as it was checked: no escapes, no dot
 	// segments that could name another batch there.
-	if r.URL.RawPath != "" || id == "" || strings.Contains(r.URL.Path, "/./") || strings.Contains(r.URL.Path, "/../") ||
+	if r.URL.EscapedPath() != r.URL.Path || id == "" || strings.Contains(r.URL.Path, "/./") || strings.Contains(r.URL.Path, "/../") ||
 		strings.HasSuffix(r.URL.Path, "/.") || strings.HasSuffix(r.URL.Path, "/..") {
 		writeAPIError(w, notFound)
 		return

@@ -168,9 +168,14 @@ func TestBatchesOwnedInClientKeysMode(t *testing.T) {
 		if status, body := batchCall(t, ts.URL, "GET", "/v1/messages/batches?after_id="+alice[0], "", "bob-key"); status != 400 || !strings.Contains(body, "invalid_request_error") {
 			t.Fatalf("bob pages from alice's batch: %d %s", status, body)
 		}
-		if status, body := batchCall(t, ts.URL, "GET", "/v1/messages/batches/"+alice[0], "", "alice-key"); status != 200 || !strings.Contains(body, alice[0]) {
-			t.Fatalf("alice reads her batch: %d %s", status, body)
+		for _, p := range []string{"/v1/messages/batches/", "/budget/60000/v1/messages/batches/", "//v1/messages//batches/"} {
+			if status, body := batchCall(t, ts.URL, "GET", p+alice[0], "", "alice-key"); status != 200 || !strings.Contains(body, alice[0]) {
+				t.Fatalf("alice reads her batch at %s: %d %s", p, status, body)
+			}
+			assertBatchNotFound(t, ts.URL, "GET", p+alice[0], "bob-key")
 		}
+		// An escaped path or a dot segment never reaches another batch.
+		assertBatchNotFound(t, ts.URL, "GET", "/v1/messages/batches/"+alice[0]+"%2F..%2F"+bob[0], "alice-key")
 	}
 	check(ts)
 

@@ -79,10 +79,13 @@ type Server struct {
 	Credentials func(presented llmfleet.Credential) (upstream llmfleet.Credential, ok bool)
 
 	// Fingerprint, in proxy-held-key mode, names the client key a batched
-	// request was sent with, so that only that key may read it later. Give
-	// it a keyed hash (the Sealer's Fingerprint), so that the stored name
-	// reveals nothing of the key; nil means Credential.Fingerprint(nil),
-	// whose key is public.
+	// request or a batch made through the Batches API was sent with, so
+	// that only that key may read it later; a key is named alike whether
+	// it came as x-api-key or as a bearer token. Give it a hash keyed with
+	// the instance secret (the Sealer's Fingerprint), so that the stored
+	// name reveals nothing of the key; it is also the label to log a key
+	// by. Nil means Credential.Fingerprint(nil), whose key is public: fine
+	// for access checks, not for logs.
 	Fingerprint func(llmfleet.Credential) string
 
 	// BatchOwners, in proxy-held-key mode, keeps which client created
