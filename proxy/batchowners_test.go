@@ -164,6 +164,33 @@ func TestBatchesOwnedInClientKeysMode(t *testing.T) {
 				assertBatchNotFound(t, ts.URL, c.method, c.path, "bob-key")
 			}
 		}
+		// Paging towards newer batches, from alice's oldest: her others,
+		// pages newest first, each next to the cursor.
+		var newer []string
+		cursor := alice[0]
+		for range 20 {
+			status, body := batchCall(t, ts.URL, "GET", "/v1/messages/batches?limit=2&before_id="+cursor, "", "alice-key")
+			var page struct {
+				Data    []struct{ ID string }
+				HasMore bool    `json:"has_more"`
+				FirstID *string `json:"first_id"`
+			}
+			if status != 200 || json.Unmarshal([]byte(body), &page) != nil {
+				t.Fatalf("before_id page: %d %s", status, body)
+			}
+			var ids []string
+			for _, d := range page.Data {
+				ids = append(ids, d.ID)
+			}
+			newer = append(newer, newestFirst(ids)...) // oldest first
+			if !page.HasMore {
+				break
+			}
+			cursor = *page.FirstID
+		}
+		if want := alice[1:]; !slices.Equal(newer, want) {
+			t.Fatalf("alice pages towards newer: %v, want %v", newer, want)
+		}
 		// Bob cannot page from alice's batch either.
 		if status, body := batchCall(t, ts.URL, "GET", "/v1/messages/batches?after_id="+alice[0], "", "bob-key"); status != 400 || !strings.Contains(body, "invalid_request_error") {
 			t.Fatalf("bob pages from alice's batch: %d %s", status, body)

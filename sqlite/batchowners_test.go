@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/sqlite"
@@ -37,5 +38,18 @@ func TestBatchOwners(t *testing.T) {
 	d = open(t, path)
 	if got, err := d.BatchOwner(ctx, "msgbatch_a"); got != "cred_alice" || err != nil {
 		t.Fatalf("after reopen: BatchOwner = %q, %v", got, err)
+	}
+	// Owners go with the ledger's retention, not the results'.
+	if _, err := d.Purge(ctx, time.Now().Add(time.Hour), time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.BatchOwner(ctx, "msgbatch_a"); got != "cred_alice" || err != nil {
+		t.Fatalf("after a results purge: BatchOwner = %q, %v", got, err)
+	}
+	if _, err := d.Purge(ctx, time.Now().Add(time.Hour), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.BatchOwner(ctx, "msgbatch_a"); !errors.Is(err, llmfleet.ErrNotFound) {
+		t.Fatalf("after a ledger purge: %v", err)
 	}
 }
