@@ -13,6 +13,7 @@ import (
 // (which would let a log reader confirm a guessed key).
 func TestCredentialPrintsNothingOfTheKey(t *testing.T) {
 	c := Credential{APIKey: "sk-ant-secret-key"}
+	verbs := "%d %t %08.3f %x" // in a variable: vet would refuse them
 	public := c.Fingerprint(nil)
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "credential", c)
@@ -20,6 +21,7 @@ func TestCredentialPrintsNothingOfTheKey(t *testing.T) {
 		c.String(), c.GoString(), c.LogValue().String(),
 		fmt.Sprintf("%v %+v %#v %s", c, c, c, c),
 		fmt.Sprintf("%v", struct{ C Credential }{c}),
+		fmt.Sprintf(verbs, c, c, c, c),
 		buf.String(),
 	}
 	for _, out := range outs {

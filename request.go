@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -63,6 +65,16 @@ func (c Credential) String() string { return Redacted }
 
 // GoString prints Redacted, never the secret nor anything derived from it.
 func (c Credential) GoString() string { return "llmfleet.Credential{" + Redacted + "}" }
+
+// Format prints Redacted whatever the verb (GoString's form for %#v), so
+// that no verb prints the fields.
+func (c Credential) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		io.WriteString(f, c.GoString())
+		return
+	}
+	io.WriteString(f, Redacted)
+}
 
 // Request is one model call: the provider it goes to, the credential it must
 // be sent with and its raw JSON body, which is passed on byte for byte (it is
