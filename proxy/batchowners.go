@@ -209,9 +209,15 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, client stri
 		rec := newRecorder()
 		s.rp.ServeHTTP(rec, r2)
 		last = rec
-		var page batchList
-		if rec.status != http.StatusOK || json.Unmarshal(rec.body.Bytes(), &page) != nil {
+		if rec.status != http.StatusOK {
 			rec.writeTo(w, rec.body.Bytes()) // the upstream's error, as it is
+			return
+		}
+		var page batchList
+		if err := json.Unmarshal(rec.body.Bytes(), &page); err != nil {
+			// Never passed on: it may list other clients' batches.
+			s.log.Warn("unreadable list of batches from upstream", "err", err)
+			writeAPIError(w, &apiError{http.StatusBadGateway, "api_error", "llmfleet could not read the upstream's answer"})
 			return
 		}
 		var mine []json.RawMessage
