@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -23,7 +25,11 @@ const (
 
 // Credential is the secret a request is sent upstream with. Exactly one of
 // APIKey and AuthToken is normally set. A Credential is never logged: its
-// String and LogValue methods print only its fingerprint.
+// String, GoString and LogValue methods print Redacted, nothing derived
+// from the secret (a label under a public key would let whoever reads a
+// log confirm a guessed key). Where a log needs a stable label, the code
+// that writes it is given a labeler keyed with the instance secret, such
+// as the vault's Fingerprint.
 type Credential struct {
 	// APIKey is sent as x-api-key.
 	APIKey string
@@ -51,11 +57,24 @@ func (c Credential) Fingerprint(key []byte) string {
 	return "cred_" + hex.EncodeToString(m.Sum(nil)[:12])
 }
 
-// String prints the fingerprint, never the secret.
-func (c Credential) String() string { return c.Fingerprint(nil) }
+// Redacted is what a Credential prints as: nothing of the secret.
+const Redacted = "[redacted]"
 
-// GoString prints the fingerprint, never the secret.
-func (c Credential) GoString() string { return "llmfleet.Credential{" + c.Fingerprint(nil) + "}" }
+// String prints Redacted, never the secret nor anything derived from it.
+func (c Credential) String() string { return Redacted }
+
+// GoString prints Redacted, never the secret nor anything derived from it.
+func (c Credential) GoString() string { return "llmfleet.Credential{" + Redacted + "}" }
+
+// Format prints Redacted whatever the verb (GoString's form for %#v), so
+// that no verb prints the fields.
+func (c Credential) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		io.WriteString(f, c.GoString())
+		return
+	}
+	io.WriteString(f, Redacted)
+}
 
 // Request is one model call: the provider it goes to, the credential it must
 // be sent with and its raw JSON body, which is passed on byte for byte (it is
@@ -130,5 +149,5 @@ type Usage struct {
 	} `json:"cache_creation"`
 }
 
-// LogValue logs the fingerprint, never the secret.
-func (c Credential) LogValue() slog.Value { return slog.StringValue(c.Fingerprint(nil)) }
+// LogValue logs Redacted, never the secret nor anything derived from it.
+func (c Credential) LogValue() slog.Value { return slog.StringValue(Redacted) }

@@ -69,9 +69,14 @@ type Provider struct {
 	// means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 
-	// Logger receives retry and reconciliation events. Credentials are
-	// logged by fingerprint only. Nil means no logging.
+	// Logger receives retry and reconciliation events. Nil means no
+	// logging.
 	Logger *slog.Logger
+
+	// CredentialLabel names a credential in log lines. Give it a labeler
+	// keyed with the instance secret (the vault's Fingerprint); nil logs
+	// credentials as llmfleet.Redacted. The secret itself is never logged.
+	CredentialLabel func(llmfleet.Credential) string
 
 	clientOnce sync.Once
 	client     *http.Client
@@ -85,6 +90,14 @@ func (p *Provider) Name() string { return "anthropic" }
 // Limits returns the Message Batches API's per-batch limits.
 func (p *Provider) Limits() llmfleet.BatchLimits {
 	return llmfleet.BatchLimits{MaxRequests: MaxBatchRequests, MaxBytes: MaxBatchBytes}
+}
+
+// credLabel names a credential in a log line (see CredentialLabel).
+func (p *Provider) credLabel(c llmfleet.Credential) string {
+	if p.CredentialLabel != nil {
+		return p.CredentialLabel(c)
+	}
+	return llmfleet.Redacted
 }
 
 func (p *Provider) httpClient() *http.Client {

@@ -61,7 +61,7 @@ func (d *Dispatcher) create(c *createCall) {
 			c.answeredAt = d.clock.Now()
 		}
 		d.log.Warn("batch create may or may not have made the batch; reconciling", "provider", c.prov.Name(),
-			"batch", c.localID, "credential", c.first.Credential.String(), "requests", len(c.ws), "answered", ue.Answered, "err", err)
+			"batch", c.localID, "credential", d.credLabel(c.first.Credential), "requests", len(c.ws), "answered", ue.Answered, "err", err)
 		d.mu.Lock()
 		for _, w := range c.ws {
 			w.to(stateReconciling)
@@ -78,7 +78,7 @@ func (d *Dispatcher) create(c *createCall) {
 // with their ledger entries. recorded says whether the intent was stored.
 func (d *Dispatcher) createFailed(c *createCall, err error, recorded bool) {
 	d.log.Warn("batch create failed", "provider", c.prov.Name(), "batch", c.localID,
-		"credential", c.first.Credential.String(), "requests", len(c.ws), "err", err)
+		"credential", d.credLabel(c.first.Credential), "requests", len(c.ws), "err", err)
 	cause := fmt.Errorf("llmfleet: batch create failed: %w", err)
 	answers := make([]answer, len(c.ws))
 	for i, w := range c.ws {
@@ -112,6 +112,6 @@ func (d *Dispatcher) createFailed(c *createCall, err error, recorded bool) {
 func (d *Dispatcher) submittedLocked(c *createCall, b *llmfleet.Batch) {
 	d.stats.batchesSubmitted.Add(1)
 	d.log.Info("batch created", "provider", c.prov.Name(), "batch", c.localID, "batch_id", b.ID,
-		"credential", c.first.Credential.String(), "requests", len(c.ws))
+		"credential", d.credLabel(c.first.Credential), "requests", len(c.ws))
 	d.trackLocked(c.prov, c.first.Credential, c.localID, b, c.ws)
 }

@@ -179,6 +179,15 @@ func (d *Dispatcher) fingerprint(c llmfleet.Credential) string {
 	return c.Fingerprint(nil)
 }
 
+// credLabel names a credential in a log line: its keyed fingerprint
+// with a Sealer, else llmfleet.Redacted (never a label under a public key).
+func (d *Dispatcher) credLabel(c llmfleet.Credential) string {
+	if d.Sealer != nil {
+		return d.Sealer.Fingerprint(c)
+	}
+	return llmfleet.Redacted
+}
+
 // Close stops accepting requests, flushes every pool at once and waits for
 // the batches in flight to be answered until ctx ends. Requests still
 // unanswered then fail with llmfleet.ErrClosed; with a Store they stay

@@ -21,16 +21,22 @@ import (
 //	GET /metrics                Prometheus metrics
 //
 // and everything else (the async tickets API under /llmfleet/v1/requests/
-// included) to next. None of them asks for a key, even in proxy-held-key
-// mode: they show aggregates (costs, token counts, models, batch ids),
-// never a prompt, an answer or a key, and the dashboard page and
-// Prometheus scrapers fetch them without credentials. Expose the listen
-// address accordingly.
+// included) to next. None of them refuses a caller without a key, even in
+// proxy-held-key mode, so that the dashboard page and Prometheus scrapers
+// work without credentials: they show aggregates (costs, token counts, by
+// model, by route), never a prompt, an answer or a key. What is per
+// request (the stats' recent budget misses, with their request ids; the
+// ids of the batches in flight on the dashboard) is shown only to a
+// caller presenting Config.AdminKey as x-api-key or Authorization:
+// Bearer; everyone else gets the list empty and the ids blank. Expose the
+// listen address accordingly.
 func (p *Pipeline) Handler(next http.Handler) http.Handler {
 	src := &dashboard.Source{History: &p.history, Stats: p.cfg.Stats, InFlight: p.batchesInFlight, Clock: p.clock}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /llmfleet/v1/stats", p.serveStats)
-	mux.Handle("GET /llmfleet/v1/dashboard", dashboard.SnapshotHandler(src.Snapshot))
+	mux.HandleFunc("GET /llmfleet/v1/dashboard", func(w http.ResponseWriter, r *http.Request) {
+		dashboard.SnapshotHandler(snapshotFor(src, p.admin.admits(r))).ServeHTTP(w, r)
+	})
 	mux.Handle("GET /llmfleet/", dashboard.Handler())
 	mux.Handle("GET "+proxy.RequestsPath, next)
 	mux.Handle("GET /metrics", metrics.Handler(p.registry))
@@ -82,6 +88,9 @@ func (p *Pipeline) serveStats(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusInternalServerError, "api_error", "reading the ledger: "+err.Error())
 			return
 		}
+	}
+	if !p.admin.admits(r) {
+		s = aggregatesOnly(s)
 	}
 	body, err := json.Marshal(s)
 	if err != nil {

@@ -47,6 +47,12 @@ type Config struct {
 	// whether a page is open or not); 0 means
 	// dashboard.DefaultSampleInterval, a negative value samples nothing.
 	SampleInterval time.Duration
+	// AdminKey, if set, is the key (x-api-key or Authorization: Bearer)
+	// that shows the per-request fields of /llmfleet/v1/stats and
+	// /llmfleet/v1/dashboard; anyone else, and everyone when it is empty,
+	// gets aggregates only (see Pipeline.Handler). It is kept only as a
+	// hash.
+	AdminKey string
 }
 
 // Pipeline prices, counts and records the ledger entries of llmfleet
@@ -62,13 +68,15 @@ type Pipeline struct {
 	history  dashboard.History
 	sampler  *dashboard.Sampler // nil when not sampling
 	writer   *ledger.Writer     // nil without a store
+	admin    adminGate
 }
 
 // New makes a pipeline, registers its metrics, starts sampling the queue
 // for the dashboard and, with a store, starts the writer of the ledger to
 // it. Close it when done.
 func New(cfg Config) (*Pipeline, error) {
-	p := &Pipeline{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, registry: cfg.Registry}
+	p := &Pipeline{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, registry: cfg.Registry, admin: newAdminGate(cfg.AdminKey)}
+	p.cfg.AdminKey = ""
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}

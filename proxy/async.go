@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -120,14 +121,19 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	notFound := &apiError{http.StatusNotFound, "not_found_error", "llmfleet has no request " + strconv.Quote(id) + " for this credential"}
 	cred := credentialFrom(r.Header)
-	client := ""
+	forms := keyForms(cred)
+	// clients are the names the presented key may have been stored under:
+	// the name of its key, and the name of the credential as presented,
+	// which tickets made before names were by key alone carry.
+	var clients []string
 	if s.Credentials != nil {
 		up, ok := s.Credentials(cred)
 		if !ok {
 			writeAPIError(w, unauthorized)
 			return
 		}
-		client, cred = s.fingerprint(cred), up
+		clients = []string{s.ownerName(cred), s.fingerprint(cred)}
+		forms = []llmfleet.Credential{up}
 	} else if cred.IsZero() {
 		writeAPIError(w, &apiError{http.StatusUnauthorized, "authentication_error", "x-api-key header is required"})
 		return
@@ -137,7 +143,13 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, notFound)
 		return
 	}
-	sr, err := tickets.Lookup(r.Context(), id, cred)
+	var sr *llmfleet.StoredRequest
+	var err error
+	for _, c := range forms {
+		if sr, err = tickets.Lookup(r.Context(), id, c); !errors.Is(err, llmfleet.ErrNotFound) {
+			break
+		}
+	}
 	switch {
 	case errors.Is(err, llmfleet.ErrNotFound):
 		writeAPIError(w, notFound)
@@ -148,7 +160,7 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
 		}
 		writeAPIError(w, &apiError{http.StatusInternalServerError, "api_error", "llmfleet could not read its state"})
 		return
-	case client != "" && sr.Header.Get(clientHeader) != client:
+	case clients != nil && !slices.Contains(clients, sr.Header.Get(clientHeader)):
 		writeAPIError(w, notFound)
 		return
 	}

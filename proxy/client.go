@@ -18,7 +18,7 @@ func (s *Server) clientOf(presented llmfleet.Credential) string {
 	if presented.IsZero() {
 		return ""
 	}
-	return s.fingerprint(presented)
+	return s.ownerName(presented)
 }
 
 // Name returns the configured name of the client presenting a known key,

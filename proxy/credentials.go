@@ -19,6 +19,30 @@ func credentialFrom(h http.Header) llmfleet.Credential {
 	return c
 }
 
+// keyForms returns the forms of a credential carrying the same key: a key
+// sent as x-api-key or as a bearer token is the same secret, so either
+// header reads what the other made. A credential carrying both (or
+// neither) has the one form.
+func keyForms(c llmfleet.Credential) []llmfleet.Credential {
+	switch {
+	case c.APIKey != "" && c.AuthToken == "":
+		return []llmfleet.Credential{c, {AuthToken: c.APIKey}}
+	case c.AuthToken != "" && c.APIKey == "":
+		return []llmfleet.Credential{c, {APIKey: c.AuthToken}}
+	}
+	return []llmfleet.Credential{c}
+}
+
+// clientKey returns a presented client credential in the one form its key
+// has whichever header carried it (see keyForms): the form clients are
+// named by in proxy-held-key mode.
+func clientKey(c llmfleet.Credential) llmfleet.Credential {
+	if c.APIKey == "" && c.AuthToken != "" {
+		return llmfleet.Credential{APIKey: c.AuthToken}
+	}
+	return c
+}
+
 // setCredential replaces the credential headers of h with c.
 func setCredential(h http.Header, c llmfleet.Credential) {
 	h.Del("X-Api-Key")

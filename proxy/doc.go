@@ -144,7 +144,24 @@
 // share a batch. With Server.Credentials set (for instance to
 // ClientKeys.Map), the proxy holds the upstream credential itself and
 // admits clients by keys of their own; an unknown key gets 401
-// authentication_error.
+// authentication_error. A key is the same credential whether it comes as
+// x-api-key or as a bearer token: a ticket made with one is read with the
+// other, in both modes.
+//
+// In proxy-held-key mode every client's batch made through the
+// pass-through Message Batches API (/v1/messages/batches...) is made under
+// the one upstream credential, so the proxy keeps ownership itself, in
+// Server.BatchOwners: a create that succeeds records the batch as the
+// client's (named by Server.Fingerprint of its key) before it is
+// answered; a retrieve, results, cancel or delete of a batch the client
+// did not create (including the dispatcher's own batches, which belong to
+// no client) is a 404 not_found_error without reaching upstream; a list
+// shows only the client's batches, following upstream pages (at most 10,
+// of 1,000 batches each) until it has the client's limit or the list
+// ends, with first_id and last_id those of the page answered; a cursor
+// (after_id, before_id) must be one of the client's batches. Without
+// Credentials the client's own key goes upstream and the API itself keeps
+// each key's batches apart.
 //
 // Every create-message call names its client for spend attribution: the
 // sync route's ledger entries and the Requests given to the Submitter

@@ -34,11 +34,14 @@ func newDurableStack(t *testing.T, pol dispatch.Policy, srv *proxy.Server) *stac
 	return startStack(t, pol, srv, db, v)
 }
 
-// get sends GET path to the proxy with the API key key ("" for none).
+// get sends GET path to the proxy with the API key key ("" for none), as
+// x-api-key, or as an Authorization header if key begins with "Bearer ".
 func get(t *testing.T, base, path, key string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest("GET", base+path, nil)
-	if key != "" {
+	if strings.HasPrefix(key, "Bearer ") {
+		req.Header.Set("Authorization", key)
+	} else if key != "" {
 		req.Header.Set("X-Api-Key", key)
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -139,7 +139,7 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		if req.Header == nil {
 			req.Header = make(http.Header)
 		}
-		req.Header.Set(clientHeader, s.fingerprint(credentialFrom(r.Header)))
+		req.Header.Set(clientHeader, s.ownerName(credentialFrom(r.Header)))
 	}
 	c.req, c.stream, c.body = req, stream, nil // a parked request holds one copy of its body
 	return c, nil

@@ -79,11 +79,14 @@ type Server struct {
 	Credentials func(presented llmfleet.Credential) (upstream llmfleet.Credential, ok bool)
 
 	// Fingerprint, in proxy-held-key mode, names the client key a batched
-	// request was sent with, so that only that key may read it later. Give
-	// it a keyed hash (the Sealer's Fingerprint), so that the stored name
-	// reveals nothing of the key; nil means Credential.Fingerprint(nil),
-	// whose key is public. In every mode it also gives the key label that
-	// names a client in the cost ledger (see ClientName).
+	// request or a batch made through the Batches API was sent with, so
+	// that only that key may read it later; a key is named alike whether
+	// it came as x-api-key or as a bearer token. Give it a hash keyed with
+	// the instance secret (the Sealer's Fingerprint), so that the stored
+	// name reveals nothing of the key; it is also the label to log a key
+	// by, and the key label that names a client in the cost ledger (see
+	// ClientName). Nil means Credential.Fingerprint(nil), whose key is
+	// public: fine for access checks, not for logs.
 	Fingerprint func(llmfleet.Credential) string
 
 	// ClientName, if set, names the client presenting a credential for
@@ -91,6 +94,13 @@ type Server struct {
 	// ClientKeys.Name in proxy-held-key mode; "" (or nil) names it by its
 	// key label, the Fingerprint of the credential, never the key.
 	ClientName func(presented llmfleet.Credential) string
+
+	// BatchOwners, in proxy-held-key mode, keeps which client created
+	// which batch through the pass-through Message Batches API, so that a
+	// client lists, reads, cancels and deletes only its own (see the
+	// package doc). Give it a durable store (the sqlite DB); nil keeps
+	// owners in memory, lost at restart. Unused without Credentials.
+	BatchOwners BatchOwners
 
 	// PingInterval is the interval between ping events sent to a streaming
 	// caller while its batched request waits; 0 means DefaultPingInterval.
@@ -134,6 +144,8 @@ type Server struct {
 	upstream *url.URL
 	rp       *httputil.ReverseProxy
 	mux      *http.ServeMux
+
+	batchOwners BatchOwners
 }
 
 // Handler returns the HTTP handler of the proxy:
@@ -179,6 +191,10 @@ func (s *Server) init() {
 		s.clock = s.Clock
 		if s.clock == nil {
 			s.clock = llmfleet.RealClock{}
+		}
+		s.batchOwners = s.BatchOwners
+		if s.batchOwners == nil {
+			s.batchOwners = &memOwners{}
 		}
 		s.upstream = s.Upstream
 		if s.upstream == nil {
@@ -263,12 +279,17 @@ func parseBudget(v string) (time.Duration, error) {
 // credential in proxy-held-key mode and the proxy's own headers.
 func (s *Server) servePassThrough(w http.ResponseWriter, r *http.Request) {
 	if s.Credentials != nil {
-		c, ok := s.Credentials(credentialFrom(r.Header))
+		presented := credentialFrom(r.Header)
+		c, ok := s.Credentials(presented)
 		if !ok {
 			writeAPIError(w, unauthorized)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, c))
+		if isBatchesPath(r.URL.Path) {
+			s.serveBatches(w, r, s.ownerName(presented))
+			return
+		}
 	}
 	fullDuplex(w)
 	s.rp.ServeHTTP(w, r)
@@ -280,6 +301,12 @@ func (s *Server) fingerprint(c llmfleet.Credential) string {
 		return s.Fingerprint(c)
 	}
 	return c.Fingerprint(nil)
+}
+
+// ownerName names the client presenting c in proxy-held-key mode: the
+// fingerprint of its key, whichever header carried it.
+func (s *Server) ownerName(c llmfleet.Credential) string {
+	return s.fingerprint(clientKey(c))
 }
 
 var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key"}

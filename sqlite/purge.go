@@ -10,9 +10,9 @@ import (
 // Purge deletes, in one transaction, the done requests (with their
 // results) completed before resultsBefore, the resolved or failed batches
 // that ended (or were created, or intended) before it and hold no request
-// any more, and the ledger entries and turnaround samples older than
-// ledgerBefore. Queued and submitted requests and pending batches are
-// never purged. It returns how many rows it deleted.
+// any more, and the ledger entries, turnaround samples and batch owners
+// older than ledgerBefore. Queued and submitted requests and pending
+// batches are never purged. It returns how many rows it deleted.
 //
 // Turnaround samples go with the ledger, not with the results: a model
 // used once a quarter still starts from what its last batches took, and a
@@ -31,6 +31,7 @@ func (d *DB) Purge(ctx context.Context, resultsBefore, ledgerBefore time.Time) (
 				AND NOT EXISTS (SELECT 1 FROM requests WHERE requests.batch_id = batches.id)`, cut},
 			{`DELETE FROM ledger WHERE time < ?`, ledgerCut},
 			{`DELETE FROM turnarounds WHERE at < ?`, ledgerCut},
+			{`DELETE FROM batch_owners WHERE at < ?`, ledgerCut},
 		} {
 			n, err := affected(tx.ExecContext(ctx, q.sql, q.cut))
 			if err != nil {

@@ -112,9 +112,14 @@ func cachedPrompt(model, question, fleet string, with1h bool) anthropic.MessageN
 	}
 }
 
+// testAdminKey is the admin key the ledger test serves with.
+const testAdminKey = "admin-test-key"
+
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("X-Api-Key", testAdminKey) // to see the per-request fields
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +169,7 @@ func TestLedgerFigures(t *testing.T) {
 	emuTS := httptest.NewServer(emu)
 	defer emuTS.Close()
 
+	t.Setenv("LLMFLEET_TEST_ADMIN", testAdminKey)
 	db := filepath.Join(t.TempDir(), "llmfleet.db")
 	cfg := writeFile(t, "anthropic-url: "+emuTS.URL+"\n"+
 		"batch-window: 5ms\npoll-interval: 2ms\nmax-poll-interval: 5ms\nturnaround-prior: 10ms\nping-interval: 1ms\n"+
@@ -174,7 +180,8 @@ func TestLedgerFigures(t *testing.T) {
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- runServe(ctx, []string{"--config", cfg, "--listen", "127.0.0.1:0", "--db", db, "--log-format", "json"}, out, logs)
+		done <- runServe(ctx, []string{"--config", cfg, "--listen", "127.0.0.1:0", "--db", db, "--log-format", "json",
+			"--admin-key-env", "LLMFLEET_TEST_ADMIN"}, out, logs)
 	}()
 	var line string
 	select {

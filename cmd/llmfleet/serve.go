@@ -112,6 +112,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	secretFile := fs.String("secret-file", "", "file of the secret sealing stored API keys, created 0600 if missing (default: llmfleet.secret beside the database; $"+SecretEnv+" wins)")
 	retention := fs.Duration("retention", 29*24*time.Hour, "how long answered requests and their results are kept")
 	ledgerRetention := fs.Duration("ledger-retention", 400*24*time.Hour, "how long the cost ledger (what llmfleet stats reads) is kept")
+	adminKeyEnv := fs.String("admin-key-env", "", "environment variable holding the admin key, which shows request ids on /llmfleet/v1/stats and the dashboard (others see aggregates)")
 	verbose := fs.Bool("v", false, "log every routed request")
 	logs := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -145,6 +146,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	adminKey := ""
+	if *adminKeyEnv != "" {
+		if adminKey = os.Getenv(*adminKeyEnv); adminKey == "" {
+			return fmt.Errorf("--admin-key-env: $%s is not set or empty", *adminKeyEnv)
+		}
+	}
 	if *ledgerRetention <= 0 {
 		return fmt.Errorf("--ledger-retention must be positive")
 	}
@@ -161,7 +168,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	logger.Info("durable state", "db", state.db.Path, "secret", state.secret, "retention", *retention)
-	provider := &claude.Provider{BaseURL: upstream.String(), Logger: logger}
+	provider := &claude.Provider{BaseURL: upstream.String(), Logger: logger, CredentialLabel: state.vault.Fingerprint}
 	d := &dispatch.Dispatcher{
 		Providers:       []llmfleet.Provider{provider},
 		Policy:          pf.policy(),
@@ -178,6 +185,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Provider: provider.Name(),
 		Stats:    d.Stats,
 		InFlight: d.InFlight,
+		AdminKey: adminKey,
 	})
 	if err != nil {
 		return err
@@ -224,6 +232,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if creds != nil {
 		srv.Credentials = creds.Map
 		srv.ClientName = creds.Name
+		srv.BatchOwners = state.db
 	}
 	var api http.Handler = srv.Handler()
 	if *logs.logBodies {
