@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -86,6 +87,7 @@ saved, as JSON; ?since=24h reads the database), /llmfleet/v1/dashboard
 and /metrics (Prometheus). Logs never show a key, nor a message body
 unless --log-bodies is given.
 
+` + envUsage + `
 flags:
 `
 
@@ -114,7 +116,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ledgerRetention := fs.Duration("ledger-retention", 400*24*time.Hour, "how long the cost ledger (what llmfleet stats reads) is kept")
 	verbose := fs.Bool("v", false, "log every routed request")
 	logs := addLogFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -151,6 +153,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *retention <= 0 {
 		return fmt.Errorf("--retention must be positive")
 	}
+	// Listen first: a busy port fails before any state is made. Until
+	// the state is open, /healthz answers and /readyz and the API 503.
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %v", *listen, err)
+	}
+	ready := &readiness{}
+	hs := &http.Server{Handler: ready, ReadHeaderTimeout: 10 * time.Second}
+	stopped := make(chan struct{})
+	hs.RegisterOnShutdown(func() { close(stopped) })
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	defer hs.Close() // on an early return; a no-op after Shutdown
+
 	state, err := openState(ctx, *dbPath, *secretFile, os.Getenv, logger)
 	if err != nil {
 		return err
@@ -208,6 +224,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cancel()
 		return err
 	}
+	access := &accessLog{log: logger, off: !*logs.accessLog}
 	srv := &proxy.Server{
 		Submitter:       d,
 		Upstream:        upstream,
@@ -217,33 +234,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:          logger,
 		Observe:         obs.Observe,
 		UpstreamError:   obs.UpstreamError,
+		Access:          access.record,
+		// Key labels in the access log, keyed with the instance secret.
+		Fingerprint: state.vault.Fingerprint,
 	}
 	if creds != nil {
 		srv.Credentials = creds.Map
-		srv.Fingerprint = state.vault.Fingerprint
 	}
 	var api http.Handler = srv.Handler()
 	if *logs.logBodies {
 		api = observe.LogBodies(api, logger)
 	}
 
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		d.Close(context.Background())
-		return err
-	}
-	hs := &http.Server{Handler: obs.Handler(api), ReadHeaderTimeout: 10 * time.Second}
-	stopped := make(chan struct{})
-	hs.RegisterOnShutdown(func() { close(stopped) })
-	fmt.Fprintf(stdout, "llmfleet serving on http://%s (upstream %s)\n", ln.Addr(), upstream)
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	ready.serve(obs.Handler(api))
+	startupLine(stdout, logs.json(), "http://"+ln.Addr().String(), upstream.String())
 
 	var serveErr error
 	select {
 	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
+	ready.stop()
 	logger.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), *shutdown)
 	defer cancel()
@@ -262,7 +273,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if serveErr == nil {
 		serveErr = <-errc
 	}
-	logger.Info("stopped", "stats", fmt.Sprintf("%+v", d.Stats()))
+	logger.LogAttrs(context.Background(), slog.LevelInfo, "stopped", statsAttr(d.Stats(), access.syncCalls.Load()))
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		return nil
 	}

@@ -41,7 +41,7 @@ func openState(ctx context.Context, dbPath, secretFile string, getenv func(strin
 	if dbPath == "" {
 		p, err := sqlite.DefaultPath()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--db: %w", err)
 		}
 		dbPath = p
 	}
@@ -63,13 +63,13 @@ func openState(ctx context.Context, dbPath, secretFile string, getenv func(strin
 		}
 		v, err := vault.Open(secretFile)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--secret-file %s: %w", secretFile, err)
 		}
 		st.vault, st.secret = v, secretFile
 	}
 	st.db = &sqlite.DB{Path: dbPath, Logger: logger}
 	if err := st.db.Open(ctx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--db %s: %w", dbPath, err)
 	}
 	return st, nil
 }
