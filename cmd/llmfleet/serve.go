@@ -83,8 +83,19 @@ file --secret-file, created 0600 on first start.
 
 Besides the Anthropic API it serves, without asking for a key:
 GET /llmfleet/ (a live dashboard), /llmfleet/v1/stats (what was paid and
-saved, as JSON; ?since=24h reads the database), /llmfleet/v1/dashboard
-and /metrics (Prometheus). Logs never show a key, nor a message body
+saved, as JSON; ?since=24h reads the database), /llmfleet/v1/dashboard,
+/metrics (Prometheus), /healthz (liveness: 200 once the port is open)
+and /readyz (readiness: 200 once the database is open and the
+dispatcher runs; 503 overloaded_error while starting and shutting down,
+as every API call gets until ready). The port is bound before the
+database is opened: a busy port leaves no state behind.
+
+Logs go to stderr. The access log has one line per request at info level
+(warn for a 5xx): method, path, status, latency and, for /v1/messages,
+route, model, budget, request id and the label of the key (keyed with
+the instance secret); --access-log=false turns it off. With --log-format
+json, durations are numbers of seconds and the startup line (stdout) and
+the shutdown stats are JSON. Logs never show a key, nor a message body
 unless --log-bodies is given.
 
 ` + envUsage + `
