@@ -162,7 +162,7 @@ func TestServeJSONLogs(t *testing.T) {
 		t.Fatalf("serve ended: %v", err)
 	}
 	var start struct{ Msg, Addr, Upstream string }
-	if err := json.Unmarshal([]byte(line), &start); err != nil || start.Msg != "llmfleet serving" || start.Upstream != emuTS.URL {
+	if err := json.Unmarshal([]byte(line), &start); err != nil || start.Msg != "llmfleet serving on "+start.Addr || start.Upstream != emuTS.URL {
 		t.Fatalf("startup line %q: %v", line, err)
 	}
 	resp, err := http.Get(start.Addr + "/readyz")

@@ -10,14 +10,14 @@ import (
 
 // startupLine prints the line telling where "llmfleet serve" listens: text
 // ("llmfleet serving on <url> (upstream <url>)"), or in JSON mode one JSON
-// object with the message "llmfleet serving" and the members addr and
-// upstream.
+// object with the message "llmfleet serving on <url>" and the members
+// addr and upstream.
 func startupLine(w io.Writer, asJSON bool, addr, upstream string) {
 	if !asJSON {
 		fmt.Fprintf(w, "llmfleet serving on %s (upstream %s)\n", addr, upstream)
 		return
 	}
-	slog.New(slog.NewJSONHandler(w, nil)).Info("llmfleet serving", "addr", addr, "upstream", upstream)
+	slog.New(slog.NewJSONHandler(w, nil)).Info("llmfleet serving on "+addr, "addr", addr, "upstream", upstream)
 }
 
 // statsAttr is the group "stats" of the shutdown line: the dispatcher's
