@@ -217,3 +217,14 @@ func TestServeJSONLogs(t *testing.T) {
 		t.Fatalf("shutdown stats %v", stopped[0])
 	}
 }
+
+func TestServeDefaultSecretErrorNamesDB(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o600)
+	db := filepath.Join(file, "x.db")
+	err := runServe(context.Background(), []string{"--listen", "127.0.0.1:0", "--db", db}, io.Discard, io.Discard)
+	if err == nil || !strings.HasPrefix(err.Error(), "--db "+db) {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -58,12 +58,14 @@ func openState(ctx context.Context, dbPath, secretFile string, getenv func(strin
 		}
 		st.vault, st.secret = v, "$"+SecretEnv
 	} else {
+		flagName := "--secret-file"
 		if secretFile == "" {
 			secretFile = filepath.Join(filepath.Dir(dbPath), secretFileName)
+			flagName = "--db " + dbPath + ": the secret file beside it"
 		}
 		v, err := vault.Open(secretFile)
 		if err != nil {
-			return nil, fmt.Errorf("--secret-file %s: %w", secretFile, err)
+			return nil, fmt.Errorf("%s %s: %w", flagName, secretFile, err)
 		}
 		st.vault, st.secret = v, secretFile
 	}
