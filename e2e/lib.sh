@@ -38,7 +38,7 @@ die() {
 wait_addr() {
 	local file=$1 prefix=$2 i
 	for i in $(seq 1 100); do
-		if addr=$(grep -o "^$prefix http://[0-9.:]*" "$file" 2>/dev/null | grep -o 'http://.*'); then
+		if addr=$(grep -o "$prefix http://[0-9.:]*" "$file" 2>/dev/null | grep -o 'http://.*'); then
 			echo "$addr"
 			return 0
 		fi

@@ -12,6 +12,13 @@
 //	llmfleet_batch_turnaround_seconds{model}          histogram
 //	llmfleet_budget_misses_total                      counter
 //	llmfleet_upstream_errors_total{kind}              counter
+//	llmfleet_request_duration_seconds{route}          histogram (route: sync, batch)
+//	llmfleet_build_info{version,revision,goversion}   gauge, always 1
+//
+// The model label takes at most 200 distinct values, and with a model
+// filter (SetModelFilter) only the models it knows, such as those of the
+// price table: any other model is "other", so that clients naming models
+// at random cannot blow up the number of series.
 package metrics
 
 import (
@@ -30,6 +37,10 @@ import (
 // from a second to the 24-hour batch expiry.
 var TurnaroundBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400}
 
+// DurationBuckets are the buckets of llmfleet_request_duration_seconds,
+// from the 50 ms of a short sync call to the 24-hour batch expiry.
+var DurationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400}
+
 // maxLabelValues caps the distinct values of the model and kind labels, so
 // that clients naming arbitrary models cannot blow up the series count;
 // further values are reported as "other".
@@ -44,7 +55,9 @@ type Metrics struct {
 	turnaround   *prometheus.HistogramVec
 	budgetMisses prometheus.Counter
 	upstream     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
 	gauges       *gauges
+	known        atomic.Pointer[func(provider, model string) bool]
 	models       labelSet
 	kinds        labelSet
 }
@@ -84,9 +97,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "llmfleet_upstream_errors_total",
 			Help: "Errors of calls to the provider, by kind (the provider's error type, http_<status> or network).",
 		}, []string{"kind"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "llmfleet_request_duration_seconds",
+			Help:    "Time from a request's arrival to its answer, by route (sync or batch).",
+			Buckets: DurationBuckets,
+		}, []string{"route"}),
 		gauges: newGauges(),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.tokens, m.cost, m.saved, m.turnaround, m.budgetMisses, m.upstream, m.gauges} {
+	for _, c := range []prometheus.Collector{m.requests, m.tokens, m.cost, m.saved, m.turnaround, m.budgetMisses, m.upstream, m.duration, m.gauges, buildInfo()} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -95,6 +113,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	// rate() works) before the first error.
 	for _, k := range []string{"network", "rate_limit_error", "overloaded_error", "api_error", "timeout_error"} {
 		m.upstream.WithLabelValues(m.kinds.value(k))
+	}
+	for _, r := range []llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteBatch} {
+		m.duration.WithLabelValues(string(r))
 	}
 	return m, nil
 }
@@ -106,7 +127,7 @@ func (m *Metrics) Observe(e llmfleet.LedgerEntry) {
 	if route == "" {
 		route = string(llmfleet.RouteSync)
 	}
-	model := m.models.value(e.Model)
+	model := m.model(e.Provider, e.Model)
 	outcome := e.Outcome
 	if outcome == "" {
 		outcome = "unknown"
@@ -138,12 +159,34 @@ func (m *Metrics) Observe(e llmfleet.LedgerEntry) {
 	if e.Budget > 0 && !e.BudgetMet {
 		m.budgetMisses.Inc()
 	}
+	if e.Latency > 0 {
+		m.duration.WithLabelValues(route).Observe(e.Latency.Seconds())
+	}
+}
+
+// SetModelFilter makes the model label "other" for every model known
+// reports false (for instance those the price table does not price);
+// "unknown", the model of a call that named none, stays. Nil undoes it.
+func (m *Metrics) SetModelFilter(known func(provider, model string) bool) {
+	if known == nil {
+		m.known.Store(nil)
+		return
+	}
+	m.known.Store(&known)
+}
+
+// model returns the model label of a provider's model.
+func (m *Metrics) model(provider, model string) string {
+	if f := m.known.Load(); f != nil && model != "" && model != "unknown" && !(*f)(provider, model) {
+		return "other"
+	}
+	return m.models.value(model)
 }
 
 // ObserveBatchTurnaround records how long a batch of a model took at the
 // provider.
 func (m *Metrics) ObserveBatchTurnaround(model string, d time.Duration) {
-	m.turnaround.WithLabelValues(m.models.value(model)).Observe(d.Seconds())
+	m.turnaround.WithLabelValues(m.model("", model)).Observe(d.Seconds())
 }
 
 // UpstreamError counts an error of a call to the provider; kind is the

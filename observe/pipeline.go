@@ -94,6 +94,16 @@ func New(cfg Config) (*Pipeline, error) {
 		return nil, err
 	}
 	m.SetStatsFunc(p.cfg.Stats)
+	if price := cfg.Price; price != nil {
+		// The model label names only the models of the price table.
+		m.SetModelFilter(func(provider, model string) bool {
+			if provider == "" {
+				provider = cfg.Provider
+			}
+			_, known := price(provider, model, llmfleet.Usage{}, llmfleet.RouteSync)
+			return known
+		})
+	}
 	p.metrics = m
 	if cfg.Store != nil {
 		p.writer = ledger.NewWriter(cfg.Store, cfg.Backlog, p.log)

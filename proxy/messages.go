@@ -192,6 +192,7 @@ func passHeaders(h http.Header) http.Header {
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	c, e := s.plan(r)
 	w.Header().Set(HeaderRoute, string(c.route))
+	noteCall(r, c)
 	if e != nil {
 		writeAPIError(w, e)
 		return
@@ -224,6 +225,7 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 			body = []byte{}
 		}
 		c.body = body
+		noteCall(r, c)
 	}
 	sc := s.newSyncCall(c)
 	if sc != nil || c.body != nil || c.cred != nil {

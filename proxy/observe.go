@@ -223,5 +223,6 @@ func (t *usageTap) report() {
 	if upstreamErr != "" && t.s.UpstreamError != nil {
 		t.s.UpstreamError(upstreamErr)
 	}
+	noteModel(t.ctx, model)
 	t.s.reportSync(t.call, model, u, outcome)
 }

@@ -138,6 +138,13 @@ type Server struct {
 	// counts too; a budget running out is no upstream failure.
 	UpstreamError func(kind string)
 
+	// Access, if set, is called once for every request the Handler
+	// serves (GET /healthz aside) when its answer has ended: the
+	// access log. For POST /v1/messages it says the route, model,
+	// budget and request id; credentials appear only as their
+	// Fingerprint. It is called from the goroutine serving the request.
+	Access func(Access)
+
 	once     sync.Once
 	log      *slog.Logger
 	clock    llmfleet.Clock
@@ -178,6 +185,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			p = r.URL.Path
 		}
 		r = withPath(r, p, ep)
+	}
+	if s.Access != nil && r.URL.Path != "/healthz" {
+		s.serveAccess(w, r, s.mux.ServeHTTP)
+		return
 	}
 	s.mux.ServeHTTP(w, r)
 }

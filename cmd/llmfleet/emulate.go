@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -29,7 +30,7 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	latency := fs.String("latency", "0", "delay of a synchronous /v1/messages reply, in the shape of --turnaround (models no range names take 0)")
 	straggler := fs.String("straggler", "", "FRACTION:FACTORx: that fraction of the batches take FACTOR times their turnaround (e.g. 0.05:10x), as llmfleet simulate --straggler")
 	verbose := fs.Bool("v", false, "log every request")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -189,7 +189,11 @@ func TestLedgerFigures(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("serve ended: %v\n%s", err, logs)
 	}
-	base := strings.Fields(strings.TrimPrefix(line, "llmfleet serving on "))[0]
+	var start struct{ Addr string }
+	if err := json.Unmarshal([]byte(line), &start); err != nil || start.Addr == "" {
+		t.Fatalf("startup line %q: %v", line, err)
+	}
+	base := start.Addr
 
 	const key = "sk-ledger-test-key"
 	client := anthropic.NewClient(option.WithBaseURL(base), option.WithAPIKey(key), option.WithMaxRetries(0))

@@ -4,6 +4,9 @@
 //	llmfleet emulate  [flags]   a local stand-in for the Anthropic API
 //	llmfleet stats    [flags]   what the fleet paid, would have paid and saved
 //	llmfleet simulate [flags]   what a workload would cost under a policy
+//	llmfleet version            the version of the binary (also --version)
+//
+// Every flag may also be set in the environment as LLMFLEET_<FLAG>.
 //
 // Run "llmfleet <command> -h" for the flags of a command. The benchmark of
 // the proxy's overhead is a command of its own, cmd/llmfleet-bench.
@@ -38,6 +41,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args[0] = "version"
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "llmfleet: unknown command %q\n", args[0])
@@ -61,5 +67,9 @@ commands:
   serve     run the batching proxy (speaks the Anthropic HTTP API)
   emulate   run a local emulator of the Anthropic Messages and Batches APIs
   stats     print what the fleet paid, would have paid and saved, by model and route
-  simulate  run a workload through the engine on a virtual clock: cost and broken budgets per policy`)
+  simulate  run a workload through the engine on a virtual clock: cost and broken budgets per policy
+  version   print the version of the binary (also: llmfleet --version)
+
+Every flag may also be set in the environment as LLMFLEET_<FLAG> (upper
+case, dashes as underscores); a flag on the command line wins.`)
 }

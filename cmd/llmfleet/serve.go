@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -82,10 +83,22 @@ file --secret-file, created 0600 on first start.
 
 Besides the Anthropic API it serves, without asking for a key:
 GET /llmfleet/ (a live dashboard), /llmfleet/v1/stats (what was paid and
-saved, as JSON; ?since=24h reads the database), /llmfleet/v1/dashboard
-and /metrics (Prometheus). Logs never show a key, nor a message body
+saved, as JSON; ?since=24h reads the database), /llmfleet/v1/dashboard,
+/metrics (Prometheus), /healthz (liveness: 200 once the port is open)
+and /readyz (readiness: 200 once the database is open and the
+dispatcher runs; 503 overloaded_error while starting and shutting down,
+as every API call gets until ready). The port is bound before the
+database is opened: a busy port leaves no state behind.
+
+Logs go to stderr. The access log has one line per request at info level
+(warn for a 5xx): method, path, status, latency and, for /v1/messages,
+route, model, budget, request id and the label of the key (keyed with
+the instance secret); --access-log=false turns it off. With --log-format
+json, durations are numbers of seconds and the startup line (stdout) and
+the shutdown stats are JSON. Logs never show a key, nor a message body
 unless --log-bodies is given.
 
+` + envUsage + `
 flags:
 `
 
@@ -115,7 +128,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	adminKeyEnv := fs.String("admin-key-env", "", "environment variable holding the admin key, which shows request ids on /llmfleet/v1/stats and the dashboard (others see aggregates)")
 	verbose := fs.Bool("v", false, "log every routed request")
 	logs := addLogFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -158,6 +171,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *retention <= 0 {
 		return fmt.Errorf("--retention must be positive")
 	}
+	// Listen first: a busy port fails before any state is made. Until
+	// the state is open, /healthz answers and /readyz and the API 503.
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %v", *listen, err)
+	}
+	ready := &readiness{}
+	hs := &http.Server{Handler: ready, ReadHeaderTimeout: 10 * time.Second}
+	stopped := make(chan struct{})
+	hs.RegisterOnShutdown(func() { close(stopped) })
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	defer hs.Close() // on an early return; a no-op after Shutdown
+
 	state, err := openState(ctx, *dbPath, *secretFile, os.Getenv, logger)
 	if err != nil {
 		return err
@@ -216,6 +243,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cancel()
 		return err
 	}
+	access := &accessLog{log: logger, off: !*logs.accessLog}
 	srv := &proxy.Server{
 		Submitter:       d,
 		Upstream:        upstream,
@@ -225,8 +253,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:          logger,
 		Observe:         obs.Observe,
 		UpstreamError:   obs.UpstreamError,
-		// Key labels (in the ledger's client column too) are keyed with
-		// the instance secret.
+		Access:          access.record,
+		// Key labels (in the access log and the ledger's client column) are
+		// keyed with the instance secret.
 		Fingerprint: state.vault.Fingerprint,
 	}
 	if creds != nil {
@@ -239,23 +268,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		api = observe.LogBodies(api, logger)
 	}
 
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		d.Close(context.Background())
-		return err
-	}
-	hs := &http.Server{Handler: obs.Handler(api), ReadHeaderTimeout: 10 * time.Second}
-	stopped := make(chan struct{})
-	hs.RegisterOnShutdown(func() { close(stopped) })
-	fmt.Fprintf(stdout, "llmfleet serving on http://%s (upstream %s)\n", ln.Addr(), upstream)
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	ready.serve(obs.Handler(api))
+	startupLine(stdout, logs.json(), "http://"+ln.Addr().String(), upstream.String())
 
 	var serveErr error
 	select {
 	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
+	ready.stop()
 	logger.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), *shutdown)
 	defer cancel()
@@ -274,7 +295,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if serveErr == nil {
 		serveErr = <-errc
 	}
-	logger.Info("stopped", "stats", fmt.Sprintf("%+v", d.Stats()))
+	logger.LogAttrs(context.Background(), slog.LevelInfo, "stopped", statsAttr(d.Stats(), access.syncCalls.Load()))
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		return nil
 	}

@@ -47,6 +47,7 @@ save, knowing the --turnaround, --straggler and --sync-latency
 distributions but not the draws (see simulate.Bound); "% of bound" is
 "saved" over it.
 
+` + envUsage + `
 flags:
 `
 
@@ -70,7 +71,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	policies := fs.String("policy", "llmfleet", "policies to simulate, comma-separated: llmfleet (the policy the flags set), seed (sync iff budget <= 5s, else batch, one pool per key flushed every 30s, no learning, no rescue)")
 	asJSON := fs.Bool("json", false, "print one JSON object per policy instead of a table")
 	pf := addPolicyFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -41,7 +41,7 @@ func openState(ctx context.Context, dbPath, secretFile string, getenv func(strin
 	if dbPath == "" {
 		p, err := sqlite.DefaultPath()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--db: %w", err)
 		}
 		dbPath = p
 	}
@@ -58,18 +58,20 @@ func openState(ctx context.Context, dbPath, secretFile string, getenv func(strin
 		}
 		st.vault, st.secret = v, "$"+SecretEnv
 	} else {
+		flagName := "--secret-file"
 		if secretFile == "" {
 			secretFile = filepath.Join(filepath.Dir(dbPath), secretFileName)
+			flagName = "--db " + dbPath + ": the secret file beside it"
 		}
 		v, err := vault.Open(secretFile)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s %s: %w", flagName, secretFile, err)
 		}
 		st.vault, st.secret = v, secretFile
 	}
 	st.db = &sqlite.DB{Path: dbPath, Logger: logger}
 	if err := st.db.Open(ctx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--db %s: %w", dbPath, err)
 	}
 	return st, nil
 }

@@ -33,6 +33,7 @@ http://127.0.0.1:8787). The period is the last --since (24h by
 default; 7d for a week; 0 for everything kept), or --from to --to (RFC
 3339 times; --to defaults to now).
 
+` + envUsage + `
 flags:
 `
 
@@ -50,7 +51,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	from := fs.String("from", "", "start of the period (RFC 3339); overrides --since")
 	to := fs.String("to", "", "end of the period (RFC 3339; default now)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON rather than a table")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -1,0 +1,186 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/jsonmember"
+)
+
+// Access is one line of the access log: what the proxy did with one
+// request it served (see Server.Access).
+type Access struct {
+	// Method and Path are the request's, the path as the client sent it
+	// (with its /budget/<ms> prefix, if any).
+	Method, Path string
+	// Messages reports a create-message call (POST /v1/messages), for
+	// which the fields below are filled in as far as they are known.
+	Messages bool
+	// Route is the route the call took, as its llmfleet-route header says.
+	Route llmfleet.Route
+	// Model is the model the call named, when the proxy read it (the
+	// body of a call with a budget, or the response of an observed sync
+	// call); empty otherwise.
+	Model string
+	// Status is the response status; 0 if no response was written (the
+	// caller left first).
+	Status int
+	// Latency is the time from the request's arrival to the end of its
+	// answer.
+	Latency time.Duration
+	// Budget is the call's latency budget; 0 for none.
+	Budget time.Duration
+	// RequestID is llmfleet's id of a batched call (llmfleet-request-id),
+	// else the upstream's request-id header.
+	RequestID string
+	// Key names the client's credential by Server.Fingerprint; empty for
+	// a request without one. Never the key itself.
+	Key string
+}
+
+// accessRec is what serving a request learns for its Access record. It
+// rides in the request's context.
+type accessRec struct {
+	mu     sync.Mutex
+	model  string
+	budget time.Duration
+}
+
+type accessKey struct{}
+
+func accessOf(ctx context.Context) *accessRec {
+	a, _ := ctx.Value(accessKey{}).(*accessRec)
+	return a
+}
+
+// noteCall records a routed call's budget, and its model if its body was
+// read, for the access log.
+func noteCall(r *http.Request, c *call) {
+	a := accessOf(r.Context())
+	if a == nil {
+		return
+	}
+	body := c.body
+	if body == nil && c.req != nil {
+		body = c.req.Body
+	}
+	model := ""
+	if body != nil {
+		model = modelOf(body)
+	}
+	a.mu.Lock()
+	a.budget = c.budget
+	if model != "" {
+		a.model = model
+	}
+	a.mu.Unlock()
+}
+
+// noteModel records the model a sync call's response named.
+func noteModel(ctx context.Context, model string) {
+	if a := accessOf(ctx); a != nil && model != "" {
+		a.mu.Lock()
+		a.model = model
+		a.mu.Unlock()
+	}
+}
+
+// serveAccess serves r through next and reports it to s.Access.
+func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request)) {
+	start := s.clock.Now()
+	a := &accessRec{}
+	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
+	aw := &accessWriter{ResponseWriter: w}
+	method, path := r.Method, r.URL.Path
+	next(aw, r)
+	rec := Access{
+		Method:   method,
+		Path:     path,
+		Messages: method == http.MethodPost && (path == "/v1/messages" || isBudgetMessages(path)),
+		Status:   aw.status,
+		Latency:  s.clock.Now().Sub(start),
+	}
+	if c := credentialFrom(r.Header); !c.IsZero() {
+		rec.Key = s.fingerprint(c)
+	}
+	if rec.Messages {
+		h := w.Header()
+		rec.Route = llmfleet.Route(h.Get(HeaderRoute))
+		rec.RequestID = h.Get(HeaderRequestID)
+		if rec.RequestID == "" {
+			rec.RequestID = h.Get("Request-Id")
+		}
+		a.mu.Lock()
+		rec.Model, rec.Budget = a.model, a.budget
+		a.mu.Unlock()
+	}
+	s.Access(rec)
+}
+
+// isBudgetMessages reports whether path is /budget/<ms>/v1/messages,
+// doubled slashes folded.
+func isBudgetMessages(path string) bool {
+	const prefix, suffix = "/budget/", "/v1/messages"
+	if len(path) <= len(prefix)+len(suffix) || path[:len(prefix)] != prefix || path[len(path)-len(suffix):] != suffix {
+		return false
+	}
+	for _, c := range path[len(prefix) : len(path)-len(suffix)] {
+		if c == '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// accessWriter records the status of a response.
+type accessWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *accessWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *accessWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush implements http.Flusher.
+func (w *accessWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *accessWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// modelOf returns the string model member of a create-message body, or
+// "" if it has none.
+func modelOf(body []byte) string {
+	ms, err := jsonmember.Members(body)
+	if err != nil {
+		return ""
+	}
+	m, ok := jsonmember.Find(ms, "model")
+	if !ok {
+		return ""
+	}
+	var model string
+	if json.Unmarshal(m.Value(body), &model) != nil {
+		return ""
+	}
+	return model
+}
