@@ -37,7 +37,7 @@ type Access struct {
 	// RequestID is llmfleet's id of a batched call (llmfleet-request-id),
 	// else the upstream's request-id header.
 	RequestID string
-	// Key names the client's credential by Server.Fingerprint; empty for
+	// Key names the client's credential as the cost ledger does (the ClientName hook, else its key label under Server.Fingerprint); empty for
 	// a request without one. Never the key itself.
 	Key string
 }
@@ -105,7 +105,7 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request, next func(h
 		Latency:  s.clock.Now().Sub(start),
 	}
 	if c := credentialFrom(r.Header); !c.IsZero() {
-		rec.Key = s.fingerprint(c)
+		rec.Key = s.clientOf(c)
 	}
 	if rec.Messages {
 		h := w.Header()

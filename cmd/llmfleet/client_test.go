@@ -33,7 +33,7 @@ func TestServeAttributesSpendToClientNames(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- runServe(ctx, []string{"--config", cfg, "--listen", "127.0.0.1:0",
-			"--db", filepath.Join(t.TempDir(), "llmfleet.db"), "--log-format", "json"}, out, logs)
+			"--db", filepath.Join(t.TempDir(), "llmfleet.db")}, out, logs)
 	}()
 	var line string
 	select {
