@@ -14,7 +14,7 @@
 // running "llmfleet serve" (itself in front of the API or the emulator): the
 // agents use the official Go SDK pointed at it with the budget in the
 // llmfleet-latency-budget-ms header, so the proxy's ledger and dashboard see
-// every call; the dispatcher stats in the JSON line are then zero (read them
+// every call; the JSON line then has no dispatcher stats (read them
 // from the proxy's /llmfleet/v1/stats).
 //
 //	llmfleet serve --anthropic-url http://127.0.0.1:8788 &
@@ -88,7 +88,7 @@ type summary struct {
 	Failed   int                    `json:"failed"`
 	Routes   map[llmfleet.Route]int `json:"routes"`
 	Elapsed  string                 `json:"elapsed"`
-	Stats    llmfleet.Stats         `json:"stats"`
+	Stats    *llmfleet.Stats        `json:"stats,omitempty"` // nil with -via proxy
 	failures []string
 }
 
@@ -168,7 +168,10 @@ func run(ctx context.Context, c config) (*summary, error) {
 	}
 	sum.Failed = len(sum.failures)
 	sum.Elapsed = time.Since(start).Round(time.Millisecond).String()
-	sum.Stats = d.Stats()
+	if c.via != "proxy" {
+		st := d.Stats()
+		sum.Stats = &st
+	}
 	if sum.Failed > 0 {
 		return sum, fmt.Errorf("%d of %d agents failed", sum.Failed, c.n)
 	}
