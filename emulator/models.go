@@ -30,7 +30,8 @@ type modelPage struct {
 	LastID  *string     `json:"last_id"`
 }
 
-// models returns the models the emulator lists, newest first (then by id).
+// models returns the models the emulator lists, newest first (then by id,
+// descending, so that claude-opus-4-8 comes before claude-opus-4-7).
 func (s *Server) models() []modelInfo {
 	ids := s.Models
 	if ids == nil {
@@ -44,7 +45,7 @@ func (s *Server) models() []modelInfo {
 		if c := strings.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
 			return c
 		}
-		return strings.Compare(a.ID, b.ID)
+		return strings.Compare(b.ID, a.ID)
 	})
 	return out
 }
