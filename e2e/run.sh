@@ -3,7 +3,11 @@
 # and the proxy on free loopback ports, installs the official TypeScript SDK
 # and the Claude Code CLI from npm (versions pinned in e2e/package.json and
 # e2e/package-lock.json, cached under e2e/.npm and e2e/node_modules), and
-# drives both through the proxy. Prints one PASS/FAIL line per check and
+# drives both through the proxy. It also installs the latest Claude Code
+# release (@anthropic-ai/claude-code@latest, into e2e/.latest, not the
+# lockfile) and runs it too, since that is what a new user gets; if the
+# latest cannot be installed that fails under CI=true and is skipped with a
+# message otherwise. Prints one PASS/FAIL line per check and
 # exits non-zero if any check failed. .ci/run runs it after the Go tests.
 #
 #	bash e2e/run.sh
@@ -40,13 +44,38 @@ if npm install --no-audit --no-fund --cache "$E2E/.npm" >"$WORK/npm.log" 2>&1; t
 else
 	die "npm install (see $WORK/npm.log)"
 fi
-CLAUDE=("$E2E/node_modules/.bin/claude")
-if ! "${CLAUDE[@]}" --version >/dev/null 2>&1; then
-	# The package's postinstall did not put the native binary in place;
-	# its wrapper finds the platform package itself.
-	CLAUDE=(node "$E2E/node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs")
+# use_claude DIR: sets CLAUDE to the Claude Code CLI installed under
+# DIR/node_modules.
+use_claude() {
+	CLAUDE=("$1/node_modules/.bin/claude")
+	if ! "${CLAUDE[@]}" --version >/dev/null 2>&1; then
+		# The package's postinstall did not put the native binary in place;
+		# its wrapper finds the platform package itself.
+		CLAUDE=(node "$1/node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs")
+	fi
+}
+use_claude "$E2E"
+PINNED_VERSION=$("${CLAUDE[@]}" --version 2>&1 | head -n 1)
+echo "claude code (pinned): $PINNED_VERSION"
+
+# The latest release, as "npm install" gives a new user today.
+LATEST_DIR=$E2E/.latest
+mkdir -p "$LATEST_DIR"
+[ -f "$LATEST_DIR/package.json" ] || echo '{"name":"llmfleet-e2e-latest","private":true}' >"$LATEST_DIR/package.json"
+LATEST_VERSION=
+if npm install --no-audit --no-fund --no-package-lock --cache "$E2E/.npm" --prefix "$LATEST_DIR" \
+	@anthropic-ai/claude-code@latest >"$WORK/npm-latest.log" 2>&1; then
+	use_claude "$LATEST_DIR"
+	LATEST_VERSION=$("${CLAUDE[@]}" --version 2>&1 | head -n 1)
+	pass "npm install @anthropic-ai/claude-code@latest: $LATEST_VERSION"
+	LATEST_CLAUDE=("${CLAUDE[@]}")
+elif [ "${CI:-}" = true ]; then
+	fail "npm install @anthropic-ai/claude-code@latest (CI=true): $(tail -n 3 "$WORK/npm-latest.log")"
+else
+	echo "SKIP claude code @latest: npm install failed (npm unreachable?): $(tail -n 1 "$WORK/npm-latest.log")"
 fi
-echo "claude code $("${CLAUDE[@]}" --version 2>&1 | head -n 1)"
+use_claude "$E2E"
+PINNED_CLAUDE=("${CLAUDE[@]}")
 
 # --- (a) the TypeScript SDK -----------------------------------------------
 PROXY_URL=$PROXY node "$E2E/sdk.mjs" || FAILED=$((FAILED + 1))
@@ -98,8 +127,17 @@ claude_p() {
 		pass "claude -p ($name, budget ${budget}ms): answered by the $want route (emulator: $ds sync calls, $db batched requests)"
 	fi
 }
-claude_p patient 600000 batch
-claude_p tight 1000 sync
+CLAUDE=("${PINNED_CLAUDE[@]}")
+echo "--- claude code $PINNED_VERSION (pinned)"
+claude_p pinned-patient 600000 batch
+claude_p pinned-tight 1000 sync
+if [ -n "$LATEST_VERSION" ]; then
+	CLAUDE=("${LATEST_CLAUDE[@]}")
+	echo "--- claude code $LATEST_VERSION (latest)"
+	claude_p latest-patient 600000 batch
+	claude_p latest-tight 1000 sync
+fi
+echo "claude code versions run: pinned $PINNED_VERSION, latest ${LATEST_VERSION:-(skipped)}"
 
 if [ $FAILED -ne 0 ]; then
 	echo "--- proxy log (tail)"

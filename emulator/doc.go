@@ -14,6 +14,8 @@
 //	POST   /v1/messages/batches/{id}/cancel      cancel a batch
 //	DELETE /v1/messages/batches/{id}             delete an ended batch
 //	GET    /v1/messages/batches/{id}/results     results JSONL
+//	GET    /v1/models                            list models, newest first (limit, after_id, before_id)
+//	GET    /v1/models/{model_id}                 one model (404 not_found_error if unknown)
 //	GET    /emulator/v1/stats                    the emulator's Stats as JSON (not in the real API)
 //
 // Every request needs an API key (x-api-key, or Authorization: Bearer) and
@@ -22,6 +24,11 @@
 // values and the ?beta=true query are ignored. Every response carries a
 // request-id header, and every error the envelope
 // {"type":"error","error":{"type":...,"message":...},"request_id":...}.
+//
+// Messages may have the role "user", "assistant" or "system" (a
+// mid-conversation system message, which the real API and current Claude
+// Code releases send), in sync, streamed and batched requests alike. The
+// models listed are the Anthropic models of the price table (Server.Models).
 //
 // # Replies
 //

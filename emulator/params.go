@@ -20,6 +20,9 @@ var knownParams = map[string]bool{
 	"mcp_servers": true, "context_management": true, "output_format": true, "user_profile_id": true,
 	"speed": true, "store": true, "previous_thread_event_id": true, "cache_hint": true,
 	"context_hint": true, "research_preview_2026_02": true,
+	// Newer fields of the official SDKs (cache diagnostics; beta compaction
+	// and fallbacks): tolerated, not acted on.
+	"diagnostics": true, "compaction": true, "fallbacks": true, "fallback_credit_token": true,
 }
 
 // batchForbidden are parameters the Batches API refuses inside params.
@@ -223,8 +226,10 @@ func (p *params) parseMessages(v json.RawMessage) *apiError {
 		if mm.Role == nil {
 			return invalid("messages.%d.role: Field required", i)
 		}
-		if *mm.Role != "user" && *mm.Role != "assistant" {
-			return invalid("messages.%d.role: Input should be 'user' or 'assistant'", i)
+		// "system" entries are mid-conversation system messages, which the
+		// real API and current clients (Claude Code) use.
+		if *mm.Role != "user" && *mm.Role != "assistant" && *mm.Role != "system" {
+			return invalid("messages.%d.role: Input should be 'user', 'assistant' or 'system'", i)
 		}
 		if mm.Content == nil || isNull(mm.Content) {
 			return invalid("messages.%d.content: Field required", i)

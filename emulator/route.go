@@ -15,6 +15,8 @@ const (
 	EndpointResults     = "results"
 	EndpointCancel      = "cancel"
 	EndpointDelete      = "delete"
+	EndpointModels      = "models"
+	EndpointModel       = "model"
 	EndpointOther       = "other"
 )
 
@@ -39,6 +41,10 @@ func route(method, path string) (routed, *apiError) {
 	switch {
 	case path == "/v1/messages":
 		eps = []ep{{http.MethodPost, EndpointMessages, (*Server).handleMessages}}
+	case path == modelsPath || path == modelsPath+"/":
+		eps = []ep{{http.MethodGet, EndpointModels, (*Server).handleListModels}}
+	case strings.HasPrefix(path, modelsPath+"/") && !strings.Contains(path[len(modelsPath)+1:], "/"):
+		eps = []ep{{http.MethodGet, EndpointModel, (*Server).handleGetModel}}
 	case path == "/v1/messages/count_tokens":
 		eps = []ep{{http.MethodPost, EndpointCountTokens, (*Server).handleCountTokens}}
 	case isBatches && (rest == "" || rest == "/"):

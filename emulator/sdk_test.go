@@ -125,3 +125,44 @@ func TestSDKBatches(t *testing.T) {
 	raw, _ := json.Marshal(e.s.Stats().Calls)
 	t.Logf("calls %s", raw)
 }
+
+// The official SDK lists and retrieves models, and sends a mid-conversation
+// system message, as current clients do.
+func TestSDKModelsAndSystemRole(t *testing.T) {
+	e := newEnv(t)
+	c := sdkClient(e)
+	ctx := context.Background()
+	var ids []string
+	pager := c.Models.ListAutoPaging(ctx, anthropic.ModelListParams{Limit: anthropic.Int(2)})
+	for pager.Next() {
+		m := pager.Current()
+		if m.DisplayName == "" || m.CreatedAt.IsZero() {
+			t.Errorf("model %s", m.RawJSON())
+		}
+		ids = append(ids, m.ID)
+	}
+	if err := pager.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := len(e.s.models()); len(ids) != want || want < 5 {
+		t.Fatalf("listed %d models (%v), want %d", len(ids), ids, want)
+	}
+	m, err := c.Models.Get(ctx, "claude-sonnet-4-6", anthropic.ModelGetParams{})
+	if err != nil || m.ID != "claude-sonnet-4-6" || m.DisplayName != "Claude Sonnet 4.6" {
+		t.Fatalf("get: %+v, %v", m, err)
+	}
+	_, err = c.Models.Get(ctx, "claude-unknown-9", anthropic.ModelGetParams{})
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("unknown model: %v", err)
+	}
+
+	msg, err := c.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-6", MaxTokens: 100,
+		Messages: []anthropic.MessageParam{
+			{Role: anthropic.MessageParamRoleSystem, Content: []anthropic.ContentBlockParamUnion{anthropic.NewTextBlock("be terse")}},
+			anthropic.NewUserMessage(anthropic.NewTextBlock("ping")),
+		}})
+	if err != nil || msg.Content[0].Text != "Answer to: ping" {
+		t.Fatalf("system-role message: %v %v", msg, err)
+	}
+}

@@ -85,6 +85,11 @@ type Server struct {
 	// does per model. Zero means no minimum.
 	CacheMinTokens int
 
+	// Models are the model ids GET /v1/models lists and GET
+	// /v1/models/{model_id} knows. Nil means the Anthropic models of the
+	// default price table (pricing.Default).
+	Models []string
+
 	once  sync.Once
 	mu    sync.Mutex
 	st    *state

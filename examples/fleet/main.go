@@ -10,7 +10,15 @@
 // With -via sdk they use the official Go SDK, github.com/anthropics/anthropic-sdk-go,
 // with llmfleet's middleware (proxy.Server.Middleware) and the budget on
 // the context (llmfleet.WithBudget); the route of each answer is read from
-// its llmfleet-route response header.
+// its llmfleet-route response header. With -via proxy, -anthropic-url is a
+// running "llmfleet serve" (itself in front of the API or the emulator): the
+// agents use the official Go SDK pointed at it with the budget in the
+// llmfleet-latency-budget-ms header, so the proxy's ledger and dashboard see
+// every call; the JSON line then has no dispatcher stats (read them
+// from the proxy's /llmfleet/v1/stats).
+//
+//	llmfleet serve --anthropic-url http://127.0.0.1:8788 &
+//	ANTHROPIC_API_KEY=test go run ./examples/fleet -via proxy -anthropic-url http://127.0.0.1:8787 -budget 10m
 package main
 
 import (
@@ -21,6 +29,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,7 +46,7 @@ import (
 // config is the example's flags.
 type config struct {
 	url, key, model string
-	via             string // "lib" or "sdk"
+	via             string // "lib", "sdk" or "proxy"
 	n               int
 	budget, window  time.Duration
 	poll, prior     time.Duration
@@ -52,7 +61,7 @@ func main() {
 	flag.DurationVar(&c.poll, "poll", 0, "shortest and longest poll interval (0: the dispatcher's defaults)")
 	flag.DurationVar(&c.prior, "prior", 0, "predicted batch turnaround before any is observed (0: the dispatcher's default)")
 	flag.StringVar(&c.model, "model", "claude-haiku-4-5", "model")
-	flag.StringVar(&c.via, "via", "lib", `how agents call: "lib" (Dispatcher.Submit) or "sdk" (anthropic-sdk-go with llmfleet's middleware)`)
+	flag.StringVar(&c.via, "via", "lib", `how agents call: "lib" (Dispatcher.Submit), "sdk" (anthropic-sdk-go with llmfleet's middleware) or "proxy" (anthropic-sdk-go against the llmfleet serve at -anthropic-url)`)
 	flag.Parse()
 	c.key = os.Getenv("ANTHROPIC_API_KEY")
 	if c.key == "" {
@@ -79,7 +88,7 @@ type summary struct {
 	Failed   int                    `json:"failed"`
 	Routes   map[llmfleet.Route]int `json:"routes"`
 	Elapsed  string                 `json:"elapsed"`
-	Stats    llmfleet.Stats         `json:"stats"`
+	Stats    *llmfleet.Stats        `json:"stats,omitempty"` // nil with -via proxy
 	failures []string
 }
 
@@ -101,11 +110,15 @@ func run(ctx context.Context, c config) (*summary, error) {
 		if call, err = sdkAsk(ctx, c, d); err != nil {
 			return nil, err
 		}
+	case "proxy":
+		call = proxyAsk(ctx, c)
 	default:
-		return nil, fmt.Errorf("-via %q: want lib or sdk", c.via)
+		return nil, fmt.Errorf("-via %q: want lib, sdk or proxy", c.via)
 	}
-	if err := d.Open(); err != nil {
-		return nil, err
+	if c.via != "proxy" {
+		if err := d.Open(); err != nil {
+			return nil, err
+		}
 	}
 	ask := func(prompt string) (string, llmfleet.Route, error) {
 		text, route, err := call(prompt)
@@ -148,12 +161,17 @@ func run(ctx context.Context, c config) (*summary, error) {
 		})
 	}
 	wg.Wait()
-	closeCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	_ = d.Close(closeCtx)
+	if c.via != "proxy" {
+		closeCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		_ = d.Close(closeCtx)
+	}
 	sum.Failed = len(sum.failures)
 	sum.Elapsed = time.Since(start).Round(time.Millisecond).String()
-	sum.Stats = d.Stats()
+	if c.via != "proxy" {
+		st := d.Stats()
+		sum.Stats = &st
+	}
 	if sum.Failed > 0 {
 		return sum, fmt.Errorf("%d of %d agents failed", sum.Failed, c.n)
 	}
@@ -215,4 +233,31 @@ func sdkAsk(ctx context.Context, c config, d *dispatch.Dispatcher) (askFunc, err
 		}
 		return b.String(), llmfleet.Route(raw.Header.Get(proxy.HeaderRoute)), nil
 	}, nil
+}
+
+// proxyAsk asks a running llmfleet serve at c.url through the official Go
+// SDK, the budget in the llmfleet-latency-budget-ms header.
+func proxyAsk(ctx context.Context, c config) askFunc {
+	client := anthropic.NewClient(
+		option.WithBaseURL(c.url),
+		option.WithAPIKey(c.key),
+		option.WithHeader(proxy.HeaderBudget, strconv.FormatInt(c.budget.Milliseconds(), 10)),
+		option.WithRequestTimeout(c.budget+time.Minute),
+	)
+	return func(prompt string) (string, llmfleet.Route, error) {
+		var raw *http.Response
+		msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
+			Model:     anthropic.Model(c.model),
+			MaxTokens: 256,
+			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(prompt))},
+		}, option.WithResponseInto(&raw))
+		if err != nil {
+			return "", "", err
+		}
+		var b strings.Builder
+		for _, block := range msg.Content {
+			b.WriteString(block.Text)
+		}
+		return b.String(), llmfleet.Route(raw.Header.Get(proxy.HeaderRoute)), nil
+	}
 }

@@ -3,10 +3,15 @@ package main
 import (
 	"math/rand/v2"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claude"
+	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/proxy"
 )
 
 // TestFleetAgainstEmulator runs the example end to end over loopback, once
@@ -52,6 +57,37 @@ func TestFleetAgainstEmulator(t *testing.T) {
 				t.Fatalf("budget 1s: %d sync calls by the dispatcher, want %d", sum.Stats.SyncCalls, want)
 			}
 		})
+	}
+}
+
+// TestFleetThroughProxy runs the example with -via proxy against a proxy
+// (proxy.Server over a dispatcher) on loopback in front of the emulator.
+func TestFleetThroughProxy(t *testing.T) {
+	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 5 * time.Millisecond }}
+	up := httptest.NewServer(emu)
+	defer up.Close()
+	upURL, _ := url.Parse(up.URL)
+	d := &dispatch.Dispatcher{
+		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: up.URL}},
+		Policy:    dispatch.Policy{BatchWindow: time.Second, PollInterval: 20 * time.Millisecond, MaxPollInterval: 20 * time.Millisecond, TurnaroundPrior: 100 * time.Millisecond},
+	}
+	if err := d.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(t.Context())
+	px := httptest.NewServer((&proxy.Server{Submitter: d, Upstream: upURL}).Handler())
+	defer px.Close()
+	for budget, route := range map[time.Duration]llmfleet.Route{10 * time.Minute: "batch", time.Second: "sync"} {
+		sum, err := run(t.Context(), config{url: px.URL, key: "test-key", model: "claude-haiku-4-5", via: "proxy", n: 10, budget: budget})
+		if err != nil {
+			t.Fatal(err, sum.failures)
+		}
+		if sum.Routes[route] != 20 {
+			t.Fatalf("budget %v: routes %v, want 20 %s", budget, sum.Routes, route)
+		}
+	}
+	if st := d.Stats(); st.BatchedCalls != 20 {
+		t.Fatalf("proxy's dispatcher: %+v", st)
 	}
 }
 
