@@ -81,7 +81,7 @@ func New(cfg Config) (*Pipeline, error) {
 	m.SetStatsFunc(p.cfg.Stats)
 	p.metrics = m
 	if cfg.Store != nil {
-		p.writer = ledger.NewWriter(cfg.Store, cfg.Backlog, p.log)
+		p.writer = ledger.NewGroupWriter(cfg.Store, cfg.Backlog, ledger.DefaultWindow, p.log)
 	}
 	return p, nil
 }
