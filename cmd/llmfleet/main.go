@@ -4,9 +4,9 @@
 //	llmfleet emulate  [flags]   a local stand-in for the Anthropic API
 //	llmfleet stats    [flags]   what the fleet paid, would have paid and saved
 //	llmfleet simulate [flags]   what a workload would cost under a policy
+//	llmfleet bench    [flags]   the proxy's overhead against a bare reverse proxy
 //
-// Run "llmfleet <command> -h" for the flags of a command. The benchmark of
-// the proxy's overhead is a command of its own, cmd/llmfleet-bench.
+// Run "llmfleet <command> -h" for the flags of a command.
 package main
 
 import (
@@ -61,5 +61,6 @@ commands:
   serve     run the batching proxy (speaks the Anthropic HTTP API)
   emulate   run a local emulator of the Anthropic Messages and Batches APIs
   stats     print what the fleet paid, would have paid and saved, by model and route
-  simulate  run a workload through the engine on a virtual clock: cost and broken budgets per policy`)
+  simulate  run a workload through the engine on a virtual clock: cost and broken budgets per policy
+  bench     measure serve against a bare reverse proxy (bench park: memory per parked caller; bench economics)`)
 }
