@@ -85,8 +85,8 @@ type loadResult struct {
 // benchRow is the median over the rounds of one target at one
 // concurrency.
 type benchRow struct {
-	Target      string  `json:"target"`
-	Concurrency int     `json:"concurrency"`
+	Target      string `json:"target"`
+	Concurrency int    `json:"concurrency"`
 	loadResult
 	AddedP50us float64 `json:"added_p50_us"`
 	AddedP99us float64 `json:"added_p99_us"`
