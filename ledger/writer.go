@@ -25,6 +25,14 @@ type Adder interface {
 	AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) error
 }
 
+// DefaultWindow is the group-commit window of the Writer of a Pipeline:
+// how long the first entry of a group waits for others to go with it.
+const DefaultWindow = 20 * time.Millisecond
+
+// maxGroup is the most pending entries a windowed Writer waits with: it
+// writes at once when so many are pending.
+const maxGroup = 4096
+
 // Writer records ledger entries in a store from a goroutine of its own,
 // so that the hooks handing it entries do not wait for the disk while the
 // store keeps up. The entries that arrive while a write is under way go
@@ -37,6 +45,7 @@ type Writer struct {
 	store   Adder
 	log     *slog.Logger
 	backlog int
+	window  time.Duration
 
 	mu       sync.Mutex
 	room     *sync.Cond // signalled when pending shrinks or the writer closes
@@ -47,6 +56,7 @@ type Writer struct {
 	closed   bool
 
 	wake   chan struct{}
+	hurry  chan struct{} // cuts a group window short: Flush, a full group
 	stop   chan struct{}
 	exited chan struct{}
 }
@@ -55,6 +65,16 @@ type Writer struct {
 // entries it holds waiting (0 or less: DefaultBacklog); log gets its
 // warnings (nil: discarded). Close it to write what is left and stop.
 func NewWriter(store Adder, backlog int, log *slog.Logger) *Writer {
+	return NewGroupWriter(store, backlog, 0, log)
+}
+
+// NewGroupWriter is NewWriter with a group-commit window: an entry that
+// finds the writer idle waits up to window for others, so that many go
+// to the store in one call (one transaction), off the path of the
+// callers of Add. A group is written at once when maxGroup entries are
+// pending, when the backlog is full, at Flush and at Close. window 0 is
+// NewWriter's behaviour: a write starts as soon as an entry arrives.
+func NewGroupWriter(store Adder, backlog int, window time.Duration, log *slog.Logger) *Writer {
 	if backlog <= 0 {
 		backlog = DefaultBacklog
 	}
@@ -62,9 +82,10 @@ func NewWriter(store Adder, backlog int, log *slog.Logger) *Writer {
 		log = slog.New(slog.DiscardHandler)
 	}
 	w := &Writer{
-		store: store, log: log, backlog: backlog,
+		store: store, log: log, backlog: backlog, window: window,
 		progress: make(chan struct{}),
 		wake:     make(chan struct{}, 1),
+		hurry:    make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		exited:   make(chan struct{}),
 	}
@@ -90,16 +111,29 @@ func (w *Writer) Add(e llmfleet.LedgerEntry) error {
 	}
 	w.pending = append(w.pending, e)
 	w.added++
+	full := len(w.pending) >= min(maxGroup, w.backlog)
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
+	if full {
+		w.kick()
+	}
 	return nil
+}
+
+// kick cuts the group window under way short.
+func (w *Writer) kick() {
+	select {
+	case w.hurry <- struct{}{}:
+	default:
+	}
 }
 
 // Flush waits until the entries added before it are written, or ctx ends.
 func (w *Writer) Flush(ctx context.Context) error {
+	w.kick()
 	w.mu.Lock()
 	target := w.added
 	for w.written < target {
@@ -142,12 +176,33 @@ func (w *Writer) loop() {
 	for {
 		select {
 		case <-w.wake:
+			if !w.wait() {
+				w.writePending()
+				return
+			}
 			w.writePending()
 		case <-w.stop:
 			w.writePending()
 			return
 		}
 	}
+}
+
+// wait waits out the group window, if any, or until it is cut short; it
+// returns false if the writer was closed meanwhile.
+func (w *Writer) wait() bool {
+	if w.window <= 0 {
+		return true
+	}
+	t := time.NewTimer(w.window)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.hurry:
+	case <-w.stop:
+		return false
+	}
+	return true
 }
 
 // writePending writes every pending entry, those that arrive meanwhile

@@ -106,7 +106,7 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	p.metrics = m
 	if cfg.Store != nil {
-		p.writer = ledger.NewWriter(cfg.Store, cfg.Backlog, p.log)
+		p.writer = ledger.NewGroupWriter(cfg.Store, cfg.Backlog, ledger.DefaultWindow, p.log)
 	}
 	if cfg.SampleInterval >= 0 {
 		p.sampler = &dashboard.Sampler{History: &p.history, Stats: p.cfg.Stats, Interval: cfg.SampleInterval, Clock: p.clock}

@@ -219,9 +219,12 @@ func (s *Server) init() {
 			t = dt
 		}
 		s.rp = &httputil.ReverseProxy{
-			Rewrite:        s.rewrite,
-			Transport:      &budgetTransport{s: s, next: t},
-			FlushInterval:  -1,
+			Rewrite:   s.rewrite,
+			Transport: &budgetTransport{s: s, next: t},
+			// 0: an event stream, and a response of unknown length,
+			// are flushed at once by ReverseProxy itself; a JSON answer
+			// of known length goes out without a flush timer.
+			FlushInterval:  0,
 			BufferPool:     &bufferPool{},
 			ErrorHandler:   s.upstreamError,
 			ModifyResponse: s.tapResponse,
@@ -358,14 +361,24 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	writeAPIError(w, &apiError{http.StatusBadGateway, "api_error", "llmfleet could not reach the upstream API"})
 }
 
-// bufferPool recycles the copy buffers of the reverse proxy.
+// bufferPool recycles the copy buffers of the reverse proxy. It pools
+// *[32 KiB]byte: a pointer to an array converts to and from a slice
+// without a new allocation at each Put (as &buf of a slice would be).
 type bufferPool struct{ p sync.Pool }
 
+// copyBuffer is the size of a copy buffer, as ReverseProxy's own.
+const copyBuffer = 32 << 10
+
 func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*[]byte); ok {
-		return *v
+	if v, ok := b.p.Get().(*[copyBuffer]byte); ok {
+		return v[:]
 	}
-	return make([]byte, 32<<10)
+	return new([copyBuffer]byte)[:]
 }
 
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+func (b *bufferPool) Put(buf []byte) {
+	if cap(buf) < copyBuffer {
+		return
+	}
+	b.p.Put((*[copyBuffer]byte)(buf[:copyBuffer]))
+}

@@ -132,14 +132,13 @@ func (t *jsonTap) endValue() {
 		return
 	}
 	v := bytes.TrimSpace(t.val[:len(t.val)-1])
-	kept := append([]byte(nil), v...)
 	switch t.capturing {
 	case "model":
-		t.model = kept
+		t.model = append(t.model[:0], v...)
 	case "usage":
-		t.usage = kept
+		t.usage = append(t.usage[:0], v...)
 	case "error":
-		t.err = kept
+		t.err = append(t.err[:0], v...)
 	}
 	t.capturing = ""
 }
@@ -148,10 +147,10 @@ func (t *jsonTap) endValue() {
 // envelope, the error type.
 func (t *jsonTap) result() (model string, u llmfleet.Usage, errType string) {
 	if t.model != nil {
-		_ = json.Unmarshal(t.model, &model)
+		model = decodeString(t.model)
 	}
 	if t.usage != nil {
-		_ = json.Unmarshal(t.usage, &u)
+		u = decodeUsage(t.usage)
 	}
 	if t.err != nil {
 		var e struct {

@@ -41,6 +41,8 @@ func FuzzJSONTap(f *testing.F) {
 	f.Add([]byte(`{"mod\u0065l":"m","usage":{"input_tokens":1},"usage":null}`), []byte{3})
 	f.Add([]byte(`[1,2,{"usage":{"input_tokens":1}}]`), []byte{})
 	f.Add([]byte(`{"usage":{"input_tokens":`), []byte{1})
+	f.Add([]byte(`{"model":"m\u00e9","usage":{"INPUT_TOKENS":3,"output_tokens":1.0,"cache_creation":{"ephemeral_5m_input_tokens":2},"server_tool_use":{"web_search_requests":1}}}`), []byte{5})
+	f.Add([]byte(`{"usage":{"input_tokens":99999999999999999999,"output_tokens":-0,"cache_creation":null}}`), []byte{2})
 	f.Fuzz(func(t *testing.T, body, sizes []byte) {
 		var whole, cut jsonTap
 		whole.write(body)

@@ -28,7 +28,7 @@ import (
 // benchmark instead of the proxy benchmark.
 const economicsCommand = "economics"
 
-const economicsUsage = `usage: llmfleet-bench economics [flags]
+const economicsUsage = `usage: llmfleet bench economics [flags]
 
 Runs one workload two ways with every time divided by -scale: through the
 simulator (simulate.Run, in process, virtual clock) and for real, through

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,7 +28,7 @@ import (
 )
 
 // parkClientCommand is the hidden first argument that makes
-// llmfleet-bench run the parked callers of the memory benchmark, in a
+// llmfleet bench run the parked callers of the memory benchmark, in a
 // process of their own.
 const parkClientCommand = "park-client"
 
@@ -67,7 +68,7 @@ type parkConfig struct {
 // measurePark parks n requests on each configuration in turn and reports
 // the server-side memory they hold.
 func measurePark(ctx context.Context, n int, stdout io.Writer) ([]parkResult, error) {
-	fmt.Fprintln(stdout, `Method: the callers run in a child process ("llmfleet-bench park-client"), each on its own connection,
+	fmt.Fprintln(stdout, `Method: the callers run in a child process ("llmfleet bench park-client"), each on its own connection,
 so this process holds only the server side. After runtime.GC, runtime.MemStats is read before the
 callers connect and once all n are parked; the growth divided by n is the figure per request
 ("beyond body" subtracts the body, which the proxy must keep). The net/http floor is a handler that
@@ -182,7 +183,7 @@ func parkOnce(ctx context.Context, cfg *parkConfig, n int) (parkResult, error) {
 	runtime.ReadMemStats(&before)
 	g0 := runtime.NumGoroutine()
 
-	cmd := exec.CommandContext(ctx, exe, parkClientCommand, "-url", base, "-n", fmt.Sprint(n),
+	cmd := exec.CommandContext(ctx, exe, "bench", parkClientCommand, "-url", base, "-n", fmt.Sprint(n),
 		"-header", proxy.HeaderBudget+": 3600000")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -337,3 +338,29 @@ func (p *parkingSubmitter) Plan(time.Duration, *llmfleet.Request) llmfleet.Route
 }
 
 func (p *parkingSubmitter) Stats() llmfleet.Stats { return llmfleet.Stats{} }
+
+// runParkBench is llmfleet bench park: the process memory each parked
+// batched caller costs, in three server configurations.
+func runParkBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("llmfleet bench park", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	n := fs.Int("n", 10000, "parked batched callers")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *n < 1 || fs.NArg() > 0 {
+		return errors.New("-n must be positive, and no arguments are taken")
+	}
+	fmt.Fprintf(stdout, "Parked batched requests: %d callers (a child process) each waiting on one non-streaming POST /v1/messages\n", *n)
+	res, err := measurePark(ctx, *n, stdout)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		fmt.Fprintf(stdout, "%-40s %.1f KB per caller (heap %.1f KB + stack %.1f KB)\n", r.Config,
+			(r.HeapInuse+r.Stack)/1000, r.HeapInuse/1000, r.Stack/1000)
+	}
+	out, _ := json.Marshal(res)
+	fmt.Fprintf(stdout, "\n%s\n", out)
+	return nil
+}

@@ -11,11 +11,13 @@ import (
 	"testing"
 )
 
-// TestBenchSmoke runs the latency part of llmfleet-bench briefly and
-// checks its JSON line; it asserts nothing about the figures.
+// TestBenchSmoke runs llmfleet bench briefly, with its processes
+// (emulator, bare proxy, serve, load) started from the built binary, and
+// checks its table and JSON line; it asserts nothing about the figures.
 func TestBenchSmoke(t *testing.T) {
+	bin := buildBinary(t)
 	var out, errOut bytes.Buffer
-	err := runBench(t.Context(), []string{"-duration", "20ms", "-rounds", "1", "-concurrency", "1,2", "-park", "0"}, &out, &errOut)
+	err := runBench(t.Context(), []string{"--llmfleet", bin, "-duration", "100ms", "-rounds", "1", "-concurrency", "1,64"}, &out, &errOut)
 	if err != nil {
 		t.Fatal(err, errOut.String())
 	}
@@ -24,13 +26,16 @@ func TestBenchSmoke(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
 		t.Fatalf("last line is not the JSON report: %v\n%s", err, out.String())
 	}
-	if len(rep.Sync) != 8 || len(rep.Stream) != 4 || len(rep.Ratio) != 2 {
-		t.Fatalf("report: %+v", rep)
+	if len(rep.Rows) != 6 || len(rep.Goals) != 3 {
+		t.Fatalf("report: %+v\n%s", rep, out.String())
 	}
-	for _, r := range append(rep.Sync, rep.Stream...) {
+	for _, r := range rep.Rows {
 		if r.Errors != 0 || r.Requests == 0 {
-			t.Fatalf("%s at %d callers: %d requests, %d errors", r.Target, r.Concurrency, r.Requests, r.Errors)
+			t.Fatalf("%s at %d callers: %d requests, %d errors (%s)", r.Target, r.Concurrency, r.Requests, r.Errors, r.FirstError)
 		}
+	}
+	if !strings.Contains(out.String(), "Goals:") {
+		t.Fatalf("no goals in the table:\n%s", out.String())
 	}
 }
 
@@ -79,19 +84,19 @@ func TestParkClient(t *testing.T) {
 	}
 }
 
-// TestRun checks the command's exit codes and that it refuses stray
-// arguments.
-func TestRun(t *testing.T) {
+// TestBenchRun checks llmfleet bench's exit codes and that it refuses
+// stray arguments.
+func TestBenchRun(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run(t.Context(), []string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "usage: llmfleet-bench") {
+	if code := run(t.Context(), []string{"bench", "-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "usage: llmfleet bench") {
 		t.Fatalf("-h: exit %d, %q", code, errOut.String())
 	}
 	errOut.Reset()
-	if code := run(t.Context(), []string{"extra"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "unexpected arguments") {
+	if code := run(t.Context(), []string{"bench", "extra"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "unexpected arguments") {
 		t.Fatalf("a stray argument: exit %d, %q", code, errOut.String())
 	}
 	errOut.Reset()
-	if code := run(t.Context(), []string{parkClientCommand, "-url", "nowhere"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is not a base URL") {
+	if code := run(t.Context(), []string{"bench", parkClientCommand, "-url", "nowhere"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is not a base URL") {
 		t.Fatalf("the park client with a bad URL: exit %d, %q", code, errOut.String())
 	}
 }

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// pooledTransport is an upstream transport that keeps enough idle
+// connections for the benchmark's callers.
+func pooledTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	return t
+}
+
+// serveLoopback serves h on a fresh loopback port and returns its base URL
+// and a function that stops it.
+func serveLoopback(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: time.Minute}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hs.Serve(ln)
+	}()
+	return "http://" + ln.Addr().String(), func() {
+		hs.Close()
+		<-done
+	}, nil
+}
+
+// load is what one run of runLoad saw.
+type load struct {
+	lat      []time.Duration // of the successful calls
+	failed   int
+	firstErr error // of the failed calls
+}
+
+// runLoad runs conc callers against t for d, after a short warm-up.
+func runLoad(ctx context.Context, t benchTarget, conc int, d time.Duration, body string, firstByte bool) (*load, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: conc, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	one := func() (time.Duration, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+"/v1/messages", strings.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Api-Key", "sk-bench")
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		for k, v := range t.hdr {
+			req.Header.Set(k, v)
+		}
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		var lat time.Duration
+		if firstByte {
+			var b [1]byte
+			if _, err := io.ReadFull(resp.Body, b[:]); err != nil {
+				return 0, err
+			}
+			lat = time.Since(start)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return 0, err
+		}
+		if !firstByte {
+			lat = time.Since(start)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return lat, nil
+	}
+	// Warm up: open the connections (ours and the proxies' upstream ones).
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() { one() })
+	}
+	wg.Wait()
+
+	var mu sync.Mutex
+	var all []time.Duration
+	var firstErr error
+	failed := 0
+	deadline := time.Now().Add(d)
+	for range conc {
+		wg.Go(func() {
+			lat := make([]time.Duration, 0, 1024)
+			nerr := 0
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				l, err := one()
+				if err != nil {
+					if nerr == 0 && ctx.Err() == nil {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = err
+						}
+						mu.Unlock()
+					}
+					nerr++
+					continue
+				}
+				lat = append(lat, l)
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			failed += nerr
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("every request failed: %v", firstErr)
+	}
+	return &load{lat: all, failed: failed, firstErr: firstErr}, nil
+}
+
+// pct returns the p-quantile of sorted s.
+func pct(s []time.Duration, p float64) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func micros(d time.Duration) float64 { return round2(float64(d) / float64(time.Microsecond)) }
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5*sign(f))) / 100 }
+
+func sign(f float64) float64 {
+	if f < 0 {
+		return -1
+	}
+	return 1
+}
+
+// us formats microseconds for the table.
+func us(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.2fms", v/1000)
+	}
+	return fmt.Sprintf("%.0fµs", v)
+}
+
+// signedUS formats an added latency, blank for the baseline itself.
+func signedUS(v float64, base bool) string {
+	if base {
+		return "-"
+	}
+	if v < 0 {
+		return "-" + us(-v)
+	}
+	return "+" + us(v)
+}

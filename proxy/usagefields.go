@@ -1,0 +1,210 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// The readers below decode the few values the taps keep (a usage object,
+// a model string) without encoding/json's reflection and allocations in
+// the common case: plain lowercase keys, integer or null counts, a string
+// without escapes. Whatever they are not sure of (escaped or mixed-case
+// keys, which encoding/json matches case-insensitively; numbers with a
+// fraction; values of another type) falls back to json.Unmarshal, so that
+// the result is always what json.Unmarshal gives.
+
+// decodeUsage reads a raw usage object as json.Unmarshal into a zero
+// llmfleet.Usage would.
+func decodeUsage(raw []byte) llmfleet.Usage {
+	var u llmfleet.Usage
+	if !json.Valid(raw) {
+		return u // json.Unmarshal sets nothing in an invalid text
+	}
+	if fastUsage(raw, &u) {
+		return u
+	}
+	u = llmfleet.Usage{}
+	_ = json.Unmarshal(raw, &u)
+	return u
+}
+
+// decodeString reads a raw JSON value as json.Unmarshal into a string
+// would.
+func decodeString(raw []byte) string {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		in := raw[1 : len(raw)-1]
+		plain := true
+		for _, c := range in {
+			if c < 0x20 || c == '"' || c == '\\' {
+				plain = false
+				break
+			}
+		}
+		if plain && utf8.Valid(in) {
+			return string(in)
+		}
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// fastUsage reads raw, a valid JSON text, into u; false means it could
+// not be sure and u must be read again by encoding/json.
+func fastUsage(raw []byte, u *llmfleet.Usage) bool {
+	return fastObject(raw, func(key, val []byte) bool {
+		switch string(key) {
+		case "input_tokens":
+			return fastInt(val, &u.InputTokens)
+		case "output_tokens":
+			return fastInt(val, &u.OutputTokens)
+		case "cache_creation_input_tokens":
+			return fastInt(val, &u.CacheCreationInputTokens)
+		case "cache_read_input_tokens":
+			return fastInt(val, &u.CacheReadInputTokens)
+		case "cache_creation":
+			if string(val) == "null" {
+				return true
+			}
+			cc := &u.CacheCreation
+			return fastObject(val, func(key, val []byte) bool {
+				switch string(key) {
+				case "ephemeral_5m_input_tokens":
+					return fastInt(val, &cc.Ephemeral5mInputTokens)
+				case "ephemeral_1h_input_tokens":
+					return fastInt(val, &cc.Ephemeral1hInputTokens)
+				}
+				return otherKey(key)
+			})
+		}
+		return otherKey(key)
+	})
+}
+
+// otherKey reports whether key, a member name that is none of those
+// looked for, surely matches none of them for encoding/json: it is
+// plain lowercase ASCII, so no case folding can make it one of them.
+func otherKey(key []byte) bool {
+	for _, c := range key {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// fastInt reads val, a valid JSON value, into *dst as an int64 field;
+// null leaves it. False means it is no plain integer.
+func fastInt(val []byte, dst *int64) bool {
+	if string(val) == "null" {
+		return true
+	}
+	if bytes.ContainsAny(val, ".eE\"[{tf") {
+		return false
+	}
+	n, err := strconv.ParseInt(string(val), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = n
+	return true
+}
+
+// fastObject calls member with the raw key (without its quotes) and the
+// raw value of each member of obj, a valid JSON text, in order, and
+// reports whether obj is an object whose keys have no escapes and for
+// which every call returned true.
+func fastObject(obj []byte, member func(key, val []byte) bool) bool {
+	i := jsonSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i = jsonSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return true
+	}
+	for i < len(obj) && obj[i] == '"' {
+		ke := bytes.IndexByte(obj[i+1:], '"')
+		if ke < 0 {
+			return false
+		}
+		key := obj[i+1 : i+1+ke]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		i = jsonSpace(obj, i+ke+2) // at ':'
+		vs := jsonSpace(obj, i+1)
+		ve := jsonValueEnd(obj, vs)
+		if !member(key, obj[vs:ve]) {
+			return false
+		}
+		i = jsonSpace(obj, ve) // at ',' or '}'
+		if i >= len(obj) {
+			return false
+		}
+		if obj[i] == '}' {
+			return true
+		}
+		i = jsonSpace(obj, i+1)
+	}
+	return false
+}
+
+func jsonSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// jsonValueEnd returns the offset just after the valid JSON value that
+// starts at b[i].
+func jsonValueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return jsonStringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = jsonStringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// jsonStringEnd returns the offset just after the string that starts at
+// b[i].
+func jsonStringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
