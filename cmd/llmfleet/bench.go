@@ -120,7 +120,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rounds := fs.Int("rounds", 3, "rounds; the targets take turns in each, and the median is reported")
 	concList := fs.String("concurrency", "1,64", "comma-separated numbers of concurrent callers")
 	bin := fs.String("llmfleet", "", "llmfleet binary to run the processes from (default: this one)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -299,6 +299,7 @@ func runLoadProcess(ctx context.Context, exe string, t benchTarget, conc int, d 
 		args = append(args, "--header", k+": "+v)
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = childEnv()
 	var errOut strings.Builder
 	cmd.Stderr = &errOut
 	out, err := cmd.Output()

@@ -73,7 +73,7 @@ func runEconomics(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&f.syncLatency, "sync-latency", "1s-3s", "latency of a sync call before scaling, same shape (start with a range for every model)")
 	fs.StringVar(&f.straggler, "straggler", "", "FRACTION:FACTORx: that fraction of the batches take FACTOR times their turnaround (not scaled)")
 	fs.StringVar(&f.binary, "llmfleet", "", "llmfleet binary to run (default: go build github.com/llmfleet/llmfleet/cmd/llmfleet into a temporary directory)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -306,6 +306,7 @@ func startProc(ctx context.Context, dir, name, bin string, args ...string) (*exe
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second

@@ -185,6 +185,7 @@ func parkOnce(ctx context.Context, cfg *parkConfig, n int) (parkResult, error) {
 
 	cmd := exec.CommandContext(ctx, exe, "bench", parkClientCommand, "-url", base, "-n", fmt.Sprint(n),
 		"-header", proxy.HeaderBudget+": 3600000")
+	cmd.Env = childEnv()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return res, err
@@ -345,7 +346,7 @@ func runParkBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet("llmfleet bench park", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	n := fs.Int("n", 10000, "parked batched callers")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	if *n < 1 || fs.NArg() > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -55,3 +56,16 @@ case with dashes as underscores (--default-budget: LLMFLEET_DEFAULT_BUDGET).
 A flag on the command line wins over the environment, which wins over the
 --config file, which wins over the default.
 `
+
+// childEnv is the environment of the processes the benchmarks start: the
+// caller's, less its LLMFLEET_ settings, so that the children run with
+// the flags the benchmark gives them and nothing else.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, EnvPrefix) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
