@@ -300,7 +300,14 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 }
 
 // upstreamError answers a request whose upstream call failed.
+//
+// The answer closes the connection: the request body may be left unread
+// (a call refused at the dial never reads it), and net/http, in the full
+// duplex mode the streaming routes use (fullDuplex), panics with "invalid
+// concurrent Body.Read call" when it reads the next request of a
+// connection whose handler left its body so.
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Connection", "close")
 	if sc := syncCallOf(r); sc.expired() {
 		s.budgetTimeout(w, r, sc)
 		return
