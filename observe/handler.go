@@ -21,7 +21,10 @@ import (
 //	GET /metrics                Prometheus metrics
 //
 // and everything else (the async tickets API under /llmfleet/v1/requests/
-// included) to next. None of them asks for a key, even in proxy-held-key
+// and every path with doubled slashes included) to next, untouched: the
+// proxy folds doubled slashes itself. An unknown path under /llmfleet/ or
+// a method these endpoints do not serve is answered in the Anthropic error
+// envelope (404 not_found_error, 405 invalid_request_error with Allow). None of them asks for a key, even in proxy-held-key
 // mode: they show aggregates (costs, token counts, models, batch ids),
 // never a prompt, an answer or a key, and the dashboard page and
 // Prometheus scrapers fetch them without credentials. Expose the listen
@@ -32,10 +35,14 @@ func (p *Pipeline) Handler(next http.Handler) http.Handler {
 	mux.HandleFunc("GET /llmfleet/v1/stats", p.serveStats)
 	mux.Handle("GET /llmfleet/v1/dashboard", dashboard.SnapshotHandler(src.Snapshot))
 	mux.Handle("GET /llmfleet/", dashboard.Handler())
-	mux.Handle("GET "+proxy.RequestsPath, next)
 	mux.Handle("GET /metrics", metrics.Handler(p.registry))
-	mux.Handle("/", next)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ownPath(r, proxy.RequestsPath) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(&envelopeWriter{ResponseWriter: w, r: r}, r)
+	})
 }
 
 // batchesInFlight lists the dispatcher's batches in flight for the

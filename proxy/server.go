@@ -160,8 +160,21 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r = withPath(r, p, ep)
 	}
+	if r.Method == http.MethodConnect {
+		w.Header().Set("Allow", allowedMethods)
+		writeAPIError(w, &apiError{http.StatusMethodNotAllowed, "invalid_request_error", "Method CONNECT is not allowed: llmfleet is no forward proxy."})
+		return
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/budget/"); ok && rest != "" && !strings.Contains(rest, "/") {
+		// /budget/<ms> alone is the root under a budget, as /budget/<ms>/ is,
+		// not a redirect to it.
+		r = withPath(r, r.URL.Path+"/", "")
+	}
 	s.mux.ServeHTTP(w, r)
 }
+
+// allowedMethods is the Allow header of a method the proxy refuses.
+const allowedMethods = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 
 func (s *Server) init() {
 	s.once.Do(func() {
