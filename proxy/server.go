@@ -121,12 +121,31 @@ type Server struct {
 	// counts too; a budget running out is no upstream failure.
 	UpstreamError func(kind string)
 
+	// BodyReadTimeout bounds the time a client takes to send a request
+	// body, from the end of its headers: a body not received in time is
+	// answered 408 timeout_error and its connection closed. 0 means
+	// DefaultBodyReadTimeout, negative none. It does not bound the answer,
+	// however long it streams.
+	BodyReadTimeout time.Duration
+
+	// MaxBodyBytesInFlight bounds the bytes held, across all connections,
+	// in request bodies the proxy reads whole (routed calls) before it has
+	// all of them; a body that would go over is answered 529
+	// overloaded_error, which SDKs retry after a back-off. 0 means
+	// DefaultMaxBodyBytesInFlight, negative none. Bodies passed upstream
+	// as they come (the pass-through paths, sync calls without a budget)
+	// hold only a copy buffer and are not counted.
+	MaxBodyBytesInFlight int64
+
 	once     sync.Once
 	log      *slog.Logger
 	clock    llmfleet.Clock
 	upstream *url.URL
 	rp       *httputil.ReverseProxy
 	mux      *http.ServeMux
+
+	bodyTimeout time.Duration
+	bodies      bodyBudget
 }
 
 // Handler returns the HTTP handler of the proxy:
@@ -165,6 +184,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, &apiError{http.StatusMethodNotAllowed, "invalid_request_error", "Method CONNECT is not allowed: llmfleet is no forward proxy."})
 		return
 	}
+	s.guardBody(w, r)
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/budget/"); ok && rest != "" && !strings.Contains(rest, "/") {
 		// /budget/<ms> alone is the root under a budget, as /budget/<ms>/ is,
 		// not a redirect to it.
@@ -185,6 +205,11 @@ func (s *Server) init() {
 		s.clock = s.Clock
 		if s.clock == nil {
 			s.clock = llmfleet.RealClock{}
+		}
+		s.bodyTimeout = durationSetting(s.BodyReadTimeout, DefaultBodyReadTimeout)
+		s.bodies.max = s.MaxBodyBytesInFlight
+		if s.bodies.max == 0 {
+			s.bodies.max = DefaultMaxBodyBytesInFlight
 		}
 		s.upstream = s.Upstream
 		if s.upstream == nil {
@@ -323,6 +348,11 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	w.Header().Set("Connection", "close")
 	if sc := syncCallOf(r); sc.expired() {
 		s.budgetTimeout(w, r, sc)
+		return
+	}
+	if bodyTimedOut(r) {
+		s.observeFailure(r)
+		writeAPIError(w, bodyTooSlow)
 		return
 	}
 	s.observeFailure(r)

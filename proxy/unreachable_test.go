@@ -78,7 +78,7 @@ func TestUnreachableUpstreamNoPanic(t *testing.T) {
 				t.Fatalf("%s: status %d %s", c.path, resp.StatusCode, got)
 			}
 			var env struct {
-				Type  string `json:"type"`
+				Type  string                `json:"type"`
 				Error struct{ Type string } `json:"error"`
 			}
 			if err := json.Unmarshal([]byte(got), &env); err != nil || env.Type != "error" || env.Error.Type != "api_error" {

@@ -113,6 +113,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	retention := fs.Duration("retention", 29*24*time.Hour, "how long answered requests and their results are kept")
 	ledgerRetention := fs.Duration("ledger-retention", 400*24*time.Hour, "how long the cost ledger (what llmfleet stats reads) is kept")
 	verbose := fs.Bool("v", false, "log every routed request")
+	readHeaderTimeout := fs.Duration("read-header-timeout", 10*time.Second, "time a client has to send a request's headers")
+	bodyReadTimeout := fs.Duration("body-read-timeout", proxy.DefaultBodyReadTimeout, "time a client has to send a request body (408 timeout_error after; negative: none)")
+	bodiesInFlight := fs.Int64("max-body-bytes-in-flight", proxy.DefaultMaxBodyBytesInFlight, "bytes held in unfinished request bodies across all connections (529 overloaded_error over it; negative: none)")
 	logs := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -217,6 +220,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:          logger,
 		Observe:         obs.Observe,
 		UpstreamError:   obs.UpstreamError,
+
+		BodyReadTimeout:      *bodyReadTimeout,
+		MaxBodyBytesInFlight: *bodiesInFlight,
 	}
 	if creds != nil {
 		srv.Credentials = creds.Map
@@ -232,7 +238,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		d.Close(context.Background())
 		return err
 	}
-	hs := &http.Server{Handler: obs.Handler(api), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: obs.Handler(api), ReadHeaderTimeout: *readHeaderTimeout}
 	stopped := make(chan struct{})
 	hs.RegisterOnShutdown(func() { close(stopped) })
 	fmt.Fprintf(stdout, "llmfleet serving on http://%s (upstream %s)\n", ln.Addr(), upstream)
