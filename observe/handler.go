@@ -21,10 +21,14 @@ import (
 //	GET /metrics                Prometheus metrics
 //
 // and everything else (the async tickets API under /llmfleet/v1/requests/
-// included) to next. None of them refuses a caller without a key, even in
-// proxy-held-key mode, so that the dashboard page and Prometheus scrapers
-// work without credentials: they show aggregates (costs, token counts, by
-// model, by route), never a prompt, an answer or a key. What is per
+// included, and every path with doubled slashes) to next, untouched: the
+// proxy folds doubled slashes itself. An unknown path under /llmfleet/ or
+// a method these endpoints do not serve is answered in the Anthropic error
+// envelope (404 not_found_error, 405 invalid_request_error with Allow).
+// None of them refuses a caller without a key, even in proxy-held-key
+// mode, so that the dashboard page and Prometheus scrapers work without
+// credentials: they show aggregates (costs, token counts, by model, by
+// route, by client), never a prompt, an answer or a key. What is per
 // request (the stats' recent budget misses, with their request ids; the
 // ids of the batches in flight on the dashboard) is shown only to a
 // caller presenting Config.AdminKey as x-api-key or Authorization:
@@ -38,10 +42,14 @@ func (p *Pipeline) Handler(next http.Handler) http.Handler {
 		dashboard.SnapshotHandler(snapshotFor(src, p.admin.admits(r))).ServeHTTP(w, r)
 	})
 	mux.Handle("GET /llmfleet/", dashboard.Handler())
-	mux.Handle("GET "+proxy.RequestsPath, next)
 	mux.Handle("GET /metrics", metrics.Handler(p.registry))
-	mux.Handle("/", next)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ownPath(r, proxy.RequestsPath) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(&envelopeWriter{ResponseWriter: w, r: r}, r)
+	})
 }
 
 // batchesInFlight lists the dispatcher's batches in flight for the

@@ -28,6 +28,11 @@ func invalidRequest(msg string) *apiError {
 
 // writeAPIError answers with e in the Anthropic error envelope.
 func writeAPIError(w http.ResponseWriter, e *apiError) {
+	if e == bodyTooSlow || e == bodiesFull {
+		// The body is left unread: the connection cannot carry another
+		// request.
+		w.Header().Set("Connection", "close")
+	}
 	id := llmfleet.NewID("req_")
 	writeErrorBody(w, failure{status: e.status, requestID: id, body: claudewire.Envelope(e.typ, e.msg, id)})
 }

@@ -103,7 +103,7 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		// body; a batched one must not get as far as a pool.
 		return c, missingKey
 	}
-	body, e := readBody(r)
+	body, e := s.readBody(r)
 	if e != nil {
 		return c, e
 	}
@@ -145,8 +145,9 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 	return c, nil
 }
 
-// readBody reads a request body of at most MaxBodyBytes.
-func readBody(r *http.Request) ([]byte, *apiError) {
+// readBody reads a request body of at most MaxBodyBytes, within the body
+// read timeout and the budget of bytes in unfinished bodies.
+func (s *Server) readBody(r *http.Request) ([]byte, *apiError) {
 	if r.Body == nil {
 		return nil, nil
 	}
@@ -156,19 +157,30 @@ func readBody(r *http.Request) ([]byte, *apiError) {
 	if r.ContentLength > 0 {
 		// The length is known (and net/http holds the client to it): read
 		// into a buffer of exactly that size, which a parked request keeps.
+		if !s.bodies.reserve(r.ContentLength) {
+			return nil, bodiesFull
+		}
+		defer s.bodies.release(r.ContentLength)
 		b := make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(r.Body, b); err != nil {
-			return nil, invalidRequest("llmfleet could not read the request body.")
+			return nil, readFailed(r, err)
 		}
+		bodyRead(r)
 		return b, nil
 	}
+	cr := &countedReader{r: io.LimitReader(r.Body, MaxBodyBytes+1), b: &s.bodies}
+	defer func() { s.bodies.release(cr.held) }()
 	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(r.Body, MaxBodyBytes+1)); err != nil {
-		return nil, invalidRequest("llmfleet could not read the request body.")
+	if _, err := buf.ReadFrom(cr); err != nil {
+		if errors.Is(err, errBodiesFull) {
+			return nil, bodiesFull
+		}
+		return nil, readFailed(r, err)
 	}
 	if buf.Len() > MaxBodyBytes {
 		return nil, tooLarge
 	}
+	bodyRead(r)
 	return buf.Bytes(), nil
 }
 
@@ -216,7 +228,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 // request's arrival.
 func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	if c.budget > 0 && c.body == nil {
-		body, e := readBody(r)
+		body, e := s.readBody(r)
 		if e != nil {
 			writeAPIError(w, e)
 			return

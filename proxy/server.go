@@ -145,6 +145,22 @@ type Server struct {
 	// Fingerprint. It is called from the goroutine serving the request.
 	Access func(Access)
 
+	// BodyReadTimeout bounds the time a client takes to send a request
+	// body, from the end of its headers: a body not received in time is
+	// answered 408 timeout_error and its connection closed. 0 means
+	// DefaultBodyReadTimeout, negative none. It does not bound the answer,
+	// however long it streams.
+	BodyReadTimeout time.Duration
+
+	// MaxBodyBytesInFlight bounds the bytes held, across all connections,
+	// in request bodies the proxy reads whole (routed calls) before it has
+	// all of them; a body that would go over is answered 529
+	// overloaded_error, which SDKs retry after a back-off. 0 means
+	// DefaultMaxBodyBytesInFlight, negative none. Bodies passed upstream
+	// as they come (the pass-through paths, sync calls without a budget)
+	// hold only a copy buffer and are not counted.
+	MaxBodyBytesInFlight int64
+
 	once     sync.Once
 	log      *slog.Logger
 	clock    llmfleet.Clock
@@ -153,6 +169,8 @@ type Server struct {
 	mux      *http.ServeMux
 
 	batchOwners BatchOwners
+	bodyTimeout time.Duration
+	bodies      bodyBudget
 }
 
 // Handler returns the HTTP handler of the proxy:
@@ -186,12 +204,33 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r = withPath(r, p, ep)
 	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/budget/"); ok && rest != "" && !strings.Contains(rest, "/") {
+		// /budget/<ms> alone is the root under a budget, as /budget/<ms>/ is,
+		// not a redirect to it.
+		r = withPath(r, r.URL.Path+"/", "")
+	}
 	if s.Access != nil && r.URL.Path != "/healthz" {
-		s.serveAccess(w, r, s.mux.ServeHTTP)
+		s.serveAccess(w, r, s.route)
 		return
 	}
+	s.route(w, r)
+}
+
+// route serves a request once its path is folded: CONNECT is refused, the
+// body is put under its read deadline and the bytes-in-flight budget, and
+// the mux routes the rest.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		w.Header().Set("Allow", allowedMethods)
+		writeAPIError(w, &apiError{http.StatusMethodNotAllowed, "invalid_request_error", "Method CONNECT is not allowed: llmfleet is no forward proxy."})
+		return
+	}
+	s.guardBody(w, r)
 	s.mux.ServeHTTP(w, r)
 }
+
+// allowedMethods is the Allow header of a method the proxy refuses.
+const allowedMethods = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 
 func (s *Server) init() {
 	s.once.Do(func() {
@@ -206,6 +245,11 @@ func (s *Server) init() {
 		s.batchOwners = s.BatchOwners
 		if s.batchOwners == nil {
 			s.batchOwners = &memOwners{}
+		}
+		s.bodyTimeout = durationSetting(s.BodyReadTimeout, DefaultBodyReadTimeout)
+		s.bodies.max = s.MaxBodyBytesInFlight
+		if s.bodies.max == 0 {
+			s.bodies.max = DefaultMaxBodyBytesInFlight
 		}
 		s.upstream = s.Upstream
 		if s.upstream == nil {
@@ -348,9 +392,21 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 }
 
 // upstreamError answers a request whose upstream call failed.
+//
+// The answer closes the connection: the request body may be left unread
+// (a call refused at the dial never reads it), and net/http, in the full
+// duplex mode the streaming routes use (fullDuplex), panics with "invalid
+// concurrent Body.Read call" when it reads the next request of a
+// connection whose handler left its body so.
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Connection", "close")
 	if sc := syncCallOf(r); sc.expired() {
 		s.budgetTimeout(w, r, sc)
+		return
+	}
+	if bodyTimedOut(r) {
+		s.observeFailure(r)
+		writeAPIError(w, bodyTooSlow)
 		return
 	}
 	s.observeFailure(r)

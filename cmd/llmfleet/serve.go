@@ -127,6 +127,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ledgerRetention := fs.Duration("ledger-retention", 400*24*time.Hour, "how long the cost ledger (what llmfleet stats reads) is kept")
 	adminKeyEnv := fs.String("admin-key-env", "", "environment variable holding the admin key, which shows request ids on /llmfleet/v1/stats and the dashboard (others see aggregates)")
 	verbose := fs.Bool("v", false, "log every routed request")
+	readHeaderTimeout := fs.Duration("read-header-timeout", 10*time.Second, "time a client has to send a request's headers")
+	bodyReadTimeout := fs.Duration("body-read-timeout", proxy.DefaultBodyReadTimeout, "time a client has to send a request body (408 timeout_error after; negative: none)")
+	bodiesInFlight := fs.Int64("max-body-bytes-in-flight", proxy.DefaultMaxBodyBytesInFlight, "bytes held in unfinished request bodies across all connections (529 overloaded_error over it; negative: none)")
 	logs := addLogFlags(fs)
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
@@ -178,7 +181,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--listen %s: %v", *listen, err)
 	}
 	ready := &readiness{}
-	hs := &http.Server{Handler: ready, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: ready, ReadHeaderTimeout: *readHeaderTimeout}
 	stopped := make(chan struct{})
 	hs.RegisterOnShutdown(func() { close(stopped) })
 	errc := make(chan error, 1)
@@ -257,6 +260,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// Key labels (in the access log and the ledger's client column) are
 		// keyed with the instance secret.
 		Fingerprint: state.vault.Fingerprint,
+		BodyReadTimeout:      *bodyReadTimeout,
+		MaxBodyBytesInFlight: *bodiesInFlight,
 	}
 	if creds != nil {
 		srv.Credentials = creds.Map
