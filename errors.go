@@ -34,6 +34,11 @@ var (
 	// connection was refused, or failed before the request was written):
 	// the provider did nothing.
 	ErrNotDelivered = errors.New("llmfleet: request not delivered to the provider")
+	// ErrIDConflict is returned for a request whose caller-chosen ID
+	// (Request.ID) names a request already accepted with another
+	// credential or another body: an idempotent retry must repeat the
+	// request exactly.
+	ErrIDConflict = errors.New("llmfleet: request id already used for another request")
 )
 
 // UncertainError is the failure of a call after which the provider may

@@ -93,8 +93,12 @@ type Request struct {
 	// ID, if set, is the llmfleet id ("lfr_...", see NewID) the request is
 	// kept under if it is batched; empty lets the Submitter assign one. A
 	// caller sets it to know the id before the answer, e.g. to send it in
-	// the headers of a stream that begins before its batch ends. It must
-	// be unique; the sync route ignores it.
+	// the headers of a stream that begins before its batch ends. With a
+	// Store, an id already accepted is not accepted again: the call
+	// attaches to that request (or gets its stored answer) if its
+	// credential and body are the same, and fails with ErrIDConflict
+	// otherwise, which makes retries with a chosen id idempotent. The
+	// sync route ignores it.
 	ID string
 	// Client names who sent the request, for spend attribution in the
 	// ledger (LedgerEntry.Client): a keyed fingerprint of the credential

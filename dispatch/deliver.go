@@ -156,6 +156,7 @@ func (d *Dispatcher) finishLocked(w *waiter, resp *llmfleet.Response, err error,
 	if e != nil && d.Observe != nil {
 		d.Observe(*e, d.journal.durable())
 	}
+	d.releaseLocked(w, resp, err)
 	switch {
 	case w.detached:
 		if err != nil {

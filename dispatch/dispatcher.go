@@ -86,8 +86,11 @@ type Dispatcher struct {
 	pools    map[string]*pool
 	trackers map[string]*tracker
 	knownIDs map[string]bool // provider ids of batches the store knows
-	inflight int             // creates, reconciliations and batches under way
-	idle     chan bool       // closed and replaced when inflight drops to zero
+	// live holds, with a Store, the requests waiting in this process by
+	// id, so that a call giving an id already accepted attaches to it.
+	live     map[string]*waiter
+	inflight int       // creates, reconciliations and batches under way
+	idle     chan bool // closed and replaced when inflight drops to zero
 	// recovering is set while Open picks up stored requests: their pools
 	// are scheduled once all are back, so that requests whose window
 	// passed while the process was down share batches again.
@@ -138,6 +141,7 @@ func (d *Dispatcher) Open() error {
 	d.pools = map[string]*pool{}
 	d.trackers = map[string]*tracker{}
 	d.knownIDs = map[string]bool{}
+	d.live = map[string]*waiter{}
 	d.idle = make(chan bool)
 	d.journal = nopJournal{}
 	store := d.Store

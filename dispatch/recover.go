@@ -60,6 +60,9 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 		w.accepted = r.AcceptedAt
 		w.detached = true
 		w.customID = r.CustomID
+		d.mu.Lock()
+		d.reserveLocked(w)
+		d.mu.Unlock()
 		return w, nil
 	}
 

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -148,7 +149,21 @@ func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 	if closed {
 		return llmfleet.ErrClosed
 	}
+	durable := d.journal.durable()
+	if durable {
+		d.mu.Lock()
+		reserved := d.reserveLocked(w)
+		d.mu.Unlock()
+		if !reserved {
+			return errIDTaken
+		}
+	}
 	if err := d.journal.accept(ctx, w); err != nil {
+		if durable {
+			d.mu.Lock()
+			d.releaseLocked(w, nil, err)
+			d.mu.Unlock()
+		}
 		return err
 	}
 	d.mu.Lock()
@@ -203,10 +218,28 @@ func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *
 // submitBatch pools req and arranges for reply to be called once (see
 // SubmitFunc).
 func (d *Dispatcher) submitBatch(ctx context.Context, budget time.Duration, req *llmfleet.Request, reply func(*llmfleet.Response, error)) error {
+	idempotent := req.ID != "" && d.journal.durable()
+	if idempotent {
+		if attached, err := d.attach(ctx, budget, req, reply); attached {
+			if err != nil {
+				d.stats.errors.Add(1)
+			}
+			return err
+		}
+	}
 	w, err := d.newWaiter(req, budget, d.clock.Now())
 	if err == nil {
 		w.reply = reply
 		err = d.accept(ctx, w)
+	}
+	if errors.Is(err, errIDTaken) {
+		// Another call accepted the same id meanwhile: attach to it.
+		var attached bool
+		if attached, err = d.attach(ctx, budget, req, reply); attached && err == nil {
+			return nil
+		} else if !attached {
+			err = fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
+		}
 	}
 	if err != nil {
 		d.stats.errors.Add(1)
@@ -269,12 +302,24 @@ func (d *Dispatcher) Enqueue(ctx context.Context, budget time.Duration, req *llm
 	if d.Store == nil {
 		return "", fmt.Errorf("dispatch: Enqueue needs a Store: %w", llmfleet.ErrNoStore)
 	}
+	if req.ID != "" {
+		// A request of this id accepted already is not accepted again.
+		if known, err := d.knownID(ctx, req); known || err != nil {
+			return req.ID, err
+		}
+	}
 	w, err := d.newWaiter(req, budget, d.clock.Now())
 	if err != nil {
 		return "", err
 	}
 	w.detached = true
 	if err := d.accept(ctx, w); err != nil {
+		if errors.Is(err, errIDTaken) {
+			if _, err := d.knownID(ctx, req); err != nil {
+				return "", err
+			}
+			return req.ID, nil
+		}
 		return "", err
 	}
 	return w.id, nil

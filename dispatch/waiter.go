@@ -66,6 +66,7 @@ type waiter struct {
 	stopCtx     func() bool    // stops watching the caller's context
 	rescueTimer llmfleet.Timer // fires at Policy.RescueAt
 	rescuing    bool           // a rescue's sync call was made
+	followers   []*follower    // callers attached by id (see attach)
 }
 
 // to moves w to state s if the move is allowed, and reports whether it

@@ -115,6 +115,18 @@
 // moment before the request is durably accepted; a GET that early gets
 // 404.
 //
+// # Idempotent retries
+//
+// A batched POST /v1/messages with an Idempotency-Key header (1 to 255
+// visible ASCII characters) gets a request id derived from the key and
+// the client's key name (Server.Fingerprint), so that the same key from
+// the same client names the same request. The dispatcher never accepts a
+// request id twice: a retry attaches to the request accepted before (in
+// this process, or recovered after a restart) or is answered from its
+// stored result, and a Prefer: respond-async call gets the same ticket.
+// The same key with another body is a 400 invalid_request_error. The sync
+// route stores nothing, so the header changes nothing there.
+//
 // # Errors
 //
 // A batched request that errored is answered with the status and error

@@ -31,6 +31,8 @@ type call struct {
 	req *llmfleet.Request
 	// stream reports whether the caller asked for a stream (batch route only).
 	stream bool
+	// idempotencyKey is the caller's Idempotency-Key, if any.
+	idempotencyKey string
 	// async reports whether the caller asked for a ticket at once
 	// (Prefer: respond-async) rather than for the answer.
 	async bool
@@ -77,6 +79,12 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		}
 		cred, c.cred = up, &up
 	}
+
+	key, ok := idempotencyKey(r.Header)
+	if !ok {
+		return c, invalidRequest("The Idempotency-Key header must be 1 to 255 visible ASCII characters.")
+	}
+	c.idempotencyKey = key
 
 	if prefersAsync(r.Header) {
 		if force == llmfleet.RouteSync {
@@ -133,6 +141,9 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 	}
 	req.Body = params
 	req.ID = llmfleet.NewID("lfr_") // known before the answer, for the stream's headers
+	if c.idempotencyKey != "" {
+		req.ID = idempotentID(s.ownerName(credentialFrom(r.Header)), c.idempotencyKey)
+	}
 	if s.Credentials != nil {
 		// Proxy-held keys: the upstream credential is shared, so the
 		// request also remembers which client key sent it.

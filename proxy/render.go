@@ -55,6 +55,8 @@ func errorAnswerID(err error, requestID string) (status int, body []byte) {
 		status, msg = http.StatusInternalServerError, "the batch ended without a result for the request"
 	case errors.Is(err, context.Canceled):
 		status, msg = 499, "the caller canceled the request"
+	case errors.Is(err, llmfleet.ErrIDConflict):
+		status, typ, msg = http.StatusBadRequest, "invalid_request_error", "This Idempotency-Key was already used for a different request (another body or another key): a retry must repeat its request exactly."
 	}
 	if requestID == "" {
 		requestID = llmfleet.NewID("req_")

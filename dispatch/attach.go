@@ -1,0 +1,167 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// This file lets a caller that gives a request id already accepted attach
+// to that request instead of sending it again: the way an idempotent
+// retry (the proxy's Idempotency-Key) is never paid twice. It works with
+// a Store, whose ids outlive the process: the request may be waiting in
+// this process (queued, in a batch, recovered after a restart) or be
+// answered already, its result stored.
+
+// follower is a caller attached to a request another call submitted.
+type follower struct {
+	reply   func(*llmfleet.Response, error)
+	replied bool
+	timer   llmfleet.Timer
+	stopCtx func() bool
+}
+
+// attach answers reply from the request req.ID names, if there is one: it
+// adds reply as a follower of the waiting request, or answers it at once
+// from the stored result. It reports false when no request of that id is
+// known, for the caller to accept req. A request of that id sent with
+// another credential or another body is refused with
+// llmfleet.ErrIDConflict.
+func (d *Dispatcher) attach(ctx context.Context, budget time.Duration, req *llmfleet.Request, reply func(*llmfleet.Response, error)) (bool, error) {
+	d.mu.Lock()
+	ok, err := d.followLocked(ctx, budget, req, reply)
+	d.mu.Unlock()
+	if ok || err != nil {
+		return true, err
+	}
+	sr, err := d.Store.GetRequest(ctx, req.ID)
+	switch {
+	case errors.Is(err, llmfleet.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return true, err
+	case sr.CredentialID != d.fingerprint(req.Credential) || !bytes.Equal(sr.Body, req.Body):
+		return true, fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
+	case sr.Result == nil:
+		// Stored, not answered, yet not waiting here: accepted by a
+		// call that has not finished accepting it, or not recoverable
+		// (its credential cannot be unsealed). Look again in memory.
+		d.mu.Lock()
+		ok, err := d.followLocked(ctx, budget, req, reply)
+		d.mu.Unlock()
+		if !ok && err == nil {
+			err = fmt.Errorf("%w: %s is stored but not waiting in this process", llmfleet.ErrIDConflict, req.ID)
+		}
+		return true, err
+	}
+	reply(storedAnswer(sr))
+	return true, nil
+}
+
+// followLocked attaches reply to the waiting request of req.ID, if any.
+func (d *Dispatcher) followLocked(ctx context.Context, budget time.Duration, req *llmfleet.Request, reply func(*llmfleet.Response, error)) (bool, error) {
+	w, ok := d.live[req.ID]
+	if !ok {
+		return false, nil
+	}
+	if d.fingerprint(w.req.Credential) != d.fingerprint(req.Credential) || !bytes.Equal(w.req.Body, req.Body) {
+		return true, fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
+	}
+	f := &follower{reply: reply}
+	w.followers = append(w.followers, f)
+	if budget > 0 {
+		missed := fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget)
+		f.timer = d.clock.AfterFunc(budget, func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			f.answer(nil, missed)
+		})
+	}
+	if ctx.Done() != nil {
+		f.stopCtx = context.AfterFunc(ctx, func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			f.answer(nil, ctx.Err())
+		})
+	}
+	return true, nil
+}
+
+// answer replies to f once. Called with Dispatcher.mu held.
+func (f *follower) answer(resp *llmfleet.Response, err error) {
+	if f.replied {
+		return
+	}
+	f.replied = true
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	if f.stopCtx != nil {
+		f.stopCtx()
+	}
+	f.reply(resp, err)
+}
+
+// storedAnswer returns the answer a stored result stands for.
+func storedAnswer(sr *llmfleet.StoredRequest) (*llmfleet.Response, error) {
+	if re := sr.Result.Err; re != nil {
+		return nil, re.Error()
+	}
+	return &llmfleet.Response{Body: sr.Result.Body, Usage: sr.Result.Usage, Route: llmfleet.RouteBatch, RequestID: sr.ID}, nil
+}
+
+// reserveLocked makes w the request of its id in this process, unless
+// another call reserved the id first; it reports whether it did.
+func (d *Dispatcher) reserveLocked(w *waiter) bool {
+	if _, taken := d.live[w.id]; taken {
+		return false
+	}
+	d.live[w.id] = w
+	return true
+}
+
+// releaseLocked ends w's hold on its id and answers its followers.
+func (d *Dispatcher) releaseLocked(w *waiter, resp *llmfleet.Response, err error) {
+	if d.live[w.id] == w {
+		delete(d.live, w.id)
+	}
+	for _, f := range w.followers {
+		f.answer(resp, err)
+	}
+	w.followers = nil
+}
+
+// errIDTaken is accept's answer for a request whose id another call has
+// reserved since the caller looked.
+var errIDTaken = errors.New("dispatch: request id taken")
+
+// knownID reports whether a request of req.ID was accepted already (in
+// this process or, with a Store, before), and refuses it with
+// llmfleet.ErrIDConflict if that one was sent with another credential or
+// body.
+func (d *Dispatcher) knownID(ctx context.Context, req *llmfleet.Request) (bool, error) {
+	conflict := fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
+	d.mu.Lock()
+	w, ok := d.live[req.ID]
+	d.mu.Unlock()
+	if ok {
+		if d.fingerprint(w.req.Credential) != d.fingerprint(req.Credential) || !bytes.Equal(w.req.Body, req.Body) {
+			return true, conflict
+		}
+		return true, nil
+	}
+	sr, err := d.Store.GetRequest(ctx, req.ID)
+	switch {
+	case errors.Is(err, llmfleet.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return true, err
+	case sr.CredentialID != d.fingerprint(req.Credential) || !bytes.Equal(sr.Body, req.Body):
+		return true, conflict
+	}
+	return true, nil
+}
