@@ -37,9 +37,21 @@ try {
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
 
+  // Without the admin key the page shows aggregates only: no budget
+  // misses (they carry request ids).
   await page.goto(base + "/llmfleet/?refresh=1");
   await page.waitForFunction(() => Number(document.body.dataset.polled) >= 1, null, { timeout: 15000 });
-  const stats = await (await page.request.get(base + "/llmfleet/v1/stats")).json();
+  const public_ = await (await page.request.get(base + "/llmfleet/v1/stats")).json();
+  const publicMisses = await page.$$eval("#misses tr[data-outcome]", (trs) => trs.length);
+  if (public_.recent_budget_misses.length === 0 && publicMisses === 0) pass("without the admin key: no per-request rows");
+  else fail(`without the admin key: ${publicMisses} miss rows, stats ${JSON.stringify(public_.recent_budget_misses)}`);
+
+  // With it, everything; the checks below compare the page with the
+  // stats as the admin reads them.
+  await page.evaluate(() => sessionStorage.setItem("llmfleet-admin-key", "e2e-admin-key"));
+  await page.reload();
+  await page.waitForFunction(() => Number(document.body.dataset.polled) >= 1, null, { timeout: 15000 });
+  const stats = await (await page.request.get(base + "/llmfleet/v1/stats", { headers: { authorization: "Bearer e2e-admin-key" } })).json();
 
   // Totals.
   const kpi = async (id) => page.getAttribute("#" + id, "data-value");

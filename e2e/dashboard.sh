@@ -29,9 +29,11 @@ NAME=dashboard
 PIDS+=($!)
 EMU=$(wait_addr "$WORK/emulator.out" "emulator listening on") || die "emulator did not start"
 
-LLMFLEET_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') \
+# The admin key shows the per-request fields (the recent budget misses);
+# the page is checked without it, then with it.
+LLMFLEET_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') LLMFLEET_E2E_ADMIN=e2e-admin-key \
 	"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --db "$WORK/llmfleet.db" \
-	--batch-window 300ms --poll-interval 200ms --max-poll-interval 500ms \
+	--admin-key-env LLMFLEET_E2E_ADMIN --batch-window 300ms --poll-interval 200ms --max-poll-interval 500ms \
 	--turnaround-prior 2s --shutdown-timeout 1s --log-format json \
 	>"$WORK/proxy.out" 2>"$WORK/proxy.log" &
 PIDS+=($!)
