@@ -174,6 +174,13 @@ func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req 
 	return o.resp, o.err
 }
 
+// SubmitBatchFunc is SubmitBatch without the wait (llmfleet.FuncSubmitter):
+// req is pooled whatever its budget and done is called exactly once, as
+// SubmitFunc's is. An error returned means done will not be called.
+func (d *Dispatcher) SubmitBatchFunc(ctx context.Context, budget time.Duration, req *llmfleet.Request, done func(*llmfleet.Response, error)) error {
+	return d.submitBatch(ctx, budget, req, done)
+}
+
 // SubmitFunc routes req like Submit without waiting for its answer: done
 // is called exactly once, with the answer, or with an error wrapping
 // llmfleet.ErrBudgetExceeded when the budget (counted from now) runs out

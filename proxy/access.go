@@ -48,6 +48,10 @@ type accessRec struct {
 	mu     sync.Mutex
 	model  string
 	budget time.Duration
+	// parked is set when the handler took the connection over: report
+	// is then called once the answer has been written there.
+	parked bool
+	report func(status int, h http.Header)
 }
 
 type accessKey struct{}
@@ -89,36 +93,47 @@ func noteModel(ctx context.Context, model string) {
 	}
 }
 
-// serveAccess serves r through next and reports it to s.Access.
+// serveAccess serves r through next and reports it to s.Access: when next
+// returns, or, for a caller whose connection the handler took over to
+// answer later (parkConn), when that answer has been written.
 func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request)) {
 	start := s.clock.Now()
 	a := &accessRec{}
 	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
 	aw := &accessWriter{ResponseWriter: w}
 	method, path := r.Method, r.URL.Path
-	next(aw, r)
-	rec := Access{
-		Method:   method,
-		Path:     path,
-		Messages: method == http.MethodPost && (path == "/v1/messages" || isBudgetMessages(path)),
-		Status:   aw.status,
-		Latency:  s.clock.Now().Sub(start),
-	}
+	key := ""
 	if c := credentialFrom(r.Header); !c.IsZero() {
-		rec.Key = s.clientOf(c)
+		key = s.clientOf(c)
 	}
-	if rec.Messages {
-		h := w.Header()
-		rec.Route = llmfleet.Route(h.Get(HeaderRoute))
-		rec.RequestID = h.Get(HeaderRequestID)
-		if rec.RequestID == "" {
-			rec.RequestID = h.Get("Request-Id")
+	a.report = func(status int, h http.Header) {
+		rec := Access{
+			Method:   method,
+			Path:     path,
+			Messages: method == http.MethodPost && (path == "/v1/messages" || isBudgetMessages(path)),
+			Status:   status,
+			Latency:  s.clock.Now().Sub(start),
+			Key:      key,
 		}
-		a.mu.Lock()
-		rec.Model, rec.Budget = a.model, a.budget
-		a.mu.Unlock()
+		if rec.Messages {
+			rec.Route = llmfleet.Route(h.Get(HeaderRoute))
+			rec.RequestID = h.Get(HeaderRequestID)
+			if rec.RequestID == "" {
+				rec.RequestID = h.Get("Request-Id")
+			}
+			a.mu.Lock()
+			rec.Model, rec.Budget = a.model, a.budget
+			a.mu.Unlock()
+		}
+		s.Access(rec)
 	}
-	s.Access(rec)
+	next(aw, r)
+	a.mu.Lock()
+	parked := a.parked
+	a.mu.Unlock()
+	if !parked {
+		a.report(aw.status, w.Header())
+	}
 }
 
 // isBudgetMessages reports whether path is /budget/<ms>/v1/messages,

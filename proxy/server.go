@@ -153,6 +153,7 @@ type Server struct {
 	mux      *http.ServeMux
 
 	batchOwners BatchOwners
+	parked      parkedSet // callers parked on their connections (parkconn.go)
 }
 
 // Handler returns the HTTP handler of the proxy:

@@ -62,6 +62,10 @@ type parkConfig struct {
 	name    string
 	handler http.Handler
 	parked  func() int64 // requests parked now
+	// release answers the requests still parked once their callers have
+	// gone: a caller parked on its connection alone (the proxy took the
+	// connection over) is not watched, so its request outlives it.
+	release func()
 	close   func()
 }
 
@@ -128,7 +132,8 @@ func parkFloor() (*parkConfig, error) {
 func parkProxyOnly() (*parkConfig, error) {
 	sub := &parkingSubmitter{}
 	srv := &proxy.Server{Submitter: sub, Upstream: &url.URL{Scheme: "http", Host: "127.0.0.1:9"}}
-	return &parkConfig{name: "llmfleet proxy, Submitter that parks", handler: srv.Handler(), parked: sub.active.Load, close: func() {}}, nil
+	return &parkConfig{name: "llmfleet proxy, Submitter that parks", handler: srv.Handler(), parked: sub.active.Load,
+		release: sub.release, close: func() {}}, nil
 }
 
 // parkProxyDispatcher is llmfleet's handler with a real dispatcher whose
@@ -154,6 +159,7 @@ func parkProxyDispatcher() (*parkConfig, error) {
 		name:    "llmfleet proxy + dispatcher pool",
 		handler: srv.Handler(),
 		parked:  func() int64 { return d.Stats().QueueDepth },
+		release: func() {}, // closing the dispatcher answers them
 		close: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -227,8 +233,11 @@ func parkOnce(ctx context.Context, cfg *parkConfig, n int) (parkResult, error) {
 	runtime.ReadMemStats(&after)
 	g1 := runtime.NumGoroutine()
 	stopChild()
+	if cfg.release != nil {
+		cfg.release()
+	}
 	// Wait for the handlers to see their callers leave.
-	for end := time.Now().Add(30 * time.Second); cfg.parked() > 0 && time.Now().Before(end); {
+	for end := time.Now().Add(30 * time.Second); cfg.release == nil && cfg.parked() > 0 && time.Now().Before(end); {
 		time.Sleep(20 * time.Millisecond)
 	}
 
@@ -315,8 +324,40 @@ func runParkClient(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 // parkingSubmitter routes every request to the batch route and holds it
-// until its caller leaves.
-type parkingSubmitter struct{ active atomic.Int64 }
+// until its caller leaves (SubmitBatch) or until release
+// (SubmitBatchFunc, whose callers the proxy parks on their connections).
+type parkingSubmitter struct {
+	active atomic.Int64
+	mu     sync.Mutex
+	held   []heldRequest
+}
+
+// heldRequest is a request parkingSubmitter holds for SubmitBatchFunc.
+type heldRequest struct {
+	req  *llmfleet.Request
+	done func(*llmfleet.Response, error)
+}
+
+func (p *parkingSubmitter) SubmitBatchFunc(_ context.Context, _ time.Duration, req *llmfleet.Request, done func(*llmfleet.Response, error)) error {
+	p.mu.Lock()
+	p.held = append(p.held, heldRequest{req, done})
+	p.mu.Unlock()
+	p.active.Add(1)
+	return nil
+}
+
+// release answers every request held for SubmitBatchFunc with
+// llmfleet.ErrClosed.
+func (p *parkingSubmitter) release() {
+	p.mu.Lock()
+	held := p.held
+	p.held = nil
+	p.mu.Unlock()
+	for _, h := range held {
+		h.done(nil, llmfleet.ErrClosed)
+		p.active.Add(-1)
+	}
+}
 
 func (p *parkingSubmitter) Submit(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
 	return p.SubmitBatch(ctx, budget, req)

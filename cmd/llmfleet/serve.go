@@ -288,6 +288,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := d.Close(shutCtx); err != nil {
 		logger.Warn("dispatcher closed before its batches ended", "err", err)
 	}
+	if err := srv.Drain(shutCtx); err != nil { // callers parked on their connections alone
+		logger.Warn("parked callers still waiting at shutdown", "err", err)
+	}
 	if err := <-shutErr; err != nil {
 		logger.Warn("callers still connected at shutdown", "err", err)
 		hs.Close()
