@@ -142,7 +142,9 @@ type Server struct {
 	// serves (GET /healthz aside) when its answer has ended: the
 	// access log. For POST /v1/messages it says the route, model,
 	// budget and request id; credentials appear only as their
-	// Fingerprint. It is called from the goroutine serving the request.
+	// Fingerprint. It is called from the goroutine serving the request,
+	// or, for a caller parked on its connection (see the package doc),
+	// from the one writing its answer.
 	Access func(Access)
 
 	once     sync.Once
