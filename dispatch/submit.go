@@ -225,15 +225,16 @@ func (d *Dispatcher) submitBatch(ctx context.Context, budget time.Duration, req 
 		return nil
 	}
 	if budget > 0 {
-		missed := fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget)
 		w.budgetTimer = d.clock.AfterFunc(max(w.deadline.Sub(d.clock.Now()), 0), func() {
 			d.mu.Lock()
 			defer d.mu.Unlock()
-			if !w.replied {
-				d.stats.budgetMisses.Add(1)
-				d.stats.errors.Add(1)
+			if w.replied {
+				return
 			}
-			d.leaveLocked(w, missed)
+			d.stats.budgetMisses.Add(1)
+			d.stats.errors.Add(1)
+			// Made here, not at submission: a parked request holds no error.
+			d.leaveLocked(w, fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget))
 		})
 	}
 	if ctx.Done() != nil {
