@@ -45,13 +45,16 @@ type Access struct {
 // accessRec is what serving a request learns for its Access record. It
 // rides in the request's context.
 type accessRec struct {
+	s                 *Server
+	start             time.Time
+	method, path, key string
+
 	mu     sync.Mutex
 	model  string
 	budget time.Duration
 	// parked is set when the handler took the connection over: report
 	// is then called once the answer has been written there.
 	parked bool
-	report func(status int, h http.Header)
 }
 
 type accessKey struct{}
@@ -97,36 +100,12 @@ func noteModel(ctx context.Context, model string) {
 // returns, or, for a caller whose connection the handler took over to
 // answer later (parkConn), when that answer has been written.
 func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request)) {
-	start := s.clock.Now()
-	a := &accessRec{}
+	a := &accessRec{s: s, start: s.clock.Now(), method: r.Method, path: r.URL.Path}
+	if c := credentialFrom(r.Header); !c.IsZero() {
+		a.key = s.clientOf(c)
+	}
 	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
 	aw := &accessWriter{ResponseWriter: w}
-	method, path := r.Method, r.URL.Path
-	key := ""
-	if c := credentialFrom(r.Header); !c.IsZero() {
-		key = s.clientOf(c)
-	}
-	a.report = func(status int, h http.Header) {
-		rec := Access{
-			Method:   method,
-			Path:     path,
-			Messages: method == http.MethodPost && (path == "/v1/messages" || isBudgetMessages(path)),
-			Status:   status,
-			Latency:  s.clock.Now().Sub(start),
-			Key:      key,
-		}
-		if rec.Messages {
-			rec.Route = llmfleet.Route(h.Get(HeaderRoute))
-			rec.RequestID = h.Get(HeaderRequestID)
-			if rec.RequestID == "" {
-				rec.RequestID = h.Get("Request-Id")
-			}
-			a.mu.Lock()
-			rec.Model, rec.Budget = a.model, a.budget
-			a.mu.Unlock()
-		}
-		s.Access(rec)
-	}
 	next(aw, r)
 	a.mu.Lock()
 	parked := a.parked
@@ -134,6 +113,30 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request, next func(h
 	if !parked {
 		a.report(aw.status, w.Header())
 	}
+}
+
+// report gives s.Access the record of a request answered with status and
+// the headers h.
+func (a *accessRec) report(status int, h http.Header) {
+	rec := Access{
+		Method:   a.method,
+		Path:     a.path,
+		Messages: a.method == http.MethodPost && (a.path == "/v1/messages" || isBudgetMessages(a.path)),
+		Status:   status,
+		Latency:  a.s.clock.Now().Sub(a.start),
+		Key:      a.key,
+	}
+	if rec.Messages {
+		rec.Route = llmfleet.Route(h.Get(HeaderRoute))
+		rec.RequestID = h.Get(HeaderRequestID)
+		if rec.RequestID == "" {
+			rec.RequestID = h.Get("Request-Id")
+		}
+		a.mu.Lock()
+		rec.Model, rec.Budget = a.model, a.budget
+		a.mu.Unlock()
+	}
+	a.s.Access(rec)
 }
 
 // isBudgetMessages reports whether path is /budget/<ms>/v1/messages,
