@@ -108,6 +108,7 @@ type counters struct {
 }
 
 var _ llmfleet.Submitter = (*Dispatcher)(nil)
+var _ llmfleet.FuncSubmitter = (*Dispatcher)(nil)
 
 // Open prepares the dispatcher for use and, with a Store, picks up what a
 // previous process left. It must be called once before the first Submit.

@@ -189,6 +189,13 @@ func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req 
 	return o.resp, o.err
 }
 
+// SubmitBatchFunc is SubmitBatch without the wait (llmfleet.FuncSubmitter):
+// req is pooled whatever its budget and done is called exactly once, as
+// SubmitFunc's is. An error returned means done will not be called.
+func (d *Dispatcher) SubmitBatchFunc(ctx context.Context, budget time.Duration, req *llmfleet.Request, done func(*llmfleet.Response, error)) error {
+	return d.submitBatch(ctx, budget, req, done)
+}
+
 // SubmitFunc routes req like Submit without waiting for its answer: done
 // is called exactly once, with the answer, or with an error wrapping
 // llmfleet.ErrBudgetExceeded when the budget (counted from now) runs out
@@ -251,15 +258,16 @@ func (d *Dispatcher) submitBatch(ctx context.Context, budget time.Duration, req 
 		return nil
 	}
 	if budget > 0 {
-		missed := fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget)
 		w.budgetTimer = d.clock.AfterFunc(max(w.deadline.Sub(d.clock.Now()), 0), func() {
 			d.mu.Lock()
 			defer d.mu.Unlock()
-			if !w.replied {
-				d.stats.budgetMisses.Add(1)
-				d.stats.errors.Add(1)
+			if w.replied {
+				return
 			}
-			d.leaveLocked(w, missed)
+			d.stats.budgetMisses.Add(1)
+			d.stats.errors.Add(1)
+			// Made here, not at submission: a parked request holds no error.
+			d.leaveLocked(w, fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget))
 		})
 	}
 	if ctx.Done() != nil {

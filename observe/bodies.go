@@ -1,8 +1,10 @@
 package observe
 
 import (
+	"bufio"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 )
@@ -88,3 +90,10 @@ func (b *bodyRecorder) Flush() { http.NewResponseController(b.ResponseWriter).Fl
 
 // Unwrap returns the underlying writer.
 func (b *bodyRecorder) Unwrap() http.ResponseWriter { return b.ResponseWriter }
+
+// Hijack refuses to hand the connection over, so that the proxy answers
+// through the recorder (a batched caller then waits in its goroutine
+// rather than on its connection alone) and the answer is logged.
+func (b *bodyRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return nil, nil, http.ErrNotSupported
+}

@@ -58,3 +58,25 @@ func TestLogBodies(t *testing.T) {
 		t.Fatalf("log: %s", got)
 	}
 }
+
+// TestLogBodiesKeepsTheConnection: a handler behind LogBodies cannot take
+// the connection over (the proxy then answers through the recorder, and
+// the answer is logged).
+func TestLogBodiesKeepsTheConnection(t *testing.T) {
+	var hijackErr error
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _, hijackErr = http.NewResponseController(w).Hijack()
+		io.WriteString(w, "answered")
+	})
+	ts := httptest.NewServer(LogBodies(next, slog.New(slog.DiscardHandler)))
+	defer ts.Close()
+	resp, err := http.Post(ts.URL+"/v1/messages", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if hijackErr == nil || string(body) != "answered" {
+		t.Fatalf("hijack %v, body %q", hijackErr, body)
+	}
+}

@@ -45,9 +45,16 @@ type Access struct {
 // accessRec is what serving a request learns for its Access record. It
 // rides in the request's context.
 type accessRec struct {
+	s                 *Server
+	start             time.Time
+	method, path, key string
+
 	mu     sync.Mutex
 	model  string
 	budget time.Duration
+	// parked is set when the handler took the connection over: report
+	// is then called once the answer has been written there.
+	parked bool
 }
 
 type accessKey struct{}
@@ -89,26 +96,37 @@ func noteModel(ctx context.Context, model string) {
 	}
 }
 
-// serveAccess serves r through next and reports it to s.Access.
+// serveAccess serves r through next and reports it to s.Access: when next
+// returns, or, for a caller whose connection the handler took over to
+// answer later (parkConn), when that answer has been written.
 func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request)) {
-	start := s.clock.Now()
-	a := &accessRec{}
+	a := &accessRec{s: s, start: s.clock.Now(), method: r.Method, path: r.URL.Path}
+	if c := credentialFrom(r.Header); !c.IsZero() {
+		a.key = s.clientOf(c)
+	}
 	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
 	aw := &accessWriter{ResponseWriter: w}
-	method, path := r.Method, r.URL.Path
 	next(aw, r)
-	rec := Access{
-		Method:   method,
-		Path:     path,
-		Messages: method == http.MethodPost && (path == "/v1/messages" || isBudgetMessages(path)),
-		Status:   aw.status,
-		Latency:  s.clock.Now().Sub(start),
+	a.mu.Lock()
+	parked := a.parked
+	a.mu.Unlock()
+	if !parked {
+		a.report(aw.status, w.Header())
 	}
-	if c := credentialFrom(r.Header); !c.IsZero() {
-		rec.Key = s.clientOf(c)
+}
+
+// report gives s.Access the record of a request answered with status and
+// the headers h.
+func (a *accessRec) report(status int, h http.Header) {
+	rec := Access{
+		Method:   a.method,
+		Path:     a.path,
+		Messages: a.method == http.MethodPost && (a.path == "/v1/messages" || isBudgetMessages(a.path)),
+		Status:   status,
+		Latency:  a.s.clock.Now().Sub(a.start),
+		Key:      a.key,
 	}
 	if rec.Messages {
-		h := w.Header()
 		rec.Route = llmfleet.Route(h.Get(HeaderRoute))
 		rec.RequestID = h.Get(HeaderRequestID)
 		if rec.RequestID == "" {
@@ -118,7 +136,7 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request, next func(h
 		rec.Model, rec.Budget = a.model, a.budget
 		a.mu.Unlock()
 	}
-	s.Access(rec)
+	a.s.Access(rec)
 }
 
 // isBudgetMessages reports whether path is /budget/<ms>/v1/messages,

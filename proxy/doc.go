@@ -41,6 +41,39 @@
 // event order and shapes. While it waits it gets a ping event every
 // PingInterval; the 200 status goes out with the first ping.
 //
+// # Parked callers
+//
+// A non-streaming batched caller waits without a goroutine of its own
+// when it can: if the Submitter is a llmfleet.FuncSubmitter (as
+// dispatch.Dispatcher is), the request came over HTTP/1.1 and its body has
+// been read, the proxy takes the connection over from net/http
+// (http.ResponseController.Hijack), which frees the goroutine serving it
+// and the connection's buffers, and hands the request to
+// SubmitBatchFunc. When the answer comes, the proxy writes the complete
+// response itself on the connection, with the same status, headers and
+// body as otherwise plus Connection: close, and closes the connection
+// (the client's next request opens a new one). A parked caller then
+// holds a few KB of heap: its request, the Submitter's record of it and
+// the connection (see "llmfleet bench park" in the README).
+//
+// The access log line (Server.Access) of such a call is reported when its
+// answer has been written; its latency runs to then. A caller that leaves
+// while parked is not noticed: its request goes on, the write of its
+// answer fails, and the answer stays readable by its ticket (with a
+// durable Submitter). http.Server.Shutdown does not see these
+// connections: at shutdown, close the Submitter (which answers every
+// caller), then call Server.Drain, which waits for the answers to be
+// written and closes what is left when its context ends.
+//
+// Other callers wait as before, each in the goroutine net/http serves it
+// with: streaming callers (which get pings), HTTP/2, a ResponseWriter
+// that cannot hand its connection over (the SDK middleware, a recorder),
+// a Submitter without SubmitBatchFunc. A connection on which the client
+// has already sent more (a pipelined request) is taken over but waits in
+// its goroutine; its answer closes it and the pipelined request is left
+// unanswered, which a pipelining client must be ready for (RFC 9112,
+// section 9.3.2).
+//
 // # Latency budgets
 //
 // A request's budget counts from its arrival at the proxy (once its

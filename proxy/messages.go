@@ -325,28 +325,11 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 	}
 	if !c.stream {
+		if s.parkConn(w, r, c, budget) {
+			return // answered later, on the connection taken over
+		}
 		resp, err := s.Submitter.SubmitBatch(ctx, budget, c.req)
-		if err != nil {
-			s.logFailure(r, err)
-			setBatchID(w, err)
-			writeErrorBody(w, s.batchFailure(r, c, err))
-			return
-		}
-		h := w.Header()
-		if resp.RequestID != "" {
-			h.Set(HeaderRequestID, resp.RequestID)
-		}
-		if resp.Route != "" {
-			h.Set(HeaderRoute, string(resp.Route)) // sync when a rescue answered
-		}
-		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
-		h.Set("Request-Id", llmfleet.NewID("req_"))
-		if resp.BatchID != "" {
-			h.Set(HeaderBatchID, resp.BatchID)
-		}
-		w.WriteHeader(http.StatusOK)
-		w.Write(resp.Body)
+		s.writeBatchAnswer(ctx, w, c, resp, err)
 		return
 	}
 
@@ -358,9 +341,9 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	resp, err := s.Submitter.SubmitBatch(ctx, budget, c.req)
 	begun := p.stop()
 	if err != nil {
-		s.logFailure(r, err)
+		s.logFailure(ctx, err)
 		setBatchID(w, err) // a trailer if the stream had begun
-		f := s.batchFailure(r, c, err)
+		f := s.batchFailure(ctx, c, err)
 		if !begun {
 			writeErrorBody(w, f)
 			return
@@ -382,6 +365,33 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	p.rc.Flush()
 }
 
+// writeBatchAnswer answers a non-streaming batched call with what the
+// Submitter returned: the Message as JSON, or the error as the sync API
+// would have answered it. ctx is the caller's.
+func (s *Server) writeBatchAnswer(ctx context.Context, w http.ResponseWriter, c *call, resp *llmfleet.Response, err error) {
+	if err != nil {
+		s.logFailure(ctx, err)
+		setBatchID(w, err)
+		writeErrorBody(w, s.batchFailure(ctx, c, err))
+		return
+	}
+	h := w.Header()
+	if resp.RequestID != "" {
+		h.Set(HeaderRequestID, resp.RequestID)
+	}
+	if resp.Route != "" {
+		h.Set(HeaderRoute, string(resp.Route)) // sync when a rescue answered
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	h.Set("Request-Id", llmfleet.NewID("req_"))
+	if resp.BatchID != "" {
+		h.Set(HeaderBatchID, resp.BatchID)
+	}
+	w.WriteHeader(http.StatusOK)
+	w.Write(resp.Body)
+}
+
 // setBatchID names the batch of a batched request that failed in it.
 func setBatchID(w http.ResponseWriter, err error) {
 	var be *llmfleet.BatchError
@@ -394,13 +404,13 @@ func setBatchID(w http.ResponseWriter, err error) {
 // the Submitter stored an answer for the request (llmfleet.Tickets), that
 // very answer is given, so that fetching the request again later gets the
 // same bytes, request_id included.
-func (s *Server) batchFailure(r *http.Request, c *call, err error) failure {
+func (s *Server) batchFailure(ctx context.Context, c *call, err error) failure {
 	f := failureFor(err)
 	t, ok := s.Submitter.(llmfleet.Tickets)
-	if !ok || r.Context().Err() != nil {
+	if !ok || ctx.Err() != nil {
 		return f
 	}
-	sr, lerr := t.Lookup(r.Context(), c.req.ID, c.req.Credential)
+	sr, lerr := t.Lookup(ctx, c.req.ID, c.req.Credential)
 	if lerr != nil || sr.State != llmfleet.RequestDone || sr.Result == nil || sr.Result.Err == nil {
 		return f
 	}
@@ -416,14 +426,14 @@ func (s *Server) batchFailure(r *http.Request, c *call, err error) failure {
 
 // writeFailure answers err, from the Submitter, as the sync API would have.
 func (s *Server) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
-	s.logFailure(r, err)
+	s.logFailure(r.Context(), err)
 	f := failureFor(err)
 	writeErrorBody(w, f)
 }
 
-func (s *Server) logFailure(r *http.Request, err error) {
+func (s *Server) logFailure(ctx context.Context, err error) {
 	var pe *llmfleet.Error
-	if r.Context().Err() != nil || errors.As(err, &pe) {
+	if ctx.Err() != nil || errors.As(err, &pe) {
 		return // the caller left, or the provider answered: nothing wrong here
 	}
 	s.log.Warn("batched request failed", "err", err)

@@ -142,7 +142,9 @@ type Server struct {
 	// serves (GET /healthz aside) when its answer has ended: the
 	// access log. For POST /v1/messages it says the route, model,
 	// budget and request id; credentials appear only as their
-	// Fingerprint. It is called from the goroutine serving the request.
+	// Fingerprint. It is called from the goroutine serving the request,
+	// or, for a caller parked on its connection (see the package doc),
+	// from the one writing its answer.
 	Access func(Access)
 
 	// BodyReadTimeout bounds the time a client takes to send a request
@@ -171,6 +173,7 @@ type Server struct {
 	batchOwners BatchOwners
 	bodyTimeout time.Duration
 	bodies      bodyBudget
+	parked      parkedSet // callers parked on their connections (parkconn.go)
 }
 
 // Handler returns the HTTP handler of the proxy:

@@ -105,7 +105,8 @@ flags:
 // runServe runs the proxy until ctx ends, then shuts down in order: it
 // stops accepting connections, closes the dispatcher (pooled requests go
 // out, in-flight batches are awaited up to --shutdown-timeout), waits for
-// the callers still connected and closes the store. Whatever is still
+// the callers still connected (those parked on their connections alone
+// too: proxy.Server.Drain) and closes the store. Whatever is still
 // pending then is in the store, and the next start picks it up.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -292,6 +293,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := d.Close(shutCtx); err != nil {
 		logger.Warn("dispatcher closed before its batches ended", "err", err)
+	}
+	if err := srv.Drain(shutCtx); err != nil { // callers parked on their connections alone
+		logger.Warn("parked callers still waiting at shutdown", "err", err)
 	}
 	if err := <-shutErr; err != nil {
 		logger.Warn("callers still connected at shutdown", "err", err)
