@@ -44,8 +44,8 @@ func (d *Dispatcher) attach(ctx context.Context, budget time.Duration, req *llmf
 		return false, nil
 	case err != nil:
 		return true, err
-	case sr.CredentialID != d.fingerprint(req.Credential) || !bytes.Equal(sr.Body, req.Body):
-		return true, fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
+	case d.differs(req, sr.CredentialID, sr.Body):
+		return true, idConflict(req)
 	case sr.Result == nil:
 		// Stored, not answered, yet not waiting here: accepted by a
 		// call that has not finished accepting it, or not recoverable
@@ -54,7 +54,7 @@ func (d *Dispatcher) attach(ctx context.Context, budget time.Duration, req *llmf
 		ok, err := d.followLocked(ctx, budget, req, reply)
 		d.mu.Unlock()
 		if !ok && err == nil {
-			err = fmt.Errorf("%w: %s is stored but not waiting in this process", llmfleet.ErrIDConflict, req.ID)
+			err = fmt.Errorf("%w (stored but not waiting in this process)", idConflict(req))
 		}
 		return true, err
 	}
@@ -68,8 +68,8 @@ func (d *Dispatcher) followLocked(ctx context.Context, budget time.Duration, req
 	if !ok {
 		return false, nil
 	}
-	if d.fingerprint(w.req.Credential) != d.fingerprint(req.Credential) || !bytes.Equal(w.req.Body, req.Body) {
-		return true, fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
+	if d.differs(req, d.fingerprint(w.req.Credential), w.req.Body) {
+		return true, idConflict(req)
 	}
 	f := &follower{reply: reply}
 	w.followers = append(w.followers, f)
@@ -144,24 +144,36 @@ var errIDTaken = errors.New("dispatch: request id taken")
 // llmfleet.ErrIDConflict if that one was sent with another credential or
 // body.
 func (d *Dispatcher) knownID(ctx context.Context, req *llmfleet.Request) (bool, error) {
-	conflict := fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
 	d.mu.Lock()
 	w, ok := d.live[req.ID]
-	d.mu.Unlock()
+	var credID string
+	var body []byte
 	if ok {
-		if d.fingerprint(w.req.Credential) != d.fingerprint(req.Credential) || !bytes.Equal(w.req.Body, req.Body) {
-			return true, conflict
-		}
-		return true, nil
+		credID, body = d.fingerprint(w.req.Credential), w.req.Body
 	}
-	sr, err := d.Store.GetRequest(ctx, req.ID)
-	switch {
-	case errors.Is(err, llmfleet.ErrNotFound):
-		return false, nil
-	case err != nil:
-		return true, err
-	case sr.CredentialID != d.fingerprint(req.Credential) || !bytes.Equal(sr.Body, req.Body):
-		return true, conflict
+	d.mu.Unlock()
+	if !ok {
+		sr, err := d.Store.GetRequest(ctx, req.ID)
+		if errors.Is(err, llmfleet.ErrNotFound) {
+			return false, nil
+		} else if err != nil {
+			return true, err
+		}
+		credID, body = sr.CredentialID, sr.Body
+	}
+	if d.differs(req, credID, body) {
+		return true, idConflict(req)
 	}
 	return true, nil
+}
+
+// differs reports whether req is not the request accepted under its id,
+// sent with the credential of id credID and the body body.
+func (d *Dispatcher) differs(req *llmfleet.Request, credID string, body []byte) bool {
+	return credID != d.fingerprint(req.Credential) || !bytes.Equal(body, req.Body)
+}
+
+// idConflict is the error of a request whose id names another request.
+func idConflict(req *llmfleet.Request) error {
+	return fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
 }
