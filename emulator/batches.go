@@ -535,14 +535,9 @@ type listJSON struct {
 // handleList serves GET /v1/messages/batches.
 func (s *Server) handleList(c *call) {
 	q := c.r.URL.Query()
-	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			writeError(c.w, invalid("limit: Input should be an integer between 1 and 1000"), c.id)
-			return
-		}
-		limit = n
+	limit, ok := listLimit(c)
+	if !ok {
+		return
 	}
 	after, before := q.Get("after_id"), q.Get("before_id")
 	if after != "" && before != "" {
@@ -620,4 +615,19 @@ func batchIDOf(c *call) string {
 	rest := strings.TrimPrefix(c.r.URL.Path, "/v1/messages/batches/")
 	id, _, _ := strings.Cut(rest, "/")
 	return id
+}
+
+// listLimit reads the limit of a list call (1 to 1000, default 20); false
+// means it was invalid and the call is answered.
+func listLimit(c *call) (int, bool) {
+	v := c.r.URL.Query().Get("limit")
+	if v == "" {
+		return 20, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1000 {
+		writeError(c.w, invalid("limit: Input should be an integer between 1 and 1000"), c.id)
+		return 0, false
+	}
+	return n, true
 }

@@ -3,7 +3,6 @@ package emulator
 import (
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -98,14 +97,9 @@ func digitsOnly(s string) bool {
 // paging.
 func (s *Server) handleListModels(c *call) {
 	q := c.r.URL.Query()
-	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			writeError(c.w, invalid("limit: Input should be an integer between 1 and 1000"), c.id)
-			return
-		}
-		limit = n
+	limit, ok := listLimit(c)
+	if !ok {
+		return
 	}
 	all := s.models()
 	index := func(id string) int {

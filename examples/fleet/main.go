@@ -217,22 +217,7 @@ func sdkAsk(ctx context.Context, c config, d *dispatch.Dispatcher) (askFunc, err
 		option.WithMiddleware(srv.Middleware()),
 	)
 	ctx = llmfleet.WithBudget(ctx, c.budget)
-	return func(prompt string) (string, llmfleet.Route, error) {
-		var raw *http.Response
-		msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
-			Model:     anthropic.Model(c.model),
-			MaxTokens: 256,
-			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(prompt))},
-		}, option.WithResponseInto(&raw))
-		if err != nil {
-			return "", "", err
-		}
-		var b strings.Builder
-		for _, block := range msg.Content {
-			b.WriteString(block.Text)
-		}
-		return b.String(), llmfleet.Route(raw.Header.Get(proxy.HeaderRoute)), nil
-	}, nil
+	return clientAsk(ctx, client, c.model), nil
 }
 
 // proxyAsk asks a running llmfleet serve at c.url through the official Go
@@ -244,10 +229,16 @@ func proxyAsk(ctx context.Context, c config) askFunc {
 		option.WithHeader(proxy.HeaderBudget, strconv.FormatInt(c.budget.Milliseconds(), 10)),
 		option.WithRequestTimeout(c.budget+time.Minute),
 	)
+	return clientAsk(ctx, client, c.model)
+}
+
+// clientAsk asks through client, an official SDK client, and tells the route
+// the answer came by (the llmfleet-route header).
+func clientAsk(ctx context.Context, client anthropic.Client, model string) askFunc {
 	return func(prompt string) (string, llmfleet.Route, error) {
 		var raw *http.Response
 		msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
-			Model:     anthropic.Model(c.model),
+			Model:     anthropic.Model(model),
 			MaxTokens: 256,
 			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(prompt))},
 		}, option.WithResponseInto(&raw))
