@@ -27,7 +27,7 @@ type Adder interface {
 
 // DefaultWindow is the group-commit window of the Writer of a Pipeline:
 // how long the first entry of a group waits for others to go with it.
-const DefaultWindow = 20 * time.Millisecond
+const DefaultWindow = 250 * time.Millisecond
 
 // maxGroup is the most pending entries a windowed Writer waits with: it
 // writes at once when so many are pending.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -14,27 +15,70 @@ const insertLedger = `INSERT INTO ledger (time, request_id, provider, model, rou
 	outcome, usage, cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id, rescue, client)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+// ledgerColumns is the number of values of one ledger entry, ledgerRows
+// the number of entries AddLedger inserts with one statement.
+const (
+	ledgerColumns = 18
+	ledgerRows    = 64
+)
+
+// insertLedgerRows inserts ledgerRows entries; appendEntry gives their
+// arguments.
+var insertLedgerRows = insertLedger + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", ledgerRows-1)
+
 // addEntry inserts e with stmt, a prepared insertLedger.
 func addEntry(ctx context.Context, stmt *sql.Stmt, e *llmfleet.LedgerEntry) error {
-	u, err := encodeUsage(e.Usage)
+	args, err := appendEntry(make([]any, 0, ledgerColumns), e)
 	if err != nil {
 		return err
 	}
-	_, err = stmt.ExecContext(ctx, e.Time.UnixNano(), e.RequestID, e.Provider, e.Model, string(e.Route),
-		e.Outcome, u, e.CostUSD, e.OtherRouteUSD, e.Priced, int64(e.Queued), int64(e.Turnaround),
-		int64(e.Latency), int64(e.Budget), e.BudgetMet, e.BatchID, string(e.Rescue), e.Client)
-	if err != nil {
+	if _, err := stmt.ExecContext(ctx, args...); err != nil {
 		return fmt.Errorf("sqlite: ledger: %w", err)
 	}
 	return nil
 }
 
-// AddLedger records ledger entries, in one transaction.
+// appendEntry appends the values of e's columns, in insertLedger's order.
+func appendEntry(args []any, e *llmfleet.LedgerEntry) ([]any, error) {
+	u, err := encodeUsage(e.Usage)
+	if err != nil {
+		return args, err
+	}
+	return append(args, e.Time.UnixNano(), e.RequestID, e.Provider, e.Model, string(e.Route),
+		e.Outcome, u, e.CostUSD, e.OtherRouteUSD, e.Priced, int64(e.Queued), int64(e.Turnaround),
+		int64(e.Latency), int64(e.Budget), e.BudgetMet, e.BatchID, string(e.Rescue), e.Client), nil
+}
+
+// AddLedger records ledger entries, in one transaction: in statements of
+// ledgerRows entries each, then one statement per entry left over.
 func (d *DB) AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	return d.write(ctx, func(tx *sql.Tx) error {
+		if len(entries) >= ledgerRows {
+			many, err := tx.PrepareContext(ctx, insertLedgerRows)
+			if err != nil {
+				return err
+			}
+			defer many.Close()
+			args := make([]any, 0, ledgerRows*ledgerColumns)
+			for len(entries) >= ledgerRows {
+				args = args[:0]
+				for i := range entries[:ledgerRows] {
+					if args, err = appendEntry(args, &entries[i]); err != nil {
+						return err
+					}
+				}
+				if _, err := many.ExecContext(ctx, args...); err != nil {
+					return fmt.Errorf("sqlite: ledger: %w", err)
+				}
+				entries = entries[ledgerRows:]
+			}
+		}
+		if len(entries) == 0 {
+			return nil
+		}
 		stmt, err := tx.PrepareContext(ctx, insertLedger)
 		if err != nil {
 			return err

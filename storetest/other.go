@@ -105,6 +105,20 @@ func (s *suite) ledger(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEntries(t, got, all)
+	// Many in one call (a group commit), some at one time: kept whole, in
+	// the order given.
+	var many []llmfleet.LedgerEntry
+	for i := range 203 {
+		many = append(many, entry(100+i, base.Add(2*time.Hour+time.Duration(i/5)*time.Second)))
+	}
+	if err := st.AddLedger(ctx(t), many); err != nil {
+		t.Fatal(err)
+	}
+	got, err = st.Ledger(ctx(t), base.Add(2*time.Hour), base.Add(3*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, got, many)
 	// [from, to): from is in, to is out.
 	got, err = st.Ledger(ctx(t), base.Add(2*time.Minute), base.Add(5*time.Minute))
 	if err != nil {

@@ -146,7 +146,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	logger, err := logs.logger(stderr, *verbose)
+	// The log is written in batches (see logBuffer), and last: after the
+	// shutdown's lines.
+	logOut := newLogBuffer(stderr, 100*time.Millisecond)
+	defer logOut.Close()
+	logger, err := logs.logger(logOut, *verbose)
 	if err != nil {
 		return err
 	}
