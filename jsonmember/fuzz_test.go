@@ -134,3 +134,36 @@ func FuzzElements(f *testing.F) {
 		}
 	})
 }
+
+// Scan gives, for every valid JSON text, what Members gives: the same
+// members in the same order, or nothing for a text that is no object.
+func FuzzScan(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":[2,{"c":"}"}],"d\"e":"3"}`))
+	f.Add([]byte(` { } `))
+	f.Add([]byte(`[1]`))
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		if !json.Valid(obj) {
+			return
+		}
+		ms, err := Members(obj)
+		var keys, values [][]byte
+		ok := Scan(obj, func(k, v []byte) bool {
+			keys, values = append(keys, k), append(values, v)
+			return true
+		})
+		if ok != (err == nil) {
+			t.Fatalf("Scan(%q) = %v, Members err %v", obj, ok, err)
+		}
+		if !ok {
+			return
+		}
+		if len(keys) != len(ms) {
+			t.Fatalf("Scan(%q): %d members, Members %d", obj, len(keys), len(ms))
+		}
+		for i, m := range ms {
+			if !bytes.Equal(keys[i], obj[m.Start+1:m.ValueStart][:len(keys[i])]) || !bytes.Equal(values[i], m.Value(obj)) {
+				t.Fatalf("Scan(%q) member %d: %q=%q, Members %+v", obj, i, keys[i], values[i], m)
+			}
+		}
+	})
+}

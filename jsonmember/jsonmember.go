@@ -46,24 +46,49 @@ func Members(obj []byte) ([]Member, error) {
 	if !json.Valid(obj) {
 		return nil, ErrNotObject
 	}
-	i := skipSpace(obj, 0)
-	if obj[i] != '{' {
+	ms := []Member{}
+	if !walk(obj, func(ks, ke, vs, ve int) bool {
+		ms = append(ms, Member{Key: unquote(obj[ks:ke]), Start: ks, ValueStart: vs, End: ve})
+		return true
+	}) {
 		return nil, ErrNotObject
 	}
+	return ms, nil
+}
+
+// Scan calls member with the raw key (the text between its quotes,
+// escapes as they are) and the raw value of each member of obj, in order,
+// while member returns true, and reports whether every call did. obj must
+// be a valid JSON text (json.Valid; Scan does not check it, so that a
+// caller that has checked pays once): an object gives its members, any
+// other value false. Unlike Members, it allocates nothing.
+func Scan(obj []byte, member func(key, value []byte) bool) bool {
+	return walk(obj, func(ks, ke, vs, ve int) bool { return member(obj[ks+1:ke-1], obj[vs:ve]) })
+}
+
+// walk calls fn with the offsets of each member of obj, a valid JSON
+// text, in order: its key's quotes at ks and ke-1, its value in [vs, ve).
+// It reports false if obj is no object or fn returned false.
+func walk(obj []byte, fn func(ks, ke, vs, ve int) bool) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
 	i = skipSpace(obj, i+1)
-	ms := []Member{}
 	if obj[i] == '}' {
-		return ms, nil
+		return true
 	}
 	for {
 		ks, ke := i, skipString(obj, i)
 		i = skipSpace(obj, ke)    // at ':'
 		vs := skipSpace(obj, i+1) // the value
 		ve := skipValue(obj, vs)
-		ms = append(ms, Member{Key: unquote(obj[ks:ke]), Start: ks, ValueStart: vs, End: ve})
+		if !fn(ks, ke, vs, ve) {
+			return false
+		}
 		i = skipSpace(obj, ve) // at ',' or '}'
 		if obj[i] == '}' {
-			return ms, nil
+			return true
 		}
 		i = skipSpace(obj, i+1)
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
 // The readers below decode the few values the taps keep (a usage object,
@@ -119,92 +120,7 @@ func fastInt(val []byte, dst *int64) bool {
 // reports whether obj is an object whose keys have no escapes and for
 // which every call returned true.
 func fastObject(obj []byte, member func(key, val []byte) bool) bool {
-	i := jsonSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return false
-	}
-	i = jsonSpace(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
-		return true
-	}
-	for i < len(obj) && obj[i] == '"' {
-		ke := bytes.IndexByte(obj[i+1:], '"')
-		if ke < 0 {
-			return false
-		}
-		key := obj[i+1 : i+1+ke]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return false
-		}
-		i = jsonSpace(obj, i+ke+2) // at ':'
-		vs := jsonSpace(obj, i+1)
-		ve := jsonValueEnd(obj, vs)
-		if !member(key, obj[vs:ve]) {
-			return false
-		}
-		i = jsonSpace(obj, ve) // at ',' or '}'
-		if i >= len(obj) {
-			return false
-		}
-		if obj[i] == '}' {
-			return true
-		}
-		i = jsonSpace(obj, i+1)
-	}
-	return false
-}
-
-func jsonSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// jsonValueEnd returns the offset just after the valid JSON value that
-// starts at b[i].
-func jsonValueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return jsonStringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = jsonStringEnd(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-	}
-	return i
-}
-
-// jsonStringEnd returns the offset just after the string that starts at
-// b[i].
-func jsonStringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
+	return jsonmember.Scan(obj, func(key, val []byte) bool {
+		return bytes.IndexByte(key, '\\') < 0 && member(key, val)
+	})
 }
