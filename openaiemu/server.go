@@ -1,0 +1,212 @@
+package openaiemu
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MaxBodyBytes is the largest request body the emulator reads.
+const MaxBodyBytes = 32 << 20
+
+// DefaultFlexModels are the models that accept service_tier "flex" when
+// Server.FlexModels is nil.
+var DefaultFlexModels = []string{"o3", "o4-mini", "gpt-5", "gpt-5-mini", "gpt-5-nano"}
+
+// Server emulates the OpenAI chat completions, responses and embeddings
+// endpoints. The zero value is ready to use; set the fields before the
+// first request and do not change them afterwards. A Server is safe for
+// concurrent use.
+type Server struct {
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+
+	// Keys, if not empty, is the set of accepted API keys. Empty means any
+	// non-empty Bearer key is accepted.
+	Keys []string
+
+	// FlexModels lists the models that accept service_tier "flex". Nil
+	// means DefaultFlexModels.
+	FlexModels []string
+
+	// FlexUnavailable, if not nil, is asked for every flex request; true
+	// refuses it with 429 resource_unavailable (not counted as billed).
+	FlexUnavailable func(model string) bool
+
+	// Fault, if not nil, is asked for every request after authentication;
+	// a non-zero status is answered instead with that status and an error
+	// of type errType.
+	Fault func(path string) (status int, errType string)
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Stats counts what the Server answered.
+type Stats struct {
+	// Requests counts requests per path, including refused ones.
+	Requests map[string]int
+	// Billed counts successful (billed) replies per prompt text (the last
+	// user text, or the embedding input).
+	Billed map[string]int
+	// FlexRefused counts flex requests refused with 429.
+	FlexRefused int
+}
+
+// Stats returns a copy of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Stats{Requests: map[string]int{}, Billed: map[string]int{}, FlexRefused: s.stats.FlexRefused}
+	for k, v := range s.stats.Requests {
+		out.Requests[k] = v
+	}
+	for k, v := range s.stats.Billed {
+		out.Billed[k] = v
+	}
+	return out
+}
+
+func (s *Server) count(f func(st *Stats)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stats.Requests == nil {
+		s.stats.Requests = map[string]int{}
+		s.stats.Billed = map[string]int{}
+	}
+	f(&s.stats)
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Server) flexModel(model string) bool {
+	list := s.FlexModels
+	if list == nil {
+		list = DefaultFlexModels
+	}
+	return slices.Contains(list, model)
+}
+
+// ServeHTTP routes a request to its endpoint.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.count(func(st *Stats) { st.Requests[r.URL.Path]++ })
+	if !s.authorized(r) {
+		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "", "Incorrect API key provided.")
+		return
+	}
+	var h func(http.ResponseWriter, *http.Request)
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+		h = s.chat
+	case "/v1/responses":
+		h = s.responses
+	case "/v1/embeddings":
+		h = s.embeddings
+	default:
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", "Unknown request URL: "+r.Method+" "+r.URL.Path+".")
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "", "Method "+r.Method+" not allowed for "+r.URL.Path+".")
+		return
+	}
+	if s.Fault != nil {
+		if status, typ := s.Fault(r.URL.Path); status != 0 {
+			writeError(w, status, typ, "", "", "Injected fault.")
+			return
+		}
+	}
+	h(w, r)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || key == "" {
+		return false
+	}
+	return len(s.Keys) == 0 || slices.Contains(s.Keys, key)
+}
+
+// errorBody is the OpenAI error envelope.
+type errorBody struct {
+	Error apiError `json:"error"`
+}
+
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
+	e := apiError{Message: msg, Type: typ}
+	if code != "" {
+		e.Code = &code
+	}
+	if param != "" {
+		e.Param = &param
+	}
+	writeJSON(w, status, errorBody{Error: e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a JSON body into v, answering a 400 and returning false if
+// it is not valid.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "", "We could not parse the JSON body of your request. ("+err.Error()+")")
+		return false
+	}
+	return true
+}
+
+// tier checks the requested service tier, answering the error and
+// returning ok false if the request must be refused; served is the tier
+// that serves it.
+func (s *Server) tier(w http.ResponseWriter, model, asked string) (served string, ok bool) {
+	switch asked {
+	case "", "auto", "default":
+		return "default", true
+	case "flex":
+		if !s.flexModel(model) {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "service_tier",
+				"Flex is not available for this model.")
+			return "", false
+		}
+		if s.FlexUnavailable != nil && s.FlexUnavailable(model) {
+			s.count(func(st *Stats) { st.FlexRefused++ })
+			writeError(w, http.StatusTooManyRequests, "resource_unavailable", "resource_unavailable", "",
+				"Resource unavailable: flex capacity is exhausted, retry later or use the default tier.")
+			return "", false
+		}
+		return "flex", true
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "service_tier",
+			"Invalid value: '"+asked+"'. Supported values are: 'auto', 'default', 'flex', 'scale' and 'priority'.")
+		return "", false
+	}
+}
+
+func (s *Server) billed(prompt string) {
+	s.count(func(st *Stats) { st.Billed[prompt]++ })
+}
+
+// words counts the whitespace-separated words of s, at least one.
+func words(s string) int {
+	return max(1, len(strings.Fields(s)))
+}
