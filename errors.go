@@ -39,6 +39,16 @@ var (
 	// credential or another body: an idempotent retry must repeat the
 	// request exactly.
 	ErrIDConflict = errors.New("llmfleet: request id already used for another request")
+	// ErrFlexUnavailable is matched (errors.Is) by a provider's error
+	// answer refusing a flex call for lack of capacity (OpenAI: 429
+	// "resource unavailable"), which is not billed: the call may be
+	// retried later, or sent to the standard tier.
+	ErrFlexUnavailable = errors.New("llmfleet: flex capacity unavailable")
+	// ErrFlexUnsupported is matched by a provider's error answer refusing
+	// the flex tier for the model (OpenAI: a 400 naming service_tier): the
+	// model has no flex tier, and the call may be sent to the standard
+	// tier at once.
+	ErrFlexUnsupported = errors.New("llmfleet: flex tier not offered for the model")
 )
 
 // UncertainError is the failure of a call after which the provider may
@@ -82,7 +92,13 @@ type Error struct {
 	RetryAfter time.Duration
 	// Body is the raw error envelope, if the provider sent one.
 	Body []byte
+	// Reason, if set, classifies the answer in the vocabulary's terms
+	// (ErrFlexUnavailable, ErrFlexUnsupported), so that errors.Is sees it.
+	Reason error
 }
+
+// Unwrap returns Reason.
+func (e *Error) Unwrap() error { return e.Reason }
 
 // Error implements error.
 func (e *Error) Error() string {

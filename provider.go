@@ -137,6 +137,12 @@ type Batch struct {
 	CreatedAt, EndedAt, ExpiresAt time.Time
 	// ResultsURL is where its results can be read, once it ended.
 	ResultsURL string
+	// Failure, set only on an ended batch, is the provider's error for a
+	// batch that failed as a whole after it was created (OpenAI: status
+	// "failed" with errors.data, e.g. token_limit_exceeded): none of its
+	// requests ran. The engine answers each request Results did not
+	// answer with it, or sends it another way if its budget allows.
+	Failure *Error
 }
 
 // BatchPage is one page of a batch listing.

@@ -21,7 +21,46 @@ const (
 	RouteSync Route = "sync"
 	// RouteBatch pools the request into a provider batch job.
 	RouteBatch Route = "batch"
+	// RouteFlex sends the request to the provider's synchronous endpoint
+	// in its flex tier (OpenAI: service_tier "flex"): batch prices at
+	// close to sync latency, for some models, refused now and then for
+	// lack of capacity (ErrFlexUnavailable), in which case it is retried
+	// while its budget allows and then sent to the standard tier.
+	RouteFlex Route = "flex"
 )
+
+// Tier is the service tier a provider reports it served a call in, which
+// is what the call is priced at (it may differ from the tier asked for).
+type Tier string
+
+// The service tiers, in the vocabulary's terms; each provider adapter maps
+// its own names onto them (OpenAI's "default" and "auto" are
+// TierStandard).
+const (
+	// TierStandard is the synchronous endpoint's list price.
+	TierStandard Tier = "standard"
+	// TierFlex is the flex tier (batch prices, synchronous call).
+	TierFlex Tier = "flex"
+	// TierBatch is the batch API's price.
+	TierBatch Tier = "batch"
+	// TierPriority is a premium tier (OpenAI "priority", "fast"; Anthropic
+	// Priority Tier).
+	TierPriority Tier = "priority"
+)
+
+// TierOf returns the tier a route is priced at when the provider reports
+// none: TierStandard for RouteSync, TierFlex for RouteFlex, TierBatch for
+// RouteBatch.
+func TierOf(r Route) Tier {
+	switch r {
+	case RouteFlex:
+		return TierFlex
+	case RouteBatch:
+		return TierBatch
+	default:
+		return TierStandard
+	}
+}
 
 // Credential is the secret a request is sent upstream with. Exactly one of
 // APIKey and AuthToken is normally set. A Credential is never logged: its
@@ -105,6 +144,11 @@ type Request struct {
 	// the client presented, or a configured client name; never a secret.
 	// It may be empty.
 	Client string
+	// Flex asks the provider's flex tier for a synchronous call (Send or
+	// Stream): the OpenAI adapter sets service_tier "flex" in the body. A
+	// provider without a flex tier ignores it; the engine sets it only on
+	// RouteFlex, for models that have one.
+	Flex bool
 }
 
 // Response is the answer to a Request, whichever route it took.
@@ -133,6 +177,11 @@ type Response struct {
 	// Queued is how long the request waited in the pool before its batch was
 	// created; BatchTurnaround is how long the batch took upstream.
 	Queued, BatchTurnaround time.Duration
+	// Tier is the service tier the provider reports it served the request
+	// in (OpenAI: the response's service_tier); empty when it reports
+	// none, in which case the route's tier applies (TierOf). Costs follow
+	// the tier served, never the tier asked for.
+	Tier Tier
 }
 
 // Usage is the token usage of one request, as the provider reports it.

@@ -259,6 +259,20 @@ type LedgerEntry struct {
 	// the key), or the client's configured name when the proxy holds the
 	// upstream key. Empty when unknown (a library caller that set none).
 	Client string `json:"client,omitempty"`
+	// Tier is the service tier the provider served the request in, which
+	// CostUSD is priced at; empty means the route's (TierOf(Route)). A
+	// flex call the provider served in its standard tier is Route flex,
+	// Tier standard.
+	Tier Tier `json:"tier,omitempty"`
+}
+
+// PricedTier returns the tier the entry is priced at: Tier, or the
+// route's when the provider reported none.
+func (e LedgerEntry) PricedTier() Tier {
+	if e.Tier != "" {
+		return e.Tier
+	}
+	return TierOf(e.Route)
 }
 
 // Rescue is an entry's part in a deadline rescue: a batched request whose

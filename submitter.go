@@ -29,6 +29,11 @@ type Stats struct {
 	SyncCalls int64 `json:"sync_calls"`
 	// BatchedCalls counts the requests accepted for batching.
 	BatchedCalls int64 `json:"batched_calls"`
+	// FlexCalls counts the requests sent to the flex tier (each once,
+	// however often retried), FlexFallbacks those of them that went to
+	// the standard tier in the end.
+	FlexCalls     int64 `json:"flex_calls"`
+	FlexFallbacks int64 `json:"flex_fallbacks"`
 	// BatchesSubmitted counts the batches created upstream, BatchesEnded
 	// those seen ended.
 	BatchesSubmitted int64 `json:"batches_submitted"`
@@ -59,4 +64,17 @@ type Tickets interface {
 	// Only the credential that submitted it may read it: any other gets
 	// ErrNotFound.
 	Lookup(ctx context.Context, id string, cred Credential) (*StoredRequest, error)
+}
+
+// FlexObserver is implemented by Submitters that learn from flex calls
+// made outside them: the proxy makes its own flex calls, through its
+// reverse proxy, to stream them as they come, and reports each attempt so
+// that the engine's routing learns flex latency and which models refuse
+// the tier.
+type FlexObserver interface {
+	// ObserveFlex reports one flex attempt of a provider's model: how long
+	// it took to its answer's headers, and how it ended: nil for an
+	// answer, or an error matching ErrFlexUnavailable or
+	// ErrFlexUnsupported (other failures need not be reported).
+	ObserveFlex(provider, model string, latency time.Duration, err error)
 }

@@ -161,7 +161,7 @@ func FuzzScan(f *testing.F) {
 			t.Fatalf("Scan(%q): %d members, Members %d", obj, len(keys), len(ms))
 		}
 		for i, m := range ms {
-			if !bytes.Equal(keys[i], obj[m.Start+1:m.ValueStart][:len(keys[i])]) || !bytes.Equal(values[i], m.Value(obj)) {
+			if !bytes.Equal(keys[i], obj[m.Start+1 : m.ValueStart][:len(keys[i])]) || !bytes.Equal(values[i], m.Value(obj)) {
 				t.Fatalf("Scan(%q) member %d: %q=%q, Members %+v", obj, i, keys[i], values[i], m)
 			}
 		}

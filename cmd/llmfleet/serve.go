@@ -264,7 +264,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Access:          access.record,
 		// Key labels (in the access log and the ledger's client column) are
 		// keyed with the instance secret.
-		Fingerprint: state.vault.Fingerprint,
+		Fingerprint:          state.vault.Fingerprint,
 		BodyReadTimeout:      *bodyReadTimeout,
 		MaxBodyBytesInFlight: *bodiesInFlight,
 	}
