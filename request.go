@@ -127,6 +127,12 @@ type Request struct {
 	// anthropic-version. Requests whose pass-through headers differ are never
 	// pooled into one batch. It may be nil.
 	Header http.Header
+	// Endpoint is the path of the provider's API the body is for, e.g.
+	// "/v1/chat/completions" or "/v1/embeddings"; empty means the
+	// provider's create-message endpoint (Anthropic: /v1/messages,
+	// OpenAI: /v1/chat/completions). Requests of different endpoints
+	// never share a batch.
+	Endpoint string
 	// Body is the raw JSON body of the provider's create-message call.
 	Body json.RawMessage
 	// ID, if set, is the llmfleet id ("lfr_...", see NewID) the request is

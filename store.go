@@ -42,6 +42,9 @@ type StoredRequest struct {
 	CredentialID string
 	// Header holds the pass-through provider headers.
 	Header http.Header
+	// Endpoint is the provider API path the body is for (Request.Endpoint;
+	// empty: the provider's create-message endpoint).
+	Endpoint string
 	// Body is the raw request body.
 	Body json.RawMessage
 	// Model is the request's model.
