@@ -4,93 +4,38 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
 )
 
-// insertLedger inserts one ledger entry; addEntry gives its arguments.
-const insertLedger = `INSERT INTO ledger (time, request_id, provider, model, route,
-	outcome, usage, cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id, rescue, client)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// insertBlock inserts one block of ledger entries (ledgerblock.go).
+const insertBlock = `INSERT INTO ledger_blocks (first_time, last_time, entries, data) VALUES (?, ?, ?, ?)`
 
-// ledgerColumns is the number of values of one ledger entry, ledgerRows
-// the number of entries AddLedger inserts with one statement.
-const (
-	ledgerColumns = 18
-	ledgerRows    = 64
-)
-
-// insertLedgerRows inserts ledgerRows entries; appendEntry gives their
-// arguments.
-var insertLedgerRows = insertLedger + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", ledgerRows-1)
-
-// addEntry inserts e with stmt, a prepared insertLedger.
-func addEntry(ctx context.Context, stmt *sql.Stmt, e *llmfleet.LedgerEntry) error {
-	args, err := appendEntry(make([]any, 0, ledgerColumns), e)
-	if err != nil {
-		return err
+// addBlock writes entries as one block, within tx.
+func addBlock(ctx context.Context, tx *sql.Tx, entries []llmfleet.LedgerEntry) error {
+	if len(entries) == 0 {
+		return nil
 	}
-	if _, err := stmt.ExecContext(ctx, args...); err != nil {
+	first, last := entries[0].Time.UnixNano(), entries[0].Time.UnixNano()
+	for i := range entries[1:] {
+		t := entries[i+1].Time.UnixNano()
+		first, last = min(first, t), max(last, t)
+	}
+	data := appendBlock(make([]byte, 0, 128*len(entries)), entries)
+	if _, err := tx.ExecContext(ctx, insertBlock, first, last, len(entries), data); err != nil {
 		return fmt.Errorf("sqlite: ledger: %w", err)
 	}
 	return nil
 }
 
-// appendEntry appends the values of e's columns, in insertLedger's order.
-func appendEntry(args []any, e *llmfleet.LedgerEntry) ([]any, error) {
-	u, err := encodeUsage(e.Usage)
-	if err != nil {
-		return args, err
-	}
-	return append(args, e.Time.UnixNano(), e.RequestID, e.Provider, e.Model, string(e.Route),
-		e.Outcome, u, e.CostUSD, e.OtherRouteUSD, e.Priced, int64(e.Queued), int64(e.Turnaround),
-		int64(e.Latency), int64(e.Budget), e.BudgetMet, e.BatchID, string(e.Rescue), e.Client), nil
-}
-
-// AddLedger records ledger entries, in one transaction: in statements of
-// ledgerRows entries each, then one statement per entry left over.
+// AddLedger records ledger entries, in one transaction, as one block.
 func (d *DB) AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return d.write(ctx, func(tx *sql.Tx) error {
-		if len(entries) >= ledgerRows {
-			many, err := tx.PrepareContext(ctx, insertLedgerRows)
-			if err != nil {
-				return err
-			}
-			defer many.Close()
-			args := make([]any, 0, ledgerRows*ledgerColumns)
-			for len(entries) >= ledgerRows {
-				args = args[:0]
-				for i := range entries[:ledgerRows] {
-					if args, err = appendEntry(args, &entries[i]); err != nil {
-						return err
-					}
-				}
-				if _, err := many.ExecContext(ctx, args...); err != nil {
-					return fmt.Errorf("sqlite: ledger: %w", err)
-				}
-				entries = entries[ledgerRows:]
-			}
-		}
-		if len(entries) == 0 {
-			return nil
-		}
-		stmt, err := tx.PrepareContext(ctx, insertLedger)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for i := range entries {
-			if err := addEntry(ctx, stmt, &entries[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return d.write(ctx, func(tx *sql.Tx) error { return addBlock(ctx, tx, entries) })
 }
 
 // Ledger returns the ledger entries whose Time is in [from, to), in time
@@ -126,5 +71,45 @@ func (d *DB) Ledger(ctx context.Context, from, to time.Time) ([]llmfleet.LedgerE
 			time.Duration(latency), time.Duration(budget)
 		out = append(out, e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return d.blockEntries(ctx, out, from.UnixNano(), to.UnixNano())
+}
+
+// blockEntries appends to out (the entries of the ledger table, in time
+// order) those of the blocks whose Time is in [from, to) and sorts them
+// all by time, stably: entries of one time keep the order they were
+// added in (the table's first, then the blocks' by seq, then their order
+// within a block).
+func (d *DB) blockEntries(ctx context.Context, out []llmfleet.LedgerEntry, from, to int64) ([]llmfleet.LedgerEntry, error) {
+	rows, err := d.r.QueryContext(ctx, `SELECT data FROM ledger_blocks
+		WHERE last_time >= ? AND first_time < ? ORDER BY seq`, from, to)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	legacy := len(out)
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, err
+		}
+		err := decodeBlock(data, func(e llmfleet.LedgerEntry) {
+			if t := e.Time.UnixNano(); t >= from && t < to {
+				out = append(out, e)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) > legacy {
+		slices.SortStableFunc(out, func(a, b llmfleet.LedgerEntry) int { return a.Time.Compare(b.Time) })
+	}
+	return out, nil
 }

@@ -109,7 +109,7 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 			return err
 		}
 		defer stmt.Close()
-		var ledger *sql.Stmt
+		var entries []llmfleet.LedgerEntry
 		for _, c := range done {
 			if c.Result == nil {
 				return fmt.Errorf("sqlite: request %s: nil result", c.RequestID)
@@ -135,17 +135,9 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 			if c.Ledger == nil {
 				continue
 			}
-			if ledger == nil {
-				if ledger, err = tx.PrepareContext(ctx, insertLedger); err != nil {
-					return err
-				}
-				defer ledger.Close()
-			}
-			if err := addEntry(ctx, ledger, c.Ledger); err != nil {
-				return err
-			}
+			entries = append(entries, *c.Ledger)
 		}
-		return nil
+		return addBlock(ctx, tx, entries)
 	})
 }
 

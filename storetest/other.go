@@ -64,6 +64,10 @@ func entry(i int, at time.Time) llmfleet.LedgerEntry {
 		e.BatchID = ""
 		e.RequestID, e.Route, e.Outcome, e.Priced, e.CostUSD, e.OtherRouteUSD = "", llmfleet.RouteSync, "rate_limit_error", false, 0, 0
 	}
+	if i%5 == 4 {
+		// A flex call the provider served in its standard tier.
+		e.BatchID, e.Route, e.Tier = "", llmfleet.RouteFlex, llmfleet.TierStandard
+	}
 	return e
 }
 
