@@ -50,6 +50,7 @@ type Writer struct {
 	mu       sync.Mutex
 	room     *sync.Cond // signalled when pending shrinks or the writer closes
 	pending  []llmfleet.LedgerEntry
+	spare    []llmfleet.LedgerEntry // the last written group's array, reused for pending
 	added    uint64        // entries accepted so far
 	written  uint64        // entries handled (written, or failed to write)
 	progress chan struct{} // closed and replaced when written advances
@@ -211,7 +212,7 @@ func (w *Writer) writePending() {
 	for {
 		w.mu.Lock()
 		batch := w.pending
-		w.pending = nil
+		w.pending, w.spare = w.spare, nil
 		w.room.Broadcast()
 		w.mu.Unlock()
 		if len(batch) == 0 {
@@ -222,7 +223,13 @@ func (w *Writer) writePending() {
 			w.log.Warn("ledger entries not stored", "entries", len(batch), "err", err)
 		}
 		cancel()
+		clear(batch) // no entry outlives its write through the reused array
 		w.mu.Lock()
+		if w.pending == nil {
+			w.pending = batch[:0]
+		} else {
+			w.spare = batch[:0]
+		}
 		w.written += uint64(len(batch))
 		close(w.progress)
 		w.progress = make(chan struct{})

@@ -47,7 +47,8 @@ type Access struct {
 type accessRec struct {
 	s                 *Server
 	start             time.Time
-	method, path, key string
+	method, path string
+	key          *clientName // the presented credential's, nil without one
 
 	mu     sync.Mutex
 	model  string
@@ -102,7 +103,7 @@ func noteModel(ctx context.Context, model string) {
 func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request)) {
 	a := &accessRec{s: s, start: s.clock.Now(), method: r.Method, path: r.URL.Path}
 	if c := credentialFrom(r.Header); !c.IsZero() {
-		a.key = s.clientOf(c)
+		a.key = &clientName{s: s, cred: c}
 	}
 	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
 	aw := &accessWriter{ResponseWriter: w}
@@ -111,6 +112,9 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request, next func(h
 	parked := a.parked
 	a.mu.Unlock()
 	if !parked {
+		if aw.status != 0 {
+			flushWhole(w) // the answer is on its way before the line is written
+		}
 		a.report(aw.status, w.Header())
 	}
 }
@@ -124,7 +128,7 @@ func (a *accessRec) report(status int, h http.Header) {
 		Messages: a.method == http.MethodPost && (a.path == "/v1/messages" || isBudgetMessages(a.path)),
 		Status:   status,
 		Latency:  a.s.clock.Now().Sub(a.start),
-		Key:      a.key,
+		Key:      a.key.String(),
 	}
 	if rec.Messages {
 		rec.Route = llmfleet.Route(h.Get(HeaderRoute))
@@ -201,4 +205,14 @@ func modelOf(body []byte) string {
 		return ""
 	}
 	return model
+}
+
+// flushWhole flushes an answer whose length its headers declare, written
+// in full, to the client before the handler returns and its bookkeeping
+// runs. An answer of undeclared length is left to the server, which would
+// otherwise have to send it chunked.
+func flushWhole(w http.ResponseWriter) {
+	if w.Header().Get("Content-Length") != "" {
+		http.NewResponseController(w).Flush()
+	}
 }

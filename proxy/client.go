@@ -1,6 +1,11 @@
 package proxy
 
-import "github.com/llmfleet/llmfleet"
+import (
+	"net/http"
+	"sync"
+
+	"github.com/llmfleet/llmfleet"
+)
 
 // This file names the client of a create-message call for spend
 // attribution: the ledger entries of the sync route and the Requests given
@@ -41,4 +46,36 @@ func (k *ClientKeys) lookup(presented llmfleet.Credential) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// clientName names the client of a presented credential (clientOf),
+// computed once, when first asked: on the sync route that is after the
+// answer went out, so that the keyed hash is not the caller's wait. The
+// access log and the ledger entry of a request share one.
+type clientName struct {
+	s    *Server
+	cred llmfleet.Credential
+	once sync.Once
+	name string
+}
+
+// String returns the name; "" for a nil clientName.
+func (n *clientName) String() string {
+	if n == nil {
+		return ""
+	}
+	n.once.Do(func() { n.name = n.s.clientOf(n.cred) })
+	return n.name
+}
+
+// clientNameOf returns the clientName of cred, presented with r: the
+// access record's when it names the same credential.
+func (s *Server) clientNameOf(r *http.Request, cred llmfleet.Credential) *clientName {
+	if cred.IsZero() && s.ClientName == nil {
+		return nil
+	}
+	if a := accessOf(r.Context()); a != nil && a.key != nil && a.key.cred == cred {
+		return a.key
+	}
+	return &clientName{s: s, cred: cred}
 }

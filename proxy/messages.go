@@ -37,7 +37,7 @@ type call struct {
 	// (Prefer: respond-async) rather than for the answer.
 	async bool
 	// client names the caller in the ledger (see clientOf).
-	client string
+	client *clientName
 }
 
 // plan routes a create-message call: it reads the route and budget the
@@ -70,7 +70,7 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 
 	cred := credentialFrom(r.Header)
 	if s.Observe != nil || s.Submitter != nil {
-		c.client = s.clientOf(cred) // the key presented, not the upstream one
+		c.client = s.clientNameOf(r, cred) // the key presented, not the upstream one
 	}
 	if s.Credentials != nil {
 		up, ok := s.Credentials(cred)
@@ -121,7 +121,7 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		Credential: cred,
 		Header:     passHeaders(r.Header),
 		Body:       body,
-		Client:     c.client,
+		Client:     c.client.String(),
 	}
 	if force == "" {
 		if s.ToolResultsSync && lastUserHasToolResult(body) {
@@ -280,7 +280,17 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	if c.body == nil {
 		fullDuplex(w)
 	}
+	if sc == nil || s.Observe == nil {
+		s.rp.ServeHTTP(w, r)
+		return
+	}
+	// The answer is flushed to the caller before its ledger entry is
+	// priced, counted and queued for the store: none of that is the
+	// caller's wait.
+	sc.hold()
+	defer s.release(sc)
 	s.rp.ServeHTTP(w, r)
+	flushWhole(w)
 }
 
 // remaining returns what is left of c's budget now, counted from the

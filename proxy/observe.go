@@ -29,8 +29,15 @@ type syncCall struct {
 	budget   time.Duration
 	body     []byte // the request body, if it was read
 	observed bool   // Observe or UpstreamError is set
-	client   string // names the caller in the ledger
+	client   *clientName // names the caller in the ledger
 	once     sync.Once
+
+	// While held (serveSync sets it), the ledger entry is kept in pending
+	// rather than handed to Observe, until release: the answer reaches
+	// the caller first, the bookkeeping after.
+	mu      sync.Mutex
+	held    bool
+	pending *llmfleet.LedgerEntry
 
 	// With a budget (syncbudget.go): when it ends, its timer and the
 	// cancel of the upstream call's context, and where the call stands.
@@ -139,11 +146,37 @@ func (s *Server) reportSync(sc *syncCall, model string, u llmfleet.Usage, outcom
 			Usage:    u,
 			Latency:  now.Sub(sc.start),
 			Budget:   sc.budget,
-			Client:   sc.client,
 		}
 		e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, sc.budget)
+		sc.mu.Lock()
+		if sc.held {
+			sc.pending = &e
+			sc.mu.Unlock()
+			return
+		}
+		sc.mu.Unlock()
+		e.Client = sc.client.String()
 		s.Observe(e)
 	})
+}
+
+// hold keeps the call's ledger entry from Observe until release.
+func (sc *syncCall) hold() {
+	sc.mu.Lock()
+	sc.held = true
+	sc.mu.Unlock()
+}
+
+// release hands the entry held back, if any, to Observe.
+func (s *Server) release(sc *syncCall) {
+	sc.mu.Lock()
+	e := sc.pending
+	sc.held, sc.pending = false, nil
+	sc.mu.Unlock()
+	if e != nil {
+		e.Client = sc.client.String()
+		s.Observe(*e)
+	}
 }
 
 // usageTap is the body of an observed response: it passes every byte on

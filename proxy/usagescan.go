@@ -26,19 +26,53 @@ type jsonTap struct {
 	esc       bool
 	key       []byte // the string being read at depth 1, raw, up to maxKey bytes
 	keyLong   bool
-	lastStr   string // the last string completed at depth 1
+	lastKey   member // the kept member the last string completed at depth 1 names
 	expect    bool   // a ':' at depth 1 was seen: a value comes next
-	capturing string // the member whose value is being kept
+	capturing member // the member whose value is being kept
 	val       []byte
 	model     []byte
 	usage     []byte
 	err       []byte
+
+	// Room for the usual sizes of what is kept, so that a short answer
+	// is scanned without an allocation of its own.
+	keyBuf   [maxKey]byte
+	valBuf   [512]byte
+	modelBuf [64]byte
+	usageBuf [512]byte
+}
+
+// member names a top-level member the JSON tap keeps.
+type member uint8
+
+// The members kept; noMember is any other.
+const (
+	noMember member = iota
+	memberModel
+	memberUsage
+	memberError
+)
+
+// memberOf returns the member a key's raw text names.
+func memberOf(raw []byte) member {
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		raw = []byte(keyText(raw))
+	}
+	switch string(raw) {
+	case "model":
+		return memberModel
+	case "usage":
+		return memberUsage
+	case "error":
+		return memberError
+	}
+	return noMember
 }
 
 // write scans p.
 func (t *jsonTap) write(p []byte) {
 	for i := 0; i < len(p); i++ {
-		if t.capturing == "" && t.depth > 1 && !t.esc {
+		if t.capturing == noMember && t.depth > 1 && !t.esc {
 			// Deep inside a member not kept (the content, typically):
 			// only the bytes that open or close a string or a bracket
 			// matter, and a string only its quote and escapes.
@@ -55,16 +89,18 @@ func (t *jsonTap) write(p []byte) {
 		c := p[i]
 		if t.expect && t.depth == 1 && !t.inStr && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			t.expect = false
-			switch t.lastStr {
-			case "model", "usage", "error":
-				t.capturing, t.val = t.lastStr, t.val[:0]
+			if t.lastKey != noMember {
+				if t.val == nil {
+					t.val = t.valBuf[:0]
+				}
+				t.capturing, t.val = t.lastKey, t.val[:0]
 			}
 		}
-		if t.capturing != "" {
+		if t.capturing != noMember {
 			if len(t.val) < maxKept {
 				t.val = append(t.val, c)
 			} else {
-				t.capturing = "" // too large to be what we look for
+				t.capturing = noMember // too large to be what we look for
 			}
 		}
 		if t.inStr {
@@ -79,7 +115,7 @@ func (t *jsonTap) write(p []byte) {
 			case closing:
 				t.inStr = false
 				if t.depth == 1 && !t.keyLong {
-					t.lastStr = keyText(t.key)
+					t.lastKey = memberOf(t.key)
 				}
 			case t.depth == 1:
 				if len(t.key) < maxKey {
@@ -92,7 +128,10 @@ func (t *jsonTap) write(p []byte) {
 		}
 		switch c {
 		case '"':
-			t.inStr, t.key, t.keyLong, t.lastStr = true, t.key[:0], false, ""
+			if t.key == nil {
+				t.key = t.keyBuf[:0]
+			}
+			t.inStr, t.key, t.keyLong, t.lastKey = true, t.key[:0], false, noMember
 		case '{', '[':
 			t.depth++
 		case '}', ']':
@@ -128,19 +167,19 @@ func keyText(raw []byte) string {
 
 // endValue ends the value being kept at the ',' or '}' just appended.
 func (t *jsonTap) endValue() {
-	if t.capturing == "" {
+	if t.capturing == noMember {
 		return
 	}
 	v := bytes.TrimSpace(t.val[:len(t.val)-1])
 	switch t.capturing {
-	case "model":
-		t.model = append(t.model[:0], v...)
-	case "usage":
-		t.usage = append(t.usage[:0], v...)
-	case "error":
+	case memberModel:
+		t.model = append(t.modelBuf[:0], v...)
+	case memberUsage:
+		t.usage = append(t.usageBuf[:0], v...)
+	case memberError:
 		t.err = append(t.err[:0], v...)
 	}
-	t.capturing = ""
+	t.capturing = noMember
 }
 
 // result decodes what was kept: the model, the usage and, for an error

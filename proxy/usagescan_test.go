@@ -154,3 +154,15 @@ data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text
 		}
 	})
 }
+
+// BenchmarkUsageScanSmall measures the JSON scanner and its result on a
+// short answer, the common case of the sync route.
+func BenchmarkUsageScanSmall(b *testing.B) {
+	msg := []byte(`{"id":"msg_01","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"Answer to: hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":4,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"service_tier":"standard"}}`)
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		var j jsonTap
+		j.write(msg)
+		j.result()
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/proxy"
@@ -32,11 +33,12 @@ func (l *accessLog) record(a proxy.Access) {
 	if a.Status >= 500 {
 		level = slog.LevelWarn
 	}
-	if !l.log.Enabled(context.Background(), level) {
+	h := l.log.Handler()
+	if !h.Enabled(context.Background(), level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 10)
-	attrs = append(attrs,
+	var buf [10]slog.Attr
+	attrs := append(buf[:0],
 		slog.String("method", a.Method),
 		slog.String("path", a.Path),
 		slog.Int("status", a.Status),
@@ -51,5 +53,9 @@ func (l *accessLog) record(a proxy.Access) {
 	if a.Key != "" {
 		attrs = append(attrs, slog.String("key", a.Key))
 	}
-	l.log.LogAttrs(context.Background(), level, "request", attrs...)
+	// Straight to the handler: a Logger would look up its caller's
+	// program counter, for a source no handler of serve prints.
+	r := slog.NewRecord(time.Now(), level, "request", 0)
+	r.AddAttrs(attrs...)
+	_ = h.Handle(context.Background(), r)
 }
