@@ -51,9 +51,9 @@ type Writer struct {
 	room     *sync.Cond // signalled when pending shrinks or the writer closes
 	pending  []llmfleet.LedgerEntry
 	spare    []llmfleet.LedgerEntry // the last written group's array, reused for pending
-	added    uint64        // entries accepted so far
-	written  uint64        // entries handled (written, or failed to write)
-	progress chan struct{} // closed and replaced when written advances
+	added    uint64                 // entries accepted so far
+	written  uint64                 // entries handled (written, or failed to write)
+	progress chan struct{}          // closed and replaced when written advances
 	closed   bool
 
 	wake   chan struct{}

@@ -45,8 +45,8 @@ type Access struct {
 // accessRec is what serving a request learns for its Access record. It
 // rides in the request's context.
 type accessRec struct {
-	s                 *Server
-	start             time.Time
+	s            *Server
+	start        time.Time
 	method, path string
 	key          *clientName // the presented credential's, nil without one
 

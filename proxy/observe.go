@@ -27,8 +27,8 @@ import (
 type syncCall struct {
 	start    time.Time // the request's arrival at the proxy
 	budget   time.Duration
-	body     []byte // the request body, if it was read
-	observed bool   // Observe or UpstreamError is set
+	body     []byte      // the request body, if it was read
+	observed bool        // Observe or UpstreamError is set
 	client   *clientName // names the caller in the ledger
 	once     sync.Once
 

@@ -131,10 +131,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	readHeaderTimeout := fs.Duration("read-header-timeout", 10*time.Second, "time a client has to send a request's headers")
 	bodyReadTimeout := fs.Duration("body-read-timeout", proxy.DefaultBodyReadTimeout, "time a client has to send a request body (408 timeout_error after; negative: none)")
 	bodiesInFlight := fs.Int64("max-body-bytes-in-flight", proxy.DefaultMaxBodyBytesInFlight, "bytes held in unfinished request bodies across all connections (529 overloaded_error over it; negative: none)")
+	gcPercent := fs.Int("gc-percent", defaultGCPercent, "GOGC of the serve process: its live heap is small, so collections are frequent at the default of 100 (the GOGC environment variable wins)")
 	logs := addLogFlags(fs)
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
+	setGCPercent(*gcPercent, os.Getenv)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
