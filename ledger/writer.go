@@ -36,7 +36,9 @@ const maxGroup = 4096
 // Writer records ledger entries in a store from a goroutine of its own,
 // so that the hooks handing it entries do not wait for the disk while the
 // store keeps up. The entries that arrive while a write is under way go
-// out together in the next store call. It holds at most its backlog of
+// out together in the next store call, after a window of their own: under
+// a steady stream the store sees one call per window, not one per
+// write. It holds at most its backlog of
 // entries besides those of the write under way; when the backlog is full,
 // Add waits for room rather than drop the entry. An entry the store fails
 // to record is logged and counted as written. Its methods are safe for
@@ -134,12 +136,12 @@ func (w *Writer) kick() {
 
 // Flush waits until the entries added before it are written, or ctx ends.
 func (w *Writer) Flush(ctx context.Context) error {
-	w.kick()
 	w.mu.Lock()
 	target := w.added
 	for w.written < target {
 		progress := w.progress
 		w.mu.Unlock()
+		w.kick() // each group the target needs goes without its window
 		select {
 		case <-progress:
 		case <-ctx.Done():
@@ -181,7 +183,7 @@ func (w *Writer) loop() {
 				w.writePending()
 				return
 			}
-			w.writePending()
+			w.writeGroup()
 		case <-w.stop:
 			w.writePending()
 			return
@@ -207,32 +209,41 @@ func (w *Writer) wait() bool {
 }
 
 // writePending writes every pending entry, those that arrive meanwhile
-// included, one store call per turn.
+// included, one store call per group.
 func (w *Writer) writePending() {
-	for {
-		w.mu.Lock()
-		batch := w.pending
-		w.pending, w.spare = w.spare, nil
-		w.room.Broadcast()
-		w.mu.Unlock()
-		if len(batch) == 0 {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		if err := w.store.AddLedger(ctx, batch); err != nil {
-			w.log.Warn("ledger entries not stored", "entries", len(batch), "err", err)
-		}
-		cancel()
-		clear(batch) // no entry outlives its write through the reused array
-		w.mu.Lock()
-		if w.pending == nil {
-			w.pending = batch[:0]
-		} else {
-			w.spare = batch[:0]
-		}
-		w.written += uint64(len(batch))
-		close(w.progress)
-		w.progress = make(chan struct{})
-		w.mu.Unlock()
+	for w.writeGroup() {
 	}
+}
+
+// writeGroup writes the entries pending now in one store call and
+// reports whether there were any. Those that arrive meanwhile wait for
+// the loop's next window (it is woken by their Add), so that under a
+// steady stream a window still gathers a window's entries rather than
+// one write's worth.
+func (w *Writer) writeGroup() bool {
+	w.mu.Lock()
+	batch := w.pending
+	w.pending, w.spare = w.spare, nil
+	w.room.Broadcast()
+	w.mu.Unlock()
+	if len(batch) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	if err := w.store.AddLedger(ctx, batch); err != nil {
+		w.log.Warn("ledger entries not stored", "entries", len(batch), "err", err)
+	}
+	cancel()
+	clear(batch) // no entry outlives its write through the reused array
+	w.mu.Lock()
+	if w.pending == nil {
+		w.pending = batch[:0]
+	} else {
+		w.spare = batch[:0]
+	}
+	w.written += uint64(len(batch))
+	close(w.progress)
+	w.progress = make(chan struct{})
+	w.mu.Unlock()
+	return true
 }

@@ -38,6 +38,7 @@ type syncCall struct {
 	mu      sync.Mutex
 	held    bool
 	pending *llmfleet.LedgerEntry
+	tap     *usageTap // a tap that ended while held: its report is due
 
 	// With a budget (syncbudget.go): when it ends, its timer and the
 	// cancel of the upstream call's context, and where the call stands.
@@ -167,12 +168,16 @@ func (sc *syncCall) hold() {
 	sc.mu.Unlock()
 }
 
-// release hands the entry held back, if any, to Observe.
+// release hands the entry held back, if any, to Observe, reading it
+// first off the tap that ended meanwhile.
 func (s *Server) release(sc *syncCall) {
 	sc.mu.Lock()
-	e := sc.pending
-	sc.held, sc.pending = false, nil
+	e, t := sc.pending, sc.tap
+	sc.held, sc.pending, sc.tap = false, nil, nil
 	sc.mu.Unlock()
+	if t != nil {
+		t.report()
+	}
 	if e != nil {
 		e.Client = sc.client.String()
 		s.Observe(*e)
@@ -224,7 +229,19 @@ func (t *usageTap) Close() error {
 
 // finish reports the call, once: its model, usage and outcome, and the
 // upstream error if it failed.
-func (t *usageTap) finish() { t.once.Do(t.report) }
+func (t *usageTap) finish() {
+	t.once.Do(func() {
+		sc := t.call
+		sc.mu.Lock()
+		if sc.held {
+			sc.tap = t // decoded after the answer went out
+			sc.mu.Unlock()
+			return
+		}
+		sc.mu.Unlock()
+		t.report()
+	})
+}
 
 func (t *usageTap) report() {
 	var (
