@@ -117,7 +117,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.PrintDefaults()
 	}
 	duration := fs.Duration("duration", 2*time.Second, "length of one round of one target at one concurrency")
-	rounds := fs.Int("rounds", 3, "rounds; the targets take turns in each, and the median is reported")
+	rounds := fs.Int("rounds", 7, "rounds; the targets take turns in each, and the median is reported")
 	concList := fs.String("concurrency", "1,64", "comma-separated numbers of concurrent callers")
 	bin := fs.String("llmfleet", "", "llmfleet binary to run the processes from (default: this one)")
 	portkey := fs.String("portkey", "", "the Portkey gateway's build/start-server.js (npm @portkey-ai/gateway), run with node as a fourth target; scripts/bench.sh installs it")
