@@ -269,6 +269,14 @@ type LedgerEntry struct {
 	Tier Tier `json:"tier,omitempty"`
 }
 
+// Discounted reports whether the entry was served at a discount: in the
+// flex tier or on the batch route (PricedTier). Its OtherRouteUSD is then
+// what it would have cost sync, and the difference a saving.
+func (e LedgerEntry) Discounted() bool {
+	t := e.PricedTier()
+	return t == TierFlex || t == TierBatch
+}
+
 // PricedTier returns the tier the entry is priced at: Tier, or the
 // route's when the provider reported none.
 func (e LedgerEntry) PricedTier() Tier {

@@ -11,23 +11,33 @@ import (
 // fits.
 type PriceFunc func(provider, model string, u llmfleet.Usage, route llmfleet.Route) (usd float64, priced bool)
 
-// Make returns e with its costs filled in by price: CostUSD at e.Route,
-// OtherRouteUSD at the other route, and Priced. An empty route is taken as
-// the sync route. When price is nil or does not know the model, both costs
-// are 0 and Priced is false: the tokens still count, the request is flagged.
+// Make returns e with its costs filled in by price: CostUSD at the tier
+// the request was served in (e.PricedTier(): the provider's word, else
+// the route's), OtherRouteUSD at the other side, and Priced. The other
+// side of an entry served at a discount (flex or batch) is the standard
+// price, what it would have cost sync; that of one served at the standard
+// price is the discount it could have had: flex for a flex call the
+// provider served standard, the batch route otherwise. An empty route is
+// taken as the sync route. When price is nil or does not know the model,
+// both costs are 0 and Priced is false: the tokens still count, the
+// request is flagged.
 func Make(price PriceFunc, e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 	if e.Route == "" {
 		e.Route = llmfleet.RouteSync
 	}
+	served := tierRoute(e.PricedTier())
 	other := llmfleet.RouteBatch
-	if e.Route == llmfleet.RouteBatch {
+	switch {
+	case e.Discounted():
 		other = llmfleet.RouteSync
+	case e.Route == llmfleet.RouteFlex:
+		other = llmfleet.RouteFlex
 	}
 	e.CostUSD, e.OtherRouteUSD, e.Priced = 0, 0, false
 	if price == nil {
 		return e
 	}
-	cost, ok := price(e.Provider, e.Model, e.Usage, e.Route)
+	cost, ok := price(e.Provider, e.Model, e.Usage, served)
 	if !ok {
 		return e
 	}
@@ -37,6 +47,18 @@ func Make(price PriceFunc, e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 	}
 	e.CostUSD, e.OtherRouteUSD, e.Priced = cost, otherCost, true
 	return e
+}
+
+// tierRoute returns the route whose price is a tier's: the priority tier,
+// which the price table does not know, is priced as the standard one.
+func tierRoute(t llmfleet.Tier) llmfleet.Route {
+	switch t {
+	case llmfleet.TierFlex:
+		return llmfleet.RouteFlex
+	case llmfleet.TierBatch:
+		return llmfleet.RouteBatch
+	}
+	return llmfleet.RouteSync
 }
 
 // Call describes one request as its caller saw it, for Entry.
@@ -83,6 +105,7 @@ func (c Call) Entry() llmfleet.LedgerEntry {
 		e.Usage = r.Usage
 		e.Queued = r.Queued
 		e.Turnaround = r.BatchTurnaround
+		e.Tier = r.Tier
 	}
 	if e.Route == "" {
 		e.Route = llmfleet.RouteSync

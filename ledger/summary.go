@@ -43,8 +43,9 @@ type Breakdown struct {
 	// Calls counts the entries, Errors those whose outcome is not "ok".
 	Calls  int64 `json:"calls"`
 	Errors int64 `json:"errors"`
-	// SyncCalls and BatchedCalls split Calls by route.
+	// SyncCalls, FlexCalls and BatchedCalls split Calls by route.
 	SyncCalls    int64 `json:"sync_calls"`
+	FlexCalls    int64 `json:"flex_calls"`
 	BatchedCalls int64 `json:"batched_calls"`
 	// Tokens counts their tokens, priced or not.
 	Tokens Tokens `json:"tokens"`
@@ -63,9 +64,12 @@ type Breakdown struct {
 // add counts one entry.
 func (b *Breakdown) add(e llmfleet.LedgerEntry, tok Tokens) {
 	b.Calls++
-	if e.Route == llmfleet.RouteBatch {
+	switch e.Route {
+	case llmfleet.RouteBatch:
 		b.BatchedCalls++
-	} else {
+	case llmfleet.RouteFlex:
+		b.FlexCalls++
+	default:
 		b.SyncCalls++
 	}
 	if e.Outcome != "ok" {
@@ -90,8 +94,9 @@ type Summary struct {
 	// From and To bound the entries' times, [From, To), when given.
 	From time.Time `json:"from,omitzero"`
 	To   time.Time `json:"to,omitzero"`
-	// SyncCalls and BatchedCalls count the entries by route.
+	// SyncCalls, FlexCalls and BatchedCalls count the entries by route.
 	SyncCalls    int64 `json:"sync_calls"`
+	FlexCalls    int64 `json:"flex_calls"`
 	BatchedCalls int64 `json:"batched_calls"`
 	// BatchesSubmitted is the number of batches: Summarize counts the
 	// distinct batch ids of its entries; a caller holding the dispatcher's
@@ -120,9 +125,15 @@ type Summary struct {
 	UnpricedTokens   Tokens `json:"unpriced_tokens"`
 	// Tokens counts all tokens by kind.
 	Tokens Tokens `json:"tokens"`
-	// ByModel and ByRoute break the figures down by model and by route.
-	ByModel map[string]Breakdown `json:"by_model"`
-	ByRoute map[string]Breakdown `json:"by_route"`
+	// ByModel and ByRoute break the figures down by model and by route
+	// (sync, flex, batch); ByProvider by provider; ByTier by the tier the
+	// provider served (standard, flex, batch, priority), which costs
+	// follow: a flex call served standard is under route flex and tier
+	// standard.
+	ByModel    map[string]Breakdown `json:"by_model"`
+	ByRoute    map[string]Breakdown `json:"by_route"`
+	ByProvider map[string]Breakdown `json:"by_provider"`
+	ByTier     map[string]Breakdown `json:"by_tier"`
 	// ByClient breaks them down by client (LedgerEntry.Client: a key
 	// label, or a client's configured name); entries that name none are
 	// under NoClient. Its Calls are the client's requests, CostUSD what it
@@ -168,13 +179,13 @@ func MissLabel(e llmfleet.LedgerEntry) string {
 }
 
 // SyncEquivalent returns what an entry cost or would have cost at the sync
-// route: its CostUSD on the sync route, its OtherRouteUSD on the batch
-// route.
+// route: its OtherRouteUSD when it was served at a discount (Discounted:
+// flex or batch), its CostUSD otherwise.
 func SyncEquivalent(e llmfleet.LedgerEntry) float64 {
 	if e.Rescue == llmfleet.RescueLate {
 		return 0 // its request is counted once, by the answer it got
 	}
-	if e.Route == llmfleet.RouteBatch {
+	if e.Discounted() {
 		return e.OtherRouteUSD
 	}
 	return e.CostUSD
@@ -222,6 +233,8 @@ func Summarize(entries []llmfleet.LedgerEntry, from, to time.Time) Summary {
 func (s Summary) clone() Summary {
 	s.ByModel = maps.Clone(s.ByModel)
 	s.ByRoute = maps.Clone(s.ByRoute)
+	s.ByProvider = maps.Clone(s.ByProvider)
+	s.ByTier = maps.Clone(s.ByTier)
 	s.ByClient = maps.Clone(s.ByClient)
 	s.RecentBudgetMisses = slices.Clone(s.RecentBudgetMisses)
 	return s

@@ -18,7 +18,11 @@ func WriteTable(w io.Writer, s Summary) error {
 	if !s.From.IsZero() || !s.To.IsZero() {
 		fmt.Fprintf(&b, "Period:           %s to %s\n", stamp(s.From, "the beginning"), stamp(s.To, "now"))
 	}
-	fmt.Fprintf(&b, "Calls:            %s sync, %s batched", count(s.SyncCalls), count(s.BatchedCalls))
+	fmt.Fprintf(&b, "Calls:            %s sync, ", count(s.SyncCalls))
+	if s.FlexCalls > 0 {
+		fmt.Fprintf(&b, "%s flex, ", count(s.FlexCalls))
+	}
+	fmt.Fprintf(&b, "%s batched", count(s.BatchedCalls))
 	if s.BatchesSubmitted > 0 {
 		fmt.Fprintf(&b, " in %s %s", count(s.BatchesSubmitted), plural(s.BatchesSubmitted, "batch", "batches"))
 	}
@@ -36,7 +40,7 @@ func WriteTable(w io.Writer, s Summary) error {
 		return err
 	}
 	total := Breakdown{
-		Calls: s.SyncCalls + s.BatchedCalls, Tokens: s.Tokens, CostUSD: s.CostUSD,
+		Calls: s.SyncCalls + s.FlexCalls + s.BatchedCalls, Tokens: s.Tokens, CostUSD: s.CostUSD,
 		SyncEquivalentUSD: s.SyncEquivalentUSD, SavedUSD: s.SavedUSD, UnpricedRequests: s.UnpricedRequests,
 	}
 	if err := writeBreakdowns(w, "MODEL", s.ByModel, total); err != nil {

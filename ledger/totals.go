@@ -35,6 +35,8 @@ func (t *Totals) add(e llmfleet.LedgerEntry) {
 	if s.ByModel == nil {
 		s.ByModel = map[string]Breakdown{}
 		s.ByRoute = map[string]Breakdown{}
+		s.ByProvider = map[string]Breakdown{}
+		s.ByTier = map[string]Breakdown{}
 		s.ByClient = map[string]Breakdown{}
 	}
 	route := e.Route
@@ -49,6 +51,8 @@ func (t *Totals) add(e llmfleet.LedgerEntry) {
 		}
 	case route == llmfleet.RouteBatch:
 		s.BatchedCalls++
+	case route == llmfleet.RouteFlex:
+		s.FlexCalls++
 	default:
 		s.SyncCalls++
 	}
@@ -73,6 +77,8 @@ func (t *Totals) add(e llmfleet.LedgerEntry) {
 	b = s.ByRoute[string(route)]
 	b.add(e, tok)
 	s.ByRoute[string(route)] = b
+	addTo(s.ByProvider, providerOf(e), e, tok)
+	addTo(s.ByTier, string(e.PricedTier()), e, tok)
 	client := ClientOf(e)
 	b = s.ByClient[client]
 	b.add(e, tok)
@@ -138,4 +144,20 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.SortFunc(keys, cmp.Compare[string])
 	return keys
+}
+
+// providerOf returns the ByProvider key of an entry: its provider, or
+// NoClient's "(none)" when it names none.
+func providerOf(e llmfleet.LedgerEntry) string {
+	if e.Provider == "" {
+		return NoClient
+	}
+	return e.Provider
+}
+
+// addTo counts e in the breakdown m[key].
+func addTo(m map[string]Breakdown, key string, e llmfleet.LedgerEntry, tok Tokens) {
+	b := m[key]
+	b.add(e, tok)
+	m[key] = b
 }

@@ -114,7 +114,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	for _, k := range []string{"network", "rate_limit_error", "overloaded_error", "api_error", "timeout_error"} {
 		m.upstream.WithLabelValues(m.kinds.value(k))
 	}
-	for _, r := range []llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteBatch} {
+	for _, r := range []llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch} {
 		m.duration.WithLabelValues(string(r))
 	}
 	return m, nil
@@ -152,7 +152,7 @@ func (m *Metrics) Observe(e llmfleet.LedgerEntry) {
 		if e.CostUSD > 0 {
 			m.cost.WithLabelValues(route, model).Add(e.CostUSD)
 		}
-		if saved := e.OtherRouteUSD - e.CostUSD; e.Route == llmfleet.RouteBatch && saved > 0 {
+		if saved := e.OtherRouteUSD - e.CostUSD; e.Discounted() && saved > 0 {
 			m.saved.Add(saved)
 		}
 	}

@@ -36,6 +36,7 @@ type modelDoc struct {
 	CacheWrite1h    *float64        `yaml:"cache-write-1h"`
 	CacheRead       *float64        `yaml:"cache-read"`
 	BatchMultiplier *float64        `yaml:"batch-multiplier"`
+	FlexMultiplier  *float64        `yaml:"flex-multiplier"`
 	LongContext     *longContextDoc `yaml:"long-context"`
 }
 
@@ -104,6 +105,7 @@ func merge(base, over document) document {
 			set(&m.CacheWrite1h, om.CacheWrite1h)
 			set(&m.CacheRead, om.CacheRead)
 			set(&m.BatchMultiplier, om.BatchMultiplier)
+			set(&m.FlexMultiplier, om.FlexMultiplier)
 			if ol := om.LongContext; ol != nil {
 				if m.LongContext == nil {
 					m.LongContext = &longContextDoc{}

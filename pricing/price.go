@@ -21,6 +21,9 @@ type Price struct {
 	// Batch multiplies every price above on the batch route (0.5: half
 	// price).
 	Batch float64 `json:"batch"`
+	// Flex multiplies every price above in the flex tier; 0 means the
+	// model has no flex tier (see HasFlex).
+	Flex float64 `json:"flex,omitempty"`
 	// LongContext, when not nil, replaces the prices above for a request
 	// whose whole input (uncached, cache writes and cache reads) exceeds
 	// LongContextAbove tokens. Its Batch is ignored: Batch applies.
@@ -28,23 +31,46 @@ type Price struct {
 	LongContext      *Price `json:"long_context,omitempty"`
 }
 
-// Cost returns the cost in USD of usage u at route; any route but
-// llmfleet.RouteBatch is priced as the synchronous one.
+// Cost returns the cost in USD of usage u at route, priced at the route's
+// tier (llmfleet.TierOf): the synchronous price, the flex or the batch
+// one.
 func (p Price) Cost(u llmfleet.Usage, route llmfleet.Route) float64 {
-	return float64(p.picos(u, route)) / 1e12
+	return p.TierCost(u, llmfleet.TierOf(route))
+}
+
+// TierCost returns the cost in USD of usage u served in tier. The flex
+// tier of a model with no flex multiplier is priced as the batch route
+// (OpenAI bills flex "at Batch API rates"); the priority tier, which the
+// table does not price, as the standard one.
+func (p Price) TierCost(u llmfleet.Usage, tier llmfleet.Tier) float64 {
+	return float64(p.picos(u, tier)) / 1e12
+}
+
+// HasFlex reports whether the model has a flex tier.
+func (p Price) HasFlex() bool { return p.Flex > 0 }
+
+// multiplier returns the multiplier of a tier.
+func (p Price) multiplier(tier llmfleet.Tier) float64 {
+	switch tier {
+	case llmfleet.TierBatch:
+		return p.Batch
+	case llmfleet.TierFlex:
+		if p.Flex > 0 {
+			return p.Flex
+		}
+		return p.Batch
+	}
+	return 1
 }
 
 // picos returns the cost of u in pico-dollars (1e-12 USD).
-func (p Price) picos(u llmfleet.Usage, route llmfleet.Route) int64 {
+func (p Price) picos(u llmfleet.Usage, tier llmfleet.Tier) int64 {
 	q := p
 	if p.LongContext != nil && p.LongContextAbove > 0 &&
 		u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens > p.LongContextAbove {
 		q = *p.LongContext
 	}
-	mult := 1.0
-	if route == llmfleet.RouteBatch {
-		mult = p.Batch
-	}
+	mult := p.multiplier(tier)
 	w5m, w1h := u.CacheWrites()
 	return u.InputTokens*perToken(q.Input, mult) +
 		u.OutputTokens*perToken(q.Output, mult) +

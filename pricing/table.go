@@ -121,6 +121,23 @@ func (t *Table) Cost(providerName, model string, u llmfleet.Usage, route llmflee
 	return p.Cost(u, route), true
 }
 
+// TierCost returns the cost in USD of usage u of a model served in tier,
+// as Cost does for a route.
+func (t *Table) TierCost(providerName, model string, u llmfleet.Usage, tier llmfleet.Tier) (usd float64, priced bool) {
+	p, ok := t.Lookup(providerName, model)
+	if !ok {
+		return 0, false
+	}
+	return p.TierCost(u, tier), true
+}
+
+// Flex reports whether the table gives a model of a provider a flex tier
+// (a flex-multiplier): the models the engine may route flex.
+func (t *Table) Flex(providerName, model string) bool {
+	p, ok := t.Lookup(providerName, model)
+	return ok && p.HasFlex()
+}
+
 // Models returns the model ids a provider prices, sorted (aliases not
 // included).
 func (t *Table) Models(providerName string) []string {
@@ -199,7 +216,8 @@ func resolveModel(where string, md *modelDoc, mult multipliersDoc, batch float64
 		name string
 		v    *float64
 	}{{"input", md.Input}, {"output", md.Output}, {"cache-write-5m", md.CacheWrite5m},
-		{"cache-write-1h", md.CacheWrite1h}, {"cache-read", md.CacheRead}, {"batch-multiplier", md.BatchMultiplier}} {
+		{"cache-write-1h", md.CacheWrite1h}, {"cache-read", md.CacheRead}, {"batch-multiplier", md.BatchMultiplier},
+		{"flex-multiplier", md.FlexMultiplier}} {
 		if err := checkPrice(where, f.name, f.v); err != nil {
 			return Price{}, err
 		}
@@ -214,6 +232,7 @@ func resolveModel(where string, md *modelDoc, mult multipliersDoc, batch float64
 		CacheWrite1h: or(md.CacheWrite1h, derive(*md.Input, *mult.Write1h)),
 		CacheRead:    or(md.CacheRead, derive(*md.Input, *mult.Read)),
 		Batch:        batch,
+		Flex:         or(md.FlexMultiplier, 0),
 	}
 	if l := md.LongContext; l != nil {
 		if l.Above == nil || *l.Above <= 0 || l.Input == nil || l.Output == nil {
@@ -233,6 +252,7 @@ func resolveModel(where string, md *modelDoc, mult multipliersDoc, batch float64
 			CacheWrite1h: derive(*l.Input, *mult.Write1h),
 			CacheRead:    derive(*l.Input, *mult.Read),
 			Batch:        batch,
+			Flex:         pr.Flex,
 		}
 	}
 	return pr, nil
