@@ -1,5 +1,10 @@
 package jsonmember
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // Delete returns obj, a JSON object, without its members named key. Each
 // member is removed with the separator that followed it, or, for the last
 // one kept, with the separator before it; every other byte is kept. obj
@@ -55,4 +60,30 @@ func Replace(obj []byte, ms []Member, edits ...Edit) []byte {
 		}
 	}
 	return append(out, obj[last:]...)
+}
+
+// Set returns obj, a JSON object, with its member key set to value, a
+// valid JSON value: the value of each member named key is replaced (as
+// Replace does), or, when obj has none, the member is added after its
+// last one. Every other byte is kept, and the result is a new slice.
+// Anything but a valid JSON object gives ErrNotObject.
+func Set(obj []byte, key string, value []byte) ([]byte, error) {
+	ms, err := Members(obj)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := Find(ms, key); ok {
+		return Replace(obj, ms, Edit{Key: key, Value: value}), nil
+	}
+	end := bytes.LastIndexByte(obj, '}') // Members checked it is there
+	k, _ := json.Marshal(key)
+	out := make([]byte, 0, len(obj)+len(k)+len(value)+2)
+	out = append(out, obj[:end]...)
+	if len(ms) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, k...)
+	out = append(out, ':')
+	out = append(out, value...)
+	return append(out, obj[end:]...), nil
 }

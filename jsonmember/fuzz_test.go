@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"testing"
+	"unicode/utf8"
 )
 
 // isObject reports whether b is a valid JSON object, by encoding/json.
@@ -164,6 +166,46 @@ func FuzzScan(f *testing.F) {
 			if !bytes.Equal(keys[i], obj[m.Start+1 : m.ValueStart][:len(keys[i])]) || !bytes.Equal(values[i], m.Value(obj)) {
 				t.Fatalf("Scan(%q) member %d: %q=%q, Members %+v", obj, i, keys[i], values[i], m)
 			}
+		}
+	})
+}
+
+// FuzzSet: Set accepts exactly the valid JSON objects and gives one whose
+// member key decodes to the value set, every other member keeping its
+// bytes, with one member more only if key was absent.
+func FuzzSet(f *testing.F) {
+	f.Add([]byte(`{"model":"m","stream":true}`), "service_tier", []byte(`"flex"`))
+	f.Add([]byte(`{"service_tier":"auto"}`), "service_tier", []byte(`"flex"`))
+	f.Add([]byte(`{ }`), "index", []byte(`0`))
+	f.Add([]byte(`{"a":1 } `), "b", []byte(`[1,{"c":null}]`))
+	f.Fuzz(func(t *testing.T, obj []byte, key string, value []byte) {
+		if !json.Valid(value) || !utf8.ValidString(key) {
+			return
+		}
+		out, err := Set(obj, key, value)
+		if !isObject(obj) {
+			if err == nil {
+				t.Fatalf("Set(%q) accepted a non-object", obj)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Set(%q): %v", obj, err)
+		}
+		before, after := decodeObject(t, obj), decodeObject(t, out)
+		var want, got any
+		json.Unmarshal(value, &want)
+		json.Unmarshal(after[key], &got)
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("Set(%q, %q, %q): member is %s", obj, key, value, after[key])
+		}
+		for k, v := range before {
+			if k != key && !bytes.Equal(after[k], v) {
+				t.Fatalf("Set(%q, %q, %q): member %q changed: %s -> %s", obj, key, value, k, v, after[k])
+			}
+		}
+		if _, had := before[key]; len(after) != len(before) && (had || len(after) != len(before)+1) {
+			t.Fatalf("Set(%q, %q, %q) = %q: %d members from %d", obj, key, value, out, len(after), len(before))
 		}
 	})
 }
