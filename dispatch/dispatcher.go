@@ -63,6 +63,12 @@ type Dispatcher struct {
 	// in it with the batch's turnaround (ended_at - created_at), under the
 	// same rules as Observe.
 	ObserveTurnaround func(provider, model string, turnaround time.Duration)
+	// Flex, if set, reports whether a provider sells a model in a flex
+	// tier (pricing.Table.Flex fits): such a model's requests may take
+	// RouteFlex (see Policy.RouteFlex). A model the provider refuses the
+	// tier for (llmfleet.ErrFlexUnsupported) is not routed flex again by
+	// this process. Nil: no model has flex.
+	Flex func(provider, model string) bool
 	// Go, if set, runs each goroutine the Dispatcher starts (creates,
 	// polls, rescues, the sync calls of SubmitFunc, ...): it must run f
 	// concurrently, e.g. with go f(). A simulator sets it to know when
@@ -74,6 +80,7 @@ type Dispatcher struct {
 	log       *slog.Logger
 	predictor *predictor // batch turnarounds
 	syncLat   *predictor // sync call latencies, for rescues
+	flex      *flexTier  // what was learnt of flex tiers
 	journal   journal
 
 	ctx    context.Context // ends when Close gives up waiting
@@ -104,6 +111,7 @@ type Dispatcher struct {
 // counters are the dispatcher's statistics.
 type counters struct {
 	syncCalls, batchedCalls, batchesSubmitted, batchesEnded, errors atomic.Int64
+	flexCalls, flexFallbacks                                        atomic.Int64
 	queueDepth, managementCalls, droppedResults, budgetMisses       atomic.Int64
 }
 
@@ -138,6 +146,7 @@ func (d *Dispatcher) Open() error {
 	}
 	d.predictor = newPredictor(d.pol.TurnaroundPrior, d.pol.TurnaroundPriors, d.pol.OnTimeQuantile(), d.pol.TurnaroundSamples)
 	d.syncLat = newPredictor(d.pol.SyncLatencyPrior, nil, syncLatencyQuantile, d.pol.TurnaroundSamples)
+	d.flex = newFlexTier(d.pol)
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.pools = map[string]*pool{}
 	d.trackers = map[string]*tracker{}
@@ -244,6 +253,8 @@ func (d *Dispatcher) Stats() llmfleet.Stats {
 	return llmfleet.Stats{
 		SyncCalls:        s.syncCalls.Load(),
 		BatchedCalls:     s.batchedCalls.Load(),
+		FlexCalls:        s.flexCalls.Load(),
+		FlexFallbacks:    s.flexFallbacks.Load(),
 		BatchesSubmitted: s.batchesSubmitted.Load(),
 		BatchesEnded:     s.batchesEnded.Load(),
 		Errors:           s.errors.Load(),

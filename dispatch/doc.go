@@ -1,6 +1,7 @@
 // Package dispatch is llmfleet's engine: a Dispatcher that routes each
-// request by its latency budget either to the provider's synchronous
-// endpoint or into a pool that goes out as one provider batch job, and
+// request by its latency budget to the provider's synchronous endpoint, to
+// its flex tier (a synchronous call at batch prices, for the models that
+// have one), or into a pool that goes out as one provider batch job, and
 // answers the caller exactly as the synchronous API would.
 //
 // # Shape
@@ -46,7 +47,25 @@
 // no observed turnaround yet sends one request at a time to batch, when
 // its budget leaves room for a rescue, to learn from. Budgets count from
 // the request's arrival, on both routes: a sync call still unanswered at
-// the budget is given up. Turnarounds are learned per provider and model
+// the budget is given up.
+//
+// A model with a flex tier (Dispatcher.Flex, the price table's word, less
+// the models the provider refused the tier for) goes flex
+// (Policy.RouteFlex) when its budget is over SyncMaxLatency and covers
+// flex's learned latency (95th percentile, Policy.FlexLatencyPrior before
+// any) and a standard call after it: flex costs what a batch costs and
+// answers in seconds, so it takes every request it fits, batchable ones
+// included, unless the model's recent flex calls were refused for
+// capacity more often than Policy.FlexMaxRefusal (a refused call ends at
+// the standard price, a batch keeps its discount unless late) or
+// Policy.PreferBatch is set. A flex call refused for capacity is retried
+// after a doubling wait while the budget leaves room for the wait and a
+// standard call, then sent standard; one refused because the model has no
+// flex tier goes standard at once, and the model is not routed flex again.
+// Its ledger entry is route flex, priced at the tier the provider says it
+// served.
+//
+// Turnarounds are learned per provider and model
 // from every batch (ended_at - created_at), stored, and restored at start;
 // a model starts from its prior (Policy.TurnaroundPrior, or
 // Policy.TurnaroundPriors for that model). SubmitBatch batches whatever

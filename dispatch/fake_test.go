@@ -37,6 +37,10 @@ type fakeProvider struct {
 	createHang bool
 	// sendDelay is how long a sync call takes.
 	sendDelay time.Duration
+	// flexRefusals refuses that many flex calls for capacity (-1: all);
+	// noFlex refuses the flex tier for every model.
+	flexRefusals int
+	noFlex       bool
 	// pollErr, if set, is returned by every GetBatch and ListBatches call.
 	pollErr    error
 	never      bool // batches never end
@@ -93,6 +97,20 @@ func (f *fakeProvider) Send(ctx context.Context, req *llmfleet.Request) (*llmfle
 	f.calls["send"]++
 	f.syncBodies = append(f.syncBodies, string(req.Body))
 	delay := f.sendDelay
+	tier := llmfleet.TierStandard
+	if req.Flex {
+		f.calls["flex"]++
+		switch {
+		case f.noFlex:
+			f.mu.Unlock()
+			return nil, &llmfleet.Error{StatusCode: 400, Type: "invalid_request_error", Message: "no flex", Reason: llmfleet.ErrFlexUnsupported}
+		case f.flexRefusals != 0:
+			f.flexRefusals--
+			f.mu.Unlock()
+			return nil, &llmfleet.Error{StatusCode: 429, Type: "resource_unavailable", Message: "busy", Reason: llmfleet.ErrFlexUnavailable}
+		}
+		tier = llmfleet.TierFlex
+	}
 	f.mu.Unlock()
 	if delay > 0 {
 		select {
@@ -101,7 +119,7 @@ func (f *fakeProvider) Send(ctx context.Context, req *llmfleet.Request) (*llmfle
 			return nil, ctx.Err()
 		}
 	}
-	return &llmfleet.Response{StatusCode: 200, Body: message(req.Body), Model: modelOf(req.Body), Usage: llmfleet.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+	return &llmfleet.Response{StatusCode: 200, Body: message(req.Body), Model: modelOf(req.Body), Usage: llmfleet.Usage{InputTokens: 10, OutputTokens: 5}, Tier: tier}, nil
 }
 
 func (f *fakeProvider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCloser, error) {

@@ -76,6 +76,29 @@ type Policy struct {
 	// none came) the provider's batch list is trusted to show the batch.
 	// Default 2s.
 	SettleDelay time.Duration
+	// FlexLatencyPrior is the predicted latency of a flex call of a model
+	// before any has been observed (a high quantile of them is learned
+	// per provider and model, as for sync calls). Default 60s: OpenAI
+	// tells flex clients to allow up to 15 minutes while third-party
+	// figures put flex at sync latency plus 0-30%; a minute keeps flex off
+	// budgets it has not been seen to fit.
+	FlexLatencyPrior time.Duration
+	// FlexRetryBackoff is the wait before the first retry of a flex call
+	// refused for lack of capacity (llmfleet.ErrFlexUnavailable, which is
+	// not billed); it doubles at each retry, at most MaxPollInterval. A
+	// call is retried while its budget leaves room for the wait and a
+	// standard call after it, then sent to the standard tier. Default 1s.
+	FlexRetryBackoff time.Duration
+	// FlexMaxRefusal is the largest share of a model's recent flex calls
+	// refused for capacity at which a request that could be batched goes
+	// flex rather than batch. Flex and batch cost the same and flex
+	// answers in seconds, so flex wins while it is served; but a refused
+	// flex call ends at the standard price, while a batch keeps its
+	// discount unless it is late. Default 0.5.
+	FlexMaxRefusal float64
+	// PreferBatch sends to batch the requests that could go flex or
+	// batch (flex still takes those whose budget is too short to batch).
+	PreferBatch bool
 }
 
 func (p Policy) withDefaults() Policy {
@@ -93,6 +116,11 @@ func (p Policy) withDefaults() Policy {
 	def(&p.SettleDelay, 2*time.Second)
 	def(&p.SyncLatencyPrior, 30*time.Second)
 	def(&p.RescueMargin, 2*time.Second)
+	def(&p.FlexLatencyPrior, time.Minute)
+	def(&p.FlexRetryBackoff, time.Second)
+	if p.FlexMaxRefusal <= 0 || p.FlexMaxRefusal > 1 {
+		p.FlexMaxRefusal = 0.5
+	}
 	if p.DefaultBudget < 0 {
 		p.DefaultBudget = 0
 	}
@@ -168,6 +196,44 @@ func (p Policy) Route(budget, predicted, reserve time.Duration, explore bool) ll
 		return llmfleet.RouteBatch
 	}
 	return llmfleet.RouteSync
+}
+
+// Flex is what RouteFlex reads of a model's flex tier.
+type Flex struct {
+	// Available: the model has a flex tier (the price table says so and
+	// the provider has not refused the tier for it).
+	Available bool
+	// Latency is the predicted latency of a flex call (a high quantile of
+	// those observed, or FlexLatencyPrior).
+	Latency time.Duration
+	// Refusal is the share of the model's recent flex calls refused for
+	// capacity.
+	Refusal float64
+}
+
+// RouteFlex returns the route of a request whose sync-or-batch route is r
+// (Route's answer), given its model's flex tier: flex when the model has
+// one, the budget is over SyncMaxLatency and covers flex's predicted
+// latency and reserve (what a standard call needs after it, should flex
+// be refused), and, if r is batch, batch is not preferred and the
+// model's refusal share is at most FlexMaxRefusal; r otherwise. Flex costs
+// what a batch costs and answers in seconds, so it takes every request it
+// fits unless it is refused too often.
+func (p Policy) RouteFlex(r llmfleet.Route, budget, reserve time.Duration, f Flex) llmfleet.Route {
+	if !f.Available || budget <= p.SyncMaxLatency || budget < f.Latency+reserve {
+		return r
+	}
+	if r == llmfleet.RouteBatch && (p.PreferBatch || f.Refusal > p.FlexMaxRefusal) {
+		return r
+	}
+	return llmfleet.RouteFlex
+}
+
+// FlexRetryAfter returns the wait before the n-th retry (from 0) of a flex
+// call refused for capacity: FlexRetryBackoff doubled each time, at most
+// MaxPollInterval.
+func (p Policy) FlexRetryAfter(n int) time.Duration {
+	return min(p.FlexRetryBackoff<<min(n, 16), p.MaxPollInterval)
 }
 
 // Reserve returns the time a rescue needs before a deadline, for a model

@@ -175,3 +175,36 @@ func TestPredictorCountsBatchesInFlight(t *testing.T) {
 		t.Fatalf("a model without samples keeps its prior: %s", got)
 	}
 }
+
+// TestRouteFlex: flex takes the requests whose budget fits it, batch
+// those that flex refuses too often or that prefer it, sync the rest.
+func TestRouteFlex(t *testing.T) {
+	p := Policy{}.withDefaults()
+	flex := Flex{Available: true, Latency: 20 * time.Second}
+	reserve := 32 * time.Second // a standard fallback: 30s prior + 2s margin
+	for _, c := range []struct {
+		name   string
+		pol    Policy
+		r      llmfleet.Route
+		budget time.Duration
+		f      Flex
+		want   llmfleet.Route
+	}{
+		{"no flex tier", p, llmfleet.RouteSync, time.Hour, Flex{Latency: time.Second}, llmfleet.RouteSync},
+		{"budget under SyncMaxLatency", p, llmfleet.RouteSync, 5 * time.Second, Flex{Available: true}, llmfleet.RouteSync},
+		{"budget fits flex", p, llmfleet.RouteSync, time.Minute, flex, llmfleet.RouteFlex},
+		{"budget short of flex and fallback", p, llmfleet.RouteSync, 51 * time.Second, flex, llmfleet.RouteSync},
+		{"batchable: flex wins", p, llmfleet.RouteBatch, time.Hour, flex, llmfleet.RouteFlex},
+		{"batchable, flex refused often", p, llmfleet.RouteBatch, time.Hour, Flex{Available: true, Latency: 20 * time.Second, Refusal: 0.6}, llmfleet.RouteBatch},
+		{"not batchable, flex refused often", p, llmfleet.RouteSync, time.Minute, Flex{Available: true, Latency: 20 * time.Second, Refusal: 0.9}, llmfleet.RouteFlex},
+		{"batch preferred", Policy{PreferBatch: true}.withDefaults(), llmfleet.RouteBatch, time.Hour, flex, llmfleet.RouteBatch},
+		{"batch preferred, too short to batch", Policy{PreferBatch: true}.withDefaults(), llmfleet.RouteSync, time.Minute, flex, llmfleet.RouteFlex},
+	} {
+		if got := c.pol.RouteFlex(c.r, c.budget, reserve, c.f); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+	if got := []time.Duration{p.FlexRetryAfter(0), p.FlexRetryAfter(1), p.FlexRetryAfter(10)}; got[0] != time.Second || got[1] != 2*time.Second || got[2] != p.MaxPollInterval {
+		t.Errorf("FlexRetryAfter: %v", got)
+	}
+}

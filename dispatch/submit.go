@@ -13,7 +13,8 @@ import (
 
 // Plan returns the route Submit would choose for req now, by
 // Policy.Route: its budget (Policy.DefaultBudget when 0) against its
-// model's predicted batch turnaround.
+// model's predicted batch turnaround; then by Policy.RouteFlex, for a
+// model with a flex tier.
 func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.Route {
 	budget = d.pol.Budget(budget)
 	if budget <= d.pol.SyncMaxLatency {
@@ -36,6 +37,12 @@ func (d *Dispatcher) route(provider, model string, budget time.Duration) llmflee
 	reserve := d.pol.Reserve(d.syncLat.predict(provider, model))
 	predicted := d.predictor.atCensored(provider, model, d.pol.OnTimeQuantile(), d.flightAges(provider, model))
 	r := d.pol.Route(budget, predicted, reserve, false)
+	if d.Flex != nil {
+		// Flex reserves what a standard call needs after a refusal.
+		if f := d.pol.RouteFlex(r, budget, d.syncLat.predict(provider, model)+d.pol.RescueMargin, d.flexInfo(provider, model)); f == llmfleet.RouteFlex {
+			return f
+		}
+	}
 	if r == llmfleet.RouteSync && !d.pol.NoLearning && d.pol.Route(budget, math.MaxInt64, reserve, true) == llmfleet.RouteBatch && d.predictor.explore(provider, model) {
 		d.log.Info("exploring a model's batch turnaround", "provider", provider, "model", model)
 		r = llmfleet.RouteBatch
@@ -49,8 +56,11 @@ func (d *Dispatcher) route(provider, model string, budget time.Duration) llmflee
 // llmfleet.ErrBudgetExceeded.
 func (d *Dispatcher) Submit(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
 	budget = d.pol.Budget(budget)
-	if d.Plan(budget, req) == llmfleet.RouteBatch {
+	switch d.Plan(budget, req) {
+	case llmfleet.RouteBatch:
 		return d.SubmitBatch(ctx, budget, req)
+	case llmfleet.RouteFlex:
+		return d.SubmitFlex(ctx, budget, req)
 	}
 	if budget <= 0 {
 		return d.SubmitSync(ctx, req)
@@ -84,26 +94,33 @@ func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*ll
 	if err == nil && !d.pol.NoLearning {
 		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(start))
 	}
-	if d.Observe != nil {
-		info, _ := p.Inspect(req)
-		e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: info.Model,
-			Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err), Client: req.Client}
-		e.Latency = e.Time.Sub(start)
-		e.BudgetMet = llmfleet.BudgetMet(err == nil, e.Latency, 0)
-		if resp != nil {
-			e.Usage = resp.Usage
-			if resp.Model != "" {
-				e.Model = resp.Model
-			}
-		}
-		d.Observe(d.price(e), false)
-	}
+	d.observeCall(p, req, llmfleet.RouteSync, start, 0, resp, err)
 	if err != nil {
 		d.stats.errors.Add(1)
 		return nil, err
 	}
 	resp.Route = llmfleet.RouteSync
 	return resp, nil
+}
+
+// observeCall hands the ledger entry of a synchronous call (the sync
+// route's, or the flex route's) to Observe, if set.
+func (d *Dispatcher) observeCall(p llmfleet.Provider, req *llmfleet.Request, route llmfleet.Route, start time.Time, budget time.Duration, resp *llmfleet.Response, err error) {
+	if d.Observe == nil {
+		return
+	}
+	info, _ := p.Inspect(req)
+	e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: info.Model,
+		Route: route, Outcome: llmfleet.Outcome(err), Client: req.Client, Budget: budget}
+	e.Latency = e.Time.Sub(start)
+	e.BudgetMet = llmfleet.BudgetMet(err == nil, e.Latency, budget)
+	if resp != nil {
+		e.Usage, e.Tier = resp.Usage, resp.Tier
+		if resp.Model != "" {
+			e.Model = resp.Model
+		}
+	}
+	d.Observe(d.price(e), false)
 }
 
 // newWaiter reads what the engine needs of req: its provider, model, pool

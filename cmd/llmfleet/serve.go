@@ -214,6 +214,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Sealer:          state.vault,
 		Retention:       *retention,
 		LedgerRetention: *ledgerRetention,
+		Flex:            prices.Flex,
 	}
 	obs, err := observe.New(observe.Config{
 		Price:    prices.Cost,

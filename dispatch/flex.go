@@ -1,0 +1,189 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// flexTier is what the dispatcher learns of providers' flex tiers, per
+// provider and model: how long flex calls take, how often they are
+// refused for capacity, and which models refuse the tier altogether.
+type flexTier struct {
+	latency *predictor
+
+	mu       sync.Mutex
+	refused  map[string][]bool // recent calls, oldest first: refused for capacity?
+	keep     int
+	disabled map[string]bool // the provider refused the tier for the model
+}
+
+func newFlexTier(p Policy) *flexTier {
+	return &flexTier{latency: newPredictor(p.FlexLatencyPrior, nil, syncLatencyQuantile, p.TurnaroundSamples),
+		refused: map[string][]bool{}, keep: p.TurnaroundSamples, disabled: map[string]bool{}}
+}
+
+// observe learns from one flex call that took latency and ended with err.
+func (f *flexTier) observe(provider, model string, latency time.Duration, err error, learn bool) {
+	k := predictorKey(provider, model)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if errors.Is(err, llmfleet.ErrFlexUnsupported) {
+		f.disabled[k] = true
+		return
+	}
+	if !learn {
+		return
+	}
+	refused := errors.Is(err, llmfleet.ErrFlexUnavailable)
+	if err == nil {
+		f.latency.observe(provider, model, latency)
+	} else if !refused {
+		return // another failure says nothing of flex
+	}
+	r := append(f.refused[k], refused)
+	if len(r) > f.keep {
+		r = r[len(r)-f.keep:]
+	}
+	f.refused[k] = r
+}
+
+// info returns what RouteFlex reads of a model's flex tier; has says
+// whether the price table gives it one.
+func (f *flexTier) info(provider, model string, has bool) Flex {
+	k := predictorKey(provider, model)
+	f.mu.Lock()
+	disabled, r := f.disabled[k], f.refused[k]
+	n := 0
+	for _, x := range r {
+		if x {
+			n++
+		}
+	}
+	f.mu.Unlock()
+	fi := Flex{Available: has && !disabled, Latency: f.latency.predict(provider, model)}
+	if len(r) > 0 {
+		fi.Refusal = float64(n) / float64(len(r))
+	}
+	return fi
+}
+
+// flexInfo returns what RouteFlex reads of a model's flex tier.
+func (d *Dispatcher) flexInfo(provider, model string) Flex {
+	has := d.Flex != nil && d.Flex(provider, model)
+	return d.flex.info(provider, model, has)
+}
+
+// ObserveFlex learns from a flex call made outside the dispatcher (the
+// proxy makes its own, to stream them): see llmfleet.FlexObserver.
+func (d *Dispatcher) ObserveFlex(provider, model string, latency time.Duration, err error) {
+	d.flex.observe(provider, model, latency, err, !d.pol.NoLearning)
+}
+
+var _ llmfleet.FlexObserver = (*Dispatcher)(nil)
+
+// SubmitFlex sends req to the provider's flex tier (req.Flex set on a
+// copy), whatever its model's route, and waits for the answer. A call
+// refused for capacity (llmfleet.ErrFlexUnavailable) is retried after
+// Policy.FlexRetryAfter while the budget (counted from now; 0: none)
+// leaves room for the wait and a standard call, and is then sent to the
+// standard tier; a call refused because the model has no flex tier
+// (llmfleet.ErrFlexUnsupported) goes to the standard tier at once. The
+// answer's Route is RouteFlex, its Tier the tier the provider served (a
+// fallback's is the standard one). A budget that runs out first gives
+// llmfleet.ErrBudgetExceeded.
+func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
+	p, err := d.provider(req)
+	if err != nil {
+		d.stats.errors.Add(1)
+		return nil, err
+	}
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, llmfleet.ErrClosed
+	}
+	budget = d.pol.Budget(budget)
+	start := d.clock.Now()
+	sctx := ctx
+	if budget > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = d.withTimeout(ctx, budget)
+		defer cancel()
+	}
+	model := ""
+	if info, err := p.Inspect(req); err == nil {
+		model = info.Model
+	}
+	d.stats.flexCalls.Add(1)
+	resp, err := d.flexCall(sctx, p, req, model, start, budget)
+	if err != nil && budget > 0 && ctx.Err() == nil && context.Cause(sctx) == errTimedOut {
+		d.stats.budgetMisses.Add(1)
+		err = fmt.Errorf("%w (budget %s, flex): %w", llmfleet.ErrBudgetExceeded, budget, err)
+	}
+	d.observeCall(p, req, llmfleet.RouteFlex, start, budget, resp, err)
+	if err != nil {
+		d.stats.errors.Add(1)
+		return nil, err
+	}
+	resp.Route = llmfleet.RouteFlex
+	return resp, nil
+}
+
+// flexCall makes the flex attempts of one request and, if flex is refused
+// for good, its standard call.
+func (d *Dispatcher) flexCall(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, model string, start time.Time, budget time.Duration) (*llmfleet.Response, error) {
+	flex := *req
+	flex.Flex = true
+	for n := 0; ; n++ {
+		t0 := d.clock.Now()
+		resp, err := p.Send(ctx, &flex)
+		d.ObserveFlex(p.Name(), model, d.clock.Now().Sub(t0), err)
+		if err == nil || ctx.Err() != nil {
+			return resp, err
+		}
+		if errors.Is(err, llmfleet.ErrFlexUnsupported) {
+			d.log.Info("flex tier refused for the model: standard tier from now on", "provider", p.Name(), "model", model)
+			break
+		}
+		if !errors.Is(err, llmfleet.ErrFlexUnavailable) {
+			return nil, err
+		}
+		wait := d.pol.FlexRetryAfter(n)
+		reserve := d.syncLat.predict(p.Name(), model) + d.pol.RescueMargin
+		if budget > 0 && d.clock.Now().Add(wait+reserve).After(start.Add(budget)) {
+			break
+		}
+		if !d.sleepCtx(ctx, wait) {
+			return nil, err
+		}
+	}
+	d.stats.flexFallbacks.Add(1)
+	t0 := d.clock.Now()
+	resp, err := p.Send(ctx, req)
+	if err == nil && !d.pol.NoLearning {
+		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(t0))
+	}
+	return resp, err
+}
+
+// sleepCtx waits on the dispatcher's clock; false if ctx ended or the
+// dispatcher closed first.
+func (d *Dispatcher) sleepCtx(ctx context.Context, wait time.Duration) bool {
+	tick := make(chan struct{})
+	t := d.clock.AfterFunc(wait, func() { close(tick) })
+	defer t.Stop()
+	select {
+	case <-tick:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-d.ctx.Done():
+		return false
+	}
+}

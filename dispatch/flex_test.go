@@ -1,0 +1,164 @@
+package dispatch
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// openFlex opens a dispatcher over f in which every model has a flex tier.
+func openFlex(t *testing.T, f *fakeProvider, l *ledgerOf) *Dispatcher {
+	t.Helper()
+	d := &Dispatcher{Providers: []llmfleet.Provider{f}, Observe: l.observe,
+		Flex:   func(provider, model string) bool { return provider == "fake" },
+		Policy: Policy{BatchMinSize: 1}}
+	if err := d.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close(t.Context()) })
+	return d
+}
+
+// TestFlexRoute: a model with a flex tier and a budget that fits it goes
+// flex, batch prices at once; its ledger entry is priced at the tier
+// served.
+func TestFlexRoute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		var l ledgerOf
+		d := openFlex(t, f, &l)
+		if r := d.Plan(time.Hour, req("k", "a")); r != llmfleet.RouteFlex {
+			t.Fatalf("Plan = %s, want flex", r)
+		}
+		if r := d.Plan(3*time.Second, req("k", "a")); r != llmfleet.RouteSync {
+			t.Fatalf("Plan of a 3s budget = %s, want sync", r)
+		}
+		resp, err := d.Submit(t.Context(), time.Hour, req("k", "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Route != llmfleet.RouteFlex || resp.Tier != llmfleet.TierFlex || f.count("flex") != 1 || f.count("create") != 0 {
+			t.Fatalf("route %s tier %s; %d flex calls, %d creates", resp.Route, resp.Tier, f.count("flex"), f.count("create"))
+		}
+		es := l.all()
+		if len(es) != 1 || es[0].Route != llmfleet.RouteFlex || es[0].Tier != llmfleet.TierFlex || !es[0].BudgetMet || es[0].Budget != time.Hour {
+			t.Fatalf("entries %+v", es)
+		}
+		if s := d.Stats(); s.FlexCalls != 1 || s.FlexFallbacks != 0 || s.SyncCalls != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
+// TestFlexRetriedThenServed: a flex call refused for capacity is retried
+// after a doubling wait and served.
+func TestFlexRetriedThenServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.flexRefusals = 3
+		var l ledgerOf
+		d := openFlex(t, f, &l)
+		start := time.Now()
+		resp, err := d.Submit(t.Context(), time.Hour, req("k", "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 7*time.Second { // 1s + 2s + 4s
+			t.Errorf("served after %s, want 7s of waits", took)
+		}
+		if resp.Tier != llmfleet.TierFlex || f.count("flex") != 4 || f.count("send") != 4 {
+			t.Fatalf("tier %s; %d flex calls of %d", resp.Tier, f.count("flex"), f.count("send"))
+		}
+		if s := d.Stats(); s.FlexCalls != 1 || s.FlexFallbacks != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
+// TestFlexFallsBackWithinTheBudget: a flex call refused again and again is
+// retried only while the budget leaves room for the wait and a standard
+// call, then sent standard, in time, and priced standard.
+func TestFlexFallsBackWithinTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.flexRefusals = -1
+		var l ledgerOf
+		d := openFlex(t, f, &l)
+		start := time.Now()
+		// The standard fallback reserves 30s (the sync latency prior) and
+		// 2s: attempts at 0, 1, 3, 7 and 15s; a wait of 16s more would
+		// leave 29s.
+		resp, err := d.SubmitFlex(t.Context(), time.Minute, req("k", "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 15*time.Second {
+			t.Errorf("answered after %s, want 15s", took)
+		}
+		if f.count("flex") != 5 || f.count("send") != 6 {
+			t.Fatalf("%d flex calls, %d calls", f.count("flex"), f.count("send"))
+		}
+		if resp.Route != llmfleet.RouteFlex || resp.Tier != llmfleet.TierStandard {
+			t.Fatalf("route %s tier %s", resp.Route, resp.Tier)
+		}
+		es := l.all()
+		if len(es) != 1 || es[0].Route != llmfleet.RouteFlex || es[0].PricedTier() != llmfleet.TierStandard || !es[0].BudgetMet {
+			t.Fatalf("entries %+v", es)
+		}
+		if s := d.Stats(); s.FlexCalls != 1 || s.FlexFallbacks != 1 {
+			t.Fatalf("stats %+v", s)
+		}
+		// Everything refused: flex is now refused too often to be worth
+		// more than a batch.
+		if r := d.Plan(time.Hour, req("k", "b")); r != llmfleet.RouteBatch {
+			t.Errorf("Plan after the refusals = %s, want batch", r)
+		}
+		if r := d.Plan(2*time.Minute, req("k", "b")); r != llmfleet.RouteFlex {
+			t.Errorf("Plan of a budget too short to batch = %s, want flex", r)
+		}
+	})
+}
+
+// TestFlexUnsupportedIsLearnt: a model the provider refuses the tier for
+// goes standard at once, and is not routed flex again.
+func TestFlexUnsupportedIsLearnt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.noFlex = true
+		var l ledgerOf
+		d := openFlex(t, f, &l)
+		start := time.Now()
+		resp, err := d.Submit(t.Context(), 2*time.Minute, req("k", "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) != 0 || f.count("flex") != 1 || f.count("send") != 2 || resp.Tier != llmfleet.TierStandard {
+			t.Fatalf("after %s: %d flex calls of %d, tier %s", time.Since(start), f.count("flex"), f.count("send"), resp.Tier)
+		}
+		if r := d.Plan(2*time.Minute, req("k", "b")); r == llmfleet.RouteFlex {
+			t.Errorf("Plan after the refusal = flex")
+		}
+	})
+}
+
+// TestObserveFlexFeedsRouting: flex calls the proxy makes itself teach the
+// engine their latency.
+func TestObserveFlexFeedsRouting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		var l ledgerOf
+		d := openFlex(t, f, &l)
+		// The prior (60s) and a 32s reserve do not fit a 80s budget.
+		if r := d.Plan(80*time.Second, req("k", "a")); r == llmfleet.RouteFlex {
+			t.Fatalf("Plan before any flex call = flex")
+		}
+		for range 5 {
+			d.ObserveFlex("fake", "m1", 3*time.Second, nil)
+		}
+		if r := d.Plan(80*time.Second, req("k", "a")); r != llmfleet.RouteFlex {
+			t.Fatalf("Plan after fast flex calls = %s, want flex", r)
+		}
+	})
+}
