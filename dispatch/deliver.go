@@ -99,6 +99,7 @@ func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now ti
 		}
 		e.Queued = resp.Queued
 		e.Turnaround = resp.BatchTurnaround
+		e.Tier = resp.Tier
 	} else if !w.submitted.IsZero() {
 		e.Queued = w.submitted.Sub(w.arrived)
 	}

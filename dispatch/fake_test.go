@@ -41,6 +41,8 @@ type fakeProvider struct {
 	// noFlex refuses the flex tier for every model.
 	flexRefusals int
 	noFlex       bool
+	// failure makes every batch fail as a whole when it ends.
+	failure *llmfleet.Error
 	// pollErr, if set, is returned by every GetBatch and ListBatches call.
 	pollErr    error
 	never      bool // batches never end
@@ -239,6 +241,9 @@ func (f *fakeProvider) viewLocked(fb *fakeBatch) llmfleet.Batch {
 		fb.b.Status = llmfleet.BatchEnded
 		fb.b.EndedAt = fb.ends
 		fb.b.Counts = llmfleet.RequestCounts{Succeeded: len(fb.items)}
+		if f.failure != nil {
+			fb.b.Failure, fb.b.Counts = f.failure, llmfleet.RequestCounts{Errored: len(fb.items)}
+		}
 	}
 	return fb.b
 }

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -17,12 +18,15 @@ func (d *Dispatcher) fetch(t *tracker, f *flight) {
 	b := f.ended
 	turnaround := b.EndedAt.Sub(b.CreatedAt)
 	results := map[string]llmfleet.BatchResult{}
-	ctx, cancel := d.withTimeout(d.ctx, resultsTimeout)
-	err := t.prov.Results(ctx, t.cred, f.id, func(r llmfleet.BatchResult) error {
-		results[r.CustomID] = r
-		return nil
-	})
-	cancel()
+	var err error
+	if b.Failure == nil { // a batch that failed as a whole has no results
+		ctx, cancel := d.withTimeout(d.ctx, resultsTimeout)
+		err = t.prov.Results(ctx, t.cred, f.id, func(r llmfleet.BatchResult) error {
+			results[r.CustomID] = r
+			return nil
+		})
+		cancel()
+	}
 	if d.ctx.Err() != nil {
 		return
 	}
@@ -46,16 +50,24 @@ func (d *Dispatcher) fetch(t *tracker, f *flight) {
 	}
 	d.mu.Lock()
 	answers := make([]answer, 0, len(f.waiters))
+	var unanswered []*waiter // of a batch that failed as a whole
 	for id, w := range f.waiters {
 		a := answer{w: w}
-		if r, ok := results[id]; ok {
+		switch r, ok := results[id]; {
+		case ok:
 			a.resp, a.err = resultAnswer(f, w, r, turnaround)
-		} else {
+		case b.Failure != nil:
+			unanswered = append(unanswered, w)
+			continue
+		default:
 			a.err = &llmfleet.BatchError{BatchID: f.id, Err: fmt.Errorf("%w (custom_id %s)", missing, id)}
 		}
 		answers = append(answers, a)
 	}
 	d.mu.Unlock()
+	if len(unanswered) > 0 {
+		answers = append(answers, d.reroute(t, f, unanswered)...)
+	}
 	if d.conclude(t, f, answers) {
 		d.log.Info("batch results delivered", "provider", t.prov.Name(), "batch_id", f.id, "requests", len(answers))
 	}
@@ -89,4 +101,53 @@ func resultAnswer(f *flight, w *waiter, r llmfleet.BatchResult, turnaround time.
 	default:
 		return nil, &llmfleet.BatchError{BatchID: f.id, Err: fmt.Errorf("llmfleet: unknown batch result type %q", r.Type)}
 	}
+}
+
+// rerouteConcurrency bounds the sync calls made at once for the requests
+// of a batch that failed as a whole.
+const rerouteConcurrency = 8
+
+// reroute answers the requests of a batch that failed as a whole after it
+// was created (llmfleet.Batch.Failure: none of them ran): a request whose
+// deadline leaves room for a sync call (its model's predicted sync latency
+// and RescueMargin) is sent sync now, and gets that call's answer; any
+// other, and one without a budget (it asked for a batch, not for the full
+// price), gets the provider's error for the batch.
+func (d *Dispatcher) reroute(t *tracker, f *flight, ws []*waiter) []answer {
+	failure := f.ended.Failure
+	d.log.Warn("batch failed as a whole; its requests go sync where their budget allows", "provider", t.prov.Name(),
+		"batch_id", f.id, "requests", len(ws), "type", failure.Type, "message", failure.Message)
+	answers := make([]answer, len(ws))
+	sem := make(chan struct{}, rerouteConcurrency)
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		answers[i] = answer{w: w, err: &llmfleet.BatchError{BatchID: f.id, Err: failure}}
+		now := d.clock.Now()
+		if w.deadline.IsZero() || w.deadline.Sub(now) < d.syncLat.predict(t.prov.Name(), w.info.Model)+d.pol.RescueMargin {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ctx, cancel := d.withTimeout(d.ctx, w.deadline.Sub(d.clock.Now()))
+			defer cancel()
+			req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header,
+				Endpoint: w.req.Endpoint, Body: w.params, Client: w.req.Client}
+			d.stats.syncCalls.Add(1)
+			start := d.clock.Now()
+			resp, err := t.prov.Send(ctx, req)
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			if !d.pol.NoLearning {
+				d.syncLat.observe(t.prov.Name(), resp.Model, d.clock.Now().Sub(start))
+			}
+			resp.Route, resp.RequestID = llmfleet.RouteSync, w.id
+			answers[i] = answer{w: w, resp: resp}
+		}()
+	}
+	wg.Wait()
+	return answers
 }

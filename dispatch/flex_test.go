@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -159,6 +160,51 @@ func TestObserveFlexFeedsRouting(t *testing.T) {
 		}
 		if r := d.Plan(80*time.Second, req("k", "a")); r != llmfleet.RouteFlex {
 			t.Fatalf("Plan after fast flex calls = %s, want flex", r)
+		}
+	})
+}
+
+// TestBatchFailedAsAWhole: the requests of a batch that failed after its
+// create go sync when their budget allows, and get the provider's error
+// otherwise; no turnaround is learnt from it.
+func TestBatchFailedAsAWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.turnaround = func(string) time.Duration { return 10 * time.Second }
+		f.failure = &llmfleet.Error{StatusCode: 429, Type: "token_limit_exceeded", Message: "Enqueued token limit reached for m1"}
+		var l ledgerOf
+		d := &Dispatcher{Providers: []llmfleet.Provider{f}, Observe: l.observe,
+			Policy: Policy{BatchMinSize: 2, SyncLatencyPrior: 5 * time.Second, NoRescue: true}}
+		if err := d.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close(t.Context())
+		type out struct {
+			resp *llmfleet.Response
+			err  error
+		}
+		patient, unbudgeted := make(chan out, 1), make(chan out, 1)
+		go func() {
+			r, err := d.SubmitBatch(t.Context(), time.Hour, req("k", "patient"))
+			patient <- out{r, err}
+		}()
+		go func() {
+			r, err := d.SubmitBatch(t.Context(), 0, req("k", "unbudgeted"))
+			unbudgeted <- out{r, err}
+		}()
+		p, u := <-patient, <-unbudgeted
+		if p.err != nil || p.resp.Route != llmfleet.RouteSync || f.count("send") != 1 {
+			t.Fatalf("patient: %+v, %v; %d sends", p.resp, p.err, f.count("send"))
+		}
+		var pe *llmfleet.Error
+		if !errors.As(u.err, &pe) || pe.Type != "token_limit_exceeded" || pe.Message != f.failure.Message {
+			t.Fatalf("unbudgeted: %v, want the provider's error", u.err)
+		}
+		if f.count("create") != 1 {
+			t.Fatalf("%d creates", f.count("create"))
+		}
+		if got := d.predictor.predict("fake", "m1"); got != d.pol.TurnaroundPrior {
+			t.Errorf("turnaround learnt from a failed batch: %s", got)
 		}
 	})
 }

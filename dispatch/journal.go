@@ -87,6 +87,7 @@ func (j *storeJournal) accept(ctx context.Context, w *waiter) error {
 		Provider:     w.prov.Name(),
 		CredentialID: fp,
 		Header:       w.req.Header,
+		Endpoint:     w.req.Endpoint,
 		Body:         w.req.Body,
 		Model:        w.info.Model,
 		Client:       w.req.Client,

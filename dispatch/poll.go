@@ -191,6 +191,9 @@ func (d *Dispatcher) endedLocked(t *tracker, f *flight, b *llmfleet.Batch, now t
 	turnaround := b.EndedAt.Sub(b.CreatedAt)
 	var samples []llmfleet.TurnaroundSample
 	for _, m := range f.models {
+		if b.Failure != nil {
+			break // a batch that failed as a whole ran nothing: no turnaround
+		}
 		// A pool holds one model: a batch's turnaround teaches only the
 		// models it held.
 		if !d.pol.NoLearning {

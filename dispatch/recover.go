@@ -51,7 +51,7 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 		if err != nil {
 			return nil, err
 		}
-		req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Body: r.Body, ID: r.ID, Client: r.Client}
+		req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Endpoint: r.Endpoint, Body: r.Body, ID: r.ID, Client: r.Client}
 		w, err := d.newWaiter(req, r.Budget, r.AcceptedAt)
 		if err != nil {
 			return nil, err

@@ -69,7 +69,7 @@ func (d *Dispatcher) rescue(w *waiter) {
 		wait = d.pol.RescueMargin
 	}
 	ctx, cancel := d.withTimeout(d.ctx, wait)
-	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header, Body: w.params}
+	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header, Endpoint: w.req.Endpoint, Body: w.params, Client: w.req.Client}
 	start := d.clock.Now()
 	d.stats.syncCalls.Add(1)
 	resp, err := w.prov.Send(ctx, req)

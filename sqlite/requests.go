@@ -13,10 +13,10 @@ import (
 // requestColumns are the columns scanRequest reads, in order.
 const requestColumns = `id, provider, credential_id, header, body, model, budget,
 	accepted_at, deadline, state, batch_id, custom_id,
-	status_code, result_body, result_error, usage, completed_at, client`
+	status_code, result_body, result_error, usage, completed_at, client, endpoint`
 
 const insertRequest = `INSERT INTO requests (id, provider, credential_id, header, body,
-	model, budget, accepted_at, deadline, state, client) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)`
+	model, budget, accepted_at, deadline, state, client, endpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)`
 
 // insertArgs returns the arguments of insertRequest for r.
 func insertArgs(r *llmfleet.StoredRequest) ([]any, error) {
@@ -28,7 +28,7 @@ func insertArgs(r *llmfleet.StoredRequest) ([]any, error) {
 		return nil, fmt.Errorf("sqlite: request %s header: %w", r.ID, err)
 	}
 	return []any{r.ID, r.Provider, r.CredentialID, h, bytesOrEmpty(r.Body),
-		r.Model, int64(r.Budget), nanos(r.AcceptedAt), nanos(r.Deadline), r.Client}, nil
+		r.Model, int64(r.Budget), nanos(r.AcceptedAt), nanos(r.Deadline), r.Client, r.Endpoint}, nil
 }
 
 // rowScanner is a *sql.Row or *sql.Rows.
@@ -48,7 +48,7 @@ func scanRequest(s rowScanner) (*llmfleet.StoredRequest, error) {
 	)
 	err := s.Scan(&r.ID, &r.Provider, &r.CredentialID, &header, &r.Body, &r.Model, &budget,
 		&accepted, &deadline, &state, &batchID, &customID,
-		&status, &resultBody, &resultErr, &usage, &completed, &r.Client)
+		&status, &resultBody, &resultErr, &usage, &completed, &r.Client, &r.Endpoint)
 	if err != nil {
 		return nil, err
 	}

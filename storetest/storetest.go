@@ -191,6 +191,7 @@ func request(i int) *llmfleet.StoredRequest {
 		AcceptedAt:   at,
 		Deadline:     at.Add(90 * time.Minute),
 		State:        llmfleet.RequestQueued,
+		Endpoint:     []string{"", "/v1/chat/completions", "/v1/embeddings"}[i%3],
 	}
 }
 
