@@ -320,6 +320,9 @@ func checkRequest(t *testing.T, got, want *llmfleet.StoredRequest) {
 	if got.Client != want.Client {
 		t.Errorf("%s: Client %q, want %q", id, got.Client, want.Client)
 	}
+	if got.Endpoint != want.Endpoint {
+		t.Errorf("%s: Endpoint %q, want %q", id, got.Endpoint, want.Endpoint)
+	}
 	if got.Budget != want.Budget {
 		t.Errorf("%s: Budget %v, want %v", id, got.Budget, want.Budget)
 	}
