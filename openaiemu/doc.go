@@ -11,6 +11,24 @@
 //
 // Errors use the OpenAI envelope {"error":{"message","type","param","code"}}.
 //
-// Not modelled yet: the Files and Batches APIs, tools, images, audio,
-// logprobs, streaming of /v1/responses, rate limits.
+// Files and batches: POST/GET /v1/files, GET/DELETE /v1/files/{id}, GET
+// /v1/files/{id}/content, POST/GET /v1/batches, GET /v1/batches/{id}, POST
+// /v1/batches/{id}/cancel, owned by the key and project that made them. A
+// batch is validated as the API does (unique custom_id, POST, url equal to
+// the batch's endpoint, one model per file, at most 50,000 lines; else it
+// turns failed with errors.data naming the line, after a create that
+// answered 200) and may fail after its create with token_limit_exceeded
+// (Server.EnqueuedTokenLimit). It is in_progress for
+// Server.BatchTurnaround, then completed: each line is answered by the
+// endpoint's own handler (so a batched answer is the sync answer, its
+// service_tier included, and is billed once), HTTP errors (an injected
+// Fault, a bad body) go to the error file with their status and envelope,
+// output lines shuffled. Cancelled or expired (at 24 h) batches answer the
+// share of their lines their elapsed time reached; the rest are
+// batch_cancelled or batch_expired lines of the error file.
+//
+// Not modelled: tools, images, audio, logprobs, streaming of
+// /v1/responses, rate limits, batch webhooks, the cancelling delay (a
+// cancelled batch is cancelled at the next look), the finalizing step
+// (seen only while lines are being answered).
 package openaiemu

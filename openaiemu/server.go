@@ -38,11 +38,28 @@ type Server struct {
 
 	// Fault, if not nil, is asked for every request after authentication;
 	// a non-zero status is answered instead with that status and an error
-	// of type errType.
+	// of type errType. It is asked for each line of a batch too, with the
+	// line's url: a fault there lands in the batch's error file.
 	Fault func(path string) (status int, errType string)
 
-	mu    sync.Mutex
-	stats Stats
+	// BatchTurnaround is how long a batch takes from its create to its
+	// end; 0 means DefaultBatchTurnaround. One of 24 hours or more makes
+	// it expire.
+	BatchTurnaround time.Duration
+
+	// EnqueuedTokenLimit, if set, returns a model's limit of input tokens
+	// enqueued in batches in progress (0: none); a batch that would go
+	// over it fails after its create with token_limit_exceeded, as the
+	// API's do.
+	EnqueuedTokenLimit func(model string) int
+
+	mu      sync.Mutex
+	stats   Stats
+	files   map[string]*file
+	batches map[string]*batch
+	seq     int
+	once    sync.Once
+	mux     *http.ServeMux
 }
 
 // Stats counts what the Server answered.
@@ -102,6 +119,38 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "", "Incorrect API key provided.")
 		return
 	}
+	s.once.Do(func() {
+		m := http.NewServeMux()
+		m.HandleFunc("POST /v1/files", s.faulty(s.uploadFile))
+		m.HandleFunc("GET /v1/files", s.faulty(s.listFiles))
+		m.HandleFunc("GET /v1/files/{id}", s.faulty(s.getFile))
+		m.HandleFunc("DELETE /v1/files/{id}", s.faulty(s.deleteFile))
+		m.HandleFunc("GET /v1/files/{id}/content", s.faulty(s.fileContent))
+		m.HandleFunc("POST /v1/batches", s.faulty(s.createBatch))
+		m.HandleFunc("GET /v1/batches", s.faulty(s.listBatches))
+		m.HandleFunc("GET /v1/batches/{id}", s.faulty(s.getBatch))
+		m.HandleFunc("POST /v1/batches/{id}/cancel", s.faulty(s.cancelBatch))
+		m.HandleFunc("/", s.answer)
+		s.mux = m
+	})
+	s.mux.ServeHTTP(w, r)
+}
+
+// faulty answers Fault's error instead of h's answer when it gives one.
+func (s *Server) faulty(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.Fault != nil {
+			if status, typ := s.Fault(r.URL.Path); status != 0 {
+				writeError(w, status, typ, "", "", "Injected fault.")
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+// answer serves the model endpoints, for a caller or a batch's line.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	var h func(http.ResponseWriter, *http.Request)
 	switch r.URL.Path {
 	case "/v1/chat/completions":
@@ -118,13 +167,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "", "Method "+r.Method+" not allowed for "+r.URL.Path+".")
 		return
 	}
-	if s.Fault != nil {
-		if status, typ := s.Fault(r.URL.Path); status != 0 {
-			writeError(w, status, typ, "", "", "Injected fault.")
-			return
-		}
-	}
-	h(w, r)
+	s.faulty(h)(w, r)
 }
 
 func (s *Server) authorized(r *http.Request) bool {
