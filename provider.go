@@ -94,6 +94,9 @@ type BatchItem struct {
 	CustomID string
 	// Params is the create-message body, without "stream".
 	Params json.RawMessage
+	// Endpoint is the request's endpoint (Request.Endpoint; empty: the
+	// provider's create-message endpoint). The items of one batch share it.
+	Endpoint string
 }
 
 // BatchStatus is the processing status of a batch.

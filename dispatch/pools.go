@@ -171,7 +171,7 @@ func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 	for i, w := range ws {
 		w.customID = c.localID + "-" + strconv.Itoa(i+1)
 		w.to(stateSubmitting)
-		c.items[i] = llmfleet.BatchItem{CustomID: w.customID, Params: w.params}
+		c.items[i] = llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint}
 	}
 	d.beginWorkLocked()
 	d.goOwned(func() { d.create(c) })

@@ -11,9 +11,13 @@
 // the first and learns from the second. A Response's Tier is the tier the
 // answer says served it, which its cost follows.
 //
-// Not yet: the Batch API (files and batches). Its methods return
-// ErrNoBatchAPI, so OpenAI requests are routed sync or flex; a request
-// given to SubmitBatch fails with it.
+// Batches go through the Batch API: the items are uploaded as a JSONL
+// file (purpose batch, expiring after a week), the batch is created with
+// the "24h" window and the metadata "llmfleet_tag" carrying llmfleet's
+// tag, which FindBatch looks for; results are read from the output and
+// error files and matched by custom_id. A batch that failed as a whole
+// (status failed: validation errors, or token_limit_exceeded after its
+// create) is ended with a Failure.
 package openai
 
 import (
@@ -36,10 +40,6 @@ const DefaultBaseURL = "https://api.openai.com"
 
 // Name is the provider's name.
 const Name = "openai"
-
-// ErrNoBatchAPI is returned by the batch methods: the adapter does not
-// speak the Batch API yet.
-var ErrNoBatchAPI = errors.New("openai: the Batch API is not supported yet")
 
 // Limits of one batch (provider-apis.md C.6).
 const (
@@ -204,32 +204,3 @@ func (p *Provider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {
 	return b, nil
 }
 
-// CreateBatch returns ErrNoBatchAPI.
-func (p *Provider) CreateBatch(context.Context, llmfleet.Credential, string, http.Header, []llmfleet.BatchItem) (*llmfleet.Batch, error) {
-	return nil, ErrNoBatchAPI
-}
-
-// FindBatch returns ErrNoBatchAPI.
-func (p *Provider) FindBatch(context.Context, llmfleet.Credential, llmfleet.BatchQuery) (*llmfleet.Batch, error) {
-	return nil, ErrNoBatchAPI
-}
-
-// GetBatch returns ErrNoBatchAPI.
-func (p *Provider) GetBatch(context.Context, llmfleet.Credential, string) (*llmfleet.Batch, error) {
-	return nil, ErrNoBatchAPI
-}
-
-// ListBatches returns ErrNoBatchAPI.
-func (p *Provider) ListBatches(context.Context, llmfleet.Credential, string, int) (*llmfleet.BatchPage, error) {
-	return nil, ErrNoBatchAPI
-}
-
-// Results returns ErrNoBatchAPI.
-func (p *Provider) Results(context.Context, llmfleet.Credential, string, func(llmfleet.BatchResult) error) error {
-	return ErrNoBatchAPI
-}
-
-// CancelBatch returns ErrNoBatchAPI.
-func (p *Provider) CancelBatch(context.Context, llmfleet.Credential, string) (*llmfleet.Batch, error) {
-	return nil, ErrNoBatchAPI
-}

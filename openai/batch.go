@@ -1,0 +1,368 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/openaiwire"
+)
+
+// TagKey is the metadata key a batch carries llmfleet's tag under.
+const TagKey = "llmfleet_tag"
+
+// inputExpiry is how long an uploaded input file is kept (the API's
+// minimum is an hour; a batch reads its file while it validates).
+const inputExpiry = 7 * 24 * time.Hour
+
+// batchObject is the API's Batch.
+type batchObject struct {
+	ID            string            `json:"id"`
+	Status        string            `json:"status"`
+	Endpoint      string            `json:"endpoint"`
+	OutputFileID  *string           `json:"output_file_id"`
+	ErrorFileID   *string           `json:"error_file_id"`
+	CreatedAt     int64             `json:"created_at"`
+	ExpiresAt     *int64            `json:"expires_at"`
+	CompletedAt   *int64            `json:"completed_at"`
+	FailedAt      *int64            `json:"failed_at"`
+	ExpiredAt     *int64            `json:"expired_at"`
+	CancelledAt   *int64            `json:"cancelled_at"`
+	Metadata      map[string]string `json:"metadata"`
+	RequestCounts struct {
+		Total     int `json:"total"`
+		Completed int `json:"completed"`
+		Failed    int `json:"failed"`
+	} `json:"request_counts"`
+	Errors *struct {
+		Data []struct {
+			Code    string  `json:"code"`
+			Message string  `json:"message"`
+			Param   *string `json:"param"`
+		} `json:"data"`
+	} `json:"errors"`
+}
+
+func at(v *int64) time.Time {
+	if v == nil {
+		return time.Time{}
+	}
+	return time.Unix(*v, 0).UTC()
+}
+
+// batch maps the API's Batch onto llmfleet's.
+func (o *batchObject) batch() *llmfleet.Batch {
+	b := &llmfleet.Batch{ID: o.ID, CreatedAt: time.Unix(o.CreatedAt, 0).UTC(), ExpiresAt: at(o.ExpiresAt)}
+	c := o.RequestCounts
+	switch o.Status {
+	case "completed", "failed", "expired", "cancelled":
+		b.Status = llmfleet.BatchEnded
+		b.EndedAt = at(o.CompletedAt)
+		for _, t := range []*int64{o.FailedAt, o.ExpiredAt, o.CancelledAt} {
+			if b.EndedAt.IsZero() {
+				b.EndedAt = at(t)
+			}
+		}
+		b.Counts = llmfleet.RequestCounts{Succeeded: c.Completed, Errored: c.Failed}
+		if o.Status == "failed" {
+			b.Failure = o.failure()
+			b.Counts = llmfleet.RequestCounts{Errored: c.Total}
+		}
+	case "cancelling":
+		b.Status = llmfleet.BatchCanceling
+		b.Counts.Processing = max(c.Total-c.Completed-c.Failed, 0)
+	default: // validating, in_progress, finalizing
+		b.Status = llmfleet.BatchInProgress
+		b.Counts.Processing = c.Total
+	}
+	if o.OutputFileID != nil || o.ErrorFileID != nil {
+		b.ResultsURL = o.ID
+	}
+	return b
+}
+
+// failure returns the error of a batch that failed as a whole, as the
+// synchronous API would have answered it: 429 for a token limit, 400 for
+// a file the API refused.
+func (o *batchObject) failure() *llmfleet.Error {
+	code, msg := "batch_failed", "The batch failed."
+	var param string
+	if o.Errors != nil && len(o.Errors.Data) > 0 {
+		e := o.Errors.Data[0]
+		code, msg = e.Code, e.Message
+		if e.Param != nil {
+			param = *e.Param
+		}
+	}
+	status, typ := http.StatusBadRequest, "invalid_request_error"
+	if code == "token_limit_exceeded" {
+		status, typ = http.StatusTooManyRequests, "rate_limit_exceeded"
+	}
+	return &llmfleet.Error{StatusCode: status, Type: code, Message: msg, Body: openaiwire.Envelope(typ, code, param, msg)}
+}
+
+// call makes one JSON call of the batch API and decodes its answer into
+// out; an error answer is an *llmfleet.Error.
+func (p *Provider) call(ctx context.Context, cred llmfleet.Credential, header http.Header, method, path string, body io.Reader, contentType string, out any) error {
+	hr, err := http.NewRequestWithContext(ctx, method, p.base()+path, body)
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{"OpenAI-Organization", "OpenAI-Project"} {
+		if v := header.Get(k); v != "" {
+			hr.Header.Set(k, v)
+		}
+	}
+	if contentType != "" {
+		hr.Header.Set("Content-Type", contentType)
+	}
+	key := cred.APIKey
+	if key == "" {
+		key = cred.AuthToken
+	}
+	hr.Header.Set("Authorization", "Bearer "+key)
+	res, err := p.client().Do(hr)
+	if err != nil {
+		return fmt.Errorf("openai: %s %s: %w", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return fmt.Errorf("openai: %s %s: %w", method, path, err)
+	}
+	if res.StatusCode/100 != 2 {
+		return openaiwire.ErrorOf(res.StatusCode, b, res.Header.Get("X-Request-Id"))
+	}
+	if out == nil {
+		return nil
+	}
+	if w, ok := out.(*[]byte); ok {
+		*w = b
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
+
+// CreateBatch uploads items as a JSONL input file and creates a batch of
+// it, tagged with tag in its metadata. A failed upload creates nothing;
+// a create answered with an error that refuses it (4xx) creates nothing;
+// one not answered, or answered 5xx, is an *llmfleet.UncertainError for
+// FindBatch to settle.
+func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, tag string, header http.Header, items []llmfleet.BatchItem) (*llmfleet.Batch, error) {
+	if len(items) == 0 {
+		return nil, errors.New("openai: a batch of no requests")
+	}
+	ep := items[0].Endpoint
+	if ep == "" {
+		ep = openaiwire.ChatCompletions
+	}
+	var file bytes.Buffer
+	for _, it := range items {
+		line, err := json.Marshal(struct {
+			CustomID string          `json:"custom_id"`
+			Method   string          `json:"method"`
+			URL      string          `json:"url"`
+			Body     json.RawMessage `json:"body"`
+		}{it.CustomID, http.MethodPost, ep, it.Params})
+		if err != nil {
+			return nil, fmt.Errorf("openai: item %s: %w", it.CustomID, err)
+		}
+		file.Write(line)
+		file.WriteByte('\n')
+	}
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	mw.WriteField("purpose", "batch")
+	mw.WriteField("expires_after[anchor]", "created_at")
+	mw.WriteField("expires_after[seconds]", strconv.Itoa(int(inputExpiry/time.Second)))
+	fw, _ := mw.CreateFormFile("file", tag+".jsonl")
+	fw.Write(file.Bytes())
+	mw.Close()
+	var uploaded struct {
+		ID string `json:"id"`
+	}
+	if err := p.call(ctx, cred, header, http.MethodPost, "/v1/files", &form, mw.FormDataContentType(), &uploaded); err != nil {
+		return nil, fmt.Errorf("openai: uploading the batch input: %w", err)
+	}
+	create, _ := json.Marshal(map[string]any{"input_file_id": uploaded.ID, "endpoint": ep,
+		"completion_window": "24h", "metadata": map[string]string{TagKey: tag}})
+	var o batchObject
+	err := p.call(ctx, cred, header, http.MethodPost, "/v1/batches", bytes.NewReader(create), "application/json", &o)
+	var pe *llmfleet.Error
+	switch {
+	case err == nil:
+		return o.batch(), nil
+	case errors.As(err, &pe) && pe.StatusCode < 500:
+		return nil, err
+	case errors.As(err, &pe):
+		return nil, &llmfleet.UncertainError{Answered: true, Err: err}
+	default:
+		return nil, &llmfleet.UncertainError{Err: err}
+	}
+}
+
+// FindBatch looks for the batch created with q.Tag in the credential's
+// list, newest first, by its metadata; nil once the list reached batches
+// created before q.Since (less a minute of clock skew) without it.
+func (p *Provider) FindBatch(ctx context.Context, cred llmfleet.Credential, q llmfleet.BatchQuery) (*llmfleet.Batch, error) {
+	since := q.Since.Add(-time.Minute)
+	after := ""
+	for range 20 {
+		objs, more, err := p.list(ctx, cred, after, 100)
+		if err != nil {
+			return nil, err
+		}
+		for i := range objs {
+			if objs[i].Metadata[TagKey] == q.Tag {
+				return objs[i].batch(), nil
+			}
+			if time.Unix(objs[i].CreatedAt, 0).Before(since) {
+				return nil, nil
+			}
+		}
+		if !more || len(objs) == 0 {
+			return nil, nil
+		}
+		after = objs[len(objs)-1].ID
+	}
+	return nil, llmfleet.ErrUndetermined
+}
+
+// list reads one page of the credential's batches.
+func (p *Provider) list(ctx context.Context, cred llmfleet.Credential, after string, limit int) ([]batchObject, bool, error) {
+	q := url.Values{"limit": {strconv.Itoa(min(max(limit, 1), 100))}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	var page struct {
+		Data    []batchObject `json:"data"`
+		HasMore bool          `json:"has_more"`
+	}
+	if err := p.call(ctx, cred, nil, http.MethodGet, "/v1/batches?"+q.Encode(), nil, "", &page); err != nil {
+		return nil, false, err
+	}
+	return page.Data, page.HasMore, nil
+}
+
+// GetBatch retrieves one batch.
+func (p *Provider) GetBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
+	var o batchObject
+	if err := p.call(ctx, cred, nil, http.MethodGet, "/v1/batches/"+url.PathEscape(id), nil, "", &o); err != nil {
+		return nil, err
+	}
+	return o.batch(), nil
+}
+
+// ListBatches lists the credential's batches, newest first.
+func (p *Provider) ListBatches(ctx context.Context, cred llmfleet.Credential, afterID string, limit int) (*llmfleet.BatchPage, error) {
+	objs, more, err := p.list(ctx, cred, afterID, limit)
+	if err != nil {
+		return nil, err
+	}
+	page := &llmfleet.BatchPage{HasMore: more}
+	for i := range objs {
+		page.Batches = append(page.Batches, *objs[i].batch())
+	}
+	if len(objs) > 0 {
+		page.LastID = objs[len(objs)-1].ID
+	}
+	return page, nil
+}
+
+// CancelBatch asks the API to cancel a batch.
+func (p *Provider) CancelBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
+	var o batchObject
+	if err := p.call(ctx, cred, nil, http.MethodPost, "/v1/batches/"+url.PathEscape(id)+"/cancel", nil, "", &o); err != nil {
+		return nil, err
+	}
+	return o.batch(), nil
+}
+
+// Results reads an ended batch's output and error files and gives fn one
+// result per line, in the files' order: a 200 line succeeded (its body
+// the endpoint's answer), another status errored (its error the envelope
+// the API answered), batch_expired and batch_cancelled lines expired and
+// canceled, any other error errored with status 500.
+func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id string, fn func(llmfleet.BatchResult) error) error {
+	var o batchObject
+	if err := p.call(ctx, cred, nil, http.MethodGet, "/v1/batches/"+url.PathEscape(id), nil, "", &o); err != nil {
+		return err
+	}
+	for _, f := range []*string{o.OutputFileID, o.ErrorFileID} {
+		if f == nil || *f == "" {
+			continue
+		}
+		var content []byte
+		if err := p.call(ctx, cred, nil, http.MethodGet, "/v1/files/"+url.PathEscape(*f)+"/content", nil, "", &content); err != nil {
+			return fmt.Errorf("openai: batch %s results: %w", id, err)
+		}
+		if err := ReadResults(bytes.NewReader(content), fn); err != nil {
+			return fmt.Errorf("openai: batch %s results: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// ReadResults parses batch output or error file lines into results.
+func ReadResults(r io.Reader, fn func(llmfleet.BatchResult) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		var l struct {
+			CustomID string `json:"custom_id"`
+			Response *struct {
+				StatusCode int             `json:"status_code"`
+				RequestID  string          `json:"request_id"`
+				Body       json.RawMessage `json:"body"`
+			} `json:"response"`
+			Error *struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(text, &l); err != nil || l.CustomID == "" {
+			return fmt.Errorf("malformed result line %.80q", text)
+		}
+		res := llmfleet.BatchResult{CustomID: l.CustomID}
+		switch {
+		case l.Response != nil && l.Response.StatusCode == http.StatusOK:
+			res.Type, res.Message = llmfleet.ResultSucceeded, l.Response.Body
+			if a, err := openaiwire.ReadAnswer(l.Response.Body); err == nil {
+				res.Usage, res.Model = a.Usage, a.Model
+			}
+		case l.Response != nil:
+			res.Type = llmfleet.ResultErrored
+			res.Error = openaiwire.ErrorOf(l.Response.StatusCode, l.Response.Body, l.Response.RequestID)
+		case l.Error != nil && l.Error.Code == "batch_expired":
+			res.Type = llmfleet.ResultExpired
+		case l.Error != nil && l.Error.Code == "batch_cancelled":
+			res.Type = llmfleet.ResultCanceled
+		default:
+			code, msg := "server_error", "The request failed inside its batch."
+			if l.Error != nil {
+				code, msg = l.Error.Code, l.Error.Message
+			}
+			res.Type = llmfleet.ResultErrored
+			res.Error = &llmfleet.Error{StatusCode: http.StatusInternalServerError, Type: code, Message: msg,
+				Body: openaiwire.Envelope("server_error", code, "", msg)}
+		}
+		if err := fn(res); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
