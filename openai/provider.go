@@ -203,4 +203,3 @@ func (p *Provider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {
 	}
 	return b, nil
 }
-
