@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/jsonmember"
+	"github.com/llmfleet/llmfleet/openaiwire"
 )
 
 // Access is one line of the access log: what the proxy did with one
@@ -125,7 +127,7 @@ func (a *accessRec) report(status int, h http.Header) {
 	rec := Access{
 		Method:   a.method,
 		Path:     a.path,
-		Messages: a.method == http.MethodPost && (a.path == "/v1/messages" || isBudgetMessages(a.path)),
+		Messages: a.method == http.MethodPost && (a.path == "/v1/messages" || isBudgetMessages(a.path) || isOpenAIRouted(a.path)),
 		Status:   status,
 		Latency:  a.s.clock.Now().Sub(a.start),
 		Key:      a.key.String(),
@@ -215,4 +217,15 @@ func flushWhole(w http.ResponseWriter) {
 	if w.Header().Get("Content-Length") != "" {
 		http.NewResponseController(w).Flush()
 	}
+}
+
+// isOpenAIRouted reports whether path, with or without a /budget/<ms>
+// prefix, is one of the OpenAI face's routed endpoints.
+func isOpenAIRouted(path string) bool {
+	if rest, ok := strings.CutPrefix(path, "/budget/"); ok {
+		_, path, _ = strings.Cut(rest, "/")
+		path = "/" + path
+	}
+	p, ok := strings.CutPrefix(path, OpenAIPrefix)
+	return ok && openaiwire.Routed(p)
 }

@@ -147,6 +147,15 @@ type Server struct {
 	// from the one writing its answer.
 	Access func(Access)
 
+	// OpenAIUpstream is the base URL of the OpenAI API, the upstream of
+	// the OpenAI face (/openai/v1/...); nil means DefaultOpenAIUpstream.
+	OpenAIUpstream *url.URL
+
+	// FlexRetryBackoff is the wait before the first retry of a flex call
+	// the OpenAI face makes that was refused for capacity; it doubles at
+	// each retry. 0 means 1s.
+	FlexRetryBackoff time.Duration
+
 	// BodyReadTimeout bounds the time a client takes to send a request
 	// body, from the end of its headers: a body not received in time is
 	// answered 408 timeout_error and its connection closed. 0 means
@@ -172,6 +181,10 @@ type Server struct {
 
 	batchOwners BatchOwners
 	bodyTimeout time.Duration
+
+	openAIUpstream *url.URL
+	openAIRP       *httputil.ReverseProxy
+	openAIClient   *http.Client
 	bodies      bodyBudget
 	parked      parkedSet // callers parked on their connections (parkconn.go)
 }
@@ -277,6 +290,27 @@ func (s *Server) init() {
 			ModifyResponse: s.tapResponse,
 			ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		}
+		s.openAIUpstream = openAIUpstreamURL(s.OpenAIUpstream)
+		s.openAIClient = &http.Client{Transport: t}
+		s.openAIRP = &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(s.openAIUpstream)
+				pr.Out.Host = s.openAIUpstream.Host
+				for k := range pr.Out.Header {
+					if len(k) > 9 && strings.EqualFold(k[:9], "llmfleet-") {
+						pr.Out.Header.Del(k)
+					}
+				}
+			},
+			Transport:  t,
+			BufferPool: &bufferPool{},
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				s.log.Warn("openai upstream unreachable", "path", r.URL.Path, "err", err)
+				w.Header().Set("Connection", "close")
+				writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "The upstream OpenAI API could not be reached.")
+			},
+			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		}
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -285,6 +319,7 @@ func (s *Server) init() {
 		mux.HandleFunc("POST /v1/messages", s.serveMessages)
 		mux.HandleFunc("GET "+RequestsPath+"{id}", s.serveTicket)
 		mux.HandleFunc("/v1/", s.servePassThrough)
+		mux.HandleFunc(OpenAIPrefix+"/", s.serveOpenAI)
 		mux.HandleFunc("/budget/{ms}/{path...}", s.serveBudgetPrefix)
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, &apiError{http.StatusNotFound, "not_found_error", "Not found: " + r.URL.Path})

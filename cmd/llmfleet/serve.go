@@ -22,6 +22,7 @@ import (
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/observe"
+	"github.com/llmfleet/llmfleet/openai"
 	"github.com/llmfleet/llmfleet/pricing"
 	"github.com/llmfleet/llmfleet/proxy"
 )
@@ -118,6 +119,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	configFile := fs.String("config", "", "YAML file with settings (flags on the command line win)")
 	listen := fs.String("listen", "127.0.0.1:8787", "address to listen on")
 	anthropicURL := fs.String("anthropic-url", claude.DefaultBaseURL, "base URL of the Anthropic API")
+	openaiURL := fs.String("openai-url", openai.DefaultBaseURL, "base URL of the OpenAI API (paths /v1/... appended); the OpenAI face is /openai/v1/ on the same listener")
 	pf := addPolicyFlags(fs)
 	toolSync := fs.Bool("tool-results-sync", false, "send turns whose last user message carries tool_result blocks sync")
 	ping := fs.Duration("ping-interval", proxy.DefaultPingInterval, "interval of ping events to a waiting streaming caller")
@@ -165,6 +167,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil || upstream.Scheme == "" || upstream.Host == "" {
 		return fmt.Errorf("--anthropic-url %q is not an absolute URL", *anthropicURL)
 	}
+	openaiUpstream, err := url.Parse(strings.TrimSuffix(*openaiURL, "/"))
+	if err != nil || openaiUpstream.Scheme == "" || openaiUpstream.Host == "" {
+		return fmt.Errorf("--openai-url %q is not an absolute URL", *openaiURL)
+	}
 	creds, err := cfg.credentials(os.Getenv)
 	if err != nil {
 		return err
@@ -207,7 +213,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger.Info("durable state", "db", state.db.Path, "secret", state.secret, "retention", *retention)
 	provider := &claude.Provider{BaseURL: upstream.String(), Logger: logger, CredentialLabel: state.vault.Fingerprint}
 	d := &dispatch.Dispatcher{
-		Providers:       []llmfleet.Provider{provider},
+		Providers:       []llmfleet.Provider{provider, &openai.Provider{BaseURL: openaiUpstream.String()}},
 		Policy:          pf.policy(),
 		Logger:          logger,
 		Store:           state.db,
@@ -258,6 +264,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv := &proxy.Server{
 		Submitter:       d,
 		Upstream:        upstream,
+		OpenAIUpstream:  openaiUpstream,
 		DefaultBudget:   *pf.defBudget,
 		ToolResultsSync: *toolSync,
 		PingInterval:    *ping,

@@ -1,0 +1,505 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/jsonmember"
+	"github.com/llmfleet/llmfleet/openaiwire"
+	"github.com/llmfleet/llmfleet/sse"
+)
+
+// DefaultOpenAIUpstream is the OpenAI API, the upstream of the OpenAI face
+// when Server.OpenAIUpstream is nil.
+const DefaultOpenAIUpstream = "https://api.openai.com"
+
+// OpenAIPrefix is the path prefix of the OpenAI face: OPENAI_BASE_URL is
+// http://HOST:PORT/openai/v1 (or http://HOST:PORT/budget/<ms>/openai/v1).
+const OpenAIPrefix = "/openai"
+
+// openAIProvider is the provider name of the OpenAI face's Requests.
+const openAIProvider = "openai"
+
+// openAICall is one routed call of the OpenAI face.
+type openAICall struct {
+	route        llmfleet.Route
+	forced       bool
+	budget       time.Duration
+	arrived      time.Time
+	endpoint     string // /v1/chat/completions, ...
+	req          *llmfleet.Request
+	model        string
+	stream       bool
+	includeUsage bool
+}
+
+// writeOpenAIError answers with the OpenAI error envelope.
+func writeOpenAIError(w http.ResponseWriter, status int, typ, code, param, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Del("Content-Length")
+	w.WriteHeader(status)
+	w.Write(openaiwire.Envelope(typ, code, param, msg))
+}
+
+// serveOpenAI serves the OpenAI face: /openai/v1/<path> is <path> of the
+// OpenAI API; POST chat/completions, responses and embeddings are routed
+// by budget, everything else passes through.
+func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
+	path, ok := strings.CutPrefix(r.URL.Path, OpenAIPrefix)
+	if !ok || !strings.HasPrefix(path, "/v1/") {
+		writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", "Unknown request URL: "+r.Method+" "+r.URL.Path+".")
+		return
+	}
+	if s.Credentials != nil {
+		// Proxy-held keys hold Anthropic keys: the OpenAI face takes the
+		// client's own key only.
+		writeOpenAIError(w, http.StatusForbidden, "permission_error", "", "",
+			"The OpenAI face of this llmfleet takes the client's own OpenAI key; it runs with proxy-held keys, which it does not hold for OpenAI.")
+		return
+	}
+	if r.Method == http.MethodPost && openaiwire.Routed(path) {
+		s.serveOpenAIRouted(w, r, path)
+		return
+	}
+	r2 := withPath(r, path, "")
+	fullDuplex(w)
+	s.openAIRP.ServeHTTP(w, r2)
+}
+
+// planOpenAI reads a routed call: its route header, budget, body, model.
+func (s *Server) planOpenAI(w http.ResponseWriter, r *http.Request, endpoint string) (*openAICall, bool) {
+	c := &openAICall{arrived: s.clock.Now(), endpoint: endpoint, route: llmfleet.RouteSync}
+	switch v := r.Header.Get(HeaderRoute); v {
+	case "":
+	case string(llmfleet.RouteSync), string(llmfleet.RouteFlex), string(llmfleet.RouteBatch):
+		c.route, c.forced = llmfleet.Route(v), true
+	default:
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "llmfleet-route", "The llmfleet-route header must be sync, flex or batch.")
+		return nil, false
+	}
+	budget, given := llmfleet.BudgetFrom(r.Context())
+	if v := r.Header.Get(HeaderBudget); v != "" {
+		b, err := parseBudget(v)
+		if err != nil {
+			writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "llmfleet-latency-budget-ms", "The llmfleet-latency-budget-ms header must be a non-negative integer number of milliseconds.")
+			return nil, false
+		}
+		budget, given = b, true
+	}
+	if !given {
+		budget = s.DefaultBudget
+	}
+	c.budget = budget
+	cred := credentialFrom(r.Header)
+	if cred.AuthToken == "" {
+		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "",
+			"You didn't provide an API key. Provide it in an Authorization header: Bearer YOUR_KEY.")
+		return nil, false
+	}
+	body, e := s.readBody(r)
+	if e != nil {
+		writeOpenAIError(w, e.status, "invalid_request_error", "", "", e.msg)
+		return nil, false
+	}
+	var fields struct {
+		Model         string `json:"model"`
+		Stream        bool   `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	if err := json.Unmarshal(body, &fields); err != nil {
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "", "We could not parse the JSON body of your request.")
+		return nil, false
+	}
+	if fields.Model == "" {
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "model", "you must provide a model parameter")
+		return nil, false
+	}
+	c.model, c.stream, c.includeUsage = fields.Model, fields.Stream, fields.StreamOptions.IncludeUsage
+	h := http.Header{}
+	for _, k := range []string{"OpenAI-Organization", "OpenAI-Project"} {
+		if v := r.Header.Get(k); v != "" {
+			h.Set(k, v)
+		}
+	}
+	c.req = &llmfleet.Request{Provider: openAIProvider, Credential: llmfleet.Credential{AuthToken: cred.AuthToken},
+		Header: h, Endpoint: endpoint, Body: body, Client: s.clientOf(cred)}
+	noteModel(r.Context(), c.model)
+	if !c.forced && s.Submitter != nil {
+		c.route = s.Submitter.Plan(budget, c.req)
+	}
+	if c.route == llmfleet.RouteBatch && c.stream && endpoint != openaiwire.ChatCompletions {
+		c.route = llmfleet.RouteSync // only chat streams are synthesised from a batch
+	}
+	if c.route == llmfleet.RouteFlex && !openaiwire.Flexible(endpoint) {
+		c.route = llmfleet.RouteSync
+	}
+	return c, true
+}
+
+// serveOpenAIRouted serves a routed call.
+func (s *Server) serveOpenAIRouted(w http.ResponseWriter, r *http.Request, endpoint string) {
+	c, ok := s.planOpenAI(w, r, endpoint)
+	if !ok {
+		return
+	}
+	w.Header().Set(HeaderRoute, string(c.route))
+	if a := accessOf(r.Context()); a != nil {
+		a.mu.Lock()
+		a.budget = c.budget
+		a.mu.Unlock()
+	}
+	if c.route == llmfleet.RouteBatch {
+		s.serveOpenAIBatch(w, r, c)
+		return
+	}
+	s.serveOpenAISync(w, r, c)
+}
+
+// serveOpenAISync makes the call upstream, flex or standard, and streams
+// its answer back, reading its usage for the ledger.
+func (s *Server) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *openAICall) {
+	ctx := r.Context()
+	if c.budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, c.arrived.Add(c.budget))
+		defer cancel()
+	}
+	body := []byte(c.req.Body)
+	res, served, err := s.openAIUpstreamCall(ctx, r, c, body)
+	if err != nil {
+		status, typ, msg := http.StatusBadGateway, "api_error", "The upstream OpenAI API could not be reached."
+		if ctx.Err() != nil && r.Context().Err() == nil {
+			status, typ, msg = http.StatusGatewayTimeout, "timeout_error", "The request's latency budget ran out before the upstream answered."
+		}
+		s.reportOpenAI(c, served, nil, typ)
+		writeOpenAIError(w, status, typ, "", "", msg)
+		return
+	}
+	defer res.Body.Close()
+	for k, vs := range res.Header {
+		if k == "Content-Length" || strings.EqualFold(k, "Connection") {
+			continue
+		}
+		w.Header()[k] = vs
+	}
+	w.Header().Set(HeaderRoute, string(c.route))
+	if res.ContentLength >= 0 && !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		w.Header().Set("Content-Length", itoa(res.ContentLength))
+	}
+	w.WriteHeader(res.StatusCode)
+	tap := &openAITap{sse: strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream")}
+	buf := make([]byte, 32<<10)
+	flusher, _ := w.(http.Flusher)
+	for {
+		n, rerr := res.Body.Read(buf)
+		if n > 0 {
+			tap.write(buf[:n])
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				break
+			}
+			if tap.sse && flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	outcome := "ok"
+	if res.StatusCode >= 400 {
+		outcome = openaiwire.ErrorOf(res.StatusCode, tap.raw.Bytes(), "").Type
+	}
+	s.reportOpenAI(c, served, tap, outcome)
+}
+
+// openAIUpstreamCall sends the call, in the flex tier on the flex route:
+// a capacity refusal is retried while the budget leaves room for a
+// standard call after the wait, a tier refusal goes standard at once. It
+// returns the response to pass on (any status) and the route's tier asked
+// for the last attempt.
+func (s *Server) openAIUpstreamCall(ctx context.Context, r *http.Request, c *openAICall, body []byte) (*http.Response, llmfleet.Tier, error) {
+	if c.route != llmfleet.RouteFlex {
+		res, err := s.openAIPost(ctx, r, c, body)
+		return res, llmfleet.TierStandard, err
+	}
+	flexBody, err := jsonmember.Set(body, "service_tier", []byte(`"flex"`))
+	if err != nil {
+		flexBody = body
+	}
+	fo, _ := s.Submitter.(llmfleet.FlexObserver)
+	wait := s.FlexRetryBackoff
+	if wait <= 0 {
+		wait = time.Second
+	}
+	for {
+		start := s.clock.Now()
+		res, err := s.openAIPost(ctx, r, c, flexBody)
+		if err != nil {
+			return nil, llmfleet.TierFlex, err
+		}
+		if res.StatusCode != http.StatusTooManyRequests && res.StatusCode != http.StatusBadRequest {
+			if fo != nil && res.StatusCode/100 == 2 {
+				fo.ObserveFlex(openAIProvider, c.model, s.clock.Now().Sub(start), nil)
+			}
+			return res, llmfleet.TierFlex, nil
+		}
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+		reason := openaiwire.Reason(res.StatusCode, b)
+		if reason == nil { // another error: pass it on as it came
+			res.Body = io.NopCloser(bytes.NewReader(b))
+			return res, llmfleet.TierFlex, nil
+		}
+		if fo != nil {
+			fo.ObserveFlex(openAIProvider, c.model, s.clock.Now().Sub(start), reason)
+		}
+		if errors.Is(reason, llmfleet.ErrFlexUnavailable) {
+			deadline, has := ctx.Deadline()
+			if !has || s.clock.Now().Add(wait+openAIStandardReserve).Before(deadline) {
+				tick, stop := s.after(wait)
+				select {
+				case <-tick:
+				case <-ctx.Done():
+					stop()
+					return nil, llmfleet.TierFlex, ctx.Err()
+				}
+				wait = min(2*wait, 30*time.Second)
+				continue
+			}
+		}
+		res, err = s.openAIPost(ctx, r, c, body) // the standard tier
+		return res, llmfleet.TierStandard, err
+	}
+}
+
+// openAIStandardReserve is what a flex call's retries leave of its budget
+// for the standard call after them.
+const openAIStandardReserve = 30 * time.Second
+
+// openAIPost posts body to the upstream endpoint with the client's headers
+// (less llmfleet's own and hop-by-hop ones).
+func (s *Server) openAIPost(ctx context.Context, r *http.Request, c *openAICall, body []byte) (*http.Response, error) {
+	u := *s.openAIUpstream
+	u.Path = strings.TrimSuffix(u.Path, "/") + c.endpoint
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range r.Header {
+		lk := strings.ToLower(k)
+		if strings.HasPrefix(lk, "llmfleet-") || lk == "connection" || lk == "content-length" || lk == "host" || lk == "accept-encoding" {
+			continue
+		}
+		req.Header[k] = vs
+	}
+	return s.openAIClient.Do(req)
+}
+
+// openAITap reads an answer as it streams by: a JSON answer is kept whole
+// up to a limit (an OpenAI answer's usage comes last), an event stream's
+// usage, model and tier are read off its chunks.
+type openAITap struct {
+	sse    bool
+	raw    bytes.Buffer
+	events sse.Decoder
+	answer openaiwire.Answer
+}
+
+func (t *openAITap) write(p []byte) {
+	if !t.sse {
+		if t.raw.Len()+len(p) <= maxKept {
+			t.raw.Write(p)
+		}
+		return
+	}
+	if t.events.Emit == nil {
+		t.events = sse.Decoder{MaxData: maxKept, Emit: func(e sse.Event) {
+			if a, err := openaiwire.ReadAnswer(e.Data); err == nil {
+				if a.Model != "" {
+					t.answer.Model = a.Model
+				}
+				if a.Tier != "" {
+					t.answer.Tier = a.Tier
+				}
+				if a.Usage != (llmfleet.Usage{}) {
+					t.answer.Usage = a.Usage
+				}
+			}
+		}}
+	}
+	t.events.Write(p)
+}
+
+func (t *openAITap) result() openaiwire.Answer {
+	if !t.sse {
+		a, _ := openaiwire.ReadAnswer(t.raw.Bytes())
+		return a
+	}
+	return t.answer
+}
+
+// reportOpenAI hands the ledger entry of a sync or flex call to Observe.
+func (s *Server) reportOpenAI(c *openAICall, asked llmfleet.Tier, tap *openAITap, outcome string) {
+	if s.Observe == nil {
+		return
+	}
+	now := s.clock.Now()
+	e := llmfleet.LedgerEntry{Time: now, Provider: openAIProvider, Model: c.model, Route: c.route, Outcome: outcome,
+		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client}
+	if tap != nil && outcome == "ok" {
+		a := tap.result()
+		e.Usage, e.Tier = a.Usage, a.Tier
+		if a.Model != "" {
+			e.Model = a.Model
+		}
+		if e.Tier == "" {
+			e.Tier = asked
+		}
+	}
+	e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, c.budget)
+	s.Observe(e)
+}
+
+// serveOpenAIBatch pools the call and answers from its batch: the body
+// the endpoint would have answered, or for a streaming chat caller the
+// chunks it would have been streamed as (": ping" comments while it
+// waits).
+func (s *Server) serveOpenAIBatch(w http.ResponseWriter, r *http.Request, c *openAICall) {
+	if s.Submitter == nil {
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "llmfleet-route", "This llmfleet does not batch.")
+		return
+	}
+	type result struct {
+		resp *llmfleet.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := s.Submitter.SubmitBatch(r.Context(), c.budget-s.clock.Now().Sub(c.arrived), c.req)
+		done <- result{resp, err}
+	}()
+	var res result
+	if c.stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		ping := s.PingInterval
+		if ping <= 0 {
+			ping = DefaultPingInterval
+		}
+		for waiting := true; waiting; {
+			tick, stop := s.after(ping)
+			select {
+			case res = <-done:
+				waiting = false
+			case <-tick:
+				io.WriteString(w, ": ping\n\n")
+				http.NewResponseController(w).Flush()
+			}
+			stop()
+		}
+		if res.err != nil {
+			_, _, _, msg := openAIFailure(res.err)
+			b, _ := json.Marshal(map[string]any{"error": json.RawMessage(errorObject(res.err, msg))})
+			w.Write([]byte("data: " + string(b) + "\n\n"))
+			return
+		}
+		out, err := openaiwire.AppendChunks(nil, res.resp.Body, c.includeUsage)
+		if err != nil {
+			w.Write([]byte("data: " + string(openaiwire.Envelope("api_error", "", "", "The batch answer could not be streamed.")) + "\n\n"))
+			return
+		}
+		w.Write(out)
+		return
+	}
+	res = <-done
+	if res.err != nil {
+		status, typ, code, msg := openAIFailure(res.err)
+		var pe *llmfleet.Error
+		if errors.As(res.err, &pe) && len(pe.Body) > 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(pe.StatusCode)
+			w.Write(pe.Body)
+			return
+		}
+		writeOpenAIError(w, status, typ, code, "", msg)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if res.resp.RequestID != "" {
+		w.Header().Set(HeaderRequestID, res.resp.RequestID)
+	}
+	if res.resp.BatchID != "" {
+		w.Header().Set(HeaderBatchID, res.resp.BatchID)
+	}
+	w.Header().Set(HeaderRoute, string(res.resp.Route))
+	w.Header().Set("Content-Length", itoa(int64(len(res.resp.Body))))
+	w.WriteHeader(http.StatusOK)
+	w.Write(res.resp.Body)
+}
+
+// openAIFailure returns the status, type, code and message a batched call
+// that failed with err is answered with, in the sync API's terms.
+func openAIFailure(err error) (status int, typ, code, msg string) {
+	var pe *llmfleet.Error
+	switch {
+	case errors.As(err, &pe):
+		return pe.StatusCode, pe.Type, "", pe.Message
+	case errors.Is(err, llmfleet.ErrBudgetExceeded):
+		return http.StatusGatewayTimeout, "timeout_error", "", "The request's latency budget ran out before its batch answered."
+	case errors.Is(err, llmfleet.ErrBatchExpired):
+		return http.StatusInternalServerError, "server_error", "batch_expired", "This request could not be executed before the completion window expired."
+	case errors.Is(err, llmfleet.ErrBatchCanceled):
+		return http.StatusInternalServerError, "server_error", "batch_cancelled", "This request was cancelled before it ran."
+	}
+	return http.StatusInternalServerError, "server_error", "", "llmfleet could not answer the request: " + err.Error()
+}
+
+// errorObject returns the inner error object of err's envelope.
+func errorObject(err error, msg string) []byte {
+	var pe *llmfleet.Error
+	if errors.As(err, &pe) {
+		if e, ok := openaiwire.ParseError(pe.Body); ok {
+			b, _ := json.Marshal(e)
+			return b
+		}
+	}
+	_, typ, code, _ := openAIFailure(err)
+	e := openaiwire.APIError{Message: msg, Type: typ}
+	if code != "" {
+		e.Code = &code
+	}
+	b, _ := json.Marshal(e)
+	return b
+}
+
+// after returns a channel closed after d on the Server's clock, and a
+// func that stops it.
+func (s *Server) after(d time.Duration) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	t := s.clock.AfterFunc(d, func() { close(ch) })
+	return ch, func() { t.Stop() }
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// openAIUpstreamURL returns the OpenAI upstream's base URL.
+func openAIUpstreamURL(u *url.URL) *url.URL {
+	if u != nil {
+		return u
+	}
+	d, _ := url.Parse(DefaultOpenAIUpstream)
+	return d
+}
