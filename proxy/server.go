@@ -185,8 +185,8 @@ type Server struct {
 	openAIUpstream *url.URL
 	openAIRP       *httputil.ReverseProxy
 	openAIClient   *http.Client
-	bodies      bodyBudget
-	parked      parkedSet // callers parked on their connections (parkconn.go)
+	bodies         bodyBudget
+	parked         parkedSet // callers parked on their connections (parkconn.go)
 }
 
 // Handler returns the HTTP handler of the proxy:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/openaiemu"
 	"github.com/llmfleet/llmfleet/simulate"
 )
 
@@ -29,6 +30,8 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed := fs.Int64("seed", 0, "seed of the emulator's random choices")
 	latency := fs.String("latency", "0", "delay of a synchronous /v1/messages reply, in the shape of --turnaround (models no range names take 0)")
 	straggler := fs.String("straggler", "", "FRACTION:FACTORx: that fraction of the batches take FACTOR times their turnaround (e.g. 0.05:10x), as llmfleet simulate --straggler")
+	openaiAddr := fs.String("openai-addr", "", `address of a second listener serving the OpenAI API emulator (chat completions, responses, embeddings, flex, files and batches); "" for none, "127.0.0.1:0" for any free port`)
+	openaiTurn := fs.Duration("openai-turnaround", openaiemu.DefaultBatchTurnaround, "how long an OpenAI batch takes")
 	verbose := fs.Bool("v", false, "log every request")
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
@@ -64,20 +67,42 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	servers := []*http.Server{{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
+	listeners := []net.Listener{ln}
 	fmt.Fprintf(stdout, "emulator listening on http://%s\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	if *openaiAddr != "" {
+		oln, err := net.Listen("tcp", *openaiAddr)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		servers = append(servers, &http.Server{Handler: &openaiemu.Server{BatchTurnaround: *openaiTurn}, ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, oln)
+		fmt.Fprintf(stdout, "openai emulator listening on http://%s\n", oln.Addr())
+	}
+	errc := make(chan error, len(servers))
+	for i, hs := range servers {
+		go func() { errc <- hs.Serve(listeners[i]) }()
+	}
 	select {
 	case err := <-errc:
+		for _, hs := range servers {
+			hs.Close()
+		}
 		return err
 	case <-ctx.Done():
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err = hs.Shutdown(shutCtx)
-	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
+	for _, hs := range servers {
+		if serr := hs.Shutdown(shutCtx); err == nil {
+			err = serr
+		}
+	}
+	for range servers {
+		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
 	}
 	return err
 }
