@@ -98,4 +98,3 @@ func TestEmulateOpenAIListener(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
