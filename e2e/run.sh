@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end check with real clients: builds llmfleet, starts the emulator
-# and the proxy on free loopback ports, installs the official TypeScript SDK
-# and the Claude Code CLI from npm (versions pinned in e2e/package.json and
+# (its OpenAI listener too) and the proxy on free loopback ports, installs
+# the official TypeScript SDKs (@anthropic-ai/sdk, openai) and the Claude
+# Code CLI from npm (versions pinned in e2e/package.json and
 # e2e/package-lock.json, cached under e2e/.npm and e2e/node_modules), and
-# drives both through the proxy. It also installs the latest Claude Code
-# release (@anthropic-ai/claude-code@latest, into e2e/.latest, not the
-# lockfile) and runs it too, since that is what a new user gets; if the
+# drives them through the proxy (openai through its /openai/v1 face). It
+# also installs the latest Claude Code release
+# (@anthropic-ai/claude-code@latest, into e2e/.latest, not the lockfile) and
+# runs it too, since that is what a new user gets; if the
 # latest cannot be installed that fails under CI=true and is skipped with a
 # message otherwise. Prints one PASS/FAIL line per check and
 # exits non-zero if any check failed. .ci/run runs it after the Go tests.
@@ -22,11 +24,13 @@ NAME=e2e
 (cd .. && go build -o "$WORK/llmfleet" ./cmd/llmfleet) || die "build llmfleet"
 pass "build llmfleet"
 
-"$WORK/llmfleet" emulate --listen 127.0.0.1:0 --turnaround 1s -v >"$WORK/emulator.out" 2>"$WORK/emulator.log" &
+"$WORK/llmfleet" emulate --listen 127.0.0.1:0 --turnaround 1s --openai-addr 127.0.0.1:0 --openai-turnaround 1s -v \
+	>"$WORK/emulator.out" 2>"$WORK/emulator.log" &
 PIDS+=($!)
-EMU=$(wait_addr "$WORK/emulator.out" "emulator listening on") || die "emulator did not start"
+EMU=$(wait_addr "$WORK/emulator.out" "^emulator listening on") || die "emulator did not start"
+OPENAI_EMU=$(wait_addr "$WORK/emulator.out" "openai emulator listening on") || die "the OpenAI emulator did not start"
 
-"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --db "$WORK/llmfleet.db" \
+"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --openai-url "$OPENAI_EMU" --db "$WORK/llmfleet.db" \
 	--batch-window 500ms --poll-interval 200ms --max-poll-interval 500ms \
 	--turnaround-prior 2s --ping-interval 250ms -v \
 	>"$WORK/proxy.out" 2>"$WORK/proxy.log" &
@@ -40,7 +44,7 @@ fi
 
 # --- install the real clients ---------------------------------------------
 if npm install --no-audit --no-fund --cache "$E2E/.npm" >"$WORK/npm.log" 2>&1; then
-	pass "npm install @anthropic-ai/sdk @anthropic-ai/claude-code"
+	pass "npm install @anthropic-ai/sdk openai @anthropic-ai/claude-code"
 else
 	die "npm install (see $WORK/npm.log)"
 fi
@@ -77,8 +81,9 @@ fi
 use_claude "$E2E"
 PINNED_CLAUDE=("${CLAUDE[@]}")
 
-# --- (a) the TypeScript SDK -----------------------------------------------
+# --- (a) the TypeScript SDKs ----------------------------------------------
 PROXY_URL=$PROXY node "$E2E/sdk.mjs" || FAILED=$((FAILED + 1))
+PROXY_URL=$PROXY OPENAI_EMU_URL=$OPENAI_EMU node "$E2E/openai.mjs" || FAILED=$((FAILED + 1))
 
 # --- (b) Claude Code, headless --------------------------------------------
 # counts prints "<sync /v1/messages calls> <batch submissions>" as the
