@@ -50,6 +50,16 @@ func writeOpenAIError(w http.ResponseWriter, status int, typ, code, param, msg s
 	w.Write(openaiwire.Envelope(typ, code, param, msg))
 }
 
+// openAIError is an answer of the OpenAI face itself, in the envelope.
+type openAIError struct {
+	status                int
+	typ, code, param, msg string
+}
+
+func (e *openAIError) write(w http.ResponseWriter) {
+	writeOpenAIError(w, e.status, e.typ, e.code, e.param, e.msg)
+}
+
 // serveOpenAI serves the OpenAI face: /openai/v1/<path> is <path> of the
 // OpenAI API; POST chat/completions, responses and embeddings are routed
 // by budget, everything else passes through.
@@ -76,22 +86,20 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 }
 
 // planOpenAI reads a routed call: its route header, budget, body, model.
-func (s *Server) planOpenAI(w http.ResponseWriter, r *http.Request, endpoint string) (*openAICall, bool) {
+func (s *Server) planOpenAI(r *http.Request, endpoint string) (*openAICall, *openAIError) {
 	c := &openAICall{arrived: s.clock.Now(), endpoint: endpoint, route: llmfleet.RouteSync}
 	switch v := r.Header.Get(HeaderRoute); v {
 	case "":
 	case string(llmfleet.RouteSync), string(llmfleet.RouteFlex), string(llmfleet.RouteBatch):
 		c.route, c.forced = llmfleet.Route(v), true
 	default:
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "llmfleet-route", "The llmfleet-route header must be sync, flex or batch.")
-		return nil, false
+		return nil, &openAIError{http.StatusBadRequest, "invalid_request_error", "", "llmfleet-route", "The llmfleet-route header must be sync, flex or batch."}
 	}
 	budget, given := llmfleet.BudgetFrom(r.Context())
 	if v := r.Header.Get(HeaderBudget); v != "" {
 		b, err := parseBudget(v)
 		if err != nil {
-			writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "llmfleet-latency-budget-ms", "The llmfleet-latency-budget-ms header must be a non-negative integer number of milliseconds.")
-			return nil, false
+			return nil, &openAIError{http.StatusBadRequest, "invalid_request_error", "", "llmfleet-latency-budget-ms", "The llmfleet-latency-budget-ms header must be a non-negative integer number of milliseconds."}
 		}
 		budget, given = b, true
 	}
@@ -101,14 +109,12 @@ func (s *Server) planOpenAI(w http.ResponseWriter, r *http.Request, endpoint str
 	c.budget = budget
 	cred := credentialFrom(r.Header)
 	if cred.AuthToken == "" {
-		writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "",
-			"You didn't provide an API key. Provide it in an Authorization header: Bearer YOUR_KEY.")
-		return nil, false
+		return nil, &openAIError{http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "",
+			"You didn't provide an API key. Provide it in an Authorization header: Bearer YOUR_KEY."}
 	}
 	body, e := s.readBody(r)
 	if e != nil {
-		writeOpenAIError(w, e.status, "invalid_request_error", "", "", e.msg)
-		return nil, false
+		return nil, &openAIError{e.status, "invalid_request_error", "", "", e.msg}
 	}
 	var fields struct {
 		Model         string `json:"model"`
@@ -118,12 +124,10 @@ func (s *Server) planOpenAI(w http.ResponseWriter, r *http.Request, endpoint str
 		} `json:"stream_options"`
 	}
 	if err := json.Unmarshal(body, &fields); err != nil {
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "", "We could not parse the JSON body of your request.")
-		return nil, false
+		return nil, &openAIError{http.StatusBadRequest, "invalid_request_error", "", "", "We could not parse the JSON body of your request."}
 	}
 	if fields.Model == "" {
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "model", "you must provide a model parameter")
-		return nil, false
+		return nil, &openAIError{http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "model", "you must provide a model parameter"}
 	}
 	c.model, c.stream, c.includeUsage = fields.Model, fields.Stream, fields.StreamOptions.IncludeUsage
 	h := http.Header{}
@@ -144,13 +148,14 @@ func (s *Server) planOpenAI(w http.ResponseWriter, r *http.Request, endpoint str
 	if c.route == llmfleet.RouteFlex && !openaiwire.Flexible(endpoint) {
 		c.route = llmfleet.RouteSync
 	}
-	return c, true
+	return c, nil
 }
 
 // serveOpenAIRouted serves a routed call.
 func (s *Server) serveOpenAIRouted(w http.ResponseWriter, r *http.Request, endpoint string) {
-	c, ok := s.planOpenAI(w, r, endpoint)
-	if !ok {
+	c, e := s.planOpenAI(r, endpoint)
+	if e != nil {
+		e.write(w)
 		return
 	}
 	w.Header().Set(HeaderRoute, string(c.route))

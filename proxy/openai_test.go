@@ -211,3 +211,49 @@ func TestOpenAIFaceFlexFallback(t *testing.T) {
 		t.Fatalf("entries %+v", entries)
 	}
 }
+
+// TestOpenAIMiddleware: openai-go with llmfleet's middleware routes in
+// process by the budget in the context: sync unchanged, flex with the
+// tier, batch answered from the batch (a stream too).
+func TestOpenAIMiddleware(t *testing.T) {
+	emu := &openaiemu.Server{BatchTurnaround: 30 * time.Millisecond}
+	up := httptest.NewServer(emu)
+	defer up.Close()
+	d := &dispatch.Dispatcher{Providers: []llmfleet.Provider{&oai.Provider{BaseURL: up.URL}}, Flex: pricing.Default().Flex,
+		Policy: dispatch.Policy{BatchWindow: 20 * time.Millisecond, BatchMinSize: 100, PollInterval: 20 * time.Millisecond,
+			SyncLatencyPrior: time.Second, FlexLatencyPrior: time.Second, TurnaroundPrior: 100 * time.Millisecond, NoRescue: true}}
+	if err := d.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	srv := &proxy.Server{Submitter: d}
+	c := openai.NewClient(option.WithBaseURL(up.URL+"/v1"), option.WithAPIKey("sk-a"), option.WithMaxRetries(0),
+		option.WithMiddleware(srv.OpenAIMiddleware()))
+	var hr *http.Response
+	res, err := c.Chat.Completions.New(context.Background(), ask("no budget"), option.WithResponseInto(&hr))
+	if err != nil || hr.Header.Get("Llmfleet-Route") != "sync" || res.Choices[0].Message.Content != "Answer to: no budget" {
+		t.Fatalf("sync: %v %v", err, hr.Header)
+	}
+	patient := llmfleet.WithBudget(context.Background(), time.Hour)
+	res, err = c.Chat.Completions.New(patient, ask("patient"), option.WithResponseInto(&hr))
+	if err != nil || hr.Header.Get("Llmfleet-Route") != "batch" || res.Choices[0].Message.Content != "Answer to: patient" {
+		t.Fatalf("batch: %v %v", err, hr.Header)
+	}
+	p := ask("flexible")
+	p.Model = "o4-mini"
+	res, err = c.Chat.Completions.New(llmfleet.WithBudget(context.Background(), time.Minute), p, option.WithResponseInto(&hr))
+	if err != nil || hr.Header.Get("Llmfleet-Route") != "flex" || res.ServiceTier != "flex" {
+		t.Fatalf("flex: %v %v %+v", err, hr.Header, res)
+	}
+	s := c.Chat.Completions.NewStreaming(patient, ask("patient stream"))
+	var acc openai.ChatCompletionAccumulator
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if s.Err() != nil || acc.Choices[0].Message.Content != "Answer to: patient stream" {
+		t.Fatalf("stream: %v %+v", s.Err(), acc.ChatCompletion)
+	}
+	if b := emu.Stats().Billed; b["patient"] != 1 || b["flexible"] != 1 || b["patient stream"] != 1 {
+		t.Fatalf("billed %v", b)
+	}
+}
