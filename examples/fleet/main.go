@@ -19,6 +19,16 @@
 //
 //	llmfleet serve --anthropic-url http://127.0.0.1:8788 &
 //	ANTHROPIC_API_KEY=test go run ./examples/fleet -via proxy -anthropic-url http://127.0.0.1:8787 -budget 10m
+//
+// With -provider openai the agents call OpenAI's chat completions instead
+// (OPENAI_API_KEY, -openai-url, -model gpt-5-mini by default, a model with
+// a flex tier): through the openai adapter (-via lib, the engine routing
+// sync, flex or batch by the price table and the budget), openai-go with
+// llmfleet's OpenAIMiddleware (-via sdk), or openai-go against a running
+// serve's OpenAI face (-via proxy, -openai-url http://127.0.0.1:8787/openai).
+//
+//	llmfleet emulate --openai-addr 127.0.0.1:8789 &
+//	OPENAI_API_KEY=test go run ./examples/fleet -provider openai -openai-url http://127.0.0.1:8789 -budget 10m
 package main
 
 import (
@@ -45,6 +55,7 @@ import (
 
 // config is the example's flags.
 type config struct {
+	provider        string // "anthropic" or "openai"
 	url, key, model string
 	via             string // "lib", "sdk" or "proxy"
 	n               int
@@ -54,18 +65,24 @@ type config struct {
 
 func main() {
 	var c config
+	flag.StringVar(&c.provider, "provider", "anthropic", `"anthropic" or "openai"`)
 	flag.StringVar(&c.url, "anthropic-url", "https://api.anthropic.com", "Anthropic API base URL")
+	openaiURL := flag.String("openai-url", "https://api.openai.com", "OpenAI API base URL, without /v1 (with -via proxy: the serve's /openai)")
 	flag.IntVar(&c.n, "n", 10, "number of concurrent agents")
 	flag.DurationVar(&c.budget, "budget", 10*time.Minute, "latency budget of every request")
 	flag.DurationVar(&c.window, "window", 30*time.Second, "batch window")
 	flag.DurationVar(&c.poll, "poll", 0, "shortest and longest poll interval (0: the dispatcher's defaults)")
 	flag.DurationVar(&c.prior, "prior", 0, "predicted batch turnaround before any is observed (0: the dispatcher's default)")
-	flag.StringVar(&c.model, "model", "claude-haiku-4-5", "model")
+	flag.StringVar(&c.model, "model", "", "model (default claude-haiku-4-5, or gpt-5-mini with -provider openai)")
 	flag.StringVar(&c.via, "via", "lib", `how agents call: "lib" (Dispatcher.Submit), "sdk" (anthropic-sdk-go with llmfleet's middleware) or "proxy" (anthropic-sdk-go against the llmfleet serve at -anthropic-url)`)
 	flag.Parse()
-	c.key = os.Getenv("ANTHROPIC_API_KEY")
+	keyEnv := "ANTHROPIC_API_KEY"
+	if c.provider == "openai" {
+		keyEnv, c.url = "OPENAI_API_KEY", *openaiURL
+	}
+	c.key = os.Getenv(keyEnv)
 	if c.key == "" {
-		fmt.Fprintln(os.Stderr, "fleet: set ANTHROPIC_API_KEY")
+		fmt.Fprintln(os.Stderr, "fleet: set "+keyEnv)
 		os.Exit(2)
 	}
 	sum, err := run(context.Background(), c)
@@ -101,16 +118,29 @@ func run(ctx context.Context, c config) (*summary, error) {
 		Providers: []llmfleet.Provider{&claude.Provider{BaseURL: c.url}},
 		Policy:    dispatch.Policy{BatchWindow: c.window, PollInterval: c.poll, MaxPollInterval: c.poll, TurnaroundPrior: c.prior},
 	}
+	if c.model == "" {
+		c.model = "claude-haiku-4-5"
+		if c.provider == "openai" {
+			c.model = "gpt-5-mini"
+		}
+	}
 	var call askFunc
-	switch c.via {
-	case "", "lib":
+	switch {
+	case c.provider == "openai":
+		var err error
+		if call, err = openAIAsk(ctx, c, d); err != nil {
+			return nil, err
+		}
+	case c.provider != "" && c.provider != "anthropic":
+		return nil, fmt.Errorf("-provider %q: want anthropic or openai", c.provider)
+	case c.via == "" || c.via == "lib":
 		call = libAsk(ctx, c, d)
-	case "sdk":
+	case c.via == "sdk":
 		var err error
 		if call, err = sdkAsk(ctx, c, d); err != nil {
 			return nil, err
 		}
-	case "proxy":
+	case c.via == "proxy":
 		call = proxyAsk(ctx, c)
 	default:
 		return nil, fmt.Errorf("-via %q: want lib, sdk or proxy", c.via)
