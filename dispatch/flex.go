@@ -97,16 +97,9 @@ var _ llmfleet.FlexObserver = (*Dispatcher)(nil)
 // fallback's is the standard one). A budget that runs out first gives
 // llmfleet.ErrBudgetExceeded.
 func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
-	p, err := d.provider(req)
+	p, err := d.callProvider(req)
 	if err != nil {
-		d.stats.errors.Add(1)
 		return nil, err
-	}
-	d.mu.Lock()
-	closed := d.closed
-	d.mu.Unlock()
-	if closed {
-		return nil, llmfleet.ErrClosed
 	}
 	budget = d.pol.Budget(budget)
 	start := d.clock.Now()

@@ -77,16 +77,9 @@ func (d *Dispatcher) Submit(ctx context.Context, budget time.Duration, req *llmf
 
 // SubmitSync sends req to the provider's synchronous endpoint.
 func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*llmfleet.Response, error) {
-	p, err := d.provider(req)
+	p, err := d.callProvider(req)
 	if err != nil {
-		d.stats.errors.Add(1)
 		return nil, err
-	}
-	d.mu.Lock()
-	closed := d.closed
-	d.mu.Unlock()
-	if closed {
-		return nil, llmfleet.ErrClosed
 	}
 	d.stats.syncCalls.Add(1)
 	start := d.clock.Now()
@@ -101,6 +94,24 @@ func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*ll
 	}
 	resp.Route = llmfleet.RouteSync
 	return resp, nil
+}
+
+// callProvider returns the provider of a synchronous call (sync or flex):
+// an unknown provider is counted as an error, and a closed dispatcher
+// refuses the call.
+func (d *Dispatcher) callProvider(req *llmfleet.Request) (llmfleet.Provider, error) {
+	p, err := d.provider(req)
+	if err != nil {
+		d.stats.errors.Add(1)
+		return nil, err
+	}
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, llmfleet.ErrClosed
+	}
+	return p, nil
 }
 
 // observeCall hands the ledger entry of a synchronous call (the sync
