@@ -26,32 +26,7 @@ const TagKey = "llmfleet_tag"
 const inputExpiry = 7 * 24 * time.Hour
 
 // batchObject is the API's Batch.
-type batchObject struct {
-	ID            string            `json:"id"`
-	Status        string            `json:"status"`
-	Endpoint      string            `json:"endpoint"`
-	OutputFileID  *string           `json:"output_file_id"`
-	ErrorFileID   *string           `json:"error_file_id"`
-	CreatedAt     int64             `json:"created_at"`
-	ExpiresAt     *int64            `json:"expires_at"`
-	CompletedAt   *int64            `json:"completed_at"`
-	FailedAt      *int64            `json:"failed_at"`
-	ExpiredAt     *int64            `json:"expired_at"`
-	CancelledAt   *int64            `json:"cancelled_at"`
-	Metadata      map[string]string `json:"metadata"`
-	RequestCounts struct {
-		Total     int `json:"total"`
-		Completed int `json:"completed"`
-		Failed    int `json:"failed"`
-	} `json:"request_counts"`
-	Errors *struct {
-		Data []struct {
-			Code    string  `json:"code"`
-			Message string  `json:"message"`
-			Param   *string `json:"param"`
-		} `json:"data"`
-	} `json:"errors"`
-}
+type batchObject openaiwire.Batch
 
 func at(v *int64) time.Time {
 	if v == nil {

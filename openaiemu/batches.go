@@ -34,14 +34,6 @@ type batchLine struct {
 	Body     json.RawMessage `json:"body"`
 }
 
-// batchError is one entry of a batch's errors.data.
-type batchError struct {
-	Code    string  `json:"code"`
-	Message string  `json:"message"`
-	Param   *string `json:"param"`
-	Line    *int    `json:"line"`
-}
-
 // batch is a batch job.
 type batch struct {
 	obj      batchObject
@@ -58,54 +50,11 @@ type batch struct {
 	finishing bool
 }
 
-// batchObject is the API's Batch.
-type batchObject struct {
-	ID               string            `json:"id"`
-	Object           string            `json:"object"`
-	Endpoint         string            `json:"endpoint"`
-	Model            string            `json:"model,omitempty"`
-	Errors           *batchErrors      `json:"errors"`
-	InputFileID      string            `json:"input_file_id"`
-	CompletionWindow string            `json:"completion_window"`
-	Status           string            `json:"status"`
-	OutputFileID     *string           `json:"output_file_id"`
-	ErrorFileID      *string           `json:"error_file_id"`
-	CreatedAt        int64             `json:"created_at"`
-	InProgressAt     *int64            `json:"in_progress_at"`
-	ExpiresAt        *int64            `json:"expires_at"`
-	FinalizingAt     *int64            `json:"finalizing_at"`
-	CompletedAt      *int64            `json:"completed_at"`
-	FailedAt         *int64            `json:"failed_at"`
-	ExpiredAt        *int64            `json:"expired_at"`
-	CancellingAt     *int64            `json:"cancelling_at"`
-	CancelledAt      *int64            `json:"cancelled_at"`
-	RequestCounts    batchCounts       `json:"request_counts"`
-	Usage            batchUsage        `json:"usage"`
-	Metadata         map[string]string `json:"metadata"`
-}
-
-type batchErrors struct {
-	Object string       `json:"object"`
-	Data   []batchError `json:"data"`
-}
-
-type batchCounts struct {
-	Total     int `json:"total"`
-	Completed int `json:"completed"`
-	Failed    int `json:"failed"`
-}
-
-type batchUsage struct {
-	InputTokens        int `json:"input_tokens"`
-	InputTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-	OutputTokens        int `json:"output_tokens"`
-	OutputTokensDetails struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
-	TotalTokens int `json:"total_tokens"`
-}
+// batchObject is the API's Batch; batchError an entry of its errors.
+type (
+	batchObject = openaiwire.Batch
+	batchError  = openaiwire.BatchError
+)
 
 func unix(t time.Time) *int64 {
 	v := t.Unix()
@@ -283,7 +232,7 @@ func (s *Server) viewLocked(b *batch, now time.Time) batchObject {
 	}
 	if o.Status == "validating" {
 		if len(b.failures) > 0 {
-			o.Status, o.FailedAt, o.Errors = "failed", unix(b.created), &batchErrors{Object: "list", Data: b.failures}
+			o.Status, o.FailedAt, o.Errors = "failed", unix(b.created), &openaiwire.BatchErrors{Object: "list", Data: b.failures}
 			return *o
 		}
 		o.Status, o.InProgressAt = "in_progress", unix(b.created)
