@@ -46,15 +46,17 @@ type serveConfig struct {
 
 const serveUsage = `usage: llmfleet serve [flags]
 
-Runs the batching proxy. Point clients at it as their Anthropic base URL;
-requests carrying a latency budget (header llmfleet-latency-budget-ms, or
-the path prefix /budget/<ms>) are batched when the budget allows.
+Runs the batching proxy. Point clients at it as their Anthropic base URL,
+or at /openai/v1 on it as their OpenAI base URL; requests carrying a
+latency budget (header llmfleet-latency-budget-ms, or the path prefix
+/budget/<ms>) go flex or are batched when the budget allows.
 
 Flags may also be set in a YAML file given with --config, one key per flag
 name (flags given on the command line win):
 
   listen: 127.0.0.1:8787
   anthropic-url: https://api.anthropic.com
+  openai-url: https://api.openai.com
   sync-max-latency: 5s
   batch-window: 30s
   batch-min-size: 10
