@@ -48,6 +48,7 @@ func (p *Pipeline) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		p.Settle() // what they serve counts every call answered before
 		mux.ServeHTTP(&envelopeWriter{ResponseWriter: w, r: r}, r)
 	})
 }

@@ -69,7 +69,19 @@ type Pipeline struct {
 	sampler  *dashboard.Sampler // nil when not sampling
 	writer   *ledger.Writer     // nil without a store
 	admin    adminGate
+	lane     *Lane[laneEntry] // the bookkeeping, off the answering goroutines
 }
+
+// laneEntry is an entry handed to the lane: store tells whether it goes
+// to the store too (Observe) or is only counted (Counted).
+type laneEntry struct {
+	e     llmfleet.LedgerEntry
+	store bool
+}
+
+// laneBacklog is the most entries waiting in the lane before the next
+// one is booked by its own caller.
+const laneBacklog = 4096
 
 // New makes a pipeline, registers its metrics, starts sampling the queue
 // for the dashboard and, with a store, starts the writer of the ledger to
@@ -108,6 +120,7 @@ func New(cfg Config) (*Pipeline, error) {
 	if cfg.Store != nil {
 		p.writer = ledger.NewGroupWriter(cfg.Store, cfg.Backlog, ledger.DefaultWindow, p.log)
 	}
+	p.lane = NewLane(laneBacklog, p.book)
 	if cfg.SampleInterval >= 0 {
 		p.sampler = &dashboard.Sampler{History: &p.history, Stats: p.cfg.Stats, Interval: cfg.SampleInterval, Clock: p.clock}
 		p.sampler.Open()
@@ -137,20 +150,35 @@ func (p *Pipeline) Price(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 
 // Counted prices an entry and counts it in the running totals, the
 // metrics and the dashboard's history, without recording it in the store:
-// it is for entries that their maker records itself.
+// it is for entries that their maker records itself. Like Observe, it
+// hands the entry over and returns.
 func (p *Pipeline) Counted(e llmfleet.LedgerEntry) {
-	p.count(p.Price(e))
+	p.lane.Add(laneEntry{e: e})
 }
 
 // Observe prices an entry, counts it like Counted and queues it for the
 // store. It is the Observe hook of the dispatcher and of the proxy, and is
-// quick: it waits only when the store has fallen a whole backlog behind,
-// until the store catches up (the dispatcher's lock is then held: it
-// holds back the engine rather than lose an entry).
+// quick: it hands the entry to the pipeline's own goroutine, which books
+// the entries of many calls together within LaneDelay (Settle books them
+// at once). It waits only when thousands of entries are waiting, or when
+// the store has fallen a whole backlog behind, until it catches up (the
+// dispatcher's lock may then be held: it holds back the engine rather
+// than lose an entry).
 func (p *Pipeline) Observe(e llmfleet.LedgerEntry) {
-	e = p.Price(e)
+	p.lane.Add(laneEntry{e: e, store: true})
+}
+
+// Settle books every entry handed over so far before it returns: what is
+// counted, served and summed afterwards includes them. Summary and the
+// endpoints of Handler settle first.
+func (p *Pipeline) Settle() { p.lane.Settle() }
+
+// book prices and counts an entry and, for Observe, queues it for the
+// store.
+func (p *Pipeline) book(le laneEntry) {
+	e := p.Price(le.e)
 	p.count(e)
-	if p.writer != nil {
+	if le.store && p.writer != nil {
 		if err := p.writer.Add(e); err != nil {
 			p.log.Warn("ledger entry not stored", "request_id", e.RequestID, "err", err)
 		}
@@ -186,6 +214,7 @@ func (p *Pipeline) CountErrors(base http.RoundTripper) http.RoundTripper {
 // Summary returns the running totals since the pipeline started, as GET
 // /llmfleet/v1/stats serves them without a period.
 func (p *Pipeline) Summary() ledger.Summary {
+	p.Settle()
 	s := p.totals.Summary()
 	s.BatchesSubmitted = p.cfg.Stats().BatchesSubmitted
 	return s
@@ -198,9 +227,11 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	if p.sampler != nil {
 		p.sampler.Close()
 	}
-	var err error
+	err := p.lane.Close(ctx)
 	if p.writer != nil {
-		err = p.writer.Close(ctx)
+		if werr := p.writer.Close(ctx); err == nil {
+			err = werr
+		}
 	}
 	s := p.totals.Summary()
 	p.log.Info("cost ledger", "sync_calls", s.SyncCalls, "batched_calls", s.BatchedCalls,

@@ -262,7 +262,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cancel()
 		return err
 	}
-	access := &accessLog{log: logger, off: !*logs.accessLog}
+	access := newAccessLog(logger, !*logs.accessLog)
 	srv := &proxy.Server{
 		Submitter:       d,
 		Upstream:        upstream,
@@ -319,6 +319,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if serveErr == nil {
 		serveErr = <-errc
+	}
+	if err := access.close(shutCtx); err != nil {
+		logger.Warn("access log lines not written at shutdown", "err", err)
 	}
 	logger.LogAttrs(context.Background(), slog.LevelInfo, "stopped", statsAttr(d.Stats(), access.syncCalls.Load()))
 	if errors.Is(serveErr, http.ErrServerClosed) {
