@@ -137,6 +137,9 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 	if len(items) == 0 {
 		return nil, errors.New("openai: a batch of no requests")
 	}
+	if err := checkCustomIDs(items); err != nil {
+		return nil, err
+	}
 	ep := items[0].Endpoint
 	if ep == "" {
 		ep = openaiwire.ChatCompletions
@@ -186,6 +189,41 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 	}
 }
 
+// checkCustomIDs refuses, before anything is uploaded, items whose
+// custom_ids are not unique (the API would fail the batch after its
+// create) or not 1 to 64 characters of [a-zA-Z0-9_-], the ids llmfleet's
+// engine makes, for every provider.
+func checkCustomIDs(items []llmfleet.BatchItem) error {
+	seen := make(map[string]bool, len(items))
+	for i, it := range items {
+		msg := ""
+		switch {
+		case !validCustomID(it.CustomID):
+			msg = fmt.Sprintf("Line %d: custom_id %q must be 1 to 64 characters of [a-zA-Z0-9_-].", i+1, it.CustomID)
+		case seen[it.CustomID]:
+			msg = fmt.Sprintf("Line %d: the custom_id %q is not unique in the batch.", i+1, it.CustomID)
+		}
+		if msg != "" {
+			return &llmfleet.Error{StatusCode: http.StatusBadRequest, Type: "invalid_request_error", Message: msg,
+				Body: openaiwire.Envelope("invalid_request_error", "invalid_custom_id", "custom_id", msg)}
+		}
+		seen[it.CustomID] = true
+	}
+	return nil
+}
+
+func validCustomID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // FindBatch looks for the batch created with q.Tag in the credential's
 // list, newest first, by its metadata; nil once the list reached batches
 // created before q.Since (less a minute of clock skew) without it.
@@ -213,9 +251,13 @@ func (p *Provider) FindBatch(ctx context.Context, cred llmfleet.Credential, q ll
 	return nil, llmfleet.ErrUndetermined
 }
 
-// list reads one page of the credential's batches.
+// list reads one page of the credential's batches: limit of them, at
+// most 100; 0 or less means the API's default, 20.
 func (p *Provider) list(ctx context.Context, cred llmfleet.Credential, after string, limit int) ([]batchObject, bool, error) {
-	q := url.Values{"limit": {strconv.Itoa(min(max(limit, 1), 100))}}
+	if limit <= 0 {
+		limit = 20
+	}
+	q := url.Values{"limit": {strconv.Itoa(min(limit, 100))}}
 	if after != "" {
 		q.Set("after", after)
 	}
@@ -229,13 +271,60 @@ func (p *Provider) list(ctx context.Context, cred llmfleet.Credential, after str
 	return page.Data, page.HasMore, nil
 }
 
-// GetBatch retrieves one batch.
+// GetBatch retrieves one batch. The counts of a batch that ended
+// cancelled or expired are read off its error file (see counted).
 func (p *Provider) GetBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
 	var o batchObject
 	if err := p.call(ctx, cred, nil, http.MethodGet, "/v1/batches/"+url.PathEscape(id), nil, "", &o); err != nil {
 		return nil, err
 	}
-	return o.batch(), nil
+	return p.counted(ctx, cred, &o)
+}
+
+// counted returns o as llmfleet's batch. The request counts of the API
+// have no place for the requests a cancel or the expiry stopped
+// (batch_cancelled and batch_expired lines of the error file): of a batch
+// that ended cancelled or expired with requests not completed, the error
+// file is read to tell them from the failed ones, so that the counts are
+// those of its results.
+func (p *Provider) counted(ctx context.Context, cred llmfleet.Credential, o *batchObject) (*llmfleet.Batch, error) {
+	b := o.batch()
+	c := o.RequestCounts
+	if (o.Status != "cancelled" && o.Status != "expired") || c.Completed >= c.Total {
+		return b, nil
+	}
+	var n llmfleet.RequestCounts
+	n.Succeeded = c.Completed
+	if o.ErrorFileID != nil && *o.ErrorFileID != "" {
+		var content []byte
+		if err := p.call(ctx, cred, nil, http.MethodGet, "/v1/files/"+url.PathEscape(*o.ErrorFileID)+"/content", nil, "", &content); err != nil {
+			return nil, fmt.Errorf("openai: batch %s error file: %w", o.ID, err)
+		}
+		err := ReadResults(bytes.NewReader(content), func(r llmfleet.BatchResult) error {
+			switch r.Type {
+			case llmfleet.ResultCanceled:
+				n.Canceled++
+			case llmfleet.ResultExpired:
+				n.Expired++
+			default:
+				n.Errored++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("openai: batch %s error file: %w", o.ID, err)
+		}
+	}
+	// Requests in neither file were stopped too.
+	if rest := c.Total - n.Total(); rest > 0 {
+		if o.Status == "expired" {
+			n.Expired += rest
+		} else {
+			n.Canceled += rest
+		}
+	}
+	b.Counts = n
+	return b, nil
 }
 
 // ListBatches lists the credential's batches, newest first.
@@ -260,18 +349,22 @@ func (p *Provider) CancelBatch(ctx context.Context, cred llmfleet.Credential, id
 	if err := p.call(ctx, cred, nil, http.MethodPost, "/v1/batches/"+url.PathEscape(id)+"/cancel", nil, "", &o); err != nil {
 		return nil, err
 	}
-	return o.batch(), nil
+	return p.counted(ctx, cred, &o)
 }
 
 // Results reads an ended batch's output and error files and gives fn one
 // result per line, in the files' order: a 200 line succeeded (its body
 // the endpoint's answer), another status errored (its error the envelope
 // the API answered), batch_expired and batch_cancelled lines expired and
-// canceled, any other error errored with status 500.
+// canceled, any other error errored with status 500. A batch that has not
+// ended has no results yet: an error, fn not called.
 func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id string, fn func(llmfleet.BatchResult) error) error {
 	var o batchObject
 	if err := p.call(ctx, cred, nil, http.MethodGet, "/v1/batches/"+url.PathEscape(id), nil, "", &o); err != nil {
 		return err
+	}
+	if o.batch().Status != llmfleet.BatchEnded {
+		return fmt.Errorf("openai: batch %s has not ended (%s): no results yet", id, o.Status)
 	}
 	for _, f := range []*string{o.OutputFileID, o.ErrorFileID} {
 		if f == nil || *f == "" {

@@ -43,6 +43,7 @@ type batch struct {
 	lines    []batchLine
 	tokens   int // the input tokens it holds enqueued (word counts)
 	created  time.Time
+	seq      int       // order of creation, for batches created at one instant
 	ends     time.Time // when it completes, unless canceled or expired first
 	failures []batchError
 	// finishing is set while its lines are being answered (the lock is
@@ -115,6 +116,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	b.obj = batchObject{ID: s.newIDLocked("batch_"), Object: "batch", Endpoint: req.Endpoint, InputFileID: f.ID,
 		CompletionWindow: "24h", Status: "validating", CreatedAt: now.Unix(), ExpiresAt: unix(now.Add(24 * time.Hour)),
 		Metadata: req.Metadata}
+	b.seq = s.seq
 	b.lines, b.failures = parseBatchFile(f.Content, req.Endpoint)
 	if len(b.lines) > 0 {
 		b.obj.Model = modelOfBody(b.lines[0].Body)
@@ -447,7 +449,7 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) {
 		if c := b.created.Compare(a.created); c != 0 {
 			return c
 		}
-		return strings.Compare(b.obj.ID, a.obj.ID)
+		return b.seq - a.seq
 	})
 	objs := make([]batchObject, 0, len(bs))
 	for _, b := range bs {

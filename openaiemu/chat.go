@@ -111,6 +111,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt := lastUser(req.Messages)
+	if directedError(w, prompt) {
+		return
+	}
 	tier, ok := s.tier(w, req.Model, req.ServiceTier)
 	if !ok {
 		return

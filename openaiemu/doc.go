@@ -10,6 +10,9 @@
 // refused with 429 resource_unavailable by Server.FlexUnavailable, unbilled.
 //
 // Errors use the OpenAI envelope {"error":{"message","type","param","code"}}.
+// A chat prompt containing "[error:<type>]" is failed with that type
+// (server_error 500, rate_limit_exceeded 429, permission_error 403, any
+// other 400), unbilled: at once, or as a line of a batch's error file.
 //
 // Files and batches: POST/GET /v1/files, GET/DELETE /v1/files/{id}, GET
 // /v1/files/{id}/content, POST/GET /v1/batches, GET /v1/batches/{id}, POST

@@ -253,3 +253,29 @@ func (s *Server) billed(prompt string) {
 func words(s string) int {
 	return max(1, len(strings.Fields(s)))
 }
+
+// directedError answers the error a prompt asks for with an
+// "[error:<type>]" directive, if any, and reports whether it did: type
+// server_error is a 500, rate_limit_exceeded a 429, permission_error a
+// 403, any other type a 400.
+func directedError(w http.ResponseWriter, prompt string) bool {
+	_, rest, ok := strings.Cut(prompt, "[error:")
+	if !ok {
+		return false
+	}
+	typ, _, ok := strings.Cut(rest, "]")
+	if !ok || typ == "" {
+		return false
+	}
+	status := http.StatusBadRequest
+	switch typ {
+	case "server_error":
+		status = http.StatusInternalServerError
+	case "rate_limit_exceeded":
+		status = http.StatusTooManyRequests
+	case "permission_error":
+		status = http.StatusForbidden
+	}
+	writeError(w, status, typ, "", "", "emulated "+typ+" (requested by the [error:"+typ+"] directive)")
+	return true
+}

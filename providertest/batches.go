@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // item is a batch item and the outcome the suite expects for it.
@@ -135,13 +134,13 @@ func (s *suite) batchLifecycle(t *testing.T) {
 	})
 	its = append(its, item{
 		BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-bad_params",
-			Params: []byte(`{"model":"` + s.model() + `","max_tokens":0,"messages":[{"role":"user","content":"zero"}]}`)},
+			Params: s.wire().Invalid(s.model(), false)},
 		want: llmfleet.ResultErrored, errorType: "invalid_request_error",
 	})
 	if s.h.ErrorPrompt != nil {
 		its = append(its, item{
-			BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-overloaded", Params: s.body(s.h.ErrorPrompt("overloaded_error"))},
-			want:      llmfleet.ResultErrored, errorType: "overloaded_error",
+			BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-overloaded", Params: s.body(s.h.ErrorPrompt(s.wire().ErrorTypes()[0]))},
+			want:      llmfleet.ResultErrored, errorType: s.wire().ErrorTypes()[0],
 		})
 	}
 	if s.h.ExpirePrompt != "" {
@@ -206,7 +205,7 @@ func (s *suite) batchLifecycle(t *testing.T) {
 				t.Errorf("%s: errored without an error", it.CustomID)
 				continue
 			}
-			wantError(t, it.CustomID, r.Error, claudewire.StatusForType(it.errorType), it.errorType)
+			wantError(t, it.CustomID, r.Error, s.wire().Status(it.errorType), it.errorType)
 		}
 	}
 	inOrder := slices.EqualFunc(order, its, func(id string, it item) bool { return id == it.CustomID })
@@ -320,11 +319,12 @@ func (s *suite) batchNotFound(t *testing.T) {
 	e := s.env(t)
 	const id = "msgbatch_01NoSuchBatchAnywhere"
 	_, err := e.Provider.GetBatch(ctx(t), e.Credential, id)
-	wantError(t, "GetBatch", err, 404, "not_found_error")
+	nf := s.wire().NotFound()
+	wantError(t, "GetBatch", err, 404, nf)
 	_, err = e.Provider.CancelBatch(ctx(t), e.Credential, id)
-	wantError(t, "CancelBatch", err, 404, "not_found_error")
+	wantError(t, "CancelBatch", err, 404, nf)
 	err = e.Provider.Results(ctx(t), e.Credential, id, func(llmfleet.BatchResult) error { return nil })
-	wantError(t, "Results", err, 404, "not_found_error")
+	wantError(t, "Results", err, 404, nf)
 }
 
 func (s *suite) batchCreateRejected(t *testing.T) {

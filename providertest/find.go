@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -159,10 +160,12 @@ func (s *suite) batchCreateDroppedRequest(t *testing.T) {
 }
 
 // batchCreateFailed checks how a create answered with an error is
-// classified: a 5xx (but 529) leaves open whether the batch was created; a
-// refusal does not, and a provider may send it again.
+// classified: a 5xx that is not one of the Wire's refusals (Anthropic's
+// 529) leaves open whether the batch was created; a refusal does not, and
+// a provider may send it again.
 func (s *suite) batchCreateFailed(t *testing.T) {
-	for _, status := range []int{400, 429, 529, 500, 503} {
+	refusals := s.wire().Refusals()
+	for _, status := range append(slices.Clone(refusals), 500, 503) {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			e := s.env(t)
 			if e.FailCreate == nil {
@@ -173,7 +176,7 @@ func (s *suite) batchCreateFailed(t *testing.T) {
 			b, err := create(t, e, "failed", s.items("failed", 2))
 			var ue *llmfleet.UncertainError
 			switch {
-			case status >= 500 && status != 529:
+			case !slices.Contains(refusals, status):
 				uncertain(t, "CreateBatch answered "+strconv.Itoa(status), err, true)
 				var pe *llmfleet.Error
 				if !errors.As(err, &pe) || pe.StatusCode != status {

@@ -21,33 +21,22 @@ func (s *suite) inspect(t *testing.T) {
 		}
 		return ri
 	}
-	beta := func(vs ...string) http.Header {
-		h := http.Header{}
-		for _, v := range vs {
-			h.Add("Anthropic-Beta", v)
-		}
-		return h
-	}
-	const b1, b2 = "prompt-caching-2024-07-31", "output-128k-2025-02-19"
-	base := info(s.body("first question"), beta(b1))
+	h0, others := s.wire().PoolHeaders()
+	base := info(s.body("first question"), h0)
 	if base.Model != s.model() {
 		t.Errorf("Inspect model %q, want %q", base.Model, s.model())
 	}
 	// Requests that differ only in their bodies share a pool.
-	other := info(s.body("a second, longer question", `"temperature":0.5`, `"metadata":{"user_id":"u"}`), beta(b1))
+	other := info(s.body("a second, longer question", `"temperature":0.5`, `"metadata":{"user_id":"u"}`), h0)
 	if other.PoolKey != base.PoolKey || other.Model != s.model() {
 		t.Errorf("Inspect: %+v and %+v differ only in their bodies", other, base)
 	}
 	if a, b := info(s.body("q"), nil), info(s.body("r"), http.Header{}); a.PoolKey != b.PoolKey {
 		t.Errorf("Inspect: no header and an empty one give pool keys %q and %q", a.PoolKey, b.PoolKey)
 	}
-	for name, h := range map[string]http.Header{
-		"no anthropic-beta": nil,
-		"another beta":      beta(b2),
-		"one more beta":     beta(b1, b2),
-	} {
+	for name, h := range others {
 		if k := info(s.body("first question"), h).PoolKey; k == base.PoolKey {
-			t.Errorf("Inspect: %s gives the pool key of anthropic-beta %s: %q", name, b1, k)
+			t.Errorf("Inspect: %s gives the pool key of %v: %q", name, h0, k)
 		}
 	}
 	for _, bad := range []string{`{not json`, `["model"]`} {

@@ -20,15 +20,16 @@
 // answer was lost or whose request was dropped must fail with an
 // *llmfleet.UncertainError and be settled by FindBatch; a create answered
 // with a 5xx must be uncertain, and one refused with a 4xx or 529 must not
-// be (it is retried or returned, and creates nothing more). Request bodies
-// are in the Anthropic Messages format, llmfleet's lingua franca.
+// be (it is retried or returned, and creates nothing more). Request and
+// answer bodies are in the dialect of Harness.Wire: Anthropic's Messages
+// by default, or OpenAI's chat completions; for OpenAI the pool keys must
+// differ by organization and project rather than by anthropic-beta.
 package providertest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -42,18 +43,21 @@ type Harness struct {
 	// cleanup goes through t.Cleanup. Required.
 	New func(t *testing.T) Env
 
-	// Model is the model named in request bodies. Empty means
-	// "claude-sonnet-4-6".
+	// Wire is the dialect of the bodies; nil means Anthropic.
+	Wire Wire
+
+	// Model is the model named in request bodies. Empty means the Wire's
+	// DefaultModel.
 	Model string
 
-	// Answer returns the text of the upstream's reply to a create-message
-	// body. Nil means only that some text came back is checked.
+	// Answer returns the text of the upstream's reply to a request body.
+	// Nil means only that some text came back is checked.
 	Answer func(body []byte) string
 
 	// ErrorPrompt returns a user prompt that makes the upstream fail the
-	// request with the given error type: at once on the synchronous API,
-	// as an errored result inside a batch. Nil skips the checks that need
-	// it.
+	// request with the given error type (one of the Wire's ErrorTypes):
+	// at once on the synchronous API, as an errored result inside a
+	// batch. Nil skips the checks that need it.
 	ErrorPrompt func(errorType string) string
 
 	// ExpirePrompt is a user prompt whose request the upstream leaves
@@ -140,22 +144,24 @@ func (e Env) now() time.Time {
 	return time.Now()
 }
 
+func (s *suite) wire() Wire {
+	if s.h.Wire != nil {
+		return s.h.Wire
+	}
+	return Anthropic
+}
+
 func (s *suite) model() string {
 	if s.h.Model != "" {
 		return s.h.Model
 	}
-	return "claude-sonnet-4-6"
+	return s.wire().DefaultModel()
 }
 
-// body returns a create-message body whose last user text is prompt.
-// extra holds further top-level members, e.g. `"stream":true`.
+// body returns a request body whose last user text is prompt. extra holds
+// further top-level members, e.g. `"stream":true`.
 func (s *suite) body(prompt string, extra ...string) []byte {
-	p, _ := json.Marshal(prompt)
-	b := fmt.Sprintf(`{"model":%q,"max_tokens":1024,"messages":[{"role":"user","content":%s}]`, s.model(), p)
-	for _, e := range extra {
-		b += "," + e
-	}
-	return []byte(b + "}")
+	return s.wire().Body(s.model(), prompt, extra...)
 }
 
 func (s *suite) request(e Env, body []byte) *llmfleet.Request {
@@ -176,45 +182,18 @@ func (s *suite) checkText(t *testing.T, body []byte, text string) {
 	}
 }
 
-// message is the part of a Message object the suite checks.
-type message struct {
-	ID         string `json:"id"`
-	Type       string `json:"type"`
-	Role       string `json:"role"`
-	Model      string `json:"model"`
-	StopReason string `json:"stop_reason"`
-	Content    []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	Usage llmfleet.Usage `json:"usage"`
-}
-
-func (m message) text() string {
-	out := ""
-	for _, c := range m.Content {
-		if c.Type == "text" {
-			out += c.Text
-		}
-	}
-	return out
-}
-
-// checkMessage decodes raw as a Message answering body and checks it.
-func (s *suite) checkMessage(t *testing.T, body []byte, raw json.RawMessage) message {
+// checkMessage decodes raw as an answer to body and checks it.
+func (s *suite) checkMessage(t *testing.T, body []byte, raw json.RawMessage) Answer {
 	t.Helper()
-	var m message
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatalf("answer is not a Message: %v: %s", err, raw)
+	a, err := s.wire().Answer(raw)
+	if err != nil {
+		t.Fatalf("answer: %v: %s", err, raw)
 	}
-	if m.ID == "" || m.Type != "message" || m.Role != "assistant" || m.StopReason == "" {
-		t.Errorf("Message fields: %s", raw)
+	if a.Usage.OutputTokens <= 0 {
+		t.Errorf("output tokens %d", a.Usage.OutputTokens)
 	}
-	if m.Usage.OutputTokens <= 0 {
-		t.Errorf("output_tokens %d", m.Usage.OutputTokens)
-	}
-	s.checkText(t, body, m.text())
-	return m
+	s.checkText(t, body, a.Text)
+	return a
 }
 
 // wantError checks that err is an *llmfleet.Error of the given status and

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/claudewire"
 	"github.com/llmfleet/llmfleet/sse"
 )
 
@@ -62,8 +61,8 @@ func (s *suite) sendConcurrent(t *testing.T) {
 func (s *suite) sendErrors(t *testing.T) {
 	e := s.env(t)
 	p := e.Provider
-	_, err := p.Send(ctx(t), s.request(e, []byte(`{"model":"`+s.model()+`","messages":[{"role":"user","content":"no max_tokens"}]}`)))
-	if pe := wantError(t, "missing max_tokens", err, 400, "invalid_request_error"); pe != nil && len(pe.Body) == 0 {
+	_, err := p.Send(ctx(t), s.request(e, s.wire().Invalid(s.model(), false)))
+	if pe := wantError(t, "an invalid body", err, 400, "invalid_request_error"); pe != nil && len(pe.Body) == 0 {
 		t.Error("error without its raw envelope")
 	}
 	_, err = p.Send(ctx(t), s.request(e, []byte(`{not json`)))
@@ -73,12 +72,12 @@ func (s *suite) sendErrors(t *testing.T) {
 		req := s.request(e, s.body("hello"))
 		req.Credential = e.BadCredential
 		_, err := p.Send(ctx(t), req)
-		wantError(t, "bad credential", err, 401, "authentication_error")
+		wantError(t, "bad credential", err, 401, s.wire().BadCredential())
 	}
 	if s.h.ErrorPrompt != nil {
-		for _, typ := range []string{"permission_error", "not_found_error", "billing_error", "overloaded_error", "api_error"} {
+		for _, typ := range s.wire().ErrorTypes() {
 			_, err := p.Send(ctx(t), s.request(e, s.body(s.h.ErrorPrompt(typ))))
-			wantError(t, typ, err, claudewire.StatusForType(typ), typ)
+			wantError(t, typ, err, s.wire().Status(typ), typ)
 		}
 	}
 }
@@ -91,7 +90,7 @@ func (s *suite) stream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	text, err := readStream(rc)
+	text, err := s.wire().StreamText(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +99,12 @@ func (s *suite) stream(t *testing.T) {
 
 func (s *suite) streamErrors(t *testing.T) {
 	e := s.env(t)
-	_, err := e.Provider.Stream(ctx(t), s.request(e, []byte(`{"model":"`+s.model()+`","stream":true,"messages":[]}`)))
+	_, err := e.Provider.Stream(ctx(t), s.request(e, s.wire().Invalid(s.model(), true)))
 	wantError(t, "bad streaming body", err, 400, "invalid_request_error")
 	if s.h.ErrorPrompt != nil {
-		_, err := e.Provider.Stream(ctx(t), s.request(e, s.body(s.h.ErrorPrompt("overloaded_error"), `"stream":true`)))
-		wantError(t, "overloaded stream", err, 529, "overloaded_error")
+		typ := s.wire().ErrorTypes()[0]
+		_, err := e.Provider.Stream(ctx(t), s.request(e, s.body(s.h.ErrorPrompt(typ), `"stream":true`)))
+		wantError(t, "overloaded stream", err, s.wire().Status(typ), typ)
 	}
 }
 
