@@ -62,6 +62,9 @@ func setCredential(h http.Header, c llmfleet.Credential) {
 type ClientKeys struct {
 	// Upstream is the credential sent upstream for every admitted client.
 	Upstream llmfleet.Credential
+	// OpenAI is the key sent to the OpenAI upstream for every admitted
+	// client (as a bearer token); zero keeps the OpenAI face closed.
+	OpenAI llmfleet.Credential
 	// Hashes maps the hex SHA-256 of each admitted client key, as
 	// HashKey returns it, to a name for the client (used in logs).
 	Hashes map[string]string
@@ -72,6 +75,15 @@ type ClientKeys struct {
 func HashKey(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
+}
+
+// MapOpenAI is the Server.OpenAICredentials hook: it admits a client
+// presenting a known key and returns the OpenAI key.
+func (k *ClientKeys) MapOpenAI(presented llmfleet.Credential) (llmfleet.Credential, bool) {
+	if _, ok := k.lookup(presented); ok && !k.OpenAI.IsZero() {
+		return k.OpenAI, true
+	}
+	return llmfleet.Credential{}, false
 }
 
 // Map is the Server.Credentials hook: it admits a client presenting a known

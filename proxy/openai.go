@@ -69,20 +69,43 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", "Unknown request URL: "+r.Method+" "+r.URL.Path+".")
 		return
 	}
+	client := ""
 	if s.Credentials != nil {
-		// Proxy-held keys hold Anthropic keys: the OpenAI face takes the
-		// client's own key only.
-		writeOpenAIError(w, http.StatusForbidden, "permission_error", "", "",
-			"The OpenAI face of this llmfleet takes the client's own OpenAI key; it runs with proxy-held keys, which it does not hold for OpenAI.")
-		return
+		if s.OpenAICredentials == nil {
+			writeOpenAIError(w, http.StatusForbidden, "permission_error", "", "",
+				"The OpenAI face of this llmfleet is closed: it runs with proxy-held keys and holds none for OpenAI.")
+			return
+		}
+		presented := credentialFrom(r.Header)
+		up, ok := s.OpenAICredentials(presented)
+		if !ok {
+			writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "",
+				"Incorrect API key provided. This llmfleet admits clients by keys of its own.")
+			return
+		}
+		client = s.ownerName(presented)
+		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, up))
 	}
 	if r.Method == http.MethodPost && openaiwire.Routed(path) {
 		s.serveOpenAIRouted(w, r, path)
 		return
 	}
 	r2 := withPath(r, path, "")
+	if s.Credentials != nil && openAIOwned(path) {
+		s.serveOpenAIOwned(w, r2, client)
+		return
+	}
 	fullDuplex(w)
 	s.openAIRP.ServeHTTP(w, r2)
+}
+
+// openAIKey returns the key of a credential as OpenAI takes it: a bearer
+// token.
+func openAIKey(c llmfleet.Credential) llmfleet.Credential {
+	if c.AuthToken == "" {
+		return llmfleet.Credential{AuthToken: c.APIKey}
+	}
+	return llmfleet.Credential{AuthToken: c.AuthToken}
 }
 
 // planOpenAI reads a routed call: its route header, budget, body, model.
@@ -136,7 +159,11 @@ func (s *Server) planOpenAI(r *http.Request, endpoint string) (*openAICall, *ope
 			h.Set(k, v)
 		}
 	}
-	c.req = &llmfleet.Request{Provider: openAIProvider, Credential: llmfleet.Credential{AuthToken: cred.AuthToken},
+	upstream := llmfleet.Credential{AuthToken: cred.AuthToken}
+	if held, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
+		upstream = openAIKey(held) // proxy-held keys: pooled under the proxy's key
+	}
+	c.req = &llmfleet.Request{Provider: openAIProvider, Credential: upstream,
 		Header: h, Endpoint: endpoint, Body: body, Client: s.clientOf(cred)}
 	noteModel(r.Context(), c.model)
 	if !c.forced && s.Submitter != nil {
@@ -308,6 +335,7 @@ func (s *Server) openAIPost(ctx context.Context, r *http.Request, c *openAICall,
 		}
 		req.Header[k] = vs
 	}
+	setCredential(req.Header, c.req.Credential) // the client's, or the proxy-held key
 	return s.openAIClient.Do(req)
 }
 

@@ -78,6 +78,15 @@ type Server struct {
 	// upstream credential.
 	Credentials func(presented llmfleet.Credential) (upstream llmfleet.Credential, ok bool)
 
+	// OpenAICredentials is the Credentials hook of the OpenAI face in
+	// proxy-held-key mode (ClientKeys.MapOpenAI is one): the client's
+	// Authorization: Bearer key is replaced by the OpenAI key it returns,
+	// ok false answers 401. Files and batches made through the face are
+	// then owned by their client, as Message Batches are (BatchOwners).
+	// Nil, with Credentials set, closes the OpenAI face (403
+	// permission_error); without Credentials it is unused.
+	OpenAICredentials func(presented llmfleet.Credential) (upstream llmfleet.Credential, ok bool)
+
 	// Fingerprint, in proxy-held-key mode, names the client key a batched
 	// request or a batch made through the Batches API was sent with, so
 	// that only that key may read it later; a key is named alike whether
@@ -300,6 +309,9 @@ func (s *Server) init() {
 					if len(k) > 9 && strings.EqualFold(k[:9], "llmfleet-") {
 						pr.Out.Header.Del(k)
 					}
+				}
+				if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
+					setCredential(pr.Out.Header, openAIKey(c))
 				}
 			},
 			Transport:  t,

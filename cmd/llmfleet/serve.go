@@ -37,6 +37,10 @@ type serveConfig struct {
 	// secret itself never goes in the file.
 	UpstreamAPIKeyEnv    string `yaml:"upstream-api-key-env"`
 	UpstreamAuthTokenEnv string `yaml:"upstream-auth-token-env"`
+	// OpenAIUpstreamAPIKeyEnv names the environment variable holding the
+	// OpenAI key the proxy sends upstream for its clients; without it the
+	// OpenAI face is closed in proxy-held-key mode.
+	OpenAIUpstreamAPIKeyEnv string `yaml:"openai-upstream-api-key-env"`
 	// ClientKeys maps a client name to the hex SHA-256 of its proxy key.
 	ClientKeys map[string]string `yaml:"client-keys"`
 	// Pricing overrides and extends the embedded price table, in the
@@ -69,6 +73,7 @@ name (flags given on the command line win):
   # proxy-held keys (file only): clients present keys of their own,
   # the proxy sends its own credential upstream.
   upstream-api-key-env: ANTHROPIC_API_KEY
+  openai-upstream-api-key-env: OPENAI_API_KEY   # opens the OpenAI face
   client-keys:
     alice: <hex SHA-256 of alice's proxy key: printf %s "$KEY" | sha256sum>
   # prices (file only): override or extend the embedded price table, in
@@ -282,6 +287,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if creds != nil {
 		srv.Credentials = creds.Map
+		if !creds.OpenAI.IsZero() {
+			srv.OpenAICredentials = creds.MapOpenAI
+		}
 		srv.ClientName = creds.Name
 		srv.BatchOwners = state.db
 	}
@@ -380,7 +388,7 @@ func loadServeConfig(fs *flag.FlagSet, file string) (serveConfig, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		switch k {
-		case "upstream-api-key-env", "upstream-auth-token-env", "client-keys", "pricing":
+		case "upstream-api-key-env", "upstream-auth-token-env", "openai-upstream-api-key-env", "client-keys", "pricing":
 			continue
 		case "config":
 			return cfg, fmt.Errorf("%s: a config file cannot name another", file)
@@ -405,7 +413,7 @@ func loadServeConfig(fs *flag.FlagSet, file string) (serveConfig, error) {
 // credentials returns the proxy-held-key hook the config asks for, or nil.
 func (c serveConfig) credentials(getenv func(string) string) (*proxy.ClientKeys, error) {
 	if len(c.ClientKeys) == 0 {
-		if c.UpstreamAPIKeyEnv != "" || c.UpstreamAuthTokenEnv != "" {
+		if c.UpstreamAPIKeyEnv != "" || c.UpstreamAuthTokenEnv != "" || c.OpenAIUpstreamAPIKeyEnv != "" {
 			return nil, errors.New("config: an upstream key is set but no client-keys admit clients")
 		}
 		return nil, nil
@@ -425,6 +433,11 @@ func (c serveConfig) credentials(getenv func(string) string) (*proxy.ClientKeys,
 		return nil, errors.New("config: client-keys need upstream-api-key-env or upstream-auth-token-env")
 	}
 	keys := &proxy.ClientKeys{Upstream: up, Hashes: make(map[string]string, len(c.ClientKeys))}
+	if c.OpenAIUpstreamAPIKeyEnv != "" {
+		if keys.OpenAI.AuthToken = getenv(c.OpenAIUpstreamAPIKeyEnv); keys.OpenAI.AuthToken == "" {
+			return nil, fmt.Errorf("config: environment variable %s (openai-upstream-api-key-env) is empty", c.OpenAIUpstreamAPIKeyEnv)
+		}
+	}
 	for name, h := range c.ClientKeys {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {

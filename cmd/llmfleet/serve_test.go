@@ -134,6 +134,17 @@ func TestServeClientKeysConfig(t *testing.T) {
 	if _, err := cfg.credentials(func(string) string { return "" }); err == nil {
 		t.Fatal("empty upstream key accepted")
 	}
+	if !keys.OpenAI.IsZero() {
+		t.Fatal("an OpenAI key without openai-upstream-api-key-env")
+	}
+	cfg.OpenAIUpstreamAPIKeyEnv = "LLMFLEET_TEST_OPENAI"
+	if _, err := cfg.credentials(func(k string) string { return env[k] }); err == nil {
+		t.Fatal("an empty openai-upstream-api-key-env accepted")
+	}
+	env["LLMFLEET_TEST_OPENAI"] = "sk-openai-upstream"
+	if keys, err = cfg.credentials(func(k string) string { return env[k] }); err != nil || keys.OpenAI.AuthToken != "sk-openai-upstream" {
+		t.Fatalf("openai-upstream-api-key-env: %+v, %v", keys, err)
+	}
 	cfg.ClientKeys["bob"] = "not-a-hash"
 	if _, err := cfg.credentials(func(k string) string { return env[k] }); err == nil {
 		t.Fatal("malformed hash accepted")
