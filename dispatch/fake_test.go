@@ -37,6 +37,8 @@ type fakeProvider struct {
 	createHang bool
 	// sendDelay is how long a sync call takes.
 	sendDelay time.Duration
+	// flexDelay, if set, is how long a flex call takes instead.
+	flexDelay time.Duration
 	// flexRefusals refuses that many flex calls for capacity (-1: all);
 	// noFlex refuses the flex tier for every model.
 	flexRefusals int
@@ -112,6 +114,9 @@ func (f *fakeProvider) Send(ctx context.Context, req *llmfleet.Request) (*llmfle
 			return nil, &llmfleet.Error{StatusCode: 429, Type: "resource_unavailable", Message: "busy", Reason: llmfleet.ErrFlexUnavailable}
 		}
 		tier = llmfleet.TierFlex
+		if f.flexDelay > 0 {
+			delay = f.flexDelay
+		}
 	}
 	f.mu.Unlock()
 	if delay > 0 {

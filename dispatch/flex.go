@@ -92,7 +92,9 @@ var _ llmfleet.FlexObserver = (*Dispatcher)(nil)
 // Policy.FlexRetryAfter while the budget (counted from now; 0: none)
 // leaves room for the wait and a standard call, and is then sent to the
 // standard tier; a call refused because the model has no flex tier
-// (llmfleet.ErrFlexUnsupported) goes to the standard tier at once. The
+// (llmfleet.ErrFlexUnsupported) goes to the standard tier at once, and
+// an attempt still unanswered when the budget has only a standard call's
+// time left (its predicted latency and RescueMargin) is given up for one. The
 // answer's Route is RouteFlex, its Tier the tier the provider served (a
 // fallback's is the standard one). A budget that runs out first gives
 // llmfleet.ErrBudgetExceeded.
@@ -135,7 +137,21 @@ func (d *Dispatcher) flexCall(ctx context.Context, p llmfleet.Provider, req *llm
 	flex.Flex = true
 	for n := 0; ; n++ {
 		t0 := d.clock.Now()
-		resp, err := p.Send(ctx, &flex)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if budget > 0 {
+			// An attempt still unanswered when only a standard call's
+			// time is left is given up for one: flex never breaks a budget.
+			reserve := d.syncLat.predict(p.Name(), model) + d.pol.RescueMargin
+			actx, cancel = d.withTimeout(ctx, start.Add(budget-reserve).Sub(t0))
+		}
+		resp, err := p.Send(actx, &flex)
+		late := err != nil && ctx.Err() == nil && context.Cause(actx) == errTimedOut
+		cancel()
+		if late {
+			d.ObserveFlex(p.Name(), model, d.clock.Now().Sub(t0), nil) // as slow as that, at least
+			d.log.Info("flex call too slow for its budget: standard tier", "provider", p.Name(), "model", model)
+			break
+		}
 		d.ObserveFlex(p.Name(), model, d.clock.Now().Sub(t0), err)
 		if err == nil || ctx.Err() != nil {
 			return resp, err
@@ -168,6 +184,14 @@ func (d *Dispatcher) flexCall(ctx context.Context, p llmfleet.Provider, req *llm
 // sleepCtx waits on the dispatcher's clock; false if ctx ended or the
 // dispatcher closed first.
 func (d *Dispatcher) sleepCtx(ctx context.Context, wait time.Duration) bool {
+	if s, ok := d.clock.(llmfleet.Sleeper); ok {
+		// A clock that must see every wait (a simulation's) takes it.
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(d.ctx, cancel)
+		defer stop()
+		return s.Sleep(sctx, wait) == nil
+	}
 	tick := make(chan struct{})
 	t := d.clock.AfterFunc(wait, func() { close(tick) })
 	defer t.Stop()

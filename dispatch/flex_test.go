@@ -122,6 +122,36 @@ func TestFlexFallsBackWithinTheBudget(t *testing.T) {
 	})
 }
 
+// TestFlexTooSlowGoesStandard: a flex call still unanswered when only a
+// standard call's time is left of the budget is given up for one, which
+// answers in time.
+func TestFlexTooSlowGoesStandard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.flexDelay = 10 * time.Minute
+		var l ledgerOf
+		d := openFlex(t, f, &l)
+		start := time.Now()
+		// The standard call reserves 30s (the sync latency prior) and 2s.
+		resp, err := d.SubmitFlex(t.Context(), 2*time.Minute, req("k", "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 88*time.Second {
+			t.Errorf("answered after %s, want 88s", took)
+		}
+		if resp.Route != llmfleet.RouteFlex || resp.Tier != llmfleet.TierStandard || f.count("flex") != 1 || f.count("send") != 2 {
+			t.Fatalf("route %s tier %s; %d flex calls of %d", resp.Route, resp.Tier, f.count("flex"), f.count("send"))
+		}
+		if es := l.all(); len(es) != 1 || !es[0].BudgetMet || es[0].PricedTier() != llmfleet.TierStandard {
+			t.Fatalf("entries %+v", es)
+		}
+		if s := d.Stats(); s.FlexFallbacks != 1 || s.BudgetMisses != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
 // TestFlexUnsupportedIsLearnt: a model the provider refuses the tier for
 // goes standard at once, and is not routed flex again.
 func TestFlexUnsupportedIsLearnt(t *testing.T) {

@@ -230,12 +230,13 @@ func (d *Dispatcher) SubmitBatchFunc(ctx context.Context, budget time.Duration, 
 // first, or with ctx's error when ctx ends first. A batched request that
 // its caller stops waiting for behaves as under SubmitBatch: without a
 // Store a queued one leaves its pool, any other goes on and its answer is
-// kept with a Store (dropped without). The sync route runs its call in a
-// goroutine of the Dispatcher's (see Go). An error returned means done
+// kept with a Store (dropped without). The sync and flex routes run
+// their call in a goroutine of the Dispatcher's (see Go). An error returned means done
 // will not be called. done may run with the Dispatcher's lock held: it
 // must be quick and must not call back into the Dispatcher.
 func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *llmfleet.Request, done func(*llmfleet.Response, error)) error {
-	if d.Plan(budget, req) != llmfleet.RouteSync {
+	route := d.Plan(budget, req)
+	if route == llmfleet.RouteBatch {
 		return d.submitBatch(ctx, d.pol.Budget(budget), req, done)
 	}
 	d.mu.Lock()
@@ -245,6 +246,11 @@ func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *
 		return fmt.Errorf("dispatch: Submit before Open")
 	case d.closed:
 		return llmfleet.ErrClosed
+	}
+	if route == llmfleet.RouteFlex {
+		budget = d.pol.Budget(budget)
+		d.goOwned(func() { done(d.SubmitFlex(ctx, budget, req)) })
+		return nil
 	}
 	d.goOwned(func() { done(d.SubmitSync(ctx, req)) })
 	return nil

@@ -40,13 +40,19 @@ var (
 // whose budget is at or under the policy's SyncMaxLatency goes sync and
 // saves 0.
 //
+// A model with a flex tier (the price table's word) may instead go flex:
+// when the budget covers the top of its flex latency range, the request
+// pays the flex price (refusals, Config.FlexRefusal, are taken as retried
+// until served: optimistic); the router takes the better of the two.
+//
 // The bound is optimistic where the engine has costs it leaves out: it
 // sends each request out the moment it arrives (no pool window), in a
 // batch of its model alone (the simulated provider ends a batch with the
 // slowest of its models' turnarounds), and knows the distributions the
 // engine has to learn.
 func Bound(cfg Config, turns []Turn) (usd float64, known bool) {
-	if (cfg.Turnaround != nil && cfg.TurnaroundRange == nil) || (cfg.SyncLatency != nil && cfg.SyncLatencyRange == nil) {
+	if (cfg.Turnaround != nil && cfg.TurnaroundRange == nil) || (cfg.SyncLatency != nil && cfg.SyncLatencyRange == nil) ||
+		(cfg.FlexLatency != nil && cfg.FlexLatencyRange == nil) {
 		return 0, false
 	}
 	prices := cfg.Prices
@@ -56,7 +62,8 @@ func Bound(cfg Config, turns []Turn) (usd float64, known bool) {
 	pol := cfg.Policy.WithDefaults()
 	turnaround := rangeOr(cfg.TurnaroundRange, defaultTurnaround)
 	syncLatency := rangeOr(cfg.SyncLatencyRange, defaultSyncLatency)
-	provider := (&Provider{}).Name()
+	provider := (&Provider{ProviderName: cfg.Provider}).Name()
+	flexLatency := rangeOr(cfg.FlexLatencyRange, DefaultFlexLatency)
 	var nanos int64
 	for _, t := range turns {
 		budget := pol.Budget(time.Duration(t.BudgetMS) * time.Millisecond)
@@ -72,7 +79,18 @@ func Bound(cfg Config, turns []Turn) (usd float64, known bool) {
 		_, syncTop := syncLatency(t.Model)
 		lo, hi := turnaround(t.Model)
 		late := lateProbability(budget-syncTop-pol.PollInterval, lo, hi, cfg.Straggler)
-		if saving := c - b - late*c; saving > 0 {
+		saving := c - b - late*c
+		if prices.Flex(provider, t.Model) {
+			// Flex: its price, in time whatever its draw (a refusal is
+			// retried at no cost: the bound assumes retries succeed).
+			_, flexTop := flexLatency(t.Model)
+			f := ledger.Make(prices.Cost, llmfleet.LedgerEntry{Provider: provider, Model: t.Model, Route: llmfleet.RouteFlex,
+				Tier: llmfleet.TierFlex, Usage: e.Usage})
+			if budget >= flexTop && f.Priced {
+				saving = max(saving, c-f.CostUSD)
+			}
+		}
+		if saving > 0 {
 			nanos += int64(math.Round(saving * 1e9))
 		}
 	}

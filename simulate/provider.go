@@ -53,6 +53,12 @@ type Provider struct {
 	// Straggler makes a fraction of the batches take Factor times their
 	// turnaround.
 	Straggler Straggler
+	// FlexLatency draws a flex call's latency (a Send or Stream of a
+	// Request with Flex set); nil draws from DefaultFlexLatency.
+	FlexLatency func(model string, r *rand.Rand) time.Duration
+	// FlexRefusal is the fraction of flex calls refused at once with the
+	// unbilled 429 of a flex tier out of capacity.
+	FlexRefusal float64
 	// Seed seeds the draws.
 	Seed uint64
 
@@ -299,12 +305,29 @@ func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.R
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Clock.Sleep(ctx, p.draw(p.SyncLatency, [2]time.Duration{time.Second, 3 * time.Second}, b.Model)); err != nil {
+	lat, tier := p.draw(p.SyncLatency, [2]time.Duration{time.Second, 3 * time.Second}, b.Model), llmfleet.TierStandard
+	if req.Flex {
+		p.mu.Lock()
+		refused := p.FlexRefusal > 0 && p.rng.Float64() < p.FlexRefusal
+		p.mu.Unlock()
+		if refused {
+			p.count("flex_refused")
+			return nil, &llmfleet.Error{StatusCode: http.StatusTooManyRequests, Type: "resource_unavailable",
+				Message: "Resource unavailable (simulated flex refusal).", Reason: llmfleet.ErrFlexUnavailable}
+		}
+		lat, tier = p.draw(p.FlexLatency, DefaultFlexLatency, b.Model), llmfleet.TierFlex
+	}
+	if err := p.Clock.Sleep(ctx, lat); err != nil {
 		return nil, err
 	}
 	m, u := message(b)
-	return &llmfleet.Response{Route: llmfleet.RouteSync, StatusCode: 200, Header: http.Header{}, Body: m, Usage: u, Model: b.Model}, nil
+	return &llmfleet.Response{Route: llmfleet.RouteSync, StatusCode: 200, Header: http.Header{}, Body: m, Usage: u, Model: b.Model, Tier: tier}, nil
 }
+
+// DefaultFlexLatency is the range a flex call's latency is drawn from
+// when Provider.FlexLatency is nil: flex is slower than the standard
+// tier, by how much is not published.
+var DefaultFlexLatency = [2]time.Duration{3 * time.Second, 30 * time.Second}
 
 // Stream answers like Send, as a Messages event stream.
 func (p *Provider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCloser, error) {

@@ -51,6 +51,17 @@ type Config struct {
 	Seed uint64
 	// Prices prices the ledger entries; nil means pricing.Default().
 	Prices *pricing.Table
+	// Provider names the simulated provider, whose prices apply:
+	// "anthropic" (empty) or "openai". A model the price table sells in a
+	// flex tier may take the flex route (see dispatch.Policy.RouteFlex).
+	Provider string
+	// FlexLatency draws a flex call's latency for a model; nil draws from
+	// FlexLatencyRange, or with neither set from DefaultFlexLatency.
+	FlexLatency      func(model string, r *rand.Rand) time.Duration
+	FlexLatencyRange func(model string) (lo, hi time.Duration)
+	// FlexRefusal is the fraction of flex calls refused for lack of
+	// capacity (429, unbilled, at once).
+	FlexRefusal float64
 }
 
 // SeedPolicy returns base as the seed policy, the naive router llmfleet
@@ -60,7 +71,7 @@ type Config struct {
 // poll intervals also goes sync); one pool per key and model goes out
 // every 30s (BatchMinSize is the largest batch, so a pool goes out on its
 // window, or earlier when a budget in it could not otherwise be met even
-// by an instant batch); no rescue.
+// by an instant batch); no rescue; no flex.
 func SeedPolicy(base dispatch.Policy) dispatch.Policy {
 	p := base
 	p.SyncMaxLatency = 5 * time.Second
@@ -71,6 +82,7 @@ func SeedPolicy(base dispatch.Policy) dispatch.Policy {
 	p.BatchWindow = 30 * time.Second
 	p.BatchMaxSize = 100_000
 	p.BatchMinSize = 100_000
+	p.FlexLatencyPrior = 1 << 62 // knows no flex tier: never fits a budget
 	return p
 }
 
@@ -106,8 +118,9 @@ type Report struct {
 	Policy string `json:"policy"`
 	// Requests counts the turns submitted.
 	Requests int `json:"requests"`
-	// Routes counts the requests by the route they were given: "sync", or
-	// "batch" (rescued ones included).
+	// Routes counts the requests by the route they were given: "sync",
+	// "flex" (fallbacks to the standard tier included), or "batch"
+	// (rescued ones included).
 	Routes map[string]int `json:"routes"`
 	// Batches counts the batches created; ManagementCalls the batch API
 	// calls (creates, polls, result downloads).
@@ -126,6 +139,9 @@ type Report struct {
 	SavedOfBound  float64 `json:"saved_of_bound"`
 	// Rescued counts the batched requests answered by their rescue.
 	Rescued int `json:"rescued"`
+	// FlexFallbacks counts the flex calls that ended in the standard tier
+	// (refused until their budget left no room, or the tier refused).
+	FlexFallbacks int64 `json:"flex_fallbacks"`
 	// BudgetMisses counts the requests answered after their budget, or
 	// failed with it.
 	BudgetMisses int `json:"budget_misses"`
@@ -179,15 +195,16 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 	}
 
 	clock := NewClock(start)
-	prov := &Provider{Clock: clock, Turnaround: drawFrom(cfg.Turnaround, cfg.TurnaroundRange),
-		SyncLatency: drawFrom(cfg.SyncLatency, cfg.SyncLatencyRange), Straggler: cfg.Straggler, Seed: cfg.Seed}
+	prov := &Provider{ProviderName: cfg.Provider, Clock: clock, Turnaround: drawFrom(cfg.Turnaround, cfg.TurnaroundRange),
+		SyncLatency: drawFrom(cfg.SyncLatency, cfg.SyncLatencyRange), Straggler: cfg.Straggler, Seed: cfg.Seed,
+		FlexLatency: drawFrom(cfg.FlexLatency, cfg.FlexLatencyRange), FlexRefusal: cfg.FlexRefusal}
 	var (
 		mu        sync.Mutex
 		costNano  int64 // nano-USD, summed exactly whatever the order
 		equivNano int64
 		rescued   int
 		lat       = map[string][]time.Duration{}
-		rep       = Report{Policy: cfg.Name, Routes: map[string]int{"sync": 0, "batch": 0}, Latency: map[string]Percentiles{}}
+		rep       = Report{Policy: cfg.Name, Routes: map[string]int{"sync": 0, "flex": 0, "batch": 0}, Latency: map[string]Percentiles{}}
 		end       = start
 	)
 	nano := func(usd float64) int64 { return int64(math.Round(usd * 1e9)) }
@@ -196,6 +213,7 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 		Policy:    cfg.Policy,
 		Clock:     clock,
 		Go:        clock.Go,
+		Flex:      prices.Flex,
 		Price:     func(e llmfleet.LedgerEntry) llmfleet.LedgerEntry { return ledger.Make(prices.Cost, e) },
 		Observe: func(e llmfleet.LedgerEntry, _ bool) {
 			mu.Lock()
@@ -217,7 +235,7 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 		arrived := clock.Now()
 		budget := time.Duration(t.BudgetMS) * time.Millisecond
 		routed := d.Policy.Budget(budget)
-		req := &llmfleet.Request{Credential: llmfleet.Credential{APIKey: t.Key},
+		req := &llmfleet.Request{Provider: prov.Name(), Credential: llmfleet.Credential{APIKey: t.Key},
 			Body: bodyOf(t.Model, fmt.Sprintf("%s/%d", t.Agent, t.Turn), t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens)}
 		err := d.SubmitFunc(context.Background(), budget, req, func(resp *llmfleet.Response, err error) {
 			now := clock.Now()
@@ -225,9 +243,12 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 			mu.Lock()
 			rep.Requests++
 			route := "batch"
-			if resp != nil && resp.Route == llmfleet.RouteSync && resp.RequestID == "" {
+			switch {
+			case resp != nil && resp.Route == llmfleet.RouteFlex:
+				route = "flex"
+			case resp != nil && resp.Route == llmfleet.RouteSync && resp.RequestID == "":
 				route = "sync"
-			} else if resp == nil && !errors.Is(err, llmfleet.ErrBudgetExceeded) {
+			case resp == nil && !errors.Is(err, llmfleet.ErrBudgetExceeded):
 				route = "sync"
 			}
 			rep.Routes[route]++
@@ -269,6 +290,7 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 	}
 	s := d.Stats()
 	rep.Batches, rep.ManagementCalls = s.BatchesSubmitted, s.ManagementCalls
+	rep.FlexFallbacks = s.FlexFallbacks
 	rep.CostUSD, rep.SyncEquivalentUSD = float64(costNano)/1e9, float64(equivNano)/1e9
 	rep.SavedUSD = float64(equivNano-costNano) / 1e9
 	if bound, ok := Bound(cfg, turns); ok {

@@ -114,10 +114,19 @@ var fleetBudgets = []time.Duration{
 // budget from 5s to 24h and its usage from 500-20,000 input and 50-2,000
 // output tokens. The same seed gives the same workload.
 func Fleet(agents, turns int, seed uint64) []Turn {
+	return FleetOf(FleetModels, agents, turns, seed)
+}
+
+// OpenAIFleetModels are the models FleetOf draws from for OpenAI: each
+// has a flex tier.
+var OpenAIFleetModels = []string{"gpt-5-mini", "gpt-5", "o3"}
+
+// FleetOf is Fleet drawing from models.
+func FleetOf(models []string, agents, turns int, seed uint64) []Turn {
 	r := rand.New(rand.NewPCG(seed, 0xf1ee7))
 	out := make([]Turn, 0, agents*turns)
 	for a := range agents {
-		model := FleetModels[r.IntN(len(FleetModels))]
+		model := models[r.IntN(len(models))]
 		key := fmt.Sprintf("k%d", r.IntN(10))
 		at := r.Int64N(10 * 60 * 1000)
 		for i := range turns {

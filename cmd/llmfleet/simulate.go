@@ -60,7 +60,10 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.PrintDefaults()
 	}
 	workload := fs.String("workload", "", "workload file, JSON lines ('-': standard input)")
-	fleet := fs.String("fleet", "", "generate the workload instead: AGENTSxTURNS dependent turns (e.g. 100x6), 3 models, budgets from 5s to 24h")
+	fleet := fs.String("fleet", "", "generate the workload instead: AGENTSxTURNS dependent turns (e.g. 100x6), 3 models of --provider, budgets from 5s to 24h")
+	provider := fs.String("provider", "anthropic", "the simulated provider, whose prices apply: anthropic, or openai (whose flex tier the engine may route to)")
+	flexLat := fs.String("flex-latency", "3s-30s", "latency of a flex call (--provider openai), in the shape of --turnaround")
+	flexRefusal := fs.Float64("flex-refusal", 0, "fraction of flex calls refused for lack of capacity (429, unbilled), from 0 to 1")
 	turn := fs.String("turnaround", "2m-10m", `batch turnaround: a duration ("5m") or a uniform range ("2m-10m"), for every model, then model=range pairs for some ("2m-10m,claude-opus-4-6=5m-20m")`)
 	syncLat := fs.String("sync-latency", "1s-3s", "latency of a sync call, in the shape of --turnaround")
 	straggler := fs.String("straggler", "", "FRACTION:FACTORx: that fraction of the batches take FACTOR times their turnaround (e.g. 0.05:10x)")
@@ -68,7 +71,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fromLedger := fs.Bool("from-ledger", false, "replay the ledger of --db instead of a workload")
 	dbPath := fs.String("db", "", "with --from-ledger: SQLite database of llmfleet serve (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share)")
 	since := fs.String("since", "0", `with --from-ledger: replay the last DURATION ("24h", "7d"; "0": all of it)`)
-	policies := fs.String("policy", "llmfleet", "policies to simulate, comma-separated: llmfleet (the policy the flags set), seed (sync iff budget <= 5s, else batch, one pool per key flushed every 30s, no learning, no rescue)")
+	policies := fs.String("policy", "llmfleet", "policies to simulate, comma-separated: llmfleet (the policy the flags set: flex preferred to batch where both keep the budget), prefer-batch (the same, batch preferred to flex), seed (sync iff budget <= 5s, else batch, one pool per key flushed every 30s, no learning, no rescue)")
 	asJSON := fs.Bool("json", false, "print one JSON object per policy instead of a table")
 	pf := addPolicyFlags(fs)
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
@@ -88,6 +91,21 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	strag, err := simulate.ParseStraggler(*straggler)
 	if err != nil {
 		return err
+	}
+	flexLatency, err := emulator.ParseRanges("--flex-latency", *flexLat)
+	if err != nil {
+		return err
+	}
+	if *flexRefusal < 0 || *flexRefusal > 1 {
+		return fmt.Errorf("--flex-refusal %v is not a fraction from 0 to 1", *flexRefusal)
+	}
+	models := simulate.FleetModels
+	switch *provider {
+	case "anthropic":
+	case "openai":
+		models = simulate.OpenAIFleetModels
+	default:
+		return fmt.Errorf("--provider: unknown provider %q (anthropic, openai)", *provider)
 	}
 	var turns []simulate.Turn
 	sources := 0
@@ -110,7 +128,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if !ok || err1 != nil || err2 != nil || agents <= 0 || n <= 0 {
 			return fmt.Errorf("--fleet %q is not AGENTSxTURNS", *fleet)
 		}
-		turns = simulate.Fleet(agents, n, *seed)
+		turns = simulate.FleetOf(models, agents, n, *seed)
 	default:
 		var r io.Reader = os.Stdin
 		if *workload != "-" {
@@ -128,13 +146,16 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var reports []simulate.Report
 	for _, name := range strings.Split(*policies, ",") {
 		cfg := simulate.Config{Name: strings.TrimSpace(name), Policy: pf.policy(), TurnaroundRange: turnaround,
-			SyncLatencyRange: syncLatency, Straggler: strag, Seed: *seed}
+			SyncLatencyRange: syncLatency, Straggler: strag, Seed: *seed, Provider: *provider,
+			FlexLatencyRange: flexLatency, FlexRefusal: *flexRefusal}
 		switch cfg.Name {
 		case "llmfleet":
+		case "prefer-batch":
+			cfg.Policy.PreferBatch = true
 		case "seed":
 			cfg.Policy = simulate.SeedPolicy(cfg.Policy)
 		default:
-			return fmt.Errorf("--policy: unknown policy %q (llmfleet, seed)", cfg.Name)
+			return fmt.Errorf("--policy: unknown policy %q (llmfleet, prefer-batch, seed)", cfg.Name)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -199,10 +220,10 @@ func ledgerWorkload(ctx context.Context, path, since string) ([]simulate.Turn, e
 // writeSimulation prints the reports as tables.
 func writeSimulation(w io.Writer, reports []simulate.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "policy\trequests\tsync\tbatch\tbatches\tmgmt calls\tcost\tsync equivalent\tsaved\tbound\t% of bound\trescued\tbudget misses\t")
+	fmt.Fprintln(tw, "policy\trequests\tsync\tflex\tbatch\tbatches\tmgmt calls\tcost\tsync equivalent\tsaved\tbound\t% of bound\trescued\tflex fallbacks\tbudget misses\t")
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t$%.2f\t$%.2f\t$%.2f\t$%.2f\t%.1f%%\t%d\t%d\t\n", r.Policy, r.Requests, r.Routes["sync"], r.Routes["batch"],
-			r.Batches, r.ManagementCalls, r.CostUSD, r.SyncEquivalentUSD, r.SavedUSD, r.BoundSavedUSD, 100*r.SavedOfBound, r.Rescued, r.BudgetMisses)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t$%.2f\t$%.2f\t$%.2f\t$%.2f\t%.1f%%\t%d\t%d\t%d\t\n", r.Policy, r.Requests, r.Routes["sync"], r.Routes["flex"], r.Routes["batch"],
+			r.Batches, r.ManagementCalls, r.CostUSD, r.SyncEquivalentUSD, r.SavedUSD, r.BoundSavedUSD, 100*r.SavedOfBound, r.Rescued, r.FlexFallbacks, r.BudgetMisses)
 	}
 	fmt.Fprintln(tw, "\t")
 	fmt.Fprintln(tw, "latency p50 / p99 by budget\t≤5s\t≤1m\t≤10m\t>10m\t")

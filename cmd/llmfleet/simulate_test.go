@@ -63,8 +63,29 @@ func TestSimulateJSON(t *testing.T) {
 	if code := run(t.Context(), []string{"simulate", "--fleet", "3x2"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "budget misses") || !strings.Contains(stdout.String(), "% of bound") {
 		t.Errorf("table: exit %d: %s%s", code, stdout.String(), stderr.String())
 	}
+	// OpenAI: flex-preferred against batch-preferred, flex refused at times.
+	stdout.Reset()
+	if code := run(t.Context(), []string{"simulate", "--fleet", "20x3", "--provider", "openai", "--policy", "llmfleet,prefer-batch",
+		"--flex-latency", "2s-20s", "--flex-refusal", "0.1", "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("openai: exit %d: %s", code, stderr.String())
+	}
+	var flexed []float64
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var r simulate.Report
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		flexed = append(flexed, float64(r.Routes["flex"]))
+		if r.Requests != 60 || r.BudgetMisses != 0 {
+			t.Errorf("openai %s: %s", r.Policy, line)
+		}
+	}
+	if len(flexed) != 2 || flexed[0] <= flexed[1] {
+		t.Errorf("flex routes of llmfleet and prefer-batch: %v", flexed)
+	}
 	for _, bad := range [][]string{{"simulate"}, {"simulate", "--fleet", "3"}, {"simulate", "--fleet", "3x2", "--straggler", "2:3x"},
-		{"simulate", "--fleet", "3x2", "--policy", "other"}} {
+		{"simulate", "--fleet", "3x2", "--policy", "other"}, {"simulate", "--fleet", "3x2", "--provider", "gemini"},
+		{"simulate", "--fleet", "3x2", "--flex-refusal", "2"}, {"simulate", "--fleet", "3x2", "--flex-latency", "soon"}} {
 		if code := run(t.Context(), bad, &stdout, &stderr); code == 0 {
 			t.Errorf("%v: exit 0", bad)
 		}
