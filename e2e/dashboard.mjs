@@ -56,7 +56,7 @@ try {
   // Totals.
   const kpi = async (id) => page.getAttribute("#" + id, "data-value");
   const want = { "kpi-paid": stats.cost_usd, "kpi-would": stats.sync_equivalent_usd, "kpi-saved": stats.saved_usd,
-    "kpi-calls": stats.sync_calls + stats.batched_calls };
+    "kpi-calls": stats.sync_calls + (stats.flex_calls || 0) + stats.batched_calls };
   let ok = true;
   for (const [id, v] of Object.entries(want)) {
     const got = await kpi(id);
@@ -82,6 +82,23 @@ try {
   }
   if (ok) pass(`by client as /llmfleet/v1/stats: ${rows.map((r) => r.client + " " + r.values[0] + " requests").join(", ")}`);
   else fail(`by client: rows ${JSON.stringify(rows)}, stats ${JSON.stringify(stats.by_client)}`);
+
+  // By provider.
+  const prows = await page.$$eval("#providers tr[data-provider]", (trs) => trs.map((tr) => ({
+    provider: tr.dataset.provider, values: [...tr.querySelectorAll("td[data-value]")].map((td) => td.dataset.value),
+  })));
+  const providers = Object.keys(stats.by_provider || {});
+  ok = providers.length === 2 && prows.length === providers.length;
+  for (const r of prows) {
+    const b = stats.by_provider[r.provider];
+    if (!b || !close(r.values[0], b.calls) || !close(r.values[1], b.flex_calls || 0) || !close(r.values[2], b.cost_usd) ||
+      !close(r.values[3], b.sync_equivalent_usd) || !close(r.values[4], b.saved_usd)) {
+      fail(`provider ${r.provider}: shows ${r.values}, stats ${JSON.stringify(b)}`);
+      ok = false;
+    }
+  }
+  if (ok) pass(`by provider as /llmfleet/v1/stats: ${prows.map((r) => r.provider + " " + r.values[0] + " requests, " + r.values[1] + " flex").join("; ")}`);
+  else fail(`by provider: rows ${JSON.stringify(prows)}, stats ${JSON.stringify(stats.by_provider)}`);
 
   // Budget misses: the 504 at the budget is "timed out", no "took".
   const misses = await page.$$eval("#misses tr[data-outcome]", (trs) => trs.map((tr) => ({

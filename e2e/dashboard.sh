@@ -25,14 +25,15 @@ NAME=dashboard
 
 (cd "$ROOT" && go build -o "$WORK/llmfleet" ./cmd/llmfleet) || die "build llmfleet"
 
-"$WORK/llmfleet" emulate --listen 127.0.0.1:0 --turnaround 1s >"$WORK/emulator.out" 2>"$WORK/emulator.log" &
+"$WORK/llmfleet" emulate --listen 127.0.0.1:0 --turnaround 1s --openai-addr 127.0.0.1:0 >"$WORK/emulator.out" 2>"$WORK/emulator.log" &
 PIDS+=($!)
-EMU=$(wait_addr "$WORK/emulator.out" "emulator listening on") || die "emulator did not start"
+EMU=$(wait_addr "$WORK/emulator.out" "^emulator listening on") || die "emulator did not start"
+OPENAI_EMU=$(wait_addr "$WORK/emulator.out" "openai emulator listening on") || die "the OpenAI emulator did not start"
 
 # The admin key shows the per-request fields (the recent budget misses);
 # the page is checked without it, then with it.
 LLMFLEET_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') LLMFLEET_E2E_ADMIN=e2e-admin-key \
-	"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --db "$WORK/llmfleet.db" \
+	"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --openai-url "$OPENAI_EMU" --db "$WORK/llmfleet.db" \
 	--admin-key-env LLMFLEET_E2E_ADMIN --batch-window 300ms --poll-interval 200ms --max-poll-interval 500ms \
 	--turnaround-prior 2s --shutdown-timeout 1s --log-format json \
 	>"$WORK/proxy.out" 2>"$WORK/proxy.log" &
@@ -89,12 +90,21 @@ if [ "$codes" = "200200200504$(printf '200%.0s' $(seq 1 6))" ]; then
 else
 	fail "calls answered with $codes"
 fi
+# The OpenAI face: a flex call of alice's (batch prices, answered at once).
+code=$(curl -sS -o /dev/null -w '%{http_code}' "$PROXY/openai/v1/chat/completions" \
+	-H "authorization: Bearer sk-dashboard-alice" -H "content-type: application/json" -H "llmfleet-route: flex" \
+	-d '{"model":"gpt-5-mini","messages":[{"role":"user","content":"a flex question"}]}')
+if [ "$code" = 200 ]; then
+	pass "a flex call through the OpenAI face answered 200"
+else
+	fail "a flex call through the OpenAI face answered $code"
+fi
 # A batch left in flight for the screenshot.
 message claude-sonnet-4-6 c "[turnaround:10m] a long one" -H "llmfleet-route: batch" >/dev/null 2>&1 &
 PIDS+=($!)
 
 stats=$(curl -fsS "$PROXY/llmfleet/v1/stats")
-for want in '"sync_calls":5' '"errors":1' '"batched_calls":6' '"budget_misses":1' '"claude-sonnet-4-6"' '"claude-haiku-4-5"'; do
+for want in '"sync_calls":5' '"flex_calls":1' '"errors":1' '"batched_calls":6' '"budget_misses":1' '"claude-sonnet-4-6"' '"claude-haiku-4-5"' '"gpt-5-mini"' '"openai":{'; do
 	if [[ "$stats" != *"$want"* ]]; then
 		fail "/llmfleet/v1/stats lacks $want: $stats"
 	fi

@@ -161,8 +161,12 @@ func TestServeJSONLogs(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("serve ended: %v", err)
 	}
-	var start struct{ Msg, Addr, Upstream string }
-	if err := json.Unmarshal([]byte(line), &start); err != nil || start.Msg != "llmfleet serving on "+start.Addr || start.Upstream != emuTS.URL {
+	var start struct {
+		Msg, Addr, Upstream string
+		OpenAIUpstream      string `json:"openai_upstream"`
+	}
+	if err := json.Unmarshal([]byte(line), &start); err != nil || start.Msg != "llmfleet serving on "+start.Addr || start.Upstream != emuTS.URL ||
+		start.OpenAIUpstream != "https://api.openai.com" {
 		t.Fatalf("startup line %q: %v", line, err)
 	}
 	resp, err := http.Get(start.Addr + "/readyz")

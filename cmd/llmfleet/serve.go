@@ -299,7 +299,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	ready.serve(obs.Handler(api))
-	startupLine(stdout, logs.json(), "http://"+ln.Addr().String(), upstream.String())
+	openaiFace := openaiUpstream.String()
+	if creds != nil && creds.OpenAI.IsZero() {
+		openaiFace = "closed"
+	}
+	startupLine(stdout, logs.json(), "http://"+ln.Addr().String(), upstream.String(), openaiFace)
 
 	var serveErr error
 	select {

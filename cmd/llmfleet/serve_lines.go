@@ -8,16 +8,18 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
-// startupLine prints the line telling where "llmfleet serve" listens: text
-// ("llmfleet serving on <url> (upstream <url>)"), or in JSON mode one JSON
-// object with the message "llmfleet serving on <url>" and the members
-// addr and upstream.
-func startupLine(w io.Writer, asJSON bool, addr, upstream string) {
+// startupLine prints the line telling where "llmfleet serve" listens and
+// where its two faces go: text, or with --log-format json a JSON line
+// whose msg is the same and whose attributes are addr, upstream (the
+// Anthropic API's base URL) and openai_upstream (the OpenAI API's, or
+// "closed" when proxy-held keys hold no OpenAI key), so that both forms
+// can be parsed.
+func startupLine(w io.Writer, asJSON bool, addr, upstream, openaiUpstream string) {
 	if !asJSON {
-		fmt.Fprintf(w, "llmfleet serving on %s (upstream %s)\n", addr, upstream)
+		fmt.Fprintf(w, "llmfleet serving on %s (upstream %s; OpenAI face %s/openai/v1, upstream %s)\n", addr, upstream, addr, openaiUpstream)
 		return
 	}
-	slog.New(slog.NewJSONHandler(w, nil)).Info("llmfleet serving on "+addr, "addr", addr, "upstream", upstream)
+	slog.New(slog.NewJSONHandler(w, nil)).Info("llmfleet serving on "+addr, "addr", addr, "upstream", upstream, "openai_upstream", openaiUpstream)
 }
 
 // statsAttr is the group "stats" of the shutdown line: the dispatcher's

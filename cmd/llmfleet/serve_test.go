@@ -59,6 +59,9 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("serve ended: %v", err)
 	}
 	base := strings.Fields(strings.TrimPrefix(line, "llmfleet serving on "))[0]
+	if !strings.Contains(line, "; OpenAI face "+base+"/openai/v1, upstream https://api.openai.com)") {
+		t.Errorf("the startup line names no OpenAI face: %q", line)
+	}
 
 	resp, err := http.Get(base + "/healthz")
 	if err != nil {

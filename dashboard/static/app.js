@@ -243,7 +243,9 @@
   }
 
   function drawDonut(el, stats) {
-    const b = (stats && stats.batched_calls) || 0, s = (stats && stats.sync_calls) || 0;
+    // Flex calls are synchronous calls: with the sync ones here, as in
+    // the traffic chart (the tables split them out).
+    const b = (stats && stats.batched_calls) || 0, s = ((stats && stats.sync_calls) || 0) + ((stats && stats.flex_calls) || 0);
     const total = b + s;
     el.replaceChildren();
     const ring = document.createElement("div");
@@ -411,11 +413,33 @@
     }
   }
 
+  function drawProviders(tbody, stats) {
+    const by = (stats && stats.by_provider) || {};
+    const names = Object.keys(by).sort((a, b) => (by[b].sync_equivalent_usd - by[a].sync_equivalent_usd) || a.localeCompare(b));
+    tbody.replaceChildren();
+    if (names.length === 0) return emptyRow(tbody, 9, "No requests yet");
+    for (const name of names) {
+      const b = by[name];
+      const tr = document.createElement("tr");
+      tr.dataset.provider = name;
+      cell(tr, name);
+      cell(tr, fmtInt(b.calls), "num").dataset.value = b.calls;
+      cell(tr, fmtInt(b.sync_calls), "num");
+      cell(tr, fmtInt(b.flex_calls), "num").dataset.value = b.flex_calls || 0;
+      cell(tr, fmtInt(b.batched_calls), "num");
+      cell(tr, fmtUSD(b.cost_usd), "num").dataset.value = b.cost_usd;
+      cell(tr, fmtUSD(b.sync_equivalent_usd), "num dim").dataset.value = b.sync_equivalent_usd;
+      cell(tr, fmtUSD(b.saved_usd), "num saved").dataset.value = b.saved_usd;
+      cell(tr, fmtInt(b.budget_misses), b.budget_misses > 0 ? "num bad" : "num");
+      tbody.appendChild(tr);
+    }
+  }
+
   function drawClients(tbody, stats) {
     const by = (stats && stats.by_client) || {};
     const names = Object.keys(by).sort((a, b) => (by[b].sync_equivalent_usd - by[a].sync_equivalent_usd) || a.localeCompare(b));
     tbody.replaceChildren();
-    if (names.length === 0) return emptyRow(tbody, 7, "No requests yet");
+    if (names.length === 0) return emptyRow(tbody, 8, "No requests yet");
     for (const name of names) {
       const b = by[name];
       const tr = document.createElement("tr");
@@ -423,6 +447,7 @@
       cell(tr, name, name.startsWith("cred_") ? "mono" : "");
       cell(tr, fmtInt(b.calls), "num").dataset.value = b.calls;
       cell(tr, fmtInt(b.sync_calls), "num");
+      cell(tr, fmtInt(b.flex_calls), "num");
       cell(tr, fmtInt(b.batched_calls), "num");
       cell(tr, fmtUSD(b.cost_usd), "num").dataset.value = b.cost_usd;
       cell(tr, fmtUSD(b.sync_equivalent_usd), "num dim").dataset.value = b.sync_equivalent_usd;
@@ -435,7 +460,7 @@
     const by = (stats && stats.by_model) || {};
     const models = Object.keys(by).sort((a, b) => (by[b].sync_equivalent_usd - by[a].sync_equivalent_usd) || a.localeCompare(b));
     tbody.replaceChildren();
-    if (models.length === 0) return emptyRow(tbody, 10, "No requests yet");
+    if (models.length === 0) return emptyRow(tbody, 11, "No requests yet");
     const row = (name, b, total) => {
       const tr = document.createElement("tr");
       if (total) tr.className = "total";
@@ -448,6 +473,7 @@
       }
       const t = b.tokens || {};
       cell(tr, fmtInt(b.sync_calls), "num");
+      cell(tr, fmtInt(b.flex_calls), "num");
       cell(tr, fmtInt(b.batched_calls), "num");
       cell(tr, fmtInt(t.input), "num");
       cell(tr, fmtInt(t.output), "num");
@@ -462,7 +488,7 @@
     for (const m of models) row(m, by[m], false);
     if (models.length > 1) {
       row("Total", {
-        sync_calls: stats.sync_calls, batched_calls: stats.batched_calls, tokens: stats.tokens,
+        sync_calls: stats.sync_calls, flex_calls: stats.flex_calls, batched_calls: stats.batched_calls, tokens: stats.tokens,
         cost_usd: stats.cost_usd, sync_equivalent_usd: stats.sync_equivalent_usd, saved_usd: stats.saved_usd,
       }, true);
     }
@@ -483,14 +509,15 @@
         ? "+ " + plural(stats.unpriced_requests, "unpriced request", "unpriced requests")
         : "at list prices";
       $("kpi-paid-note").title = stats.unpriced_requests ? "requests of models missing from the price table: tokens counted, cost unknown" : "";
-      const calls = (stats.sync_calls || 0) + (stats.batched_calls || 0);
+      const calls = (stats.sync_calls || 0) + (stats.flex_calls || 0) + (stats.batched_calls || 0);
       $("kpi-calls").textContent = fmtInt(calls);
       $("kpi-calls").dataset.value = calls;
       const bp = calls ? (100 * stats.batched_calls) / calls : 0;
       const bar = $("kpi-split");
       bar.children[0].style.width = bp + "%";
       bar.children[1].style.width = (calls ? 100 - bp : 0) + "%";
-      $("kpi-calls-note").textContent = fmtInt(stats.batched_calls) + " batched · " + fmtInt(stats.sync_calls) + " sync";
+      $("kpi-calls-note").textContent = fmtInt(stats.batched_calls) + " batched · " +
+        (stats.flex_calls ? fmtInt(stats.flex_calls) + " flex · " : "") + fmtInt(stats.sync_calls) + " sync";
       $("kpi-calls-note").title = stats.batches_submitted ? plural(stats.batches_submitted, "batch", "batches") + " submitted" : "";
       $("kpi-misses").textContent = fmtInt(stats.budget_misses);
       $("kpi-misses").classList.toggle("bad", stats.budget_misses > 0);
@@ -515,6 +542,7 @@
     drawTurnaround($("chart-turnaround"), $("legend-turnaround"), snap);
     drawInFlight($("inflight"), snap);
     drawMisses($("misses"), stats);
+    drawProviders($("providers"), stats);
     drawClients($("clients"), stats);
     drawModels($("models"), stats);
   }
