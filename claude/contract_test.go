@@ -3,7 +3,6 @@ package claude_test
 import (
 	"context"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,30 +12,12 @@ import (
 	"github.com/llmfleet/llmfleet/providertest"
 )
 
-// manualClock is a clock that moves only when told to.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 func noSleep(ctx context.Context, d time.Duration) error { return ctx.Err() }
 
 func TestContract(t *testing.T) {
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T) providertest.Env {
-			clock := &manualClock{now: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
+			clock := providertest.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
 			em := &emulator.Server{
 				Now:   clock.Now,
 				Sleep: noSleep,

@@ -12,6 +12,7 @@ import (
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/providertest"
 )
 
 // recordedSleeps records the waits asked for, without waiting.
@@ -29,7 +30,7 @@ func (r *recordedSleeps) Sleep(ctx context.Context, d time.Duration) error {
 
 func startEmulator(t *testing.T) (*emulator.Server, *claude.Provider, *recordedSleeps) {
 	t.Helper()
-	clock := &manualClock{now: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
+	clock := providertest.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
 	em := &emulator.Server{Now: clock.Now, Sleep: noSleep}
 	srv := httptest.NewServer(em)
 	t.Cleanup(srv.Close)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,24 +16,6 @@ import (
 	"github.com/llmfleet/llmfleet/openaiemu"
 	"github.com/llmfleet/llmfleet/providertest"
 )
-
-// manualClock is a clock that moves only when told to.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // createFaults wraps the emulator with the faults of a batch create (POST
 // /v1/batches) the contract suite injects: the connection dropped after
@@ -89,7 +70,7 @@ func TestContract(t *testing.T) {
 	providertest.Run(t, providertest.Harness{
 		Wire: providertest.OpenAIChat,
 		New: func(t *testing.T) providertest.Env {
-			clock := &manualClock{now: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
+			clock := providertest.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
 			em := &openaiemu.Server{Now: clock.Now, Keys: []string{"sk-contract-good"}}
 			faults := &createFaults{next: em}
 			srv := httptest.NewServer(faults)

@@ -202,12 +202,7 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, client stri
 		} else if after != "" {
 			uq.Set("after_id", after)
 		}
-		r2 := r.Clone(r.Context())
-		u := *r.URL
-		u.RawQuery = uq.Encode()
-		r2.URL = &u
-		rec := newRecorder()
-		s.rp.ServeHTTP(rec, r2)
+		rec := fetchWith(s.rp, r, uq)
 		last = rec
 		if rec.status != http.StatusOK {
 			rec.writeTo(w, rec.body.Bytes()) // the upstream's error, as it is
@@ -228,12 +223,12 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, client stri
 			if json.Unmarshal(item, &b) != nil {
 				continue
 			}
-			owner, err := s.batchOwners.BatchOwner(r.Context(), b.ID)
-			if err != nil && !errors.Is(err, llmfleet.ErrNotFound) {
+			owned, err := s.ownedBy(r.Context(), b.ID, client)
+			if err != nil {
 				s.stateError(w, r, "batch owner lookup failed", err)
 				return
 			}
-			if err == nil && owner == client {
+			if owned {
 				mine = append(mine, item)
 			}
 		}
@@ -280,4 +275,14 @@ func idOf(item json.RawMessage) string {
 	}
 	json.Unmarshal(item, &b)
 	return b.ID
+}
+
+// ownedBy reports whether the recorded owner of id is client; an id with
+// no owner recorded is nobody's.
+func (s *Server) ownedBy(ctx context.Context, id, client string) (bool, error) {
+	owner, err := s.batchOwners.BatchOwner(ctx, id)
+	if errors.Is(err, llmfleet.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && owner == client, err
 }

@@ -1,12 +1,10 @@
 package proxy_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/dispatch"
-	oai "github.com/llmfleet/llmfleet/openai"
 	"github.com/llmfleet/llmfleet/openaiemu"
-	"github.com/llmfleet/llmfleet/pricing"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
@@ -28,18 +23,9 @@ import (
 func heldOpenAIFace(t *testing.T, emu *openaiemu.Server, openAIKey bool) string {
 	t.Helper()
 	emu.Keys = []string{"sk-proxy-openai"}
-	up := httptest.NewServer(emu)
-	t.Cleanup(up.Close)
-	d := &dispatch.Dispatcher{Providers: []llmfleet.Provider{&oai.Provider{BaseURL: up.URL}}, Flex: pricing.Default().Flex,
-		Policy: dispatch.Policy{BatchWindow: 20 * time.Millisecond, BatchMinSize: 100, PollInterval: 20 * time.Millisecond,
-			SyncLatencyPrior: time.Second, FlexLatencyPrior: time.Second, NoRescue: true}}
-	if err := d.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close(context.Background()) })
+	d, u := openAIEngine(t, emu)
 	keys := &proxy.ClientKeys{Upstream: llmfleet.Credential{APIKey: "sk-ant-proxy"},
 		Hashes: map[string]string{proxy.HashKey("alice-key"): "alice", proxy.HashKey("bob-key"): "bob"}}
-	u, _ := url.Parse(up.URL)
 	srv := &proxy.Server{Submitter: d, OpenAIUpstream: u, Credentials: keys.Map, ClientName: keys.Name}
 	if openAIKey {
 		keys.OpenAI = llmfleet.Credential{AuthToken: "sk-proxy-openai"}

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-
-	"github.com/llmfleet/llmfleet"
 )
 
 // openAIOwned reports whether path (of the OpenAI API) is of its Files or
@@ -74,16 +71,14 @@ func (s *Server) serveOpenAIOwned(w http.ResponseWriter, r *http.Request, client
 // ownsOpenAI reports whether client owns the file or batch id, answering
 // 404 (or 500 if the owner cannot be read) when it does not.
 func (s *Server) ownsOpenAI(w http.ResponseWriter, r *http.Request, client, kind, id string) bool {
-	owner, err := s.batchOwners.BatchOwner(r.Context(), id)
+	owned, err := s.ownedBy(r.Context(), id, client)
 	switch {
-	case errors.Is(err, llmfleet.ErrNotFound) || err == nil && owner != client:
-		openAINotFound(w, kind, id)
-		return false
 	case err != nil:
 		s.openAIStateError(w, r, "owner lookup failed", err)
-		return false
+	case !owned:
+		openAINotFound(w, kind, id)
 	}
-	return true
+	return owned
 }
 
 func openAINotFound(w http.ResponseWriter, kind, id string) {
@@ -181,8 +176,8 @@ func (s *Server) openAIList(w http.ResponseWriter, r *http.Request, client, kind
 	}
 	after := q.Get("after")
 	if after != "" {
-		if owner, err := s.batchOwners.BatchOwner(r.Context(), after); err != nil || owner != client {
-			if err != nil && !errors.Is(err, llmfleet.ErrNotFound) {
+		if owned, err := s.ownedBy(r.Context(), after, client); !owned {
+			if err != nil {
 				s.openAIStateError(w, r, "owner lookup failed", err)
 				return
 			}
@@ -204,12 +199,7 @@ func (s *Server) openAIList(w http.ResponseWriter, r *http.Request, client, kind
 		if after != "" {
 			uq.Set("after", after)
 		}
-		r2 := r.Clone(r.Context())
-		u := *r.URL
-		u.RawQuery = uq.Encode()
-		r2.URL = &u
-		rec := newRecorder()
-		s.openAIRP.ServeHTTP(rec, r2)
+		rec := fetchWith(s.openAIRP, r, uq)
 		last = rec
 		if rec.status != http.StatusOK {
 			rec.writeTo(w, rec.body.Bytes())
@@ -225,12 +215,12 @@ func (s *Server) openAIList(w http.ResponseWriter, r *http.Request, client, kind
 			return
 		}
 		for _, item := range page.Data {
-			owner, err := s.batchOwners.BatchOwner(r.Context(), idOf(item))
-			if err != nil && !errors.Is(err, llmfleet.ErrNotFound) {
+			owned, err := s.ownedBy(r.Context(), idOf(item), client)
+			if err != nil {
 				s.openAIStateError(w, r, "owner lookup failed", err)
 				return
 			}
-			if err == nil && owner == client {
+			if owned {
 				kept = append(kept, item)
 			}
 		}

@@ -28,6 +28,18 @@ import (
 // and the proxy in front; it returns the proxy's base URL.
 func openAIFace(t *testing.T, emu *openaiemu.Server, observe func(llmfleet.LedgerEntry)) string {
 	t.Helper()
+	d, u := openAIEngine(t, emu)
+	srv := &proxy.Server{Submitter: d, OpenAIUpstream: u, Observe: observe, FlexRetryBackoff: time.Millisecond, PingInterval: 10 * time.Millisecond}
+	ps := httptest.NewServer(srv.Handler())
+	t.Cleanup(ps.Close)
+	return ps.URL
+}
+
+// openAIEngine starts the emulator and a dispatcher with the OpenAI
+// provider in front of it (short windows and polls); it returns the
+// dispatcher and the emulator's URL.
+func openAIEngine(t *testing.T, emu *openaiemu.Server) (*dispatch.Dispatcher, *url.URL) {
+	t.Helper()
 	up := httptest.NewServer(emu)
 	t.Cleanup(up.Close)
 	d := &dispatch.Dispatcher{Providers: []llmfleet.Provider{&oai.Provider{BaseURL: up.URL}}, Flex: pricing.Default().Flex,
@@ -38,10 +50,7 @@ func openAIFace(t *testing.T, emu *openaiemu.Server, observe func(llmfleet.Ledge
 	}
 	t.Cleanup(func() { d.Close(context.Background()) })
 	u, _ := url.Parse(up.URL)
-	srv := &proxy.Server{Submitter: d, OpenAIUpstream: u, Observe: observe, FlexRetryBackoff: time.Millisecond, PingInterval: 10 * time.Millisecond}
-	ps := httptest.NewServer(srv.Handler())
-	t.Cleanup(ps.Close)
-	return ps.URL
+	return d, u
 }
 
 func sdk(base, key string) openai.Client {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"net/http"
+	"net/url"
 	"strconv"
 )
 
@@ -48,4 +49,16 @@ func (rec *recorder) writeTo(w http.ResponseWriter, body []byte) {
 	}
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// fetchWith serves a copy of r with the query q through h (a reverse
+// proxy) and returns the answer recorded.
+func fetchWith(h http.Handler, r *http.Request, q url.Values) *recorder {
+	r2 := r.Clone(r.Context())
+	u := *r.URL
+	u.RawQuery = q.Encode()
+	r2.URL = &u
+	rec := newRecorder()
+	h.ServeHTTP(rec, r2)
+	return rec
 }
