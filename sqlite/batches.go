@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/storecodec"
 )
 
 // RecordIntent records a batch about to be created (State intent, Size the
@@ -26,7 +27,7 @@ func (d *DB) RecordIntent(ctx context.Context, b *llmfleet.StoredBatch, customID
 	return d.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO batches (id, provider, credential_id, state, size,
 			intent_at, create_deadline) VALUES (?, ?, ?, 'intent', ?, ?, ?)`,
-			b.ID, b.Provider, b.CredentialID, len(customIDs), nanos(b.IntentAt), nanos(b.CreateDeadline))
+			b.ID, b.Provider, b.CredentialID, len(customIDs), storecodec.Nanos(b.IntentAt), storecodec.Nanos(b.CreateDeadline))
 		if err != nil {
 			return fmt.Errorf("sqlite: recording batch %s: %w", b.ID, err)
 		}
@@ -55,13 +56,13 @@ func (d *DB) RecordIntent(ctx context.Context, b *llmfleet.StoredBatch, customID
 // RecordCreated records the provider's id for a batch (State created).
 func (d *DB) RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error {
 	return d.updateBatch(ctx, batchID, `UPDATE batches SET state = 'created', upstream_id = ?, created_at = ? WHERE id = ?`,
-		upstreamID, nanos(createdAt), batchID)
+		upstreamID, storecodec.Nanos(createdAt), batchID)
 }
 
 // RecordEnded records that the provider reported the batch ended. The
 // batch stays in state created until ResolveBatch.
 func (d *DB) RecordEnded(ctx context.Context, batchID string, endedAt time.Time) error {
-	return d.updateBatch(ctx, batchID, `UPDATE batches SET ended_at = ? WHERE id = ?`, nanos(endedAt), batchID)
+	return d.updateBatch(ctx, batchID, `UPDATE batches SET ended_at = ? WHERE id = ?`, storecodec.Nanos(endedAt), batchID)
 }
 
 // ResolveBatch marks a batch resolved.
@@ -140,8 +141,8 @@ func (d *DB) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, bat
 			return nil, nil, err
 		}
 		b.UpstreamID, b.State = upstream.String, llmfleet.BatchState(state)
-		b.IntentAt, b.CreatedAt, b.EndedAt = timeOf(intent), timeOf(created), timeOf(ended)
-		b.CreateDeadline = timeOf(deadline)
+		b.IntentAt, b.CreatedAt, b.EndedAt = storecodec.TimeOf(intent), storecodec.TimeOf(created), storecodec.TimeOf(ended)
+		b.CreateDeadline = storecodec.TimeOf(deadline)
 		batches = append(batches, &llmfleet.PendingBatch{Batch: b})
 	}
 	rows.Close()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/storecodec"
 )
 
 // insertBlock inserts one block of ledger entries (ledgerblock.go).
@@ -63,7 +64,7 @@ func (d *DB) Ledger(ctx context.Context, from, to time.Time) ([]llmfleet.LedgerE
 			&e.CostUSD, &e.OtherRouteUSD, &e.Priced, &queued, &turnaround, &latency, &budget, &e.BudgetMet, &e.BatchID, &rescue, &e.Client); err != nil {
 			return nil, err
 		}
-		if e.Usage, err = decodeUsage(usage); err != nil {
+		if e.Usage, err = storecodec.DecodeUsage(usage); err != nil {
 			return nil, fmt.Errorf("sqlite: ledger usage: %w", err)
 		}
 		e.Time, e.Route, e.Rescue = time.Unix(0, t).UTC(), llmfleet.Route(route), llmfleet.Rescue(rescue)

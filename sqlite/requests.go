@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/storecodec"
 )
 
 // requestColumns are the columns scanRequest reads, in order.
@@ -23,12 +24,12 @@ func insertArgs(r *llmfleet.StoredRequest) ([]any, error) {
 	if r.ID == "" {
 		return nil, errors.New("sqlite: request without an id")
 	}
-	h, err := encodeHeader(r.Header)
+	h, err := storecodec.EncodeHeader(r.Header)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: request %s header: %w", r.ID, err)
 	}
-	return []any{r.ID, r.Provider, r.CredentialID, h, bytesOrEmpty(r.Body),
-		r.Model, int64(r.Budget), nanos(r.AcceptedAt), nanos(r.Deadline), r.Client, r.Endpoint}, nil
+	return []any{r.ID, r.Provider, r.CredentialID, h, storecodec.BytesOrEmpty(r.Body),
+		r.Model, int64(r.Budget), storecodec.Nanos(r.AcceptedAt), storecodec.Nanos(r.Deadline), r.Client, r.Endpoint}, nil
 }
 
 // rowScanner is a *sql.Row or *sql.Rows.
@@ -52,23 +53,23 @@ func scanRequest(s rowScanner) (*llmfleet.StoredRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Header, err = decodeHeader(header); err != nil {
+	if r.Header, err = storecodec.DecodeHeader(header); err != nil {
 		return nil, fmt.Errorf("sqlite: request %s header: %w", r.ID, err)
 	}
 	if r.Body == nil {
 		r.Body = []byte{}
 	}
 	r.Budget = time.Duration(budget)
-	r.AcceptedAt, r.Deadline = timeOf(accepted), timeOf(deadline)
+	r.AcceptedAt, r.Deadline = storecodec.TimeOf(accepted), storecodec.TimeOf(deadline)
 	r.State = llmfleet.RequestState(state)
 	r.BatchID, r.CustomID = batchID.String, customID.String
 	if r.State == llmfleet.RequestDone {
-		res, err := resultOf(status, resultBody, resultErr)
+		res, err := storecodec.ResultOf(status, resultBody, resultErr)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: request %s: %w", r.ID, err)
 		}
-		res.CompletedAt = timeOf(completed)
-		if res.Usage, err = decodeUsage(usage); err != nil {
+		res.CompletedAt = storecodec.TimeOf(completed)
+		if res.Usage, err = storecodec.DecodeUsage(usage); err != nil {
 			return nil, fmt.Errorf("sqlite: request %s usage: %w", r.ID, err)
 		}
 		r.Result = res
@@ -114,15 +115,15 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 			if c.Result == nil {
 				return fmt.Errorf("sqlite: request %s: nil result", c.RequestID)
 			}
-			status, body, errJSON, err := resultColumns(c.Result)
+			status, body, errJSON, err := storecodec.ResultColumns(c.Result)
 			if err != nil {
 				return fmt.Errorf("sqlite: request %s: %w", c.RequestID, err)
 			}
-			u, err := encodeUsage(c.Result.Usage)
+			u, err := storecodec.EncodeUsage(c.Result.Usage)
 			if err != nil {
 				return err
 			}
-			n, err := affected(stmt.ExecContext(ctx, status, body, errJSON, u, nanos(c.Result.CompletedAt), c.RequestID))
+			n, err := affected(stmt.ExecContext(ctx, status, body, errJSON, u, storecodec.Nanos(c.Result.CompletedAt), c.RequestID))
 			if err != nil {
 				return fmt.Errorf("sqlite: completing request %s: %w", c.RequestID, err)
 			}

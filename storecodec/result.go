@@ -1,4 +1,4 @@
-package sqlite
+package storecodec
 
 import (
 	"database/sql"
@@ -22,9 +22,9 @@ import (
 // With Err set, StoredResult.Body is not stored: it is nil by the
 // contract of llmfleet.StoredResult.
 
-// resultColumns returns the status_code, result_body and result_error
+// ResultColumns returns the status_code, result_body and result_error
 // values of res.
-func resultColumns(res *llmfleet.StoredResult) (status int, body, errJSON []byte, err error) {
+func ResultColumns(res *llmfleet.StoredResult) (status int, body, errJSON []byte, err error) {
 	if res.Err == nil {
 		return res.StatusCode, res.Body, []byte("null"), nil
 	}
@@ -37,12 +37,12 @@ func resultColumns(res *llmfleet.StoredResult) (status int, body, errJSON []byte
 	return res.StatusCode, res.Err.Body, errJSON, nil
 }
 
-// resultOf decodes what resultColumns encoded. A NULL errJSON is a row
+// ResultOf decodes what resultColumns encoded. A NULL errJSON is a row
 // completed by schema 2: see legacyResult.
-func resultOf(status sql.NullInt64, body, errJSON []byte) (*llmfleet.StoredResult, error) {
+func ResultOf(status sql.NullInt64, body, errJSON []byte) (*llmfleet.StoredResult, error) {
 	res := &llmfleet.StoredResult{StatusCode: int(status.Int64)}
 	if errJSON == nil {
-		legacyResult(res, body)
+		LegacyResult(res, body)
 		return res, nil
 	}
 	if err := json.Unmarshal(errJSON, &res.Err); err != nil {
@@ -56,13 +56,13 @@ func resultOf(status sql.NullInt64, body, errJSON []byte) (*llmfleet.StoredResul
 	return res, nil
 }
 
-// legacyResult reads a result stored by schema 2, which kept only the
+// LegacyResult reads a result stored by schema 2, which kept only the
 // status and the body the synchronous API would have answered: the answer
 // for status 200, a rendered error envelope for any other. Such an error
 // is read as a provider error (KindProvider) with that status and the
 // envelope as its Body, and its type, message and request id taken from
 // the envelope when it parses; the result's Body is then nil.
-func legacyResult(res *llmfleet.StoredResult, body []byte) {
+func LegacyResult(res *llmfleet.StoredResult, body []byte) {
 	if res.StatusCode == http.StatusOK {
 		res.Body = body
 		return

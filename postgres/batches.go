@@ -1,0 +1,171 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/storecodec"
+)
+
+// RecordIntent records a batch about to be created (state intent, Size
+// the number of its requests) and moves its requests to submitted with
+// their custom_ids, in one transaction; an unknown or not queued request
+// fails it, recording nothing.
+func (d *DB) RecordIntent(ctx context.Context, b *llmfleet.StoredBatch, customIDs map[string]string) error {
+	if b == nil || b.ID == "" {
+		return errors.New("postgres: batch without an id")
+	}
+	if len(customIDs) == 0 {
+		return fmt.Errorf("postgres: batch %s has no requests", b.ID)
+	}
+	return d.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO batches (id, provider, credential_id, state, size,
+			intent_at, create_deadline) VALUES ($1, $2, $3, 'intent', $4, $5, $6)`,
+			b.ID, b.Provider, b.CredentialID, len(customIDs), storecodec.Nanos(b.IntentAt), storecodec.Nanos(b.CreateDeadline))
+		if err != nil {
+			return fmt.Errorf("postgres: recording batch %s: %w", b.ID, err)
+		}
+		for id, custom := range customIDs {
+			n, err := affected(tx.ExecContext(ctx, `UPDATE requests SET state = 'submitted', batch_id = $1, custom_id = $2
+				WHERE id = $3 AND state = 'queued'`, b.ID, custom, id))
+			if err != nil {
+				return fmt.Errorf("postgres: batch %s request %s: %w", b.ID, id, err)
+			}
+			if n == 0 {
+				if err := mustExist(ctx, tx, "requests", id); err != nil {
+					return err
+				}
+				return fmt.Errorf("postgres: batch %s: request %s is not queued", b.ID, id)
+			}
+		}
+		return nil
+	})
+}
+
+// RecordCreated records the provider's id of a batch (state created).
+func (d *DB) RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error {
+	return d.updateBatch(ctx, batchID, `UPDATE batches SET state = 'created', upstream_id = $1, created_at = $2 WHERE id = $3`,
+		upstreamID, storecodec.Nanos(createdAt), batchID)
+}
+
+// RecordEnded records when the provider ended a batch; it stays created
+// until ResolveBatch.
+func (d *DB) RecordEnded(ctx context.Context, batchID string, endedAt time.Time) error {
+	return d.updateBatch(ctx, batchID, `UPDATE batches SET ended_at = $1 WHERE id = $2`, storecodec.Nanos(endedAt), batchID)
+}
+
+// ResolveBatch marks a batch resolved.
+func (d *DB) ResolveBatch(ctx context.Context, batchID string) error {
+	return d.updateBatch(ctx, batchID, `UPDATE batches SET state = 'resolved' WHERE id = $1`, batchID)
+}
+
+// RecordCreateFailed marks a batch failed and, with requeue, puts its
+// submitted requests back in the queue without batch or custom_id.
+func (d *DB) RecordCreateFailed(ctx context.Context, batchID string, requeue bool) error {
+	return d.write(ctx, func(tx *sql.Tx) error {
+		n, err := affected(tx.ExecContext(ctx, `UPDATE batches SET state = 'failed' WHERE id = $1`, batchID))
+		if err != nil {
+			return fmt.Errorf("postgres: batch %s: %w", batchID, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("postgres: batch %s: %w", batchID, llmfleet.ErrNotFound)
+		}
+		if !requeue {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE requests SET state = 'queued', batch_id = NULL, custom_id = NULL
+			WHERE batch_id = $1 AND state = 'submitted'`, batchID)
+		return err
+	})
+}
+
+// updateBatch runs an update of one batch; none updated is ErrNotFound.
+func (d *DB) updateBatch(ctx context.Context, batchID, query string, args ...any) error {
+	return d.write(ctx, func(tx *sql.Tx) error {
+		n, err := affected(tx.ExecContext(ctx, query, args...))
+		if err != nil {
+			return fmt.Errorf("postgres: batch %s: %w", batchID, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("postgres: batch %s: %w", batchID, llmfleet.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// Pending returns the queued requests, oldest first, and the batches in
+// state intent or created, oldest intent first, each with its requests
+// still submitted, read in one repeatable-read snapshot.
+func (d *DB) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, batches []*llmfleet.PendingBatch, err error) {
+	db, err := d.conn()
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tx.Rollback()
+	queued, err = queryRequests(ctx, tx, `SELECT `+requestColumns+` FROM requests
+		WHERE state = 'queued' ORDER BY accepted_at, id COLLATE "C"`)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, provider, credential_id, upstream_id, state, size,
+		intent_at, created_at, ended_at, create_deadline FROM batches
+		WHERE state IN ('intent', 'created') ORDER BY intent_at, id COLLATE "C"`)
+	if err != nil {
+		return nil, nil, err
+	}
+	for rows.Next() {
+		var (
+			b                                llmfleet.StoredBatch
+			upstream                         sql.NullString
+			state                            string
+			intent, created, ended, deadline sql.NullInt64
+		)
+		if err := rows.Scan(&b.ID, &b.Provider, &b.CredentialID, &upstream, &state, &b.Size,
+			&intent, &created, &ended, &deadline); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		b.UpstreamID, b.State = upstream.String, llmfleet.BatchState(state)
+		b.IntentAt, b.CreatedAt, b.EndedAt = storecodec.TimeOf(intent), storecodec.TimeOf(created), storecodec.TimeOf(ended)
+		b.CreateDeadline = storecodec.TimeOf(deadline)
+		batches = append(batches, &llmfleet.PendingBatch{Batch: b})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	for _, pb := range batches {
+		pb.Requests, err = queryRequests(ctx, tx, `SELECT `+requestColumns+` FROM requests
+			WHERE batch_id = $1 AND state = 'submitted' ORDER BY accepted_at, id COLLATE "C"`, pb.Batch.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return queued, batches, nil
+}
+
+// queryRequests reads the requests a query selects.
+func queryRequests(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]*llmfleet.StoredRequest, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*llmfleet.StoredRequest
+	for rows.Next() {
+		r, err := scanRequest(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,194 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// ErrClosed is returned by the methods of a DB that is not open.
+var ErrClosed = errors.New("postgres: store closed")
+
+// DB is the PostgreSQL Store. Set URL, then Open it; Close it when done.
+type DB struct {
+	// URL is the database's URL: postgres://user@host:port/db?sslmode=…,
+	// with search_path=SCHEMA for a schema of the fleet's own.
+	URL string
+	// MaxConns bounds the connections to the server; 0 means 16.
+	MaxConns int
+
+	mu     sync.RWMutex
+	db     *sql.DB
+	closed bool
+}
+
+// Open connects, creates the URL's schema if missing and applies the
+// migrations not applied yet.
+func Open(ctx context.Context, url string) (*DB, error) {
+	d := &DB{URL: url}
+	if err := d.Open(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// IsURL reports whether s is a PostgreSQL URL (postgres:// or
+// postgresql://) rather than a file path.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Open connects to d.URL, creates its schema if missing and applies the
+// migrations not applied yet, under an advisory lock.
+func (d *DB) Open(ctx context.Context) error {
+	cfg, err := pgx.ParseConfig(d.URL)
+	if err != nil {
+		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	max := d.MaxConns
+	if max <= 0 {
+		max = 16
+	}
+	db.SetMaxOpenConns(max)
+	db.SetMaxIdleConns(max)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
+	}
+	if err := migrate(ctx, db, cfg.RuntimeParams["search_path"]); err != nil {
+		db.Close()
+		return err
+	}
+	d.mu.Lock()
+	d.db, d.closed = db, false
+	d.mu.Unlock()
+	return nil
+}
+
+// redact returns a URL without its password.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// migrate creates schema (if not empty) and applies the migrations, in a
+// transaction holding an advisory lock named after the schema: processes
+// starting together apply each migration once.
+func migrate(ctx context.Context, db *sql.DB, schema string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("postgres: migrating: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('llmfleet migrations ' || $1))`, schema); err != nil {
+		return fmt.Errorf("postgres: migrating: %w", err)
+	}
+	if first, _, _ := strings.Cut(schema, ","); strings.TrimSpace(first) != "" {
+		name := strings.Trim(strings.TrimSpace(first), `"`)
+		if _, err := tx.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{name}.Sanitize()); err != nil {
+			return fmt.Errorf("postgres: schema %s: %w", name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS llmfleet_migrations (version integer PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("postgres: migrating: %w", err)
+	}
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		base := strings.TrimPrefix(f, "migrations/")
+		v, err := strconv.Atoi(base[:4])
+		if err != nil {
+			return fmt.Errorf("postgres: migration %s: not NNNN_name.sql", base)
+		}
+		var one int
+		err = tx.QueryRowContext(ctx, `SELECT 1 FROM llmfleet_migrations WHERE version = $1`, v).Scan(&one)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("postgres: migrating: %w", err)
+		}
+		text, err := migrations.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(text)); err != nil {
+			return fmt.Errorf("postgres: migration %s: %w", base, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO llmfleet_migrations (version) VALUES ($1)`, v); err != nil {
+			return fmt.Errorf("postgres: migration %s: %w", base, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("postgres: migrating: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connections. It may be called more than once.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed || d.db == nil {
+		d.closed = true
+		return nil
+	}
+	d.closed = true
+	return d.db.Close()
+}
+
+// conn returns the connection pool, or ErrClosed.
+func (d *DB) conn() (*sql.DB, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed || d.db == nil {
+		return nil, ErrClosed
+	}
+	return d.db, nil
+}
+
+// write runs fn in a transaction and commits it.
+func (d *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	db, err := d.conn()
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// affected returns the rows affected by an Exec.
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

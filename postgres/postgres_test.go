@@ -1,0 +1,160 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/postgres"
+	"github.com/llmfleet/llmfleet/storetest"
+)
+
+var _ llmfleet.Store = (*postgres.DB)(nil)
+
+// serverURL returns the URL of the test server: $LLMFLEET_TEST_POSTGRES,
+// by default the local one. An unreachable server skips the test, or
+// fails it in CI (CI=true).
+func serverURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("LLMFLEET_TEST_POSTGRES")
+	if u == "" {
+		u = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	reach.Do(func() {
+		db, err := sql.Open("pgx", u)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err = db.PingContext(ctx)
+			cancel()
+			db.Close()
+		}
+		reachErr = err
+	})
+	if reachErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL at %s unreachable (LLMFLEET_TEST_POSTGRES): %v", u, reachErr)
+		}
+		t.Skipf("PostgreSQL at %s unreachable (set LLMFLEET_TEST_POSTGRES): %v", u, reachErr)
+	}
+	return u
+}
+
+var (
+	reach    sync.Once
+	reachErr error
+)
+
+// freshURL returns the test server's URL with a search_path of a schema
+// of its own, dropped when the test ends.
+func freshURL(t *testing.T) string {
+	t.Helper()
+	base := serverURL(t)
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "lftest_" + hex.EncodeToString(b[:])
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", base)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		db.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`)
+	})
+	return u.String()
+}
+
+func open(t *testing.T, u string) *postgres.DB {
+	t.Helper()
+	d, err := postgres.Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T) llmfleet.Store { return open(t, freshURL(t)) },
+		Reopen: func(t *testing.T, old llmfleet.Store) llmfleet.Store {
+			d := old.(*postgres.DB)
+			if err := d.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			return open(t, d.URL)
+		},
+	})
+}
+
+// Several processes starting at once on a fresh database migrate it once.
+func TestConcurrentOpen(t *testing.T) {
+	u := freshURL(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			d, err := postgres.Open(t.Context(), u)
+			if err == nil {
+				err = d.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	d := open(t, u)
+	if err := d.AddRequest(t.Context(), &llmfleet.StoredRequest{ID: "lfr_x", Provider: "anthropic", Body: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two stores on one database see each other's writes, and a request is
+// completed once across them, with one ledger entry.
+func TestShared(t *testing.T) {
+	u := freshURL(t)
+	a, b := open(t, u), open(t, u)
+	ctx := t.Context()
+	if err := a.AddRequest(ctx, &llmfleet.StoredRequest{ID: "lfr_1", Provider: "anthropic", Body: []byte("{}"), State: llmfleet.RequestQueued}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i, d := range []*postgres.DB{a, b} {
+		wg.Go(func() {
+			res := &llmfleet.StoredResult{StatusCode: 200, Body: []byte(`{"by":` + string(rune('0'+i)) + `}`)}
+			if err := d.CompleteRequests(ctx, []llmfleet.Completion{{RequestID: "lfr_1", Result: res,
+				Ledger: &llmfleet.LedgerEntry{RequestID: "lfr_1", Time: time.Unix(100, 0)}}}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	got, err := b.GetRequest(ctx, "lfr_1")
+	if err != nil || got.State != llmfleet.RequestDone {
+		t.Fatalf("%+v %v", got, err)
+	}
+	es, err := a.Ledger(ctx, time.Unix(0, 0), time.Unix(1000, 0))
+	if err != nil || len(es) != 1 {
+		t.Fatalf("%d ledger entries (%v), want 1", len(es), err)
+	}
+}
