@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/llmfleet/llmfleet"
 )
 
 //go:embed migrations/*.sql
@@ -30,9 +32,17 @@ type DB struct {
 	URL string
 	// MaxConns bounds the connections to the server; 0 means 16.
 	MaxConns int
+	// Exclusive makes Open take a session advisory lock named after the
+	// URL's schema, held until Close: a second exclusive store on the
+	// same database and schema fails to open with an error wrapping
+	// llmfleet.ErrLocked, as a second process on a SQLite file does.
+	// llmfleet serve opens its store so until replicas share the engine
+	// (issue 12): two engines recovering the same batches would pay twice.
+	Exclusive bool
 
 	mu     sync.RWMutex
 	db     *sql.DB
+	lock   *sql.Conn // holding the exclusive lock, if any
 	closed bool
 }
 
@@ -70,14 +80,49 @@ func (d *DB) Open(ctx context.Context) error {
 		db.Close()
 		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
 	}
-	if err := migrate(ctx, db, cfg.RuntimeParams["search_path"]); err != nil {
+	schema := cfg.RuntimeParams["search_path"]
+	var lock *sql.Conn
+	if d.Exclusive {
+		if lock, err = exclusiveLock(ctx, db, schema); err != nil {
+			db.Close()
+			return err
+		}
+	}
+	if err := migrate(ctx, db, schema); err != nil {
+		if lock != nil {
+			lock.Close()
+		}
 		db.Close()
 		return err
 	}
 	d.mu.Lock()
-	d.db, d.closed = db, false
+	d.db, d.lock, d.closed = db, lock, false
 	d.mu.Unlock()
 	return nil
+}
+
+// exclusiveLock takes the session advisory lock of schema on a
+// connection of its own, which it returns; one held elsewhere is
+// llmfleet.ErrLocked.
+func exclusiveLock(ctx context.Context, db *sql.DB, schema string) (*sql.Conn, error) {
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	var got bool
+	if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext('llmfleet exclusive ' || $1))`, schema).Scan(&got); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if !got {
+		c.Close()
+		where := "the database's default schema"
+		if schema != "" {
+			where = "schema " + schema
+		}
+		return nil, fmt.Errorf("postgres: %s is held by another llmfleet serve: %w", where, llmfleet.ErrLocked)
+	}
+	return c, nil
 }
 
 // redact returns a URL without its password.
@@ -155,6 +200,10 @@ func (d *DB) Close() error {
 		return nil
 	}
 	d.closed = true
+	if d.lock != nil {
+		d.lock.Close() // ends the session: the lock goes with it
+		d.lock = nil
+	}
 	return d.db.Close()
 }
 

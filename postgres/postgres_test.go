@@ -89,15 +89,41 @@ func open(t *testing.T, u string) *postgres.DB {
 	return d
 }
 
+func openExclusive(t *testing.T, u string) (*postgres.DB, error) {
+	d := &postgres.DB{URL: u, Exclusive: true}
+	if err := d.Open(t.Context()); err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, nil
+}
+
 func TestStore(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		New: func(t *testing.T) llmfleet.Store { return open(t, freshURL(t)) },
+		New: func(t *testing.T) llmfleet.Store {
+			d, err := openExclusive(t, freshURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
 		Reopen: func(t *testing.T, old llmfleet.Store) llmfleet.Store {
 			d := old.(*postgres.DB)
 			if err := d.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			return open(t, d.URL)
+			n, err := openExclusive(t, d.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		},
+		Second: func(t *testing.T, open llmfleet.Store) error {
+			d, err := openExclusive(t, open.(*postgres.DB).URL)
+			if err == nil {
+				d.Close()
+			}
+			return err
 		},
 	})
 }

@@ -131,7 +131,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	toolSync := fs.Bool("tool-results-sync", false, "send turns whose last user message carries tool_result blocks sync")
 	ping := fs.Duration("ping-interval", proxy.DefaultPingInterval, "interval of ping events to a waiting streaming caller")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight batches")
-	dbPath := fs.String("db", "", "SQLite database of the durable state (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share)")
+	dbPath := fs.String("db", "", "database of the durable state: a SQLite file (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share), or a PostgreSQL URL postgres://user@host:port/db?sslmode=disable[&search_path=SCHEMA] (then the secret must be given)")
 	secretFile := fs.String("secret-file", "", "file of the secret sealing stored API keys, created 0600 if missing (default: llmfleet.secret beside the database; $"+SecretEnv+" wins)")
 	retention := fs.Duration("retention", 29*24*time.Hour, "how long answered requests and their results are kept")
 	ledgerRetention := fs.Duration("ledger-retention", 400*24*time.Hour, "how long the cost ledger (what llmfleet stats reads) is kept")
@@ -217,7 +217,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			logger.Warn("closing the store", "err", err)
 		}
 	}()
-	logger.Info("durable state", "db", state.db.Path, "secret", state.secret, "retention", *retention)
+	logger.Info("durable state", "db", state.where, "secret", state.secret, "retention", *retention)
 	provider := &claude.Provider{BaseURL: upstream.String(), Logger: logger, CredentialLabel: state.vault.Fingerprint}
 	d := &dispatch.Dispatcher{
 		Providers:       []llmfleet.Provider{provider, &openai.Provider{BaseURL: openaiUpstream.String()}},

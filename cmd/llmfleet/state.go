@@ -7,9 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"strings"
 
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/postgres"
+	"github.com/llmfleet/llmfleet/proxy"
 	"github.com/llmfleet/llmfleet/sqlite"
 	"github.com/llmfleet/llmfleet/vault"
 )
@@ -28,16 +32,29 @@ const secretFileName = "llmfleet.secret"
 // state is the durable state of "llmfleet serve": the store and the
 // vault that seals the credentials kept in it.
 type state struct {
-	db     *sqlite.DB
+	db     stateStore
+	where  string // the database: its path, or its URL without password
 	vault  *vault.Vault
 	secret string // where the secret came from, for the log
 }
 
-// openState opens the database at dbPath (empty: sqlite.DefaultPath) and
-// the vault: under the secret in $LLMFLEET_SECRET if set, else in
-// secretFile (empty: llmfleet.secret beside the database), created 0600
-// on first start.
+// stateStore is the store of serve: a Store that also keeps the owners of
+// the batches and files made through the pass-through APIs.
+type stateStore interface {
+	llmfleet.Store
+	proxy.BatchOwners
+}
+
+// openState opens the database at dbPath (empty: sqlite.DefaultPath; a
+// postgres:// URL: that PostgreSQL database) and the vault: under the
+// secret in $LLMFLEET_SECRET if set, else in secretFile (empty:
+// llmfleet.secret beside a SQLite database; required with PostgreSQL),
+// created 0600 on first start.
 func openState(ctx context.Context, dbPath, secretFile string, getenv func(string) string, logger *slog.Logger) (*state, error) {
+	pg := postgres.IsURL(dbPath)
+	if pg && getenv(SecretEnv) == "" && secretFile == "" {
+		return nil, fmt.Errorf("--db %s: give the secret sealing stored API keys in $%s or --secret-file (the same for every process on this database)", redactURL(dbPath), SecretEnv)
+	}
 	if dbPath == "" {
 		p, err := sqlite.DefaultPath()
 		if err != nil {
@@ -69,11 +86,30 @@ func openState(ctx context.Context, dbPath, secretFile string, getenv func(strin
 		}
 		st.vault, st.secret = v, secretFile
 	}
-	st.db = &sqlite.DB{Path: dbPath, Logger: logger}
-	if err := st.db.Open(ctx); err != nil {
+	if pg {
+		// Exclusive until replicas share the engine (issue 12).
+		db := &postgres.DB{URL: dbPath, Exclusive: true}
+		if err := db.Open(ctx); err != nil {
+			return nil, fmt.Errorf("--db %s: %w", redactURL(dbPath), err)
+		}
+		st.db, st.where = db, redactURL(dbPath)
+		return st, nil
+	}
+	db := &sqlite.DB{Path: dbPath, Logger: logger}
+	if err := db.Open(ctx); err != nil {
 		return nil, fmt.Errorf("--db %s: %w", dbPath, err)
 	}
+	st.db, st.where = db, dbPath
 	return st, nil
+}
+
+// redactURL returns a database URL without its password.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	return u.Redacted()
 }
 
 // parseSecret decodes an operator-given secret: hex, or base64 (standard

@@ -105,7 +105,7 @@ func TestOpenState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.db.Close()
-	if want := filepath.Join(os.Getenv("XDG_DATA_HOME"), "llmfleet", "llmfleet.db"); st.db.Path != want {
-		t.Fatalf("default db %s, want %s", st.db.Path, want)
+	if want := filepath.Join(os.Getenv("XDG_DATA_HOME"), "llmfleet", "llmfleet.db"); st.where != want {
+		t.Fatalf("default db %s, want %s", st.where, want)
 	}
 }

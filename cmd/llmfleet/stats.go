@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet/ledger"
+	"github.com/llmfleet/llmfleet/postgres"
 	"github.com/llmfleet/llmfleet/sqlite"
 )
 
@@ -45,7 +46,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		io.WriteString(stderr, statsUsage)
 		fs.PrintDefaults()
 	}
-	dbPath := fs.String("db", "", "SQLite database of llmfleet serve (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share)")
+	dbPath := fs.String("db", "", "database of llmfleet serve: a SQLite file (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share) or a postgres:// URL")
 	base := fs.String("url", "", "base URL of a running llmfleet serve to ask instead of reading a database")
 	since := fs.String("since", "24h", "the period: the last DURATION (e.g. 90m, 24h, 7d; 0 for everything kept)")
 	from := fs.String("from", "", "start of the period (RFC 3339); overrides --since")
@@ -88,12 +89,24 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // statsFromDB summarizes the ledger of a period read from the database.
 func statsFromDB(ctx context.Context, path, since, from, to string) (ledger.Summary, error) {
+	p, err := ledger.ParsePeriod(since, from, to, time.Now())
+	if err != nil {
+		return ledger.Summary{}, err
+	}
+	if postgres.IsURL(path) {
+		db := &postgres.DB{URL: path, MaxConns: 2}
+		if err := db.Open(ctx); err != nil {
+			return ledger.Summary{}, fmt.Errorf("--db %s: %w", redactURL(path), err)
+		}
+		defer db.Close()
+		return ledger.SummarizePeriod(ctx, db, p)
+	}
 	if path == "" {
-		p, err := sqlite.DefaultPath()
+		def, err := sqlite.DefaultPath()
 		if err != nil {
 			return ledger.Summary{}, err
 		}
-		path = p
+		path = def
 	}
 	// Opening creates a missing database: refuse instead, so that a
 	// mistyped path is not mistaken for an empty ledger.
@@ -108,10 +121,6 @@ func statsFromDB(ctx context.Context, path, since, from, to string) (ledger.Summ
 		return ledger.Summary{}, err
 	}
 	defer db.Close()
-	p, err := ledger.ParsePeriod(since, from, to, time.Now())
-	if err != nil {
-		return ledger.Summary{}, err
-	}
 	return ledger.SummarizePeriod(ctx, db, p)
 }
 
