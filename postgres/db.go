@@ -40,10 +40,18 @@ type DB struct {
 	// (issue 12): two engines recovering the same batches would pay twice.
 	Exclusive bool
 
+	// Committers is how many groups of AddRequest calls are committed at
+	// once; 0 means 2 (on a 2-core machine, 1 and 2 accepted about 14,500
+	// requests/s from 128 callers, 4 about 12,000, 8 about 11,500).
+	Committers int
+
 	mu     sync.RWMutex
 	db     *sql.DB
 	lock   *sql.Conn // holding the exclusive lock, if any
 	closed bool
+	adds   chan addOp
+	quit   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // Open connects, creates the URL's schema if missing and applies the
@@ -95,8 +103,17 @@ func (d *DB) Open(ctx context.Context) error {
 		db.Close()
 		return err
 	}
+	n := d.Committers
+	if n <= 0 {
+		n = 2
+	}
 	d.mu.Lock()
 	d.db, d.lock, d.closed = db, lock, false
+	d.adds, d.quit = make(chan addOp, maxGroup), make(chan struct{})
+	for range n {
+		d.wg.Add(1)
+		go d.committer(db)
+	}
 	d.mu.Unlock()
 	return nil
 }
@@ -191,7 +208,8 @@ func migrate(ctx context.Context, db *sql.DB, schema string) error {
 	return nil
 }
 
-// Close closes the connections. It may be called more than once.
+// Close stops the committers, once the requests handed to them are
+// answered, and closes the connections. It may be called more than once.
 func (d *DB) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -200,6 +218,16 @@ func (d *DB) Close() error {
 		return nil
 	}
 	d.closed = true
+	// No AddRequest is between its check and its send now (they hold the
+	// read lock): drain what was handed over, then stop.
+	for len(d.adds) > 0 {
+		insertGroup(d.db, drain(d.adds))
+	}
+	close(d.quit)
+	d.wg.Wait()
+	for len(d.adds) > 0 {
+		insertGroup(d.db, drain(d.adds))
+	}
 	if d.lock != nil {
 		d.lock.Close() // ends the session: the lock goes with it
 		d.lock = nil
@@ -240,4 +268,18 @@ func affected(res sql.Result, err error) (int64, error) {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// drain takes what is waiting in adds, at most maxGroup.
+func drain(adds chan addOp) []addOp {
+	var group []addOp
+	for len(group) < maxGroup {
+		select {
+		case op := <-adds:
+			group = append(group, op)
+		default:
+			return group
+		}
+	}
+	return group
 }

@@ -23,7 +23,7 @@ var _ llmfleet.Store = (*postgres.DB)(nil)
 // serverURL returns the URL of the test server: $LLMFLEET_TEST_POSTGRES,
 // by default the local one. An unreachable server skips the test, or
 // fails it in CI (CI=true).
-func serverURL(t *testing.T) string {
+func serverURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("LLMFLEET_TEST_POSTGRES")
 	if u == "" {
@@ -55,7 +55,7 @@ var (
 
 // freshURL returns the test server's URL with a search_path of a schema
 // of its own, dropped when the test ends.
-func freshURL(t *testing.T) string {
+func freshURL(t testing.TB) string {
 	t.Helper()
 	base := serverURL(t)
 	var b [6]byte

@@ -17,15 +17,14 @@ const requestColumns = `id, provider, credential_id, header, body, model, budget
 	status_code, result_body, result_error, usage, completed_at, client, endpoint`
 
 // AddRequest records a request accepted for batching (state queued). An
-// id stored already is refused. Concurrent calls commit on connections
-// of their own; the server groups their commits.
+// id stored already is refused. Concurrent calls are committed together:
+// committers (see DB.Committers) each insert what has gathered in one
+// statement, so that the commits, each waiting for the server's flush to
+// disk, carry many requests. A request whose ctx ended before its group
+// was sent is not stored.
 func (d *DB) AddRequest(ctx context.Context, r *llmfleet.StoredRequest) error {
 	if r == nil || r.ID == "" {
 		return errors.New("postgres: request without an id")
-	}
-	db, err := d.conn()
-	if err != nil {
-		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -34,18 +33,124 @@ func (d *DB) AddRequest(ctx context.Context, r *llmfleet.StoredRequest) error {
 	if err != nil {
 		return fmt.Errorf("postgres: request %s header: %w", r.ID, err)
 	}
-	n, err := affected(db.ExecContext(ctx, `INSERT INTO requests (id, provider, credential_id, header, body,
+	op := addOp{ctx: ctx, r: r, header: h, done: make(chan error, 1)}
+	d.mu.RLock()
+	if d.closed || d.adds == nil {
+		d.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case d.adds <- op:
+	case <-ctx.Done():
+		d.mu.RUnlock()
+		return ctx.Err()
+	}
+	d.mu.RUnlock()
+	return <-op.done
+}
+
+// addOp is one AddRequest waiting for its group's commit.
+type addOp struct {
+	ctx    context.Context
+	r      *llmfleet.StoredRequest
+	header []byte
+	done   chan error
+}
+
+// maxGroup is the most requests one insert carries.
+const maxGroup = 512
+
+// committer inserts the requests of AddRequest, a group at a time, until
+// Close.
+func (d *DB) committer(db *sql.DB) {
+	defer d.wg.Done()
+	group := make([]addOp, 0, maxGroup)
+	for {
+		select {
+		case op := <-d.adds:
+			group = append(group[:0], op)
+		fill:
+			for len(group) < maxGroup {
+				select {
+				case op := <-d.adds:
+					group = append(group, op)
+				default:
+					break fill
+				}
+			}
+			insertGroup(db, group)
+		case <-d.quit:
+			return
+		}
+	}
+}
+
+// insertGroup inserts a group's requests in one statement (its own
+// transaction) and answers each: nil, the id taken, or the statement's
+// error.
+func insertGroup(db *sql.DB, group []addOp) {
+	var (
+		ids, providers, creds, models, states, clients, endpoints []string
+		headers, bodies                                           [][]byte
+		budgets                                                   []int64
+		accepted, deadlines                                       []*int64
+		live                                                      []addOp
+	)
+	ptr := func(v any) *int64 {
+		if n, ok := v.(int64); ok {
+			return &n
+		}
+		return nil
+	}
+	for _, op := range group {
+		if err := op.ctx.Err(); err != nil {
+			op.done <- err // its caller gave up before the group was sent
+			continue
+		}
+		r := op.r
+		live = append(live, op)
+		ids, providers, creds = append(ids, r.ID), append(providers, r.Provider), append(creds, r.CredentialID)
+		headers, bodies = append(headers, op.header), append(bodies, storecodec.BytesOrEmpty(r.Body))
+		models, budgets = append(models, r.Model), append(budgets, int64(r.Budget))
+		accepted = append(accepted, ptr(storecodec.Nanos(r.AcceptedAt)))
+		deadlines = append(deadlines, ptr(storecodec.Nanos(r.Deadline)))
+		states, clients, endpoints = append(states, "queued"), append(clients, r.Client), append(endpoints, r.Endpoint)
+	}
+	if len(live) == 0 {
+		return
+	}
+	rows, err := db.QueryContext(context.Background(), `INSERT INTO requests (id, provider, credential_id, header, body,
 		model, budget, accepted_at, deadline, state, client, endpoint)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'queued', $10, $11) ON CONFLICT (id) DO NOTHING`,
-		r.ID, r.Provider, r.CredentialID, h, storecodec.BytesOrEmpty(r.Body),
-		r.Model, int64(r.Budget), storecodec.Nanos(r.AcceptedAt), storecodec.Nanos(r.Deadline), r.Client, r.Endpoint))
-	if err != nil {
-		return fmt.Errorf("postgres: adding request %s: %w", r.ID, err)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::text[], $7::bigint[],
+			$8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::text[])
+		ON CONFLICT (id) DO NOTHING RETURNING id`,
+		ids, providers, creds, headers, bodies, models, budgets, accepted, deadlines, states, clients, endpoints)
+	inserted := map[string]bool{}
+	if err == nil {
+		for rows.Next() {
+			var id string
+			if err = rows.Scan(&id); err != nil {
+				break
+			}
+			inserted[id] = true
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		rows.Close()
 	}
-	if n == 0 {
-		return fmt.Errorf("postgres: adding request %s: the id is taken", r.ID)
+	seen := map[string]bool{}
+	for _, op := range live {
+		switch id := op.r.ID; {
+		case err != nil:
+			op.done <- fmt.Errorf("postgres: adding request %s: %w", id, err)
+		case !inserted[id] || seen[id]:
+			op.done <- fmt.Errorf("postgres: adding request %s: the id is taken", id)
+		default:
+			seen[id] = true
+			op.done <- nil
+		}
 	}
-	return nil
 }
 
 // rowScanner is a *sql.Row or *sql.Rows.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/sqlite"
+	"github.com/llmfleet/llmfleet/storetest"
 )
 
 // crashChildEnv names the database a child process of TestCrash writes to.
@@ -61,7 +62,7 @@ func TestCrash(t *testing.T) {
 		if err != nil {
 			t.Fatalf("request %s acknowledged before the crash: %v", id, err)
 		}
-		if !bytes.Equal(r.Body, benchBody) {
+		if !bytes.Equal(r.Body, storetest.BenchBody) {
 			t.Fatalf("request %s: body changed", id)
 		}
 	}
@@ -88,7 +89,7 @@ func crashChild(path string) {
 			for time.Now().Before(stop) {
 				id := fmt.Sprintf("lfr_%08d", n.Add(1))
 				err := d.AddRequest(context.Background(), &llmfleet.StoredRequest{ID: id, Provider: "anthropic",
-					CredentialID: "cred_x", Body: benchBody, Model: "m", AcceptedAt: time.Now()})
+					CredentialID: "cred_x", Body: storetest.BenchBody, Model: "m", AcceptedAt: time.Now()})
 				if err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(2)

@@ -84,10 +84,14 @@ name (flags given on the command line win):
         claude-sonnet-4-6: {input: 3, output: 15}
 
 Batched requests, their batches and results are kept in a SQLite database
-(--db), so that a crash or a restart loses nothing and pays for nothing
-twice. API keys needed to poll after a restart are stored sealed under a
-secret: $LLMFLEET_SECRET (hex or base64, at least 32 bytes) if set, else the
-file --secret-file, created 0600 on first start.
+(--db FILE), or in PostgreSQL (--db postgres://user@host:port/db?sslmode=
+disable, with &search_path=SCHEMA for a schema of its own, created with
+its tables on first start), so that a crash or a restart loses nothing and
+pays for nothing twice. One serve at a time uses a database (and schema).
+API keys needed to poll after a restart are stored sealed under a secret:
+$LLMFLEET_SECRET (hex or base64, at least 32 bytes) if set, else the file
+--secret-file, created 0600 on first start (beside a SQLite database if
+not given; with PostgreSQL one of the two must be given).
 
 Besides the Anthropic API it serves, without asking for a key:
 GET /llmfleet/ (a live dashboard), /llmfleet/v1/stats (what was paid and
