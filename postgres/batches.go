@@ -110,62 +110,34 @@ func (d *DB) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, bat
 		return nil, nil, err
 	}
 	defer tx.Rollback()
-	queued, err = queryRequests(ctx, tx, `SELECT `+requestColumns+` FROM requests
+	queued, err = storecodec.QueryRequests(ctx, tx, `SELECT `+storecodec.RequestColumns+` FROM requests
 		WHERE state = 'queued' ORDER BY accepted_at, id COLLATE "C"`)
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, provider, credential_id, upstream_id, state, size,
-		intent_at, created_at, ended_at, create_deadline FROM batches
+	rows, err := tx.QueryContext(ctx, `SELECT `+storecodec.BatchColumns+` FROM batches
 		WHERE state IN ('intent', 'created') ORDER BY intent_at, id COLLATE "C"`)
 	if err != nil {
 		return nil, nil, err
 	}
 	for rows.Next() {
-		var (
-			b                                llmfleet.StoredBatch
-			upstream                         sql.NullString
-			state                            string
-			intent, created, ended, deadline sql.NullInt64
-		)
-		if err := rows.Scan(&b.ID, &b.Provider, &b.CredentialID, &upstream, &state, &b.Size,
-			&intent, &created, &ended, &deadline); err != nil {
+		b, err := storecodec.ScanBatch(rows)
+		if err != nil {
 			rows.Close()
 			return nil, nil, err
 		}
-		b.UpstreamID, b.State = upstream.String, llmfleet.BatchState(state)
-		b.IntentAt, b.CreatedAt, b.EndedAt = storecodec.TimeOf(intent), storecodec.TimeOf(created), storecodec.TimeOf(ended)
-		b.CreateDeadline = storecodec.TimeOf(deadline)
-		batches = append(batches, &llmfleet.PendingBatch{Batch: b})
+		batches = append(batches, &llmfleet.PendingBatch{Batch: *b})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
 	for _, pb := range batches {
-		pb.Requests, err = queryRequests(ctx, tx, `SELECT `+requestColumns+` FROM requests
+		pb.Requests, err = storecodec.QueryRequests(ctx, tx, `SELECT `+storecodec.RequestColumns+` FROM requests
 			WHERE batch_id = $1 AND state = 'submitted' ORDER BY accepted_at, id COLLATE "C"`, pb.Batch.ID)
 		if err != nil {
 			return nil, nil, err
 		}
 	}
 	return queued, batches, nil
-}
-
-// queryRequests reads the requests a query selects.
-func queryRequests(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]*llmfleet.StoredRequest, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*llmfleet.StoredRequest
-	for rows.Next() {
-		r, err := scanRequest(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }

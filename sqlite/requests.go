@@ -5,16 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/storecodec"
 )
-
-// requestColumns are the columns scanRequest reads, in order.
-const requestColumns = `id, provider, credential_id, header, body, model, budget,
-	accepted_at, deadline, state, batch_id, custom_id,
-	status_code, result_body, result_error, usage, completed_at, client, endpoint`
 
 const insertRequest = `INSERT INTO requests (id, provider, credential_id, header, body,
 	model, budget, accepted_at, deadline, state, client, endpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)`
@@ -32,59 +26,14 @@ func insertArgs(r *llmfleet.StoredRequest) ([]any, error) {
 		r.Model, int64(r.Budget), storecodec.Nanos(r.AcceptedAt), storecodec.Nanos(r.Deadline), r.Client, r.Endpoint}, nil
 }
 
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner interface{ Scan(dest ...any) error }
-
-// scanRequest reads one row of requestColumns.
-func scanRequest(s rowScanner) (*llmfleet.StoredRequest, error) {
-	var (
-		r                             llmfleet.StoredRequest
-		header, usage                 []byte
-		resultBody, resultErr         []byte
-		budget                        int64
-		accepted, deadline, completed sql.NullInt64
-		batchID, customID             sql.NullString
-		status                        sql.NullInt64
-		state                         string
-	)
-	err := s.Scan(&r.ID, &r.Provider, &r.CredentialID, &header, &r.Body, &r.Model, &budget,
-		&accepted, &deadline, &state, &batchID, &customID,
-		&status, &resultBody, &resultErr, &usage, &completed, &r.Client, &r.Endpoint)
-	if err != nil {
-		return nil, err
-	}
-	if r.Header, err = storecodec.DecodeHeader(header); err != nil {
-		return nil, fmt.Errorf("sqlite: request %s header: %w", r.ID, err)
-	}
-	if r.Body == nil {
-		r.Body = []byte{}
-	}
-	r.Budget = time.Duration(budget)
-	r.AcceptedAt, r.Deadline = storecodec.TimeOf(accepted), storecodec.TimeOf(deadline)
-	r.State = llmfleet.RequestState(state)
-	r.BatchID, r.CustomID = batchID.String, customID.String
-	if r.State == llmfleet.RequestDone {
-		res, err := storecodec.ResultOf(status, resultBody, resultErr)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: request %s: %w", r.ID, err)
-		}
-		res.CompletedAt = storecodec.TimeOf(completed)
-		if res.Usage, err = storecodec.DecodeUsage(usage); err != nil {
-			return nil, fmt.Errorf("sqlite: request %s usage: %w", r.ID, err)
-		}
-		r.Result = res
-	}
-	return &r, nil
-}
-
 // GetRequest returns one request, with its result if it has one, or an
 // error wrapping llmfleet.ErrNotFound.
 func (d *DB) GetRequest(ctx context.Context, id string) (*llmfleet.StoredRequest, error) {
 	if d.r == nil {
 		return nil, ErrClosed
 	}
-	row := d.r.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE id = ?`, id)
-	r, err := scanRequest(row)
+	row := d.r.QueryRowContext(ctx, `SELECT `+storecodec.RequestColumns+` FROM requests WHERE id = ?`, id)
+	r, err := storecodec.ScanRequest(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlite: request %s: %w", id, llmfleet.ErrNotFound)
 	}
