@@ -91,9 +91,17 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r2 := withPath(r, path, "")
-	if s.Credentials != nil && openAIOwned(path) {
-		s.serveOpenAIOwned(w, r2, client)
-		return
+	if s.Credentials != nil {
+		switch {
+		case openAIOwned(path):
+			s.serveOpenAIOwned(w, r2, client)
+			return
+		case !openAIShared(r.Method, path):
+			writeOpenAIError(w, http.StatusForbidden, "permission_error", "", "",
+				"This llmfleet holds one OpenAI key for all its clients: "+r.Method+" "+path+
+					" would reach what other clients made under it, so it is not passed on.")
+			return
+		}
 	}
 	fullDuplex(w)
 	s.openAIRP.ServeHTTP(w, r2)

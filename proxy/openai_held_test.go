@@ -11,6 +11,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/openaiemu"
@@ -72,6 +73,14 @@ func TestOpenAIFaceHeldKeys(t *testing.T) {
 	// Admitted and passed through: the emulator has no models endpoint.
 	_, err = alice.Models.List(ctx)
 	wantStatus(t, "a pass-through path", err, http.StatusNotFound)
+	// What the API keeps under the shared key, other than files and
+	// batches, is not passed on: stored completions, responses, jobs.
+	_, err = alice.Chat.Completions.List(ctx, openai.ChatCompletionListParams{})
+	wantStatus(t, "listing stored chat completions", err, http.StatusForbidden)
+	_, err = alice.Responses.Get(ctx, "resp_someone_elses", responses.ResponseGetParams{})
+	wantStatus(t, "reading a stored response", err, http.StatusForbidden)
+	_, err = alice.FineTuning.Jobs.List(ctx, openai.FineTuningJobListParams{})
+	wantStatus(t, "listing fine-tuning jobs", err, http.StatusForbidden)
 
 	f, err := alice.Files.New(ctx, openai.FileNewParams{Purpose: openai.FilePurposeBatch,
 		File: openai.File(strings.NewReader(`{"custom_id":"a1","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4.1","messages":[{"role":"user","content":"alice's line"}]}}`+"\n"), "a.jsonl", "application/jsonl")})

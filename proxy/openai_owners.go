@@ -23,6 +23,16 @@ func openAIOwned(path string) bool {
 	return false
 }
 
+// openAIShared reports whether a pass-through call may go upstream under
+// a key every client shares: only reads of the models. Everything else
+// the API keeps under a key (stored completions and responses, fine-tuning
+// jobs, vector stores, uploads, ...) would show one client what another
+// made, so in proxy-held-key mode the OpenAI face passes on nothing else
+// but the Files and Batches APIs, whose objects it tracks by owner.
+func openAIShared(method, path string) bool {
+	return method == http.MethodGet && (path == "/v1/models" || strings.HasPrefix(path, "/v1/models/"))
+}
+
 // serveOpenAIOwned serves the Files and Batches APIs of the OpenAI face in
 // proxy-held-key mode for the client named client (r's path is already
 // the upstream one): an upload or a batch create records what it made as
