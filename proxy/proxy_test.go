@@ -490,6 +490,21 @@ func TestClientKeys(t *testing.T) {
 	if _, err := good.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: "m", Messages: userParams("x").Messages}); err != nil {
 		t.Fatal(err)
 	}
+	// What the API keeps under the shared key, but for batches, is not
+	// passed on: files, for one.
+	for _, c := range []struct{ method, path string }{{"GET", "/v1/files"}, {"GET", "/v1/files/file_x/content"}, {"DELETE", "/v1/files/file_x"}, {"POST", "/v1/skills"}} {
+		req, _ := http.NewRequest(c.method, ts.URL+c.path, nil)
+		req.Header.Set("x-api-key", "proxy-key-alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "permission_error") {
+			t.Errorf("%s %s with a held key: %d %s", c.method, c.path, resp.StatusCode, b)
+		}
+	}
 	for _, r := range up.requests() {
 		if r.header.Get("X-Api-Key") != "sk-upstream" {
 			t.Fatalf("upstream key %q on %s", r.header.Get("X-Api-Key"), r.path)
