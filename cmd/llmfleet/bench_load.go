@@ -82,7 +82,7 @@ func runLoad(ctx context.Context, t benchTarget, conc int, d time.Duration, body
 		if !firstByte {
 			lat = time.Since(start)
 		}
-		if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode/100 != 2 { // 202 for an accepted async request
 			return 0, fmt.Errorf("status %d", resp.StatusCode)
 		}
 		return lat, nil
