@@ -11,6 +11,11 @@ import (
 // ErrNotFound is returned by a Store for a record it does not hold.
 var ErrNotFound = errors.New("llmfleet: not found")
 
+// ErrExists is wrapped by the error of a Store's AddRequest for an id it
+// holds already: the engine then attaches the call to the request stored
+// under that id, rather than look every id up before accepting it.
+var ErrExists = errors.New("llmfleet: id exists")
+
 // ErrLocked is returned (wrapped, naming the holder) by a Store that
 // another process holds exclusively, such as a SQLite file another
 // llmfleet serve has open.
@@ -146,8 +151,9 @@ type StoredBatch struct {
 // returns. Every implementation must pass the suite in package storetest.
 type Store interface {
 	// AddRequest records a request accepted for batching (State queued).
-	// Implementations should commit concurrent calls together (group
-	// commit).
+	// An id it holds already is refused with an error wrapping
+	// ErrExists, storing nothing. Implementations should commit
+	// concurrent calls together (group commit).
 	AddRequest(ctx context.Context, r *StoredRequest) error
 	// GetRequest returns one request, with its result if it has one.
 	GetRequest(ctx context.Context, id string) (*StoredRequest, error)

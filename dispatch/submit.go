@@ -192,6 +192,9 @@ func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 			d.releaseLocked(w, nil, err)
 			d.mu.Unlock()
 		}
+		if errors.Is(err, llmfleet.ErrExists) {
+			return errIDTaken // stored before: the caller attaches to it
+		}
 		return err
 	}
 	d.mu.Lock()
@@ -259,15 +262,9 @@ func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *
 // submitBatch pools req and arranges for reply to be called once (see
 // SubmitFunc).
 func (d *Dispatcher) submitBatch(ctx context.Context, budget time.Duration, req *llmfleet.Request, reply func(*llmfleet.Response, error)) error {
-	idempotent := req.ID != "" && d.journal.durable()
-	if idempotent {
-		if attached, err := d.attach(ctx, budget, req, reply); attached {
-			if err != nil {
-				d.stats.errors.Add(1)
-			}
-			return err
-		}
-	}
+	// A request whose id was accepted already (live here, or stored) is
+	// found by accept (errIDTaken) rather than looked up first: ids are
+	// almost always new.
 	w, err := d.newWaiter(req, budget, d.clock.Now())
 	if err == nil {
 		w.reply = reply
@@ -344,12 +341,8 @@ func (d *Dispatcher) Enqueue(ctx context.Context, budget time.Duration, req *llm
 	if d.Store == nil {
 		return "", fmt.Errorf("dispatch: Enqueue needs a Store: %w", llmfleet.ErrNoStore)
 	}
-	if req.ID != "" {
-		// A request of this id accepted already is not accepted again.
-		if known, err := d.knownID(ctx, req); known || err != nil {
-			return req.ID, err
-		}
-	}
+	// A request of this id accepted already is not accepted again: accept
+	// finds it (errIDTaken).
 	w, err := d.newWaiter(req, budget, d.clock.Now())
 	if err != nil {
 		return "", err

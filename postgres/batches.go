@@ -29,18 +29,32 @@ func (d *DB) RecordIntent(ctx context.Context, b *llmfleet.StoredBatch, customID
 		if err != nil {
 			return fmt.Errorf("postgres: recording batch %s: %w", b.ID, err)
 		}
+		ids, customs := make([]string, 0, len(customIDs)), make([]string, 0, len(customIDs))
 		for id, custom := range customIDs {
-			n, err := affected(tx.ExecContext(ctx, `UPDATE requests SET state = 'submitted', batch_id = $1, custom_id = $2
-				WHERE id = $3 AND state = 'queued'`, b.ID, custom, id))
-			if err != nil {
-				return fmt.Errorf("postgres: batch %s request %s: %w", b.ID, id, err)
-			}
-			if n == 0 {
-				if err := mustExist(ctx, tx, "requests", id); err != nil {
+			ids, customs = append(ids, id), append(customs, custom)
+		}
+		// One statement for the whole batch: a round trip per request
+		// would bound a flush of thousands by the network's latency.
+		n, err := affected(tx.ExecContext(ctx, `UPDATE requests r SET state = 'submitted', batch_id = $1, custom_id = c.custom
+			FROM unnest($2::text[], $3::text[]) AS c(id, custom) WHERE r.id = c.id AND r.state = 'queued'`, b.ID, ids, customs))
+		if err != nil {
+			return fmt.Errorf("postgres: batch %s requests: %w", b.ID, err)
+		}
+		if int(n) != len(ids) {
+			// Name the first request not queued, or unknown.
+			for _, id := range ids {
+				var batch string
+				err := tx.QueryRowContext(ctx, `SELECT coalesce(batch_id, '') FROM requests WHERE id = $1`, id).Scan(&batch)
+				switch {
+				case errors.Is(err, sql.ErrNoRows):
+					return fmt.Errorf("postgres: batch %s: request %s: %w", b.ID, id, llmfleet.ErrNotFound)
+				case err != nil:
 					return err
+				case batch != b.ID:
+					return fmt.Errorf("postgres: batch %s: request %s is not queued", b.ID, id)
 				}
-				return fmt.Errorf("postgres: batch %s: request %s is not queued", b.ID, id)
 			}
+			return fmt.Errorf("postgres: batch %s: %d of %d requests were queued", b.ID, n, len(ids))
 		}
 		return nil
 	})

@@ -139,7 +139,7 @@ func insertGroup(db *sql.DB, group []addOp) {
 		case err != nil:
 			op.done <- fmt.Errorf("postgres: adding request %s: %w", id, err)
 		case !inserted[id] || seen[id]:
-			op.done <- fmt.Errorf("postgres: adding request %s: the id is taken", id)
+			op.done <- fmt.Errorf("postgres: adding request %s: %w", id, llmfleet.ErrExists)
 		default:
 			seen[id] = true
 			op.done <- nil

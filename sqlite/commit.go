@@ -124,10 +124,14 @@ func (d *DB) insertGroup(group []addOp, errs []error) {
 			continue
 		}
 		args, err := insertArgs(op.r)
+		var n int64
 		if err == nil {
-			// A failing INSERT (a duplicate id) undoes only itself; the
-			// transaction goes on.
-			_, err = stmt.ExecContext(ctx, args...)
+			// A failing INSERT undoes only itself; the transaction goes
+			// on. A duplicate id inserts nothing.
+			n, err = affected(stmt.ExecContext(ctx, args...))
+		}
+		if err == nil && n == 0 {
+			err = llmfleet.ErrExists
 		}
 		if err != nil {
 			errs[i] = fmt.Errorf("sqlite: adding request %s: %w", op.r.ID, err)

@@ -11,7 +11,8 @@ import (
 )
 
 const insertRequest = `INSERT INTO requests (id, provider, credential_id, header, body,
-	model, budget, accepted_at, deadline, state, client, endpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)`
+	model, budget, accepted_at, deadline, state, client, endpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)
+	ON CONFLICT (id) DO NOTHING`
 
 // insertArgs returns the arguments of insertRequest for r.
 func insertArgs(r *llmfleet.StoredRequest) ([]any, error) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -46,8 +47,8 @@ func (s *suite) addDuplicate(t *testing.T) {
 	s.add(t, st, r)
 	dup := request(2)
 	dup.ID = r.ID
-	if err := st.AddRequest(ctx(t), dup); err == nil {
-		t.Error("AddRequest of an id stored already: no error")
+	if err := st.AddRequest(ctx(t), dup); !errors.Is(err, llmfleet.ErrExists) {
+		t.Errorf("AddRequest of an id stored already: %v, want an error wrapping llmfleet.ErrExists", err)
 	}
 	checkRequest(t, s.get(t, st, r.ID), r)
 	q, _ := s.pending(t, st)
