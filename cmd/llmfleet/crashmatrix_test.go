@@ -47,23 +47,7 @@ import (
 func TestCrashMatrix(t *testing.T) {
 	bin := buildBinary(t)
 
-	points := []struct {
-		name string
-		// firstMin is the batch-min-size of the serve that is killed (the
-		// restarted one uses matrixBatch).
-		firstMin int
-		// arm prepares the emulator before the tickets are submitted.
-		arm func(u *matrixUpstream)
-		// reach waits until serve is at the kill point.
-		reach func(t *testing.T, u *matrixUpstream, m *matrixRun)
-		// after runs once serve is dead, before it is restarted.
-		after func(u *matrixUpstream)
-		// restarted runs once serve is restarted, before the tickets
-		// are read.
-		restarted func(t *testing.T, u *matrixUpstream, m *matrixRun)
-		// note, if set, says what the summary line adds once all is done.
-		note func(u *matrixUpstream) string
-	}{{
+	points := []matrixPoint{{
 		// Accepted and acknowledged (202), not yet sent: the pools wait
 		// for more requests than will come.
 		name:     "queued",
@@ -186,10 +170,41 @@ func TestCrashMatrix(t *testing.T) {
 		},
 	}}
 
+	// Every point on each store: a SQLite file, and a schema of its own
+	// on the test PostgreSQL server.
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) { runMatrix(t, bin, store, points) })
+	}
+}
+
+// matrixPoint is one kill point of TestCrashMatrix.
+type matrixPoint struct {
+	name string
+	// firstMin is the batch-min-size of the serve that is killed (the
+	// restarted one uses matrixBatch).
+	firstMin int
+	// arm prepares the emulator before the tickets are submitted.
+	arm func(u *matrixUpstream)
+	// reach waits until serve is at the kill point.
+	reach func(t *testing.T, u *matrixUpstream, m *matrixRun)
+	// after runs once serve is dead, before it is restarted.
+	after func(u *matrixUpstream)
+	// restarted runs once serve is restarted, before the tickets
+	// are read.
+	restarted func(t *testing.T, u *matrixUpstream, m *matrixRun)
+	// note, if set, says what the summary line adds once all is done.
+	note func(u *matrixUpstream) string
+}
+
+// runMatrix runs every point with serve's state on store.
+func runMatrix(t *testing.T, bin, store string, points []matrixPoint) {
 	for _, pt := range points {
 		t.Run(pt.name, func(t *testing.T) {
 			u := newMatrixUpstream(t)
 			m := newMatrixRun(t, bin, u, strings.ReplaceAll(pt.name, " ", "-"))
+			if store == "postgres" {
+				m.db = pgURL(t)
+			}
 			if pt.arm != nil {
 				pt.arm(u)
 			}
@@ -437,7 +452,8 @@ type matrixRun struct {
 	t       *testing.T
 	bin     string
 	u       *matrixUpstream
-	db      string
+	db      string // a SQLite file or a PostgreSQL URL
+	secret  string // the secret file, kept across restarts
 	logs    string
 	keys    []string // the two API keys
 	prompts []string // ticket i's prompt, sent with keys[owner[i]]
@@ -458,7 +474,8 @@ type ticketAnswer struct {
 
 func newMatrixRun(t *testing.T, bin string, u *matrixUpstream, name string) *matrixRun {
 	dir := t.TempDir()
-	m := &matrixRun{t: t, bin: bin, u: u, db: filepath.Join(dir, "llmfleet.db"), logs: filepath.Join(dir, "logs")}
+	m := &matrixRun{t: t, bin: bin, u: u, db: filepath.Join(dir, "llmfleet.db"), logs: filepath.Join(dir, "logs"),
+		secret: filepath.Join(dir, "secret")}
 	for k := range 2 {
 		m.keys = append(m.keys, fmt.Sprintf("sk-ant-api03-matrix-%c-%s", 'a'+k, llmfleet.NewID("")))
 	}
@@ -486,7 +503,7 @@ func (m *matrixRun) client(i int) *crashClient {
 // holds minSize requests: its window is far longer than the test.
 func (m *matrixRun) start(minSize int) *process {
 	return start(m.t, m.bin, m.logs, "serve", "--listen", "127.0.0.1:0", "--anthropic-url", m.u.srv.URL,
-		"--db", m.db, "--batch-window", "1h", "--batch-min-size", strconv.Itoa(minSize),
+		"--db", m.db, "--secret-file", m.secret, "--batch-window", "1h", "--batch-min-size", strconv.Itoa(minSize),
 		"--poll-interval", "50ms", "--max-poll-interval", "200ms", "--turnaround-prior", matrixTurnaround.String(),
 		"--create-timeout", matrixCreateTimeout.String(), "--shutdown-timeout", "1s")
 }
