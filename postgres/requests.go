@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/storecodec"
@@ -133,6 +134,13 @@ func insertGroup(db *sql.DB, group []addOp) {
 		}
 		rows.Close()
 	}
+	if err != nil {
+		if mine := committed(db, live); len(mine) > 0 {
+			// The statement committed, its answer lost: the group's rows
+			// are there, and an id whose row is another's was taken.
+			inserted, err = mine, nil
+		}
+	}
 	seen := map[string]bool{}
 	for _, op := range live {
 		switch id := op.r.ID; {
@@ -215,4 +223,58 @@ func mustExist(ctx context.Context, tx *sql.Tx, table, id string) error {
 		return fmt.Errorf("postgres: %s %s: %w", table[:len(table)-1], id, llmfleet.ErrNotFound)
 	}
 	return err
+}
+
+// committed returns, of a group whose insert failed (its connection lost
+// while it ran, say), the ids of the rows there as the group wrote them
+// (id and acceptance time): the insert is one transaction, so any such row
+// means it committed, and the group's other ids were taken. None means it
+// did not commit, or that the server did not answer the look (three tries
+// within seconds): the insert is then taken as failed.
+func committed(db *sql.DB, group []addOp) map[string]bool {
+	ids := make([]string, len(group))
+	for i, op := range group {
+		ids[i] = op.r.ID
+	}
+	for try := range 3 {
+		if try > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if mine, err := lookGroup(db, group, ids); err == nil {
+			return mine
+		}
+	}
+	return nil
+}
+
+// lookGroup returns the ids of group whose rows are there as it wrote
+// them.
+func lookGroup(db *sql.DB, group []addOp, ids []string) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, `SELECT id, accepted_at FROM requests WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := map[string]sql.NullInt64{}
+	for rows.Next() {
+		var id string
+		var at sql.NullInt64
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, err
+		}
+		found[id] = at
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	mine := map[string]bool{}
+	for _, op := range group {
+		at, ok := found[op.r.ID]
+		if ok && !op.r.AcceptedAt.IsZero() && storecodec.TimeOf(at).Equal(op.r.AcceptedAt) {
+			mine[op.r.ID] = true
+		}
+	}
+	return mine, nil
 }
