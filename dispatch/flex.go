@@ -137,11 +137,12 @@ func (d *Dispatcher) flexCall(ctx context.Context, p llmfleet.Provider, req *llm
 	flex.Flex = true
 	for n := 0; ; n++ {
 		t0 := d.clock.Now()
+		// What a standard call needs after this attempt, should it fail.
+		reserve := d.syncLat.predict(p.Name(), model) + d.pol.RescueMargin
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if budget > 0 {
 			// An attempt still unanswered when only a standard call's
 			// time is left is given up for one: flex never breaks a budget.
-			reserve := d.syncLat.predict(p.Name(), model) + d.pol.RescueMargin
 			actx, cancel = d.withTimeout(ctx, start.Add(budget-reserve).Sub(t0))
 		}
 		resp, err := p.Send(actx, &flex)
@@ -164,7 +165,6 @@ func (d *Dispatcher) flexCall(ctx context.Context, p llmfleet.Provider, req *llm
 			return nil, err
 		}
 		wait := d.pol.FlexRetryAfter(n)
-		reserve := d.syncLat.predict(p.Name(), model) + d.pol.RescueMargin
 		if budget > 0 && d.clock.Now().Add(wait+reserve).After(start.Add(budget)) {
 			break
 		}

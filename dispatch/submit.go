@@ -251,7 +251,6 @@ func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *
 		return llmfleet.ErrClosed
 	}
 	if route == llmfleet.RouteFlex {
-		budget = d.pol.Budget(budget)
 		d.goOwned(func() { done(d.SubmitFlex(ctx, budget, req)) })
 		return nil
 	}

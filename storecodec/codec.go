@@ -21,7 +21,7 @@ func Nanos(t time.Time) any {
 	return t.UnixNano()
 }
 
-// TimeOf decodes what nanos encoded, in UTC.
+// TimeOf decodes what Nanos encoded, in UTC.
 func TimeOf(n sql.NullInt64) time.Time {
 	if !n.Valid {
 		return time.Time{}
