@@ -54,6 +54,10 @@ type StoredRequest struct {
 	Body json.RawMessage
 	// Model is the request's model.
 	Model string
+	// Pool names the pool it may share a batch with (provider,
+	// credential, model and the provider's batch-wide settings), as the
+	// engine names it; a SharedStore claims a pool's requests by it.
+	Pool string
 	// Client names who sent it (Request.Client), so that the ledger
 	// entry written when it is answered, even after a restart, names it.
 	Client string
@@ -165,7 +169,9 @@ type Store interface {
 	RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error
 	// RecordCreateFailed marks a batch failed and puts its requests back in
 	// the queue (requeue true) or leaves them to be completed with the
-	// error by the caller.
+	// error by the caller. With requeue, a batch that is no intent any
+	// more (recorded created, by another process that found it by its
+	// tag) is left as it is and the error wraps ErrStale.
 	RecordCreateFailed(ctx context.Context, batchID string, requeue bool) error
 	// RecordEnded records that the provider reported the batch ended.
 	RecordEnded(ctx context.Context, batchID string, endedAt time.Time) error

@@ -52,6 +52,10 @@ func (d *Dispatcher) attach(ctx context.Context, budget time.Duration, req *llmf
 		// (its credential cannot be unsealed). Look again in memory.
 		d.mu.Lock()
 		ok, err := d.followLocked(ctx, budget, req, reply)
+		if !ok && err == nil && d.shared != nil && d.waitElsewhereLocked(sr, req.Credential) {
+			// In another replica's hands: its answer is announced.
+			ok, err = d.followLocked(ctx, budget, req, reply)
+		}
 		d.mu.Unlock()
 		if !ok && err == nil {
 			err = fmt.Errorf("%w (stored but not waiting in this process)", idConflict(req))

@@ -38,6 +38,13 @@ func (d *Dispatcher) create(c *createCall) {
 		d.createFailed(c, err, false)
 		return
 	}
+	d.send(c)
+}
+
+// send makes the create call of a batch whose intent is recorded and
+// hands the batch to its tracker, or its requests to the reconciler or
+// their error.
+func (d *Dispatcher) send(c *createCall) {
 	ctx, cancel := d.withTimeout(d.ctx, d.pol.CreateTimeout)
 	d.stats.managementCalls.Add(1)
 	b, err := c.prov.CreateBatch(ctx, c.first.Credential, c.localID, c.first.Header, c.items)

@@ -69,6 +69,12 @@ type Dispatcher struct {
 	// tier for (llmfleet.ErrFlexUnsupported) is not routed flex again by
 	// this process. Nil: no model has flex.
 	Flex func(provider, model string) bool
+	// Lease is, with a Store that several replicas share
+	// (llmfleet.SharedStore), how long this process's lease on what it
+	// owns lasts unless renewed: it is renewed every third of it, and
+	// another replica adopts what this one owned once it ends. Default
+	// 15s.
+	Lease time.Duration
 	// Go, if set, runs each goroutine the Dispatcher starts (creates,
 	// polls, rescues, the sync calls of SubmitFunc, ...): it must run f
 	// concurrently, e.g. with go f(). A simulator sets it to know when
@@ -82,6 +88,7 @@ type Dispatcher struct {
 	syncLat   *predictor // sync call latencies, for rescues
 	flex      *flexTier  // what was learnt of flex tiers
 	journal   journal
+	shared    llmfleet.SharedStore // set when the Store is one
 
 	ctx    context.Context // ends when Close gives up waiting
 	cancel context.CancelFunc
@@ -157,6 +164,10 @@ func (d *Dispatcher) Open() error {
 	store := d.Store
 	if store != nil {
 		d.journal = &storeJournal{store: store, sealer: d.Sealer, sealed: map[string]bool{}}
+		d.shared, _ = store.(llmfleet.SharedStore)
+		if d.Lease <= 0 {
+			d.Lease = 15 * time.Second
+		}
 		if d.Retention <= 0 {
 			d.Retention = 29 * 24 * time.Hour
 		}
@@ -181,6 +192,10 @@ func (d *Dispatcher) Open() error {
 	}
 	d.mu.Lock()
 	d.goOwned(func() { d.purgeLoop(store) })
+	if d.shared != nil {
+		d.goOwned(d.fleetLoop)
+		d.goOwned(func() { d.shared.Watch(d.ctx, d.storedElsewhere) })
+	}
 	d.mu.Unlock()
 	return nil
 }
@@ -235,9 +250,20 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 			}
 		}
 	}
+	for _, w := range d.live {
+		if w.state == stateElsewhere {
+			d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
+		}
+	}
 	d.cancel() // under mu: no timer callback starts a goroutine after this
 	d.mu.Unlock()
 	d.wg.Wait()
+	if d.shared != nil {
+		// What is still owned here is the others' to adopt at once.
+		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.shared.Heartbeat(hctx, 0)
+		cancel()
+	}
 	return err
 }
 

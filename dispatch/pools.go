@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -35,7 +37,20 @@ func (d *Dispatcher) checkSize(w *waiter) error {
 
 // poolKey names the pool a waiter goes in.
 func (d *Dispatcher) poolKey(w *waiter) string {
-	return w.prov.Name() + "\x00" + d.fingerprint(w.req.Credential) + "\x00" + w.info.Model + "\x00" + w.info.PoolKey
+	return poolKeyOf(w.prov.Name(), d.fingerprint(w.req.Credential), w.info.Model, w.info.PoolKey)
+}
+
+// poolKeyOf names the pool of a provider, credential fingerprint, model
+// and the provider's pool key.
+func poolKeyOf(provider, fingerprint, model, poolKey string) string {
+	return provider + "\x00" + fingerprint + "\x00" + model + "\x00" + poolKey
+}
+
+// poolID is the name of a pool in a Store (StoredRequest.Pool): a hash
+// of its key, which holds NUL bytes.
+func poolID(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:16])
 }
 
 // enqueueLocked adds w to its pool and flushes or reschedules the pool.
@@ -166,6 +181,15 @@ func (d *Dispatcher) withdrawLocked(w *waiter) {
 // submitLocked gives ws a batch of their own, tagged with a new local id
 // that every custom_id carries, and creates it in the background.
 func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
+	if d.shared != nil {
+		// The pool is the fleet's: claim it in the store.
+		for _, w := range ws {
+			w.to(stateSubmitting)
+		}
+		d.beginWorkLocked()
+		d.goOwned(func() { d.claim(pl.key, pl.prov, pl.first, ws) })
+		return
+	}
 	c := &createCall{localID: llmfleet.NewID("lfb_"), prov: pl.prov, first: pl.first, ws: ws}
 	c.items = make([]llmfleet.BatchItem, len(ws))
 	for i, w := range ws {

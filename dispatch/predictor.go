@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/llmfleet/llmfleet"
 )
 
 // predictor learns a latency (batch turnarounds, or sync call latencies)
@@ -130,4 +132,27 @@ func (p *predictor) unexplore(provider, model string) {
 	p.mu.Lock()
 	delete(p.exploring, predictorKey(provider, model))
 	p.mu.Unlock()
+}
+
+// load replaces the samples of each provider and model in samples (oldest
+// first) with theirs: what a fleet's store holds, every replica's
+// observations.
+func (p *predictor) load(samples []llmfleet.TurnaroundSample) {
+	fresh := map[string][]time.Duration{}
+	for _, s := range samples {
+		if s.Turnaround >= 0 {
+			k := predictorKey(s.Provider, s.Model)
+			fresh[k] = append(fresh[k], s.Turnaround)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, s := range fresh {
+		if len(s) > p.keep {
+			s = s[len(s)-p.keep:]
+		}
+		p.samples[k] = s
+		delete(p.sorted, k)
+		delete(p.exploring, k)
+	}
 }

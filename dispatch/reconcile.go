@@ -85,11 +85,22 @@ func (d *Dispatcher) trackedBatch(id string) bool {
 // pools.
 func (d *Dispatcher) requeue(c *createCall) {
 	d.log.Info("uncertain create did not make the batch; requeueing", "batch", c.localID, "requests", len(c.ws))
-	if err := d.journal.requeue(d.ctx, c.localID); err != nil {
-		d.log.Error("requeue not stored; the next start reconciles the intent again", "batch", c.localID, "err", err)
-	}
+	err := d.journal.requeue(d.ctx, c.localID)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if errors.Is(err, llmfleet.ErrStale) {
+		// Another replica found the batch by its tag and tracks it: its
+		// answers come from there.
+		d.log.Info("uncertain create adopted by another replica", "batch", c.localID)
+		for _, w := range c.ws {
+			w.to(stateElsewhere)
+		}
+		d.endWorkLocked()
+		return
+	}
+	if err != nil {
+		d.log.Error("requeue not stored; the next start reconciles the intent again", "batch", c.localID, "err", err)
+	}
 	var back []*waiter
 	for _, w := range c.ws {
 		if w.abandoned && !d.journal.durable() {

@@ -13,6 +13,7 @@ import (
 // batches are tracked again, intents go to the reconciler (as a create
 // that failed without an answer: nothing is concluded before its
 // deadline has passed), and queued requests are pooled again, together.
+// With a SharedStore it picks up what no live replica owns (Adopt).
 func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 	samples, err := store.Turnarounds(ctx, d.pol.TurnaroundSamples)
 	if err != nil {
@@ -23,10 +24,24 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 			d.predictor.observe(s.Provider, s.Model, s.Turnaround)
 		}
 	}
-	queued, batches, err := store.Pending(ctx)
+	var queued []*llmfleet.StoredRequest
+	var batches []*llmfleet.PendingBatch
+	if d.shared != nil {
+		queued, batches, err = d.shared.Adopt(ctx)
+	} else {
+		queued, batches, err = store.Pending(ctx)
+	}
 	if err != nil {
 		return err
 	}
+	return d.pickUp(ctx, store, queued, batches)
+}
+
+// pickUp takes charge of stored requests and batches no process of the
+// fleet waits for: at start, and with a SharedStore whenever a replica's
+// lease ended. A request waiting here for another replica's answer
+// (elsewhere) is the one picked up, its caller still waiting.
+func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []*llmfleet.StoredRequest, batches []*llmfleet.PendingBatch) error {
 	creds := map[string]llmfleet.Credential{}
 	credential := func(id string) (llmfleet.Credential, error) {
 		if c, ok := creds[id]; ok {
@@ -47,6 +62,13 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 		return c, nil
 	}
 	revive := func(r *llmfleet.StoredRequest) (*waiter, error) {
+		d.mu.Lock()
+		if w := d.live[r.ID]; w != nil && w.state == stateElsewhere {
+			w.customID = r.CustomID
+			d.mu.Unlock()
+			return w, nil
+		}
+		d.mu.Unlock()
 		cred, err := credential(r.CredentialID)
 		if err != nil {
 			return nil, err
@@ -66,11 +88,13 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 		return w, nil
 	}
 
+	d.mu.Lock()
 	for _, pb := range batches {
 		if pb.Batch.UpstreamID != "" {
 			d.knownIDs[pb.Batch.UpstreamID] = true
 		}
 	}
+	d.mu.Unlock()
 	sort.Slice(batches, func(i, j int) bool { return batches[i].Batch.IntentAt.Before(batches[j].Batch.IntentAt) })
 	for _, pb := range batches {
 		sb := pb.Batch
@@ -144,7 +168,7 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 		}
 	}
 	if n := len(queued) + len(batches); n > 0 {
-		d.log.Info("recovered stored state", "queued", len(queued), "batches", len(batches))
+		d.log.Info("picked up stored state", "queued", len(queued), "batches", len(batches))
 	}
 	return nil
 }

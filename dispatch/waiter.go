@@ -17,19 +17,24 @@ const (
 	stateReconciling                    // its batch's create failed uncertainly; the reconciler looks for it
 	stateInFlight                       // its batch was created upstream
 	stateDone                           // answered, failed, or withdrawn
+	// stateElsewhere: with a SharedStore, in another replica's hands (a
+	// batch it claimed): answered when its result is stored, or taken
+	// back (queued again, or adopted with its batch).
+	stateElsewhere
 )
 
-var stateNames = [...]string{"queued", "submitting", "reconciling", "in_flight", "done"}
+var stateNames = [...]string{"queued", "submitting", "reconciling", "in_flight", "done", "elsewhere"}
 
 func (s waiterState) String() string { return stateNames[s] }
 
 // moves lists the states each state may move to. A waiter leaves done
 // never; a batch proven not created sends its waiters back to queued.
 var moves = map[waiterState][]waiterState{
-	stateQueued:      {stateSubmitting, stateDone},
-	stateSubmitting:  {stateInFlight, stateReconciling, stateDone},
-	stateReconciling: {stateInFlight, stateQueued, stateDone},
+	stateQueued:      {stateSubmitting, stateDone, stateElsewhere},
+	stateSubmitting:  {stateInFlight, stateReconciling, stateDone, stateElsewhere},
+	stateReconciling: {stateInFlight, stateQueued, stateDone, stateElsewhere},
 	stateInFlight:    {stateDone},
+	stateElsewhere:   {stateQueued, stateSubmitting, stateReconciling, stateInFlight, stateDone},
 }
 
 // outcome is what a waiter is answered with.

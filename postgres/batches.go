@@ -81,18 +81,28 @@ func (d *DB) ResolveBatch(ctx context.Context, batchID string) error {
 // submitted requests back in the queue without batch or custom_id.
 func (d *DB) RecordCreateFailed(ctx context.Context, batchID string, requeue bool) error {
 	return d.write(ctx, func(tx *sql.Tx) error {
-		n, err := affected(tx.ExecContext(ctx, `UPDATE batches SET state = 'failed' WHERE id = $1`, batchID))
+		q := `UPDATE batches SET state = 'failed' WHERE id = $1`
+		if requeue {
+			// Only an intent: a batch another process found by its tag
+			// and recorded created must not be sent again.
+			q += ` AND state = 'intent'`
+		}
+		n, err := affected(tx.ExecContext(ctx, q, batchID))
 		if err != nil {
 			return fmt.Errorf("postgres: batch %s: %w", batchID, err)
 		}
 		if n == 0 {
-			return fmt.Errorf("postgres: batch %s: %w", batchID, llmfleet.ErrNotFound)
+			var one int
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = $1`, batchID).Scan(&one); err != nil {
+				return fmt.Errorf("postgres: batch %s: %w", batchID, llmfleet.ErrNotFound)
+			}
+			return fmt.Errorf("postgres: batch %s: %w", batchID, llmfleet.ErrStale)
 		}
 		if !requeue {
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE requests SET state = 'queued', batch_id = NULL, custom_id = NULL
-			WHERE batch_id = $1 AND state = 'submitted'`, batchID)
+		_, err = tx.ExecContext(ctx, `UPDATE requests SET state = 'queued', batch_id = NULL, custom_id = NULL, owner = $2
+			WHERE batch_id = $1 AND state = 'submitted'`, batchID, d.token)
 		return err
 	})
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -32,13 +34,16 @@ type DB struct {
 	URL string
 	// MaxConns bounds the connections to the server; 0 means 16.
 	MaxConns int
-	// Exclusive makes Open take a session advisory lock named after the
-	// URL's schema, held until Close: a second exclusive store on the
-	// same database and schema fails to open with an error wrapping
-	// llmfleet.ErrLocked, as a second process on a SQLite file does.
-	// llmfleet serve opens its store so until replicas share the engine
-	// (issue 12): two engines recovering the same batches would pay twice.
-	Exclusive bool
+	// Replica names this process in the fleet (default: a random name).
+	// Open takes a session advisory lock on the name, held until Close:
+	// a second store of the same name on the same database and schema
+	// fails to open with an error wrapping llmfleet.ErrLocked. A process
+	// restarted under its name adopts what its earlier run owned at once
+	// (Adopt); under another name, once the earlier run's lease ends.
+	Replica string
+	// Lease is the lease Open starts with, until the first Heartbeat;
+	// 0 means 15s.
+	Lease time.Duration
 
 	// Committers is how many groups of AddRequest calls are committed at
 	// once; 0 means 2 (on a 2-core machine, 1 and 2 accepted about 14,500
@@ -47,7 +52,9 @@ type DB struct {
 
 	mu     sync.RWMutex
 	db     *sql.DB
-	lock   *sql.Conn // holding the exclusive lock, if any
+	lock   *sql.Conn // holding the replica name's lock
+	token  string    // this run's id: the owner of what it holds
+	notify string    // the channel of completions
 	closed bool
 	adds   chan addOp
 	quit   chan struct{}
@@ -89,17 +96,24 @@ func (d *DB) Open(ctx context.Context) error {
 		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
 	}
 	schema := cfg.RuntimeParams["search_path"]
-	var lock *sql.Conn
-	if d.Exclusive {
-		if lock, err = exclusiveLock(ctx, db, schema); err != nil {
-			db.Close()
-			return err
-		}
+	name := d.Replica
+	if name == "" {
+		name = randomName()
 	}
-	if err := migrate(ctx, db, schema); err != nil {
-		if lock != nil {
-			lock.Close()
-		}
+	lock, err := nameLock(ctx, db, schema, name)
+	if err != nil {
+		db.Close()
+		return err
+	}
+	token := name + "/" + randomName()
+	if err == nil {
+		err = migrate(ctx, db, schema)
+	}
+	if err == nil {
+		err = register(ctx, db, name, token, cmp.Or(d.Lease, 15*time.Second))
+	}
+	if err != nil {
+		lock.Close()
 		db.Close()
 		return err
 	}
@@ -109,25 +123,26 @@ func (d *DB) Open(ctx context.Context) error {
 	}
 	d.mu.Lock()
 	d.db, d.lock, d.closed = db, lock, false
+	d.token, d.notify = token, channel(schema)
 	d.adds, d.quit = make(chan addOp, maxGroup), make(chan struct{})
 	for range n {
 		d.wg.Add(1)
-		go d.committer(db)
+		go d.committer(db, token)
 	}
 	d.mu.Unlock()
 	return nil
 }
 
-// exclusiveLock takes the session advisory lock of schema on a
-// connection of its own, which it returns; one held elsewhere is
+// nameLock takes the session advisory lock of a replica name in schema
+// on a connection of its own, which it returns; one held elsewhere is
 // llmfleet.ErrLocked.
-func exclusiveLock(ctx context.Context, db *sql.DB, schema string) (*sql.Conn, error) {
+func nameLock(ctx context.Context, db *sql.DB, schema, name string) (*sql.Conn, error) {
 	c, err := db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	var got bool
-	if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext('llmfleet exclusive ' || $1))`, schema).Scan(&got); err != nil {
+	if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext('llmfleet replica ' || $1 || ' ' || $2))`, schema, name).Scan(&got); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
@@ -137,7 +152,7 @@ func exclusiveLock(ctx context.Context, db *sql.DB, schema string) (*sql.Conn, e
 		if schema != "" {
 			where = "schema " + schema
 		}
-		return nil, fmt.Errorf("postgres: %s is held by another llmfleet serve: %w", where, llmfleet.ErrLocked)
+		return nil, fmt.Errorf("postgres: replica %q of %s is held by another process: %w", name, where, llmfleet.ErrLocked)
 	}
 	return c, nil
 }
@@ -221,13 +236,14 @@ func (d *DB) Close() error {
 	// No AddRequest is between its check and its send now (they hold the
 	// read lock): drain what was handed over, then stop.
 	for len(d.adds) > 0 {
-		insertGroup(d.db, drain(d.adds))
+		insertGroup(d.db, d.token, drain(d.adds))
 	}
 	close(d.quit)
 	d.wg.Wait()
 	for len(d.adds) > 0 {
-		insertGroup(d.db, drain(d.adds))
+		insertGroup(d.db, d.token, drain(d.adds))
 	}
+	endLease(d.db, d.token)
 	if d.lock != nil {
 		d.lock.Close() // ends the session: the lock goes with it
 		d.lock = nil

@@ -90,7 +90,7 @@ func open(t *testing.T, u string) *postgres.DB {
 }
 
 func openExclusive(t *testing.T, u string) (*postgres.DB, error) {
-	d := &postgres.DB{URL: u, Exclusive: true}
+	d := &postgres.DB{URL: u, Replica: "test"}
 	if err := d.Open(t.Context()); err != nil {
 		return nil, err
 	}

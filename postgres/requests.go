@@ -57,7 +57,7 @@ const maxGroup = 512
 
 // committer inserts the requests of AddRequest, a group at a time, until
 // Close.
-func (d *DB) committer(db *sql.DB) {
+func (d *DB) committer(db *sql.DB, owner string) {
 	defer d.wg.Done()
 	group := make([]addOp, 0, maxGroup)
 	for {
@@ -73,7 +73,7 @@ func (d *DB) committer(db *sql.DB) {
 					break fill
 				}
 			}
-			insertGroup(db, group)
+			insertGroup(db, owner, group)
 		case <-d.quit:
 			return
 		}
@@ -83,9 +83,10 @@ func (d *DB) committer(db *sql.DB) {
 // insertGroup inserts a group's requests in one statement (its own
 // transaction) and answers each: nil, the id taken, or the statement's
 // error.
-func insertGroup(db *sql.DB, group []addOp) {
+func insertGroup(db *sql.DB, owner string, group []addOp) {
 	var (
 		ids, providers, creds, models, states, clients, endpoints []string
+		pools, owners                                             []string
 		headers, bodies                                           [][]byte
 		budgets                                                   []int64
 		accepted, deadlines                                       []*int64
@@ -110,16 +111,17 @@ func insertGroup(db *sql.DB, group []addOp) {
 		accepted = append(accepted, ptr(storecodec.Nanos(r.AcceptedAt)))
 		deadlines = append(deadlines, ptr(storecodec.Nanos(r.Deadline)))
 		states, clients, endpoints = append(states, "queued"), append(clients, r.Client), append(endpoints, r.Endpoint)
+		pools, owners = append(pools, r.Pool), append(owners, owner)
 	}
 	if len(live) == 0 {
 		return
 	}
 	rows, err := db.QueryContext(context.Background(), `INSERT INTO requests (id, provider, credential_id, header, body,
-		model, budget, accepted_at, deadline, state, client, endpoint)
+		model, budget, accepted_at, deadline, state, client, endpoint, pool, owner)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::text[], $7::bigint[],
-			$8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::text[])
+			$8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
 		ON CONFLICT (id) DO NOTHING RETURNING id`,
-		ids, providers, creds, headers, bodies, models, budgets, accepted, deadlines, states, clients, endpoints)
+		ids, providers, creds, headers, bodies, models, budgets, accepted, deadlines, states, clients, endpoints, pools, owners)
 	inserted := map[string]bool{}
 	if err == nil {
 		for rows.Next() {
@@ -182,6 +184,7 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 	}
 	return d.write(ctx, func(tx *sql.Tx) error {
 		var entries []llmfleet.LedgerEntry
+		var completed []string
 		for _, c := range done {
 			if c.Result == nil {
 				return fmt.Errorf("postgres: request %s: nil result", c.RequestID)
@@ -206,11 +209,15 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 				}
 				continue // done already: its first result and entry stand
 			}
+			completed = append(completed, c.RequestID)
 			if c.Ledger != nil {
 				entries = append(entries, *c.Ledger)
 			}
 		}
-		return addLedger(ctx, tx, entries)
+		if err := addLedger(ctx, tx, entries); err != nil {
+			return err
+		}
+		return d.notifyDone(ctx, tx, completed)
 	})
 }
 

@@ -75,12 +75,22 @@ func (d *DB) ResolveBatch(ctx context.Context, batchID string) error {
 // without, they stay submitted for the caller to complete.
 func (d *DB) RecordCreateFailed(ctx context.Context, batchID string, requeue bool) error {
 	return d.write(ctx, func(tx *sql.Tx) error {
-		n, err := affected(tx.ExecContext(ctx, `UPDATE batches SET state = 'failed' WHERE id = ?`, batchID))
+		q := `UPDATE batches SET state = 'failed' WHERE id = ?`
+		if requeue {
+			// Only an intent: a batch another process found by its tag
+			// and recorded created must not be sent again.
+			q += ` AND state = 'intent'`
+		}
+		n, err := affected(tx.ExecContext(ctx, q, batchID))
 		if err != nil {
 			return fmt.Errorf("sqlite: batch %s: %w", batchID, err)
 		}
 		if n == 0 {
-			return fmt.Errorf("sqlite: batch %s: %w", batchID, llmfleet.ErrNotFound)
+			var one int
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = ?`, batchID).Scan(&one); err != nil {
+				return fmt.Errorf("sqlite: batch %s: %w", batchID, llmfleet.ErrNotFound)
+			}
+			return fmt.Errorf("sqlite: batch %s: %w", batchID, llmfleet.ErrStale)
 		}
 		if !requeue {
 			return nil

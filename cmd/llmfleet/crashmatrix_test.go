@@ -505,7 +505,7 @@ func (m *matrixRun) start(minSize int) *process {
 	return start(m.t, m.bin, m.logs, "serve", "--listen", "127.0.0.1:0", "--anthropic-url", m.u.srv.URL,
 		"--db", m.db, "--secret-file", m.secret, "--batch-window", "1h", "--batch-min-size", strconv.Itoa(minSize),
 		"--poll-interval", "50ms", "--max-poll-interval", "200ms", "--turnaround-prior", matrixTurnaround.String(),
-		"--create-timeout", matrixCreateTimeout.String(), "--shutdown-timeout", "1s")
+		"--create-timeout", matrixCreateTimeout.String(), "--shutdown-timeout", "1s", "--replica-name", "matrix")
 }
 
 // submit sends every ticket async, alternating between the keys.

@@ -137,6 +137,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight batches")
 	dbPath := fs.String("db", "", "database of the durable state: a SQLite file (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share), or a PostgreSQL URL postgres://user@host:port/db?sslmode=disable[&search_path=SCHEMA] (then the secret must be given)")
 	secretFile := fs.String("secret-file", "", "file of the secret sealing stored API keys, created 0600 if missing (default: llmfleet.secret beside the database; $"+SecretEnv+" wins)")
+	replicaName := fs.String("replica-name", "", "with a PostgreSQL --db, this process's name in the fleet (default: the host name and the --listen port); a process restarted under its name adopts what it owned at once")
+	replicaLease := fs.Duration("replica-lease", 15*time.Second, "with a PostgreSQL --db, how long this process's lease on its batches and queued requests lasts unless renewed (every third of it); when it ends another replica adopts them")
 	retention := fs.Duration("retention", 29*24*time.Hour, "how long answered requests and their results are kept")
 	ledgerRetention := fs.Duration("ledger-retention", 400*24*time.Hour, "how long the cost ledger (what llmfleet stats reads) is kept")
 	adminKeyEnv := fs.String("admin-key-env", "", "environment variable holding the admin key, which shows request ids on /llmfleet/v1/stats and the dashboard (others see aggregates)")
@@ -212,7 +214,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { errc <- hs.Serve(ln) }()
 	defer hs.Close() // on an early return; a no-op after Shutdown
 
-	state, err := openState(ctx, *dbPath, *secretFile, os.Getenv, logger)
+	if *replicaLease < 3*time.Millisecond {
+		return fmt.Errorf("--replica-lease must be at least 3ms")
+	}
+	replica := fleetReplica{name: *replicaName, lease: *replicaLease}
+	if replica.name == "" {
+		host, _ := os.Hostname()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		replica.name = host + ":" + port
+	}
+	state, err := openState(ctx, *dbPath, *secretFile, os.Getenv, logger, replica)
 	if err != nil {
 		return err
 	}
@@ -232,6 +243,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Retention:       *retention,
 		LedgerRetention: *ledgerRetention,
 		Flex:            prices.Flex,
+		Lease:           replica.lease,
 	}
 	obs, err := observe.New(observe.Config{
 		Price:    prices.Cost,

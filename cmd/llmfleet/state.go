@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/postgres"
@@ -50,7 +51,7 @@ type stateStore interface {
 // secret in $LLMFLEET_SECRET if set, else in secretFile (empty:
 // llmfleet.secret beside a SQLite database; required with PostgreSQL),
 // created 0600 on first start.
-func openState(ctx context.Context, dbPath, secretFile string, getenv func(string) string, logger *slog.Logger) (*state, error) {
+func openState(ctx context.Context, dbPath, secretFile string, getenv func(string) string, logger *slog.Logger, replica fleetReplica) (*state, error) {
 	pg := postgres.IsURL(dbPath)
 	if pg && getenv(SecretEnv) == "" && secretFile == "" {
 		return nil, fmt.Errorf("--db %s: give the secret sealing stored API keys in $%s or --secret-file (the same for every process on this database)", redactURL(dbPath), SecretEnv)
@@ -87,8 +88,7 @@ func openState(ctx context.Context, dbPath, secretFile string, getenv func(strin
 		st.vault, st.secret = v, secretFile
 	}
 	if pg {
-		// Exclusive until replicas share the engine (issue 12).
-		db := &postgres.DB{URL: dbPath, Exclusive: true}
+		db := &postgres.DB{URL: dbPath, Replica: replica.name, Lease: replica.lease}
 		if err := db.Open(ctx); err != nil {
 			return nil, fmt.Errorf("--db %s: %w", redactURL(dbPath), err)
 		}
@@ -101,6 +101,13 @@ func openState(ctx context.Context, dbPath, secretFile string, getenv func(strin
 	}
 	st.db, st.where = db, dbPath
 	return st, nil
+}
+
+// fleetReplica is this process's name and lease in a fleet sharing a
+// PostgreSQL database.
+type fleetReplica struct {
+	name  string
+	lease time.Duration
 }
 
 // redactURL returns a database URL without its password.

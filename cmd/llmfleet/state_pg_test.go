@@ -67,10 +67,10 @@ func TestStatePostgres(t *testing.T) {
 		return ""
 	}
 	log := slog.New(slog.DiscardHandler)
-	if _, err := openState(t.Context(), u, "", func(string) string { return "" }, log); err == nil || !strings.Contains(err.Error(), SecretEnv) {
+	if _, err := openState(t.Context(), u, "", func(string) string { return "" }, log, fleetReplica{name: "r1"}); err == nil || !strings.Contains(err.Error(), SecretEnv) {
 		t.Fatalf("no secret: %v", err)
 	}
-	st, err := openState(t.Context(), u, "", env, log)
+	st, err := openState(t.Context(), u, "", env, log, fleetReplica{name: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +78,11 @@ func TestStatePostgres(t *testing.T) {
 	if strings.Contains(st.where, "search_path") == false {
 		t.Errorf("where %q", st.where)
 	}
-	if _, err := openState(t.Context(), u, "", env, log); !errors.Is(err, llmfleet.ErrLocked) {
-		t.Fatalf("a second serve on the database: %v, want ErrLocked", err)
+	if _, err := openState(t.Context(), u, "", env, log, fleetReplica{name: "r1"}); !errors.Is(err, llmfleet.ErrLocked) {
+		t.Fatalf("a second serve under the same replica name: %v, want ErrLocked", err)
 	}
 	st.db.Close()
-	st2, err := openState(t.Context(), u, "", env, log)
+	st2, err := openState(t.Context(), u, "", env, log, fleetReplica{name: "r1"})
 	if err != nil {
 		t.Fatalf("after the first closed: %v", err)
 	}

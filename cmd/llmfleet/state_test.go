@@ -53,7 +53,7 @@ func TestOpenState(t *testing.T) {
 	noenv := func(string) string { return "" }
 
 	// First start: the secret file is created 0600 beside the database.
-	st, err := openState(t.Context(), db, "", noenv, quiet)
+	st, err := openState(t.Context(), db, "", noenv, quiet, fleetReplica{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestOpenState(t *testing.T) {
 	st.db.Close()
 
 	// Next start: the same secret, so the same fingerprints.
-	st, err = openState(t.Context(), db, "", noenv, quiet)
+	st, err = openState(t.Context(), db, "", noenv, quiet, fleetReplica{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestOpenState(t *testing.T) {
 			return ""
 		}
 	}
-	st, err = openState(t.Context(), db, "", env(strings.Repeat("ab", 32)), quiet)
+	st, err = openState(t.Context(), db, "", env(strings.Repeat("ab", 32)), quiet, fleetReplica{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +94,13 @@ func TestOpenState(t *testing.T) {
 	}
 	st.db.Close()
 	for _, bad := range []string{"abcd", "zz not base64 zz"} {
-		if _, err := openState(t.Context(), db, "", env(bad), quiet); err == nil || !strings.Contains(err.Error(), SecretEnv) {
+		if _, err := openState(t.Context(), db, "", env(bad), quiet, fleetReplica{}); err == nil || !strings.Contains(err.Error(), SecretEnv) {
 			t.Errorf("secret %q: %v", bad, err)
 		}
 	}
 
 	// Without --db, the database goes to the user's data directory.
-	st, err = openState(t.Context(), "", "", noenv, quiet)
+	st, err = openState(t.Context(), "", "", noenv, quiet, fleetReplica{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,207 @@
+package dispatch
+
+import (
+	"github.com/llmfleet/llmfleet"
+)
+
+// This file is the engine's part in a fleet of replicas sharing a
+// llmfleet.SharedStore. Each replica pools what it accepted, as alone;
+// when a pool of its is due, it claims the fleet's pool in the store
+// (every replica's queued requests of that pool, oldest first), so that
+// one batch carries them all. A request of its that another replica
+// claimed waits elsewhere, answered when the store announces its result
+// (Watch) or when a periodic look finds it (sweep). A lease, renewed
+// every third of Dispatcher.Lease, keeps what it owns its own; the
+// batches and queued requests of a replica whose lease ended are
+// adopted (pickUp), intents reconciled by their tag as after a restart.
+
+// claim claims the fleet's pool key for batches, as many as are full and
+// one more, and creates them. ws are the requests of this process that
+// the pool's flush took; those another replica claimed wait elsewhere.
+func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.Request, ws []*waiter) {
+	mine := make(map[string]*waiter, len(ws))
+	for _, w := range ws {
+		mine[w.id] = w
+	}
+	maxN, maxBytes := d.limits(prov)
+	fp := d.fingerprint(first.Credential)
+	for {
+		c := &createCall{localID: llmfleet.NewID("lfb_"), prov: prov, first: first}
+		c.intentAt = d.clock.Now()
+		c.deadline = c.intentAt.Add(d.pol.CreateTimeout)
+		sb := &llmfleet.StoredBatch{ID: c.localID, Provider: prov.Name(), CredentialID: fp,
+			State: llmfleet.BatchIntent, IntentAt: c.intentAt, CreateDeadline: c.deadline}
+		rows, err := d.shared.Claim(d.ctx, sb, poolID(key), maxN, maxBytes)
+		if err != nil {
+			if d.ctx.Err() == nil {
+				d.log.Warn("claiming a pool failed; its requests wait for the next look", "provider", prov.Name(), "err", err)
+			}
+			break
+		}
+		if len(rows) == 0 {
+			break
+		}
+		d.mu.Lock()
+		for _, r := range rows {
+			w := mine[r.ID]
+			if w != nil {
+				delete(mine, r.ID)
+			} else if w = d.takeOverLocked(r, first.Credential); w == nil {
+				continue
+			}
+			w.state = stateSubmitting
+			w.customID = r.CustomID
+			c.ws = append(c.ws, w)
+			c.items = append(c.items, llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint})
+		}
+		d.beginWorkLocked()
+		d.goOwned(func() { d.send(c) })
+		d.mu.Unlock()
+		if len(rows) < maxN {
+			break
+		}
+	}
+	d.mu.Lock()
+	for _, w := range mine {
+		w.to(stateElsewhere)
+	}
+	d.endWorkLocked()
+	d.mu.Unlock()
+}
+
+// takeOverLocked returns the waiter of a request this process claimed
+// from the fleet's pool: its own (queued here, or waiting elsewhere), or
+// a new one with no caller, for a request another replica accepted (its
+// caller waits there). nil if the request cannot be read (logged; it
+// stays in the batch's intent, unanswered, for a later adoption).
+func (d *Dispatcher) takeOverLocked(r *llmfleet.StoredRequest, cred llmfleet.Credential) *waiter {
+	if w := d.live[r.ID]; w != nil {
+		switch w.state {
+		case stateQueued:
+			d.withdrawLocked(w)
+			return w
+		case stateElsewhere:
+			return w
+		}
+	}
+	req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Endpoint: r.Endpoint, Body: r.Body, ID: r.ID, Client: r.Client}
+	w, err := d.newWaiter(req, r.Budget, r.AcceptedAt)
+	if err != nil {
+		d.log.Error("claimed request cannot be read", "request_id", r.ID, "err", err)
+		return nil
+	}
+	w.deadline, w.accepted, w.detached = r.Deadline, r.AcceptedAt, true
+	d.reserveLocked(w)
+	return w
+}
+
+// fleetLoop renews the lease, adopts what replicas whose lease ended
+// owned, looks at the requests waiting elsewhere and learns the fleet's
+// turnarounds, every third of the lease, until the dispatcher closes.
+func (d *Dispatcher) fleetLoop() {
+	every := d.Lease / 3
+	for d.sleep(every) {
+		held, err := d.shared.Heartbeat(d.ctx, d.Lease)
+		switch {
+		case err != nil:
+			if d.ctx.Err() == nil {
+				d.log.Warn("lease not renewed", "err", err)
+			}
+			continue
+		case !held:
+			d.log.Warn("lease had ended: another replica may have adopted what this one owned")
+		}
+		if queued, batches, err := d.shared.Adopt(d.ctx); err != nil {
+			if d.ctx.Err() == nil {
+				d.log.Warn("adopting failed", "err", err)
+			}
+		} else if len(queued)+len(batches) > 0 {
+			d.log.Info("adopting what replicas whose lease ended owned", "queued", len(queued), "batches", len(batches))
+			if err := d.pickUp(d.ctx, d.Store, queued, batches); err != nil && d.ctx.Err() == nil {
+				d.log.Warn("picking up adopted state failed", "err", err)
+			}
+		}
+		d.sweep()
+		d.relearn()
+	}
+}
+
+// storedElsewhere answers the requests waiting here whose results
+// another replica (or this one) stored: Watch's callback.
+func (d *Dispatcher) storedElsewhere(ids []string) {
+	d.mu.Lock()
+	var ws []*waiter
+	for _, id := range ids {
+		if w := d.live[id]; w != nil && (w.state == stateElsewhere || w.state == stateQueued) {
+			ws = append(ws, w)
+		}
+	}
+	d.mu.Unlock()
+	d.look(ws, false)
+}
+
+// sweep looks at every request waiting elsewhere: an announcement may
+// have been lost, or the request may be queued again.
+func (d *Dispatcher) sweep() {
+	d.mu.Lock()
+	var ws []*waiter
+	for _, w := range d.live {
+		if w.state == stateElsewhere {
+			ws = append(ws, w)
+		}
+	}
+	d.mu.Unlock()
+	d.look(ws, true)
+}
+
+// look reads the stored state of waiters not in this process's hands:
+// one answered is answered from its stored result; with requeue, one
+// queued in the store (its batch proven not created, or a claim that
+// skipped it) is pooled here again.
+func (d *Dispatcher) look(ws []*waiter, requeue bool) {
+	for _, w := range ws {
+		sr, err := d.Store.GetRequest(d.ctx, w.id)
+		if err != nil {
+			continue
+		}
+		d.mu.Lock()
+		switch {
+		case sr.Result != nil && (w.state == stateElsewhere || w.state == stateQueued):
+			if w.state == stateQueued {
+				d.withdrawLocked(w)
+			}
+			resp, err := storedAnswer(sr)
+			d.finishLocked(w, resp, err, nil)
+		case requeue && sr.State == llmfleet.RequestQueued && w.state == stateElsewhere:
+			if err := d.enqueueLocked(w); err != nil {
+				d.finishLocked(w, nil, err, nil)
+			}
+		}
+		d.mu.Unlock()
+	}
+}
+
+// relearn loads the turnarounds every replica observed, so that the
+// fleet routes alike.
+func (d *Dispatcher) relearn() {
+	if d.pol.NoLearning {
+		return
+	}
+	samples, err := d.Store.Turnarounds(d.ctx, d.pol.TurnaroundSamples)
+	if err != nil {
+		return
+	}
+	d.predictor.load(samples)
+}
+
+// waitElsewhereLocked makes a waiter, with no caller, for a stored
+// request another replica has in hands, for callers to follow; false if
+// the request cannot be read.
+func (d *Dispatcher) waitElsewhereLocked(sr *llmfleet.StoredRequest, cred llmfleet.Credential) bool {
+	w := d.takeOverLocked(sr, cred)
+	if w == nil {
+		return false
+	}
+	w.state = stateElsewhere
+	return true
+}

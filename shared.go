@@ -1,0 +1,51 @@
+package llmfleet
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrStale is wrapped by the error of a Store's RecordCreateFailed with
+// requeue for a batch that is no intent any more: another process found
+// it by its tag and recorded it created (or it ended), so its requests
+// must not be sent again.
+var ErrStale = errors.New("llmfleet: batch is no intent any more")
+
+// SharedStore is a Store that several llmfleet processes (replicas) use
+// at once as one fleet, such as a PostgreSQL database. Each process has
+// a lease in it, renewed by Heartbeat; queued requests and batches in
+// flight are owned by one process at a time, and pass to another when
+// their owner's lease ends. The engine (package dispatch) drives a
+// SharedStore through these methods instead of Pending: pools are flushed
+// with Claim, so that the requests every replica accepted share a batch,
+// and answers reach the replica a caller waits on through Watch.
+// Implementations must pass storetest's shared suite.
+type SharedStore interface {
+	Store
+	// Heartbeat renews this process's lease for ttl, measured by the
+	// store's clock; ttl 0 ends it (a clean stop: the others adopt what
+	// it owns at once). held is false when the lease had ended before
+	// this renewal (the process was cut off for longer than its lease):
+	// what it owned may be another's now.
+	Heartbeat(ctx context.Context, ttl time.Duration) (held bool, err error)
+	// Claim records the intent of batch b (owned by this process) and
+	// moves into it, in one transaction, the oldest queued requests of
+	// pool (StoredRequest.Pool), at most max of them and, but for the
+	// first, at most maxBytes of bodies, skipping those another
+	// transaction is claiming. Their custom_ids are b.ID + "-" + their
+	// 1-based position. It returns the requests claimed, oldest first;
+	// none (and nothing recorded) when the pool has no queued request.
+	Claim(ctx context.Context, b *StoredBatch, pool string, max int, maxBytes int64) ([]*StoredRequest, error)
+	// Adopt makes this process the owner of the batches in state intent
+	// or created and of the queued requests that no live process owns
+	// (their owner's lease ended, or it is an earlier run of this
+	// process) and returns them, as Pending does.
+	Adopt(ctx context.Context) (queued []*StoredRequest, batches []*PendingBatch, err error)
+	// Watch calls done, from one goroutine, with the ids of requests that
+	// any process completed (CompleteRequests), soon after their commit,
+	// until ctx ends; it then returns ctx's error. Ids may come more than
+	// once, and a lost connection may lose some: a caller also looks
+	// now and then.
+	Watch(ctx context.Context, done func(ids []string)) error
+}
