@@ -252,7 +252,12 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	}
 	for _, w := range d.live {
 		if w.state == stateElsewhere {
-			d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
+			// Another replica's to answer: its caller here is told the
+			// process closed; nothing is concluded (no error counted).
+			w.to(stateDone)
+			d.stopRescueLocked(w)
+			d.releaseLocked(w, nil, llmfleet.ErrClosed)
+			d.replyLocked(w, nil, llmfleet.ErrClosed)
 		}
 	}
 	d.cancel() // under mu: no timer callback starts a goroutine after this
