@@ -184,3 +184,50 @@ func TestShared(t *testing.T) {
 		t.Fatalf("%d ledger entries (%v), want 1", len(es), err)
 	}
 }
+
+func TestSharedStore(t *testing.T) {
+	storetest.RunShared(t, storetest.SharedHarness{
+		New: func(t *testing.T, n int) []llmfleet.SharedStore {
+			u := freshURL(t)
+			out := make([]llmfleet.SharedStore, n)
+			for i := range out {
+				out[i] = open(t, u)
+			}
+			return out
+		},
+	})
+}
+
+// A process restarted under its replica name adopts what its earlier run
+// owned at once; under another name, not before that run's lease ends.
+func TestRestartAdopts(t *testing.T) {
+	u := freshURL(t)
+	first := &postgres.DB{URL: u, Replica: "r1", Lease: time.Hour}
+	if err := first.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := &llmfleet.StoredRequest{ID: "lfr_1", Provider: "anthropic", CredentialID: "c", Body: []byte(`{}`), Model: "m",
+		Pool: "p", AcceptedAt: time.Unix(1, 0), State: llmfleet.RequestQueued}
+	if err := first.AddRequest(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	// A kill: the session ends, the lease (an hour) does not.
+	first.Abandon()
+	other := &postgres.DB{URL: u, Replica: "r2"}
+	if err := other.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if q, _, err := other.Adopt(t.Context()); err != nil || len(q) != 0 {
+		t.Fatalf("another replica adopted %d under a live lease (%v)", len(q), err)
+	}
+	again := &postgres.DB{URL: u, Replica: "r1"}
+	if err := again.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	q, _, err := again.Adopt(t.Context())
+	if err != nil || len(q) != 1 || q[0].ID != "lfr_1" {
+		t.Fatalf("the restarted replica adopted %v (%v), want lfr_1", q, err)
+	}
+}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -266,5 +267,31 @@ func (s *suite) pendingOrder(t *testing.T) {
 	}
 	if got := fmt.Sprint(bs); got != "[lfb_0001 lfb_0002 lfb_0003]" {
 		t.Errorf("batch order %s, want by IntentAt", got)
+	}
+}
+
+// createFailedStale: a batch recorded created (found by its tag by
+// another process) is not requeued: ErrStale, its requests stay
+// submitted in it.
+func (s *suite) createFailedStale(t *testing.T) {
+	st := s.store(t)
+	rs := []*llmfleet.StoredRequest{request(1), request(2)}
+	s.add(t, st, rs...)
+	b := batch(1)
+	cids := customIDs(rs...)
+	if err := st.RecordIntent(ctx(t), b, cids); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordCreated(ctx(t), b.ID, "msgbatch_1", base.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordCreateFailed(ctx(t), b.ID, true); !errors.Is(err, llmfleet.ErrStale) {
+		t.Fatalf("RecordCreateFailed(requeue) of a created batch: %v, want ErrStale", err)
+	}
+	for _, r := range rs {
+		checkRequest(t, s.get(t, st, r.ID), with(r, llmfleet.RequestSubmitted, b.ID, cids[r.ID], nil))
+	}
+	if _, pb := s.pending(t, st); len(pb) != 1 || pb[0].Batch.State != llmfleet.BatchCreated {
+		t.Fatalf("the batch after a stale requeue: %d pending", len(pb))
 	}
 }

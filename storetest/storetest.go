@@ -36,7 +36,8 @@
 //   - A result comes back typed as it was stored: Err nil and Body on
 //     success; on error Err field for field, with Err.Body byte for byte
 //     even when it is not JSON, and no Body.
-//   - RecordCreateFailed with requeue clears BatchID and CustomID.
+//   - RecordCreateFailed with requeue clears BatchID and CustomID; of a
+//     batch recorded created it fails with ErrStale, changing nothing.
 //   - Turnarounds returns the samples by Provider, then Model (compared as
 //     two strings, not joined), each pair's oldest first. The latest n are
 //     those with the latest At; of samples with the same At, the ones
@@ -113,6 +114,7 @@ func Run(t *testing.T, h Harness) {
 		{"RecordIntentNotQueued", s.intentNotQueued},
 		{"CreateFailedRequeue", s.createFailedRequeue},
 		{"CreateFailedNoRequeue", s.createFailedNoRequeue},
+		{"CreateFailedStale", s.createFailedStale},
 		{"CompleteQueuedAndTwice", s.completeQueuedAndTwice},
 		{"CompleteWithLedger", s.completeWithLedger},
 		{"CompleteOnce", s.completeOnce},

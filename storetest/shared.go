@@ -1,0 +1,250 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// SharedHarness tells RunShared how to get the processes of a fleet
+// sharing one store.
+type SharedHarness struct {
+	// New returns n stores on one fresh, empty fleet's data, as n
+	// processes would open them; they are closed through t.Cleanup.
+	// Required.
+	New func(t *testing.T, n int) []llmfleet.SharedStore
+}
+
+// RunShared runs the contract suite of llmfleet.SharedStore: beyond its
+// doc comments, it pins down that
+//   - Claim takes a pool's queued requests oldest first, whichever
+//     process accepted them, never one of another pool, and numbers their
+//     custom_ids from 1; a claim of an empty pool records no batch;
+//   - concurrent claims of one pool, from several processes, claim each
+//     request once;
+//   - Adopt takes nothing a live process owns; once a process's lease
+//     ends (Heartbeat 0), another adopts its queued requests and its
+//     batches with their submitted requests, once; the ended process's
+//     next Heartbeat reports that it had ended;
+//   - Watch announces the requests another process completed.
+func RunShared(t *testing.T, h SharedHarness) {
+	t.Helper()
+	if h.New == nil {
+		t.Fatal("storetest: SharedHarness.New is nil")
+	}
+	s := &sharedSuite{h: h}
+	t.Run("Claim", s.claim)
+	t.Run("ClaimConcurrent", s.claimConcurrent)
+	t.Run("Adopt", s.adopt)
+	t.Run("Watch", s.watch)
+}
+
+type sharedSuite struct{ h SharedHarness }
+
+func (s *sharedSuite) stores(t *testing.T, n int) []llmfleet.SharedStore {
+	t.Helper()
+	sts := s.h.New(t, n)
+	if len(sts) != n {
+		t.Fatalf("SharedHarness.New returned %d stores, want %d", len(sts), n)
+	}
+	return sts
+}
+
+// pooled returns request i in pool p.
+func pooled(i int, p string) *llmfleet.StoredRequest {
+	r := request(i)
+	r.Pool = p
+	return r
+}
+
+func addTo(t *testing.T, st llmfleet.Store, rs ...*llmfleet.StoredRequest) {
+	t.Helper()
+	for _, r := range rs {
+		if err := st.AddRequest(ctx(t), r); err != nil {
+			t.Fatalf("AddRequest(%s): %v", r.ID, err)
+		}
+	}
+}
+
+func (s *sharedSuite) claim(t *testing.T) {
+	sts := s.stores(t, 2)
+	a, b := sts[0], sts[1]
+	addTo(t, a, pooled(1, "p1"), pooled(3, "p1"), pooled(4, "p2"))
+	addTo(t, b, pooled(2, "p1"), pooled(5, "p1"))
+	const big = 1 << 40
+	got, err := a.Claim(ctx(t), batch(1), "p1", 2, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(ids(got)) != "[lfr_0001 lfr_0002]" {
+		t.Fatalf("first claim: %v, want the two oldest of the pool", ids(got))
+	}
+	for i, r := range got {
+		want := fmt.Sprintf("%s-%d", batch(1).ID, i+1)
+		if r.State != llmfleet.RequestSubmitted || r.BatchID != batch(1).ID || r.CustomID != want {
+			t.Errorf("claimed %s: state %s, batch %s, custom_id %s; want submitted, %s, %s", r.ID, r.State, r.BatchID, r.CustomID, batch(1).ID, want)
+		}
+		if !slices.Equal(r.Body, request(i+1).Body) {
+			t.Errorf("claimed %s: body changed", r.ID)
+		}
+	}
+	// The byte cap lets the first through whatever its size.
+	got, err = b.Claim(ctx(t), batch(2), "p1", 10, 1)
+	if err != nil || fmt.Sprint(ids(got)) != "[lfr_0003]" {
+		t.Fatalf("claim under a tiny byte cap: %v, %v; want lfr_0003 alone", ids(got), err)
+	}
+	got, err = b.Claim(ctx(t), batch(3), "p1", 10, 1<<40)
+	if err != nil || fmt.Sprint(ids(got)) != "[lfr_0005]" {
+		t.Fatalf("last claim: %v, %v", ids(got), err)
+	}
+	got, err = a.Claim(ctx(t), batch(4), "p1", 10, big)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("claim of an empty pool: %v, %v", ids(got), err)
+	}
+	if err := a.RecordCreated(ctx(t), batch(4).ID, "msgbatch_4", base); !errors.Is(err, llmfleet.ErrNotFound) {
+		t.Errorf("the batch of an empty claim was recorded: RecordCreated = %v", err)
+	}
+	if r, err := b.GetRequest(ctx(t), "lfr_0004"); err != nil || r.State != llmfleet.RequestQueued {
+		t.Errorf("the other pool's request: %v, %v", r, err)
+	}
+}
+
+func (s *sharedSuite) claimConcurrent(t *testing.T) {
+	sts := s.stores(t, 2)
+	const n = 120
+	for i := range n {
+		addTo(t, sts[i%2], pooled(i+1, "p"))
+	}
+	var mu sync.Mutex
+	claimed := map[string]int{}
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			st := sts[g%2]
+			for k := 0; ; k++ {
+				b := batch(1000*(g+1) + k)
+				got, err := st.Claim(ctx(t), b, "p", 7, 1<<40)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, r := range got {
+					claimed[r.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(claimed) != n {
+		t.Errorf("%d requests claimed, want %d", len(claimed), n)
+	}
+	for id, k := range claimed {
+		if k != 1 {
+			t.Errorf("%s claimed %d times", id, k)
+		}
+	}
+}
+
+func (s *sharedSuite) adopt(t *testing.T) {
+	sts := s.stores(t, 2)
+	a, b := sts[0], sts[1]
+	addTo(t, a, pooled(1, "p"), pooled(2, "p"), pooled(3, "q"))
+	if _, err := a.Heartbeat(ctx(t), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Claim(ctx(t), batch(1), "p", 1, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	q, bs, err := b.Adopt(ctx(t))
+	if err != nil || len(q)+len(bs) != 0 {
+		t.Fatalf("Adopt while the owner is alive: %v queued, %d batches, %v", ids(q), len(bs), err)
+	}
+	if _, err := a.Heartbeat(ctx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	q, bs, err = b.Adopt(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(ids(q)) != "[lfr_0002 lfr_0003]" {
+		t.Errorf("adopted queued %v, want lfr_0002 lfr_0003", ids(q))
+	}
+	if len(bs) != 1 || bs[0].Batch.ID != batch(1).ID || fmt.Sprint(ids(bs[0].Requests)) != "[lfr_0001]" {
+		t.Errorf("adopted batches: %d, want %s with lfr_0001", len(bs), batch(1).ID)
+	}
+	q, bs, err = b.Adopt(ctx(t))
+	if err != nil || len(q)+len(bs) != 0 {
+		t.Errorf("second Adopt: %v queued, %d batches, %v", ids(q), len(bs), err)
+	}
+	held, err := a.Heartbeat(ctx(t), time.Minute)
+	if err != nil || held {
+		t.Errorf("Heartbeat after the lease ended: held %v, %v; want false", held, err)
+	}
+	q, bs, err = a.Adopt(ctx(t))
+	if err != nil || len(q)+len(bs) != 0 {
+		t.Errorf("Adopt of what the other adopted: %v queued, %d batches, %v", ids(q), len(bs), err)
+	}
+}
+
+func (s *sharedSuite) watch(t *testing.T) {
+	sts := s.stores(t, 2)
+	a, b := sts[0], sts[1]
+	addTo(t, a, pooled(1, "p"), pooled(2, "p"))
+	seen := make(chan string, 16)
+	ready := make(chan struct{})
+	var once sync.Once
+	wctx, cancel := contextWithCancel(t)
+	defer cancel()
+	go b.Watch(wctx, func(ids []string) {
+		once.Do(func() { close(ready) })
+		for _, id := range ids {
+			seen <- id
+		}
+	})
+	// Until the watch is listening, what completes may not be announced:
+	// complete probes, one at a time, until one is.
+	deadline := time.Now().Add(time.Minute)
+	for k := 100; ; k++ {
+		addTo(t, a, pooled(k, "probe"))
+		if err := a.CompleteRequests(ctx(t), []llmfleet.Completion{{RequestID: request(k).ID, Result: result(k)}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ready:
+		case <-time.After(50 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("no completion announced within a minute")
+			}
+			continue
+		}
+		break
+	}
+	if err := a.CompleteRequests(ctx(t), []llmfleet.Completion{{RequestID: "lfr_0002", Result: result(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case id := <-seen:
+			if id == "lfr_0002" {
+				return
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("lfr_0002's completion not announced within a minute")
+		}
+	}
+}
+
+func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
+	return context.WithCancel(t.Context())
+}
