@@ -15,7 +15,8 @@ import (
 
 // Handler serves the observability endpoints in front of the proxy:
 //
-//	GET /llmfleet/v1/stats      the ledger summary as JSON (since start; ?since=24h or ?from=&to= read the store)
+//	GET /llmfleet/v1/stats      the ledger summary as JSON (since start, or the fleet's since its start with
+//	                            Config.FleetSince; ?since=24h or ?from=&to= read the store)
 //	GET /llmfleet/v1/dashboard  the dashboard's snapshot, batches in flight included
 //	GET /llmfleet/              the dashboard page
 //	GET /metrics                Prometheus metrics
@@ -78,13 +79,20 @@ func (p *Pipeline) batchesInFlight(context.Context) ([]dashboard.BatchInFlight, 
 func (p *Pipeline) serveStats(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var s ledger.Summary
-	if q.Get("since") == "" && q.Get("from") == "" && q.Get("to") == "" {
+	fleet := p.cfg.FleetSince != nil && p.cfg.Store != nil
+	if !fleet && q.Get("since") == "" && q.Get("from") == "" && q.Get("to") == "" {
 		s = p.Summary()
 	} else {
 		period, err := ledger.ParsePeriod(q.Get("since"), q.Get("from"), q.Get("to"), p.clock.Now())
 		if err != nil {
 			writeJSONError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
+		}
+		if fleet && q.Get("since") == "" && q.Get("from") == "" && q.Get("to") == "" {
+			if period.From, err = p.cfg.FleetSince(r.Context()); err != nil {
+				writeJSONError(w, http.StatusInternalServerError, "api_error", "reading the fleet's start: "+err.Error())
+				return
+			}
 		}
 		if p.cfg.Store == nil {
 			writeJSONError(w, http.StatusNotFound, "not_found_error", "llmfleet keeps no ledger to read a period from")

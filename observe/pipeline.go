@@ -36,6 +36,12 @@ type Config struct {
 	Clock llmfleet.Clock
 	// Provider is the name given to the entries that name none.
 	Provider string
+	// FleetSince, if set, makes the stats without a period (GET
+	// /llmfleet/v1/stats) the fleet's: the store's ledger since the time
+	// it returns, which every replica of a fleet sharing the store reads
+	// alike (the earliest start of the fleet's replicas), rather than
+	// what this process counted since it started.
+	FleetSince func(ctx context.Context) (time.Time, error)
 	// Stats returns the dispatcher's counters, for the gauges, the stats
 	// and the dashboard; nil reports zeros.
 	Stats func() llmfleet.Stats

@@ -279,3 +279,18 @@ func endLease(db *sql.DB, token string) {
 	defer cancel()
 	db.ExecContext(ctx, `UPDATE replicas SET lease_until = clock_timestamp() WHERE id = $1`, token)
 }
+
+// FleetStart returns when the fleet's earliest replica run still
+// registered started (runs are forgotten a day after their lease ended):
+// the start of the figures every replica shows alike.
+func (d *DB) FleetStart(ctx context.Context) (time.Time, error) {
+	db, err := d.conn()
+	if err != nil {
+		return time.Time{}, err
+	}
+	var at sql.NullTime
+	if err := db.QueryRowContext(ctx, `SELECT min(started_at) FROM replicas`).Scan(&at); err != nil {
+		return time.Time{}, fmt.Errorf("postgres: the fleet's start: %w", err)
+	}
+	return at.Time, nil
+}

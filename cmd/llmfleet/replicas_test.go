@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -144,6 +145,21 @@ func TestReplicas(t *testing.T) {
 			wrong = append(wrong, fmt.Sprintf("waiting caller %q: %d %s", w.prompt, w.status, w.body))
 		}
 		prompts = append(prompts, w.prompt)
+	}
+	// Every replica shows the fleet's figures.
+	var batched []int64
+	for _, p := range replicas[1:] {
+		_, _, b := (&crashClient{t: t, key: keys[0]}).do("GET", p.url+"/llmfleet/v1/stats", "")
+		var sum struct {
+			BatchedCalls int64 `json:"batched_calls"`
+		}
+		if err := json.Unmarshal(b, &sum); err != nil {
+			t.Fatalf("stats: %v: %s", err, b)
+		}
+		batched = append(batched, sum.BatchedCalls)
+	}
+	if batched[0] != int64(total) || batched[1] != int64(total) {
+		t.Errorf("batched calls on replicas 1 and 2: %v, want %d on each (the fleet's)", batched, total)
 	}
 	for _, p := range replicas[1:] {
 		p.cmd.Process.Signal(syscall.SIGTERM)

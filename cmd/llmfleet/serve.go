@@ -246,13 +246,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Lease:           replica.lease,
 	}
 	obs, err := observe.New(observe.Config{
-		Price:    prices.Cost,
-		Store:    state.db,
-		Logger:   logger,
-		Provider: provider.Name(),
-		Stats:    d.Stats,
-		InFlight: d.InFlight,
-		AdminKey: adminKey,
+		Price:      prices.Cost,
+		Store:      state.db,
+		Logger:     logger,
+		Provider:   provider.Name(),
+		Stats:      d.Stats,
+		InFlight:   d.InFlight,
+		AdminKey:   adminKey,
+		FleetSince: state.fleetSince,
 	})
 	if err != nil {
 		return err

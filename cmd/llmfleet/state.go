@@ -37,6 +37,9 @@ type state struct {
 	where  string // the database: its path, or its URL without password
 	vault  *vault.Vault
 	secret string // where the secret came from, for the log
+	// fleetSince is, on a database several replicas share, when the
+	// fleet's figures start (see observe.Config.FleetSince); nil alone.
+	fleetSince func(context.Context) (time.Time, error)
 }
 
 // stateStore is the store of serve: a Store that also keeps the owners of
@@ -92,7 +95,7 @@ func openState(ctx context.Context, dbPath, secretFile string, getenv func(strin
 		if err := db.Open(ctx); err != nil {
 			return nil, fmt.Errorf("--db %s: %w", redactURL(dbPath), err)
 		}
-		st.db, st.where = db, redactURL(dbPath)
+		st.db, st.where, st.fleetSince = db, redactURL(dbPath), db.FleetStart
 		return st, nil
 	}
 	db := &sqlite.DB{Path: dbPath, Logger: logger}
