@@ -84,9 +84,28 @@ func (d *Dispatcher) enqueueLocked(w *waiter) error {
 		return nil
 	}
 	if !d.recovering && !d.holding {
-		d.scheduleLocked(pl)
+		d.scheduleAddedLocked(pl, w)
 	}
 	return nil
+}
+
+// scheduleAddedLocked reschedules a pool that w just joined: the flush
+// time of the pool with w is the earlier of its time without w and w's
+// own (Policy.FlushAt is a minimum over the items), so a pool of
+// thousands is not read whole for each request that joins it.
+func (d *Dispatcher) scheduleAddedLocked(pl *pool, w *waiter) {
+	if pl.timer == nil || len(pl.items) == 1 {
+		d.scheduleLocked(pl)
+		return
+	}
+	name := pl.prov.Name()
+	own := d.pol.FlushAt([]Item{{Accepted: w.accepted, Deadline: w.deadline,
+		Predicted: d.predictor.at(name, w.info.Model, d.pol.FlushQuantile),
+		Reserve:   d.pol.Reserve(d.syncLat.predict(name, w.info.Model))}})
+	if !own.Before(pl.flushAt) {
+		return
+	}
+	d.setFlushLocked(pl, own)
 }
 
 // enqueueAllLocked pools ws together: their pools are scheduled once all
@@ -119,12 +138,18 @@ func (d *Dispatcher) scheduleLocked(pl *pool) {
 	at := d.pol.FlushAt(pl.policyItems(
 		func(m string) time.Duration { return d.predictor.at(name, m, d.pol.FlushQuantile) },
 		func(m string) time.Duration { return d.pol.Reserve(d.syncLat.predict(name, m)) }))
+	if pl.timer != nil && pl.flushAt.Equal(at) && at.After(d.clock.Now()) {
+		return
+	}
+	d.setFlushLocked(pl, at)
+}
+
+// setFlushLocked sets the pool's timer to at, or flushes it now if at has
+// come.
+func (d *Dispatcher) setFlushLocked(pl *pool, at time.Time) {
 	now := d.clock.Now()
 	if !at.After(now) {
 		d.flushLocked(pl, false)
-		return
-	}
-	if pl.timer != nil && pl.flushAt.Equal(at) {
 		return
 	}
 	pl.stopTimer()

@@ -70,6 +70,9 @@ type benchTarget struct {
 	name string
 	url  string // base URL
 	hdr  map[string]string
+	// more are further base URLs: the calls go to url and these in turn,
+	// as a round-robin load balancer in front of replicas sends them.
+	more []string
 }
 
 // loadResult is what one load process measured against one target.

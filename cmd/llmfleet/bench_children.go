@@ -38,7 +38,7 @@ func (h headerFlags) Set(v string) error {
 func runLoadClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("llmfleet bench "+benchLoadCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	base := fs.String("url", "", "base URL of the target")
+	base := fs.String("url", "", "base URL of the target; several, comma-separated, take the calls in turn (replicas behind a round-robin balancer)")
 	conc := fs.Int("concurrency", 1, "concurrent callers")
 	d := fs.Duration("duration", time.Second, "how long to call")
 	hdr := headerFlags{}
@@ -46,10 +46,13 @@ func runLoadClient(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if u, err := url.Parse(*base); err != nil || u.Host == "" || *conc < 1 {
-		return fmt.Errorf("--url %q is not a base URL, or --concurrency is not positive", *base)
+	urls := strings.Split(*base, ",")
+	for _, s := range urls {
+		if u, err := url.Parse(s); err != nil || u.Host == "" || *conc < 1 {
+			return fmt.Errorf("--url %q is not a base URL, or --concurrency is not positive", s)
+		}
 	}
-	l, err := runLoad(ctx, benchTarget{url: *base, hdr: hdr}, *conc, *d, benchBody, false)
+	l, err := runLoad(ctx, benchTarget{url: urls[0], more: urls[1:], hdr: hdr}, *conc, *d, benchBody, false)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -51,8 +52,11 @@ func runLoad(ctx context.Context, t benchTarget, conc int, d time.Duration, body
 	tr := &http.Transport{MaxIdleConnsPerHost: conc, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
+	urls := append([]string{t.url}, t.more...)
+	var turn atomic.Uint64
 	one := func() (time.Duration, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+"/v1/messages", strings.NewReader(body))
+		base := urls[(turn.Add(1)-1)%uint64(len(urls))]
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/messages", strings.NewReader(body))
 		if err != nil {
 			return 0, err
 		}
