@@ -92,6 +92,24 @@ func TestReplicas(t *testing.T) {
 		}
 	}
 
+	// A caller waiting on replica 2 with an Idempotency-Key, cut when
+	// replica 2 restarts; it retries on replica 1.
+	idemPrompt := "fleet: key a, idempotent caller"
+	idemBody := fmt.Sprintf(`{"model":"claude-test","max_tokens":64,"messages":[{"role":"user","content":%q}]}`, idemPrompt)
+	idemHdr := []string{"llmfleet-route", "batch", "llmfleet-latency-budget-ms", "600000", "Idempotency-Key", "fleet-retry-1"}
+	cut := make(chan struct{})
+	go func() {
+		defer close(cut)
+		req, _ := http.NewRequest("POST", replicas[2].url+"/v1/messages", strings.NewReader(idemBody))
+		for _, h := range [][2]string{{"X-Api-Key", keys[0]}, {"Anthropic-Version", "2023-06-01"}, {"Content-Type", "application/json"},
+			{idemHdr[0], idemHdr[1]}, {idemHdr[2], idemHdr[3]}, {idemHdr[4], idemHdr[5]}} {
+			req.Header.Set(h[0], h[1])
+		}
+		if resp, err := (&http.Client{}).Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+
 	// Tickets, round robin over the replicas, alternating keys.
 	var prompts, ids []string
 	var owner, acceptor []int
@@ -102,7 +120,7 @@ func TestReplicas(t *testing.T) {
 		ids = append(ids, c.submit(replicas[r].url, []string{p})...)
 		prompts, owner, acceptor = append(prompts, p), append(owner, k), append(acceptor, r)
 	}
-	total := len(prompts) + 2*len(keys)
+	total := len(prompts) + 2*len(keys) + 1
 	u.waitFor(t, "every prompt sent in a batch", func() bool { return len(u.emu.Stats().Submissions) >= total })
 
 	// Replica 0 holds the batches: kill it. Restart replica 2.
@@ -114,8 +132,18 @@ func TestReplicas(t *testing.T) {
 	if err := replicas[2].cmd.Wait(); err != nil {
 		t.Errorf("replica 2 did not stop cleanly: %v", err)
 	}
+	<-cut
 	http.DefaultClient.CloseIdleConnections()
 	replicas[2] = startReplica(2)
+	// The retry reaches replica 1 while the request is in the dead
+	// replica's batch: it waits for that request's answer.
+	wg.Go(func() {
+		c := &crashClient{t: t, key: keys[0]}
+		code, _, b := c.do("POST", replicas[1].url+"/v1/messages", idemBody, idemHdr...)
+		wmu.Lock()
+		waits = append(waits, waited{idemPrompt, string(b), code})
+		wmu.Unlock()
+	})
 	u.thaw()
 
 	// Every ticket, from a live replica that did not accept it.
