@@ -49,7 +49,11 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 			} else if w = d.takeOverLocked(r, first.Credential); w == nil {
 				continue
 			}
-			w.state = stateSubmitting
+			if w.state != stateDone {
+				// (A rescue may have answered it meanwhile: it stays
+				// done, and the batch's answer is recorded as late.)
+				w.state = stateSubmitting
+			}
 			w.customID = r.CustomID
 			c.ws = append(c.ws, w)
 			c.items = append(c.items, llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint})

@@ -148,7 +148,8 @@ done
 # come within about ten seconds (reading the snapshot takes none).
 samples=0
 for i in $(seq 1 150); do
-	samples=$(curl -fsS "$PROXY/llmfleet/v1/dashboard" | grep -o '"queue_depth":[0-9]*,"batches_in_flight"' | wc -l)
+	# (A sample has a time; the snapshot's stats have the same two fields.)
+	samples=$(curl -fsS "$PROXY/llmfleet/v1/dashboard" | grep -o '"time":"[^"]*","queue_depth":[0-9]*,"batches_in_flight"' | wc -l)
 	[ "$samples" -ge 2 ] && break
 	sleep 0.1
 done

@@ -277,3 +277,46 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 		}
 	}
 }
+
+// TestReplicasOnePool: 150 tickets of two keys sent round robin to three
+// replicas with the same window, within it, go out as one batch per key:
+// whichever replica's window ends first claims what all accepted.
+func TestReplicasOnePool(t *testing.T) {
+	bin := buildBinary(t)
+	db := pgURL(t)
+	u := newMatrixUpstream(t)
+	dir := t.TempDir()
+	keys := []string{"sk-ant-api03-pool-a-" + llmfleet.NewID(""), "sk-ant-api03-pool-b-" + llmfleet.NewID("")}
+	logs := filepath.Join(dir, "replicas.log")
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(logs)
+			t.Logf("logs of the replicas:\n%s", b)
+		}
+	})
+	var replicas []*process
+	for i := range 3 {
+		replicas = append(replicas, start(t, bin, logs, "serve", "--listen", "127.0.0.1:0", "--anthropic-url", u.srv.URL,
+			"--db", db, "--secret-file", filepath.Join(dir, "secret"), "--replica-name", fmt.Sprintf("r%d", i),
+			"--batch-window", "4s", "--batch-min-size", "1000", "--poll-interval", "50ms", "--turnaround-prior", "1s"))
+	}
+	var ids, prompts []string
+	var owner []int
+	for i := range 150 {
+		p := fmt.Sprintf("pool: ticket %d", i)
+		ids = append(ids, (&crashClient{t: t, key: keys[i%2]}).submit(replicas[i%3].url, []string{p})...)
+		prompts, owner = append(prompts, p), append(owner, i%2)
+	}
+	for i, id := range ids {
+		(&crashClient{t: t, key: keys[owner[i]]}).resolve(replicas[(i+1)%3].url, []string{id}, []string{prompts[i]})
+	}
+	created := u.emu.BatchesCreated(keys[0]) + u.emu.BatchesCreated(keys[1])
+	t.Logf("replicas 3, tickets %d, batches %d (a: %d, b: %d)", len(ids), created, u.emu.BatchesCreated(keys[0]), u.emu.BatchesCreated(keys[1]))
+	if u.emu.BatchesCreated(keys[0]) != 1 || u.emu.BatchesCreated(keys[1]) != 1 {
+		t.Errorf("%d batches, want one per key", created)
+	}
+	for _, p := range replicas {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		p.cmd.Wait()
+	}
+}
