@@ -31,12 +31,13 @@ type SharedStore interface {
 	Heartbeat(ctx context.Context, ttl time.Duration) (held bool, err error)
 	// Claim records the intent of batch b (owned by this process) and
 	// moves into it, in one transaction, the oldest queued requests of
-	// pool (StoredRequest.Pool), at most max of them and, but for the
-	// first, at most maxBytes of bodies, skipping those another
-	// transaction is claiming. Their custom_ids are b.ID + "-" + their
-	// 1-based position. It returns the requests claimed, oldest first;
-	// none (and nothing recorded) when the pool has no queued request.
-	Claim(ctx context.Context, b *StoredBatch, pool string, max int, maxBytes int64) ([]*StoredRequest, error)
+	// pool (StoredRequest.Pool) accepted at or before by (AcceptedAt), at
+	// most max of them and, but for the first, at most maxBytes of
+	// bodies, skipping those another transaction is claiming. Their
+	// custom_ids are b.ID + "-" + their 1-based position. It returns the
+	// requests claimed, oldest first; none (and nothing recorded) when the
+	// pool has no such request.
+	Claim(ctx context.Context, b *StoredBatch, pool string, by time.Time, max int, maxBytes int64) ([]*StoredRequest, error)
 	// Adopt makes this process the owner of the batches in state intent
 	// or created and of the queued requests that no live process owns
 	// (their owner's lease ended, or it is an earlier run of this

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"time"
+
 	"github.com/llmfleet/llmfleet"
 )
 
@@ -16,9 +18,10 @@ import (
 // adopted (pickUp), intents reconciled by their tag as after a restart.
 
 // claim claims the fleet's pool key for batches, as many as are full and
-// one more, and creates them. ws are the requests of this process that
+// one more, of the requests accepted by cutoff (when the pool was
+// due: a later one waits for the pool's next flush), and creates them. ws are the requests of this process that
 // the pool's flush took; those another replica claimed wait elsewhere.
-func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.Request, ws []*waiter) {
+func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.Request, cutoff time.Time, ws []*waiter) {
 	mine := make(map[string]*waiter, len(ws))
 	for _, w := range ws {
 		mine[w.id] = w
@@ -31,7 +34,7 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 		c.deadline = c.intentAt.Add(d.pol.CreateTimeout)
 		sb := &llmfleet.StoredBatch{ID: c.localID, Provider: prov.Name(), CredentialID: fp,
 			State: llmfleet.BatchIntent, IntentAt: c.intentAt, CreateDeadline: c.deadline}
-		rows, err := d.shared.Claim(d.ctx, sb, poolID(key), maxN, maxBytes)
+		rows, err := d.shared.Claim(d.ctx, sb, poolID(key), cutoff, maxN, maxBytes)
 		if err != nil {
 			if d.ctx.Err() == nil {
 				d.log.Warn("claiming a pool failed; its requests wait for the next look", "provider", prov.Name(), "err", err)

@@ -207,12 +207,14 @@ func (d *Dispatcher) withdrawLocked(w *waiter) {
 // that every custom_id carries, and creates it in the background.
 func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 	if d.shared != nil {
-		// The pool is the fleet's: claim it in the store.
+		// The pool is the fleet's: claim in the store what every
+		// replica accepted into it by now.
 		for _, w := range ws {
 			w.to(stateSubmitting)
 		}
 		d.beginWorkLocked()
-		d.goOwned(func() { d.claim(pl.key, pl.prov, pl.first, ws) })
+		cutoff := d.clock.Now()
+		d.goOwned(func() { d.claim(pl.key, pl.prov, pl.first, cutoff, ws) })
 		return
 	}
 	c := &createCall{localID: llmfleet.NewID("lfb_"), prov: pl.prov, first: pl.first, ws: ws}

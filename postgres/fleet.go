@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -133,19 +134,25 @@ func (d *DB) Adopt(ctx context.Context) (queued []*llmfleet.StoredRequest, batch
 }
 
 // Claim records batch b's intent, owned by this run, and moves into it the
-// oldest queued requests of pool that fit: at most max, and within
+// oldest queued requests of pool accepted at or before by (zero: any)
+// that fit: at most max, and within
 // maxBytes (each counted as its body and 96 bytes of envelope) but for
 // the first. Rows another transaction has locked (claiming them) are
 // skipped.
-func (d *DB) Claim(ctx context.Context, b *llmfleet.StoredBatch, pool string, max int, maxBytes int64) ([]*llmfleet.StoredRequest, error) {
+func (d *DB) Claim(ctx context.Context, b *llmfleet.StoredBatch, pool string, by time.Time, max int, maxBytes int64) ([]*llmfleet.StoredRequest, error) {
 	if b == nil || b.ID == "" {
 		return nil, fmt.Errorf("postgres: batch without an id")
+	}
+	cutoff := int64(math.MaxInt64)
+	if !by.IsZero() {
+		cutoff = by.UnixNano()
 	}
 	var out []*llmfleet.StoredRequest
 	err := d.write(ctx, func(tx *sql.Tx) error {
 		out = nil
 		rows, err := tx.QueryContext(ctx, `SELECT id, octet_length(body) FROM requests
-			WHERE pool = $1 AND state = 'queued' ORDER BY accepted_at, id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED`, pool, max)
+			WHERE pool = $1 AND state = 'queued' AND accepted_at <= $3
+			ORDER BY accepted_at, id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED`, pool, max, cutoff)
 		if err != nil {
 			return err
 		}

@@ -24,8 +24,9 @@ type SharedHarness struct {
 // RunShared runs the contract suite of llmfleet.SharedStore: beyond its
 // doc comments, it pins down that
 //   - Claim takes a pool's queued requests oldest first, whichever
-//     process accepted them, never one of another pool, and numbers their
-//     custom_ids from 1; a claim of an empty pool records no batch;
+//     process accepted them, never one of another pool nor one accepted
+//     after the cutoff, and numbers their custom_ids from 1; a
+//     claim of an empty pool records no batch;
 //   - concurrent claims of one pool, from several processes, claim each
 //     request once;
 //   - Adopt takes nothing a live process owns; once a process's lease
@@ -72,13 +73,16 @@ func addTo(t *testing.T, st llmfleet.Store, rs ...*llmfleet.StoredRequest) {
 	}
 }
 
+// later is after every request's acceptance: no cutoff.
+var later = base.Add(24 * time.Hour)
+
 func (s *sharedSuite) claim(t *testing.T) {
 	sts := s.stores(t, 2)
 	a, b := sts[0], sts[1]
 	addTo(t, a, pooled(1, "p1"), pooled(3, "p1"), pooled(4, "p2"))
 	addTo(t, b, pooled(2, "p1"), pooled(5, "p1"))
 	const big = 1 << 40
-	got, err := a.Claim(ctx(t), batch(1), "p1", 2, big)
+	got, err := a.Claim(ctx(t), batch(1), "p1", later, 2, big)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,16 +98,22 @@ func (s *sharedSuite) claim(t *testing.T) {
 			t.Errorf("claimed %s: body changed", r.ID)
 		}
 	}
-	// The byte cap lets the first through whatever its size.
-	got, err = b.Claim(ctx(t), batch(2), "p1", 10, 1)
+	// Requests accepted after the cutoff wait for a later claim.
+	got, err = b.Claim(ctx(t), batch(5), "p1", request(5).AcceptedAt.Add(-time.Nanosecond), 10, big)
 	if err != nil || fmt.Sprint(ids(got)) != "[lfr_0003]" {
-		t.Fatalf("claim under a tiny byte cap: %v, %v; want lfr_0003 alone", ids(got), err)
+		t.Fatalf("claim before lfr_0005's acceptance: %v, %v; want lfr_0003 alone", ids(got), err)
 	}
-	got, err = b.Claim(ctx(t), batch(3), "p1", 10, 1<<40)
+	// The byte cap lets the first through whatever its size.
+	addTo(t, a, pooled(6, "p1"), pooled(7, "p1"))
+	got, err = b.Claim(ctx(t), batch(2), "p1", later, 10, 1)
 	if err != nil || fmt.Sprint(ids(got)) != "[lfr_0005]" {
+		t.Fatalf("claim under a tiny byte cap: %v, %v; want lfr_0005 alone", ids(got), err)
+	}
+	got, err = b.Claim(ctx(t), batch(3), "p1", later, 10, 1<<40)
+	if err != nil || fmt.Sprint(ids(got)) != "[lfr_0006 lfr_0007]" {
 		t.Fatalf("last claim: %v, %v", ids(got), err)
 	}
-	got, err = a.Claim(ctx(t), batch(4), "p1", 10, big)
+	got, err = a.Claim(ctx(t), batch(4), "p1", later, 10, big)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("claim of an empty pool: %v, %v", ids(got), err)
 	}
@@ -129,7 +139,7 @@ func (s *sharedSuite) claimConcurrent(t *testing.T) {
 			st := sts[g%2]
 			for k := 0; ; k++ {
 				b := batch(1000*(g+1) + k)
-				got, err := st.Claim(ctx(t), b, "p", 7, 1<<40)
+				got, err := st.Claim(ctx(t), b, "p", later, 7, 1<<40)
 				if err != nil {
 					t.Error(err)
 					return
@@ -163,7 +173,7 @@ func (s *sharedSuite) adopt(t *testing.T) {
 	if _, err := a.Heartbeat(ctx(t), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Claim(ctx(t), batch(1), "p", 1, 1<<40); err != nil {
+	if _, err := a.Claim(ctx(t), batch(1), "p", later, 1, 1<<40); err != nil {
 		t.Fatal(err)
 	}
 	q, bs, err := b.Adopt(ctx(t))
