@@ -82,22 +82,40 @@ func (d *DB) Heartbeat(ctx context.Context, ttl time.Duration) (held bool, err e
 	return held, nil
 }
 
-// ownerDead is the condition, on a row of alias t, that no live replica
-// owns it and this run does not either.
-const ownerDead = `t.owner <> $1 AND NOT EXISTS (SELECT 1 FROM replicas p WHERE p.id = t.owner AND p.lease_until > clock_timestamp())`
-
 // Adopt makes this run the owner of the batches in flight and the queued
-// requests no live replica owns, and returns them as Pending does. Two
-// replicas adopting at once adopt each row once: the update of a row
-// waits for the other's, then finds its owner alive.
+// requests no live replica owns, and returns them as Pending does: those
+// of runs whose lease ended (found in the small replicas table, then by
+// owner through an index, so that a look costs little however many
+// requests wait) and those of no run (stored before replicas had
+// owners). Two replicas adopting at once adopt each row once: the update
+// of a row waits for the other's, then finds its owner alive. A run is
+// forgotten a day after its lease ended, once it owns nothing.
 func (d *DB) Adopt(ctx context.Context) (queued []*llmfleet.StoredRequest, batches []*llmfleet.PendingBatch, err error) {
 	err = d.write(ctx, func(tx *sql.Tx) error {
 		queued, batches = nil, nil
-		if _, err := tx.ExecContext(ctx, `DELETE FROM replicas WHERE lease_until < clock_timestamp() - interval '1 day'`); err != nil {
+		dead := []string{""}
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM replicas WHERE lease_until <= clock_timestamp() AND id <> $1`, d.token)
+		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `UPDATE batches t SET owner = $1 WHERE state IN ('intent', 'created') AND `+ownerDead+`
-			RETURNING `+storecodec.BatchColumns, d.token)
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			dead = append(dead, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// Re-checked per row: a run that renewed its lease meanwhile keeps
+		// what it owns.
+		const stillDead = ` AND NOT EXISTS (SELECT 1 FROM replicas p WHERE p.id = t.owner AND p.lease_until > clock_timestamp())`
+		rows, err = tx.QueryContext(ctx, `UPDATE batches t SET owner = $1
+			WHERE state IN ('intent', 'created') AND owner = ANY($2)`+stillDead+`
+			RETURNING `+storecodec.BatchColumns, d.token, dead)
 		if err != nil {
 			return err
 		}
@@ -121,9 +139,16 @@ func (d *DB) Adopt(ctx context.Context) (queued []*llmfleet.StoredRequest, batch
 			}
 			sortRequests(pb.Requests)
 		}
-		queued, err = storecodec.QueryRequests(ctx, tx, `UPDATE requests t SET owner = $1 WHERE state = 'queued' AND `+ownerDead+`
-			RETURNING `+storecodec.RequestColumns, d.token)
+		queued, err = storecodec.QueryRequests(ctx, tx, `UPDATE requests t SET owner = $1
+			WHERE state = 'queued' AND owner = ANY($2)`+stillDead+`
+			RETURNING `+storecodec.RequestColumns, d.token, dead)
+		if err != nil {
+			return err
+		}
 		sortRequests(queued)
+		_, err = tx.ExecContext(ctx, `DELETE FROM replicas p WHERE lease_until < clock_timestamp() - interval '1 day'
+			AND NOT EXISTS (SELECT 1 FROM requests r WHERE r.owner = p.id AND r.state = 'queued')
+			AND NOT EXISTS (SELECT 1 FROM batches b WHERE b.owner = p.id AND b.state IN ('intent', 'created'))`)
 		return err
 	})
 	if err != nil {

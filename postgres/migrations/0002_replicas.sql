@@ -15,3 +15,5 @@ ALTER TABLE requests ADD COLUMN owner text NOT NULL DEFAULT '';
 ALTER TABLE batches ADD COLUMN owner text NOT NULL DEFAULT '';
 
 CREATE INDEX requests_pool ON requests (pool, accepted_at) WHERE state = 'queued';
+CREATE INDEX requests_owner ON requests (owner) WHERE state = 'queued';
+CREATE INDEX batches_owner ON batches (owner) WHERE state IN ('intent', 'created');
