@@ -54,6 +54,18 @@ func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool
 			return false
 		}
 	}
+	var notKept map[*waiter]bool
+	if d.shared != nil {
+		// Another replica may have stored an answer first: a rescue's
+		// sync call, or the batch's. This one was paid, not kept.
+		for _, a := range d.answeredElsewhere(answers, now) {
+			late = append(late, a)
+			if notKept == nil {
+				notKept = map[*waiter]bool{}
+			}
+			notKept[a.w] = true
+		}
+	}
 	// Recorded once the others are stored, so that a delivery tried again
 	// does not record them twice.
 	d.recordLate(late)
@@ -63,7 +75,11 @@ func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool
 		then()
 	}
 	for i, a := range answers {
-		d.finishLocked(a.w, a.resp, a.err, &entries[i])
+		e := &entries[i]
+		if notKept[a.w] {
+			e = nil // its entry is the late one
+		}
+		d.finishLocked(a.w, a.resp, a.err, e)
 	}
 	return true
 }

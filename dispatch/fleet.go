@@ -212,3 +212,31 @@ func (d *Dispatcher) waitElsewhereLocked(sr *llmfleet.StoredRequest, cred llmfle
 	w.state = stateElsewhere
 	return true
 }
+
+// answeredElsewhere returns, of answers just delivered at now, the paid
+// ones (not errors) whose request another replica had answered first: a
+// rescue's sync call made here, or a batch's answer to a request whose
+// rescue could have been made elsewhere (its rescue time, by this
+// replica's prediction less the margin, has come). The store kept the
+// first answer; these were paid and not kept. Only such answers cost a
+// look at the store.
+func (d *Dispatcher) answeredElsewhere(answers []answer, now time.Time) []answer {
+	var out []answer
+	for _, a := range answers {
+		if a.resp == nil {
+			continue
+		}
+		if !a.rescue {
+			at := d.pol.RescueAt(a.w.deadline, d.syncLat.predict(a.w.prov.Name(), a.w.info.Model))
+			if at.IsZero() || now.Before(at.Add(-d.pol.RescueMargin)) {
+				continue
+			}
+		}
+		sr, err := d.Store.GetRequest(d.ctx, a.w.id)
+		if err != nil || sr.Result == nil || sr.Result.CompletedAt.Equal(now) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
