@@ -120,6 +120,23 @@
 // several times in a row answers with that error; one that cannot be
 // looked at at all is given up well past its expiry.
 //
+// # A fleet of replicas
+//
+// With a Store several processes share (llmfleet.SharedStore, such as
+// PostgreSQL), each Dispatcher is one replica of a fleet: it pools what
+// it accepts as above, but a due pool is claimed in the store, taking
+// every replica's queued requests of that pool accepted by then (so
+// requests accepted anywhere share batches); its own requests that
+// another replica claimed wait there, answered when the store announces
+// their results (SharedStore.Watch) or a look every third of
+// Dispatcher.Lease finds them. The replica renews its lease every third
+// of Lease and adopts the batches and queued requests of replicas whose
+// lease ended, picking them up as a restart does (intents through the
+// reconciler). It relearns the fleet's turnarounds from the store as
+// often. A rescue made by one replica for a request another batched is
+// settled by the store (the first answer stored is kept) and the second
+// paid answer is recorded as late where it came.
+//
 // # Polling
 //
 // The batches of one provider and credential are looked at together every

@@ -10,9 +10,16 @@
 // A URL's search_path parameter (postgres://…/db?search_path=fleet_a)
 // puts a fleet's tables in a schema of their own, created if missing.
 //
-// Unlike the SQLite store, it does not hold its data exclusively: several
-// processes may open it. What they may do together is the engine's
-// concern (see issue 12's claiming and leases); the store's own guarantees
-// (a request is completed once, with one ledger entry) hold across them,
-// by row locks and conditional updates.
+// Unlike the SQLite store, it does not hold its data exclusively: it is
+// an llmfleet.SharedStore, the state of a fleet of replicas. Each DB is a
+// run of a named replica (DB.Replica; an advisory lock keeps two live
+// processes off one name) with a lease in the replicas table, renewed by
+// Heartbeat. Queued requests and batches in flight have an owner; Claim
+// moves a pool's queued requests, whichever replica accepted them, into a
+// batch intent of its own (SELECT … FOR UPDATE SKIP LOCKED, one
+// transaction); Adopt takes what runs whose lease ended owned;
+// CompleteRequests announces the requests it completed with NOTIFY, and
+// Watch LISTENs. The store's own guarantees (a request is completed once,
+// with one ledger entry; an intent another run recorded created is not
+// requeued) hold across processes by row locks and conditional updates.
 package postgres
