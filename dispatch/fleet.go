@@ -118,6 +118,12 @@ func (d *Dispatcher) fleetLoop() {
 		case !held:
 			d.log.Warn("lease had ended: another replica may have adopted what this one owned")
 		}
+		d.mu.Lock()
+		closing := d.closed
+		d.mu.Unlock()
+		if closing {
+			continue // what it would adopt is the others' to take
+		}
 		if queued, batches, err := d.shared.Adopt(d.ctx); err != nil {
 			if d.ctx.Err() == nil {
 				d.log.Warn("adopting failed", "err", err)

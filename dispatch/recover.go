@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -157,6 +158,14 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 			d.mu.Lock()
 			err = d.enqueueLocked(w)
 			d.mu.Unlock()
+		}
+		if errors.Is(err, llmfleet.ErrClosed) {
+			// Closing: it stays queued, for the replica that adopts it
+			// once this one's lease ends (or the next start).
+			d.mu.Lock()
+			d.finishLocked(w, nil, err, nil)
+			d.mu.Unlock()
+			continue
 		}
 		if err != nil {
 			d.log.Error("stored request cannot be queued again; answering it with the error", "request_id", r.ID, "err", err)
