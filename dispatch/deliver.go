@@ -35,6 +35,11 @@ func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool
 			live = append(live, a)
 		}
 	}
+	for _, a := range live {
+		// Its answer is this process's to give, even if the store's
+		// announcement of it comes first (look skips it).
+		a.w.delivering = true
+	}
 	d.mu.Unlock()
 	answers = live
 	now := d.clock.Now()
@@ -51,6 +56,11 @@ func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool
 	if len(done) > 0 {
 		if err := d.journal.complete(d.ctx, done); err != nil {
 			d.log.Error("results not stored; will retry", "batch_id", batchID, "requests", len(answers), "err", err)
+			d.mu.Lock()
+			for _, a := range answers {
+				a.w.delivering = false
+			}
+			d.mu.Unlock()
 			return false
 		}
 	}
@@ -75,6 +85,7 @@ func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool
 		then()
 	}
 	for i, a := range answers {
+		a.w.delivering = false
 		e := &entries[i]
 		if notKept[a.w] {
 			e = nil // its entry is the late one

@@ -145,7 +145,7 @@ func (d *Dispatcher) storedElsewhere(ids []string) {
 	d.mu.Lock()
 	var ws []*waiter
 	for _, id := range ids {
-		if w := d.live[id]; w != nil && (w.state == stateElsewhere || w.state == stateQueued) {
+		if w := d.live[id]; w != nil && !w.delivering && (w.state == stateElsewhere || w.state == stateQueued) {
 			ws = append(ws, w)
 		}
 	}
@@ -179,6 +179,8 @@ func (d *Dispatcher) look(ws []*waiter, requeue bool) {
 		}
 		d.mu.Lock()
 		switch {
+		case w.delivering:
+			// This process is storing its answer: it gives it.
 		case sr.Result != nil && (w.state == stateElsewhere || w.state == stateQueued):
 			if w.state == stateQueued {
 				d.withdrawLocked(w)

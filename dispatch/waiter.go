@@ -71,6 +71,7 @@ type waiter struct {
 	stopCtx     func() bool    // stops watching the caller's context
 	rescueTimer llmfleet.Timer // fires at Policy.RescueAt
 	rescuing    bool           // a rescue's sync call was made
+	delivering  bool           // this process is storing an answer to it (deliver)
 	followers   []*follower    // callers attached by id (see attach)
 }
 
