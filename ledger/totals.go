@@ -161,3 +161,10 @@ func addTo(m map[string]Breakdown, key string, e llmfleet.LedgerEntry, tok Token
 	b.add(e, tok)
 	m[key] = b
 }
+
+// Clone returns a copy of t, which counts on apart from it.
+func (t *Totals) Clone() *Totals {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return &Totals{RecentMisses: t.RecentMisses, s: t.s.clone(), misses: slices.Clone(t.misses)}
+}

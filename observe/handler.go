@@ -79,20 +79,28 @@ func (p *Pipeline) batchesInFlight(context.Context) ([]dashboard.BatchInFlight, 
 func (p *Pipeline) serveStats(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var s ledger.Summary
-	fleet := p.cfg.FleetSince != nil && p.cfg.Store != nil
-	if !fleet && q.Get("since") == "" && q.Get("from") == "" && q.Get("to") == "" {
+	noPeriod := q.Get("since") == "" && q.Get("from") == "" && q.Get("to") == ""
+	switch {
+	case noPeriod && p.cfg.FleetSince != nil && p.cfg.Store != nil:
+		since, err := p.cfg.FleetSince(r.Context())
+		if err != nil {
+			writeJSONError(w, http.StatusInternalServerError, "api_error", "reading the fleet's start: "+err.Error())
+			return
+		}
+		if err := p.writer.Flush(r.Context()); err != nil {
+			return // the caller left
+		}
+		if s, err = p.fleet.summary(r.Context(), p.cfg.Store, since, p.clock.Now()); err != nil {
+			writeJSONError(w, http.StatusInternalServerError, "api_error", "reading the ledger: "+err.Error())
+			return
+		}
+	case noPeriod:
 		s = p.Summary()
-	} else {
+	default:
 		period, err := ledger.ParsePeriod(q.Get("since"), q.Get("from"), q.Get("to"), p.clock.Now())
 		if err != nil {
 			writeJSONError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
-		}
-		if fleet && q.Get("since") == "" && q.Get("from") == "" && q.Get("to") == "" {
-			if period.From, err = p.cfg.FleetSince(r.Context()); err != nil {
-				writeJSONError(w, http.StatusInternalServerError, "api_error", "reading the fleet's start: "+err.Error())
-				return
-			}
 		}
 		if p.cfg.Store == nil {
 			writeJSONError(w, http.StatusNotFound, "not_found_error", "llmfleet keeps no ledger to read a period from")

@@ -76,6 +76,7 @@ type Pipeline struct {
 	writer   *ledger.Writer     // nil without a store
 	admin    adminGate
 	lane     *Lane[laneEntry] // the bookkeeping, off the answering goroutines
+	fleet    fleetTotals      // with Config.FleetSince: the fleet's ledger
 }
 
 // laneEntry is an entry handed to the lane: store tells whether it goes
