@@ -43,6 +43,10 @@ type SharedStore interface {
 	// (their owner's lease ended, or it is an earlier run of this
 	// process) and returns them, as Pending does.
 	Adopt(ctx context.Context) (queued []*StoredRequest, batches []*PendingBatch, err error)
+	// GetRequests returns the stored requests of ids, with their results
+	// (as GetRequest), in any order; ids it does not hold are left out.
+	// It answers many at once, as Watch announces them.
+	GetRequests(ctx context.Context, ids []string) ([]*StoredRequest, error)
 	// Watch calls done, from one goroutine, with the ids of requests that
 	// any process completed (CompleteRequests), soon after their commit,
 	// until ctx ends; it then returns ctx's error. Ids may come more than

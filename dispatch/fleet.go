@@ -167,29 +167,46 @@ func (d *Dispatcher) sweep() {
 	d.look(ws, true)
 }
 
-// look reads the stored state of waiters not in this process's hands:
-// one answered is answered from its stored result; with requeue, one
-// queued in the store (its batch proven not created, or a claim that
-// skipped it) is pooled here again.
+// look reads the stored state of waiters not in this process's hands,
+// many at a time: one answered is answered from its stored result; with
+// requeue, one queued in the store (its batch proven not created, or a
+// claim that skipped it) is pooled here again.
 func (d *Dispatcher) look(ws []*waiter, requeue bool) {
-	for _, w := range ws {
-		sr, err := d.Store.GetRequest(d.ctx, w.id)
+	const chunk = 500
+	for len(ws) > 0 {
+		part := ws[:min(chunk, len(ws))]
+		ws = ws[len(part):]
+		ids := make([]string, len(part))
+		for i, w := range part {
+			ids[i] = w.id
+		}
+		srs, err := d.shared.GetRequests(d.ctx, ids)
 		if err != nil {
-			continue
+			if d.ctx.Err() == nil {
+				d.log.Warn("reading requests answered elsewhere failed; looking again later", "requests", len(ids), "err", err)
+			}
+			return
+		}
+		stored := make(map[string]*llmfleet.StoredRequest, len(srs))
+		for _, sr := range srs {
+			stored[sr.ID] = sr
 		}
 		d.mu.Lock()
-		switch {
-		case w.delivering:
-			// This process is storing its answer: it gives it.
-		case sr.Result != nil && (w.state == stateElsewhere || w.state == stateQueued):
-			if w.state == stateQueued {
-				d.withdrawLocked(w)
-			}
-			resp, err := storedAnswer(sr)
-			d.finishLocked(w, resp, err, nil)
-		case requeue && sr.State == llmfleet.RequestQueued && w.state == stateElsewhere:
-			if err := d.enqueueLocked(w); err != nil {
-				d.finishLocked(w, nil, err, nil)
+		for _, w := range part {
+			sr := stored[w.id]
+			switch {
+			case sr == nil, w.delivering:
+				// Unknown (purged?), or this process is storing its answer.
+			case sr.Result != nil && (w.state == stateElsewhere || w.state == stateQueued):
+				if w.state == stateQueued {
+					d.withdrawLocked(w)
+				}
+				resp, err := storedAnswer(sr)
+				d.finishLocked(w, resp, err, nil)
+			case requeue && sr.State == llmfleet.RequestQueued && w.state == stateElsewhere:
+				if err := d.enqueueLocked(w); err != nil {
+					d.finishLocked(w, nil, err, nil)
+				}
 			}
 		}
 		d.mu.Unlock()

@@ -326,3 +326,17 @@ func (d *DB) FleetStart(ctx context.Context) (time.Time, error) {
 	}
 	return at.Time, nil
 }
+
+// GetRequests returns the requests of ids it holds, with their results,
+// in one query.
+func (d *DB) GetRequests(ctx context.Context, ids []string) ([]*llmfleet.StoredRequest, error) {
+	db, err := d.conn()
+	if err != nil {
+		return nil, err
+	}
+	out, err := storecodec.QueryRequests(ctx, db, `SELECT `+storecodec.RequestColumns+` FROM requests WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: requests: %w", err)
+	}
+	return out, nil
+}

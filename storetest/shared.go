@@ -33,7 +33,9 @@ type SharedHarness struct {
 //     ends (Heartbeat 0), another adopts its queued requests and its
 //     batches with their submitted requests, once; the ended process's
 //     next Heartbeat reports that it had ended;
-//   - Watch announces the requests another process completed.
+//   - Watch announces the requests another process completed;
+//   - GetRequests returns what GetRequest would of each id it holds,
+//     result included, and leaves unknown ids out.
 func RunShared(t *testing.T, h SharedHarness) {
 	t.Helper()
 	if h.New == nil {
@@ -44,6 +46,7 @@ func RunShared(t *testing.T, h SharedHarness) {
 	t.Run("ClaimConcurrent", s.claimConcurrent)
 	t.Run("Adopt", s.adopt)
 	t.Run("Watch", s.watch)
+	t.Run("GetRequests", s.getRequests)
 }
 
 type sharedSuite struct{ h SharedHarness }
@@ -257,4 +260,32 @@ func (s *sharedSuite) watch(t *testing.T) {
 
 func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithCancel(t.Context())
+}
+
+func (s *sharedSuite) getRequests(t *testing.T) {
+	sts := s.stores(t, 2)
+	a, b := sts[0], sts[1]
+	addTo(t, a, pooled(1, "p"), pooled(2, "p"))
+	addTo(t, b, pooled(3, "p"))
+	if err := a.CompleteRequests(ctx(t), []llmfleet.Completion{{RequestID: "lfr_0002", Result: result(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.GetRequests(ctx(t), []string{"lfr_0003", "lfr_0002", "lfr_unknown", "lfr_0001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*llmfleet.StoredRequest{}
+	for _, r := range got {
+		byID[r.ID] = r
+	}
+	if len(got) != 3 || len(byID) != 3 {
+		t.Fatalf("GetRequests returned %v, want lfr_0001..3 once each", ids(got))
+	}
+	for _, id := range []string{"lfr_0001", "lfr_0002", "lfr_0003"} {
+		one, err := a.GetRequest(ctx(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRequest(t, byID[id], one)
+	}
 }
