@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
@@ -318,5 +319,83 @@ func TestReplicasOnePool(t *testing.T) {
 	for _, p := range replicas {
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		p.cmd.Wait()
+	}
+}
+
+// TestReplicasTakeOverCreate kills the replica whose batch creates are
+// under way, each key's batch holding tickets both replicas accepted, and
+// lets the other take them over once its lease ends: a create the
+// provider never processed is proven not made (a list read after its
+// deadline) and sent again, once; a create that made its batch, its
+// answer lost, is found by its tag and adopted, never sent again.
+func TestReplicasTakeOverCreate(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		name    string
+		fault   emulator.Fault
+		reached func(u *matrixUpstream) bool
+		batches int // batches created in all
+	}{{
+		name:    "create held, dropped",
+		fault:   emulator.Fault{Method: "POST", Endpoint: emulator.EndpointCreate, Delay: time.Hour, Times: 2},
+		reached: func(u *matrixUpstream) bool { return u.heldCount() == 2 },
+		batches: 2, // the resent ones
+	}, {
+		name:    "create made, answer lost",
+		fault:   emulator.Fault{Method: "POST", Endpoint: emulator.EndpointCreate, DropResponse: true, Times: 2},
+		reached: func(u *matrixUpstream) bool { return u.handled(emulator.EndpointCreate) == 2 },
+		batches: 2,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := pgURL(t)
+			u := newMatrixUpstream(t)
+			dir := t.TempDir()
+			logs := filepath.Join(dir, "replicas.log")
+			t.Cleanup(func() {
+				if t.Failed() || os.Getenv("LLMFLEET_CRASH_LOGS") != "" {
+					b, _ := os.ReadFile(logs)
+					t.Logf("logs of the replicas:\n%s", b)
+				}
+			})
+			keys := []string{"sk-ant-api03-take-a-" + llmfleet.NewID(""), "sk-ant-api03-take-b-" + llmfleet.NewID("")}
+			replica := func(i int, window, lease string) *process {
+				return start(t, bin, logs, "serve", "--listen", "127.0.0.1:0", "--anthropic-url", u.srv.URL,
+					"--db", db, "--secret-file", filepath.Join(dir, "secret"), "--replica-name", fmt.Sprintf("r%d", i),
+					"--replica-lease", lease, "--batch-window", window, "--batch-min-size", "1000",
+					"--poll-interval", "50ms", "--max-poll-interval", "200ms", "--turnaround-prior", "1s", "--create-timeout", "3s")
+			}
+			u.emu.InjectFault(tc.fault)
+			// Replica 0 claims first (its window ends first); the other
+			// flushes what it takes over on its own window.
+			r0, r1 := replica(0, "1s", "1s"), replica(1, "3s", "2s")
+			var ids, prompts []string
+			var owner []int
+			for i := range 12 {
+				p := fmt.Sprintf("take over: ticket %d", i)
+				at := []*process{r0, r1}[i%2]
+				ids = append(ids, (&crashClient{t: t, key: keys[(i/2)%2]}).submit(at.url, []string{p})...)
+				prompts, owner = append(prompts, p), append(owner, (i/2)%2)
+			}
+			u.waitFor(t, "both creates reached the provider", func() bool { return tc.reached(u) })
+			r0.kill()
+			u.emu.ClearFaults()
+			u.releaseHeld()
+			for i, id := range ids {
+				(&crashClient{t: t, key: keys[owner[i]]}).resolve(r1.url, []string{id}, []string{prompts[i]})
+			}
+			r1.cmd.Process.Signal(syscall.SIGTERM)
+			r1.cmd.Wait()
+			counts := u.emu.Stats().SubmissionCounts()
+			for _, p := range prompts {
+				if counts[p] != 1 {
+					t.Errorf("%q submitted %d times", p, counts[p])
+				}
+			}
+			created := u.emu.BatchesCreated(keys[0]) + u.emu.BatchesCreated(keys[1])
+			t.Logf("%s: tickets %d, batches created %d", tc.name, len(ids), created)
+			if created != tc.batches {
+				t.Errorf("%d batches created, want %d", created, tc.batches)
+			}
+		})
 	}
 }
