@@ -18,9 +18,10 @@ import (
 // adopted (pickUp), intents reconciled by their tag as after a restart.
 
 // claim claims the fleet's pool key for batches, as many as are full and
-// one more, of the requests accepted by cutoff (when the pool was
-// due: a later one waits for the pool's next flush), and creates them. ws are the requests of this process that
-// the pool's flush took; those another replica claimed wait elsewhere.
+// one more, of the requests accepted by cutoff (when the pool was due: a
+// later one waits for the pool's next flush), and creates them. ws are
+// the requests of this process that the pool's flush took; those another
+// replica claimed wait elsewhere.
 func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.Request, cutoff time.Time, ws []*waiter) {
 	mine := make(map[string]*waiter, len(ws))
 	for _, w := range ws {
