@@ -87,7 +87,11 @@ Batched requests, their batches and results are kept in a SQLite database
 (--db FILE), or in PostgreSQL (--db postgres://user@host:port/db?sslmode=
 disable, with &search_path=SCHEMA for a schema of its own, created with
 its tables on first start), so that a crash or a restart loses nothing and
-pays for nothing twice. One serve at a time uses a database (and schema).
+pays for nothing twice. One serve at a time uses a SQLite database;
+several serve given one PostgreSQL URL and one secret are one fleet of
+replicas behind a load balancer: they share pools, batches, answers and
+figures, and take over what a dead one held once its lease ends
+(--replica-name, --replica-lease).
 API keys needed to poll after a restart are stored sealed under a secret:
 $LLMFLEET_SECRET (hex or base64, at least 32 bytes) if set, else the file
 --secret-file, created 0600 on first start (beside a SQLite database if
