@@ -3,53 +3,14 @@ package dispatch
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/postgres"
+	"github.com/llmfleet/llmfleet/postgres/pgtest"
 	"github.com/llmfleet/llmfleet/vault"
 )
-
-// fleetURL returns the test PostgreSQL server's URL ($LLMFLEET_TEST_POSTGRES,
-// by default the local one) with a schema of the test's own, dropped at
-// its end; an unreachable server skips the test, or fails it with CI=true.
-func fleetURL(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("LLMFLEET_TEST_POSTGRES")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	db, err := sql.Open("pgx", base)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		err = db.PingContext(ctx)
-		cancel()
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at %s unreachable (LLMFLEET_TEST_POSTGRES): %v", base, err)
-		}
-		t.Skipf("PostgreSQL at %s unreachable: %v", base, err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "lftest_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		db.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`)
-		db.Close()
-	})
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // replica opens a dispatcher on a fleet's database under name.
 func replica(t *testing.T, u, name string, f *fakeProvider, v *vault.Vault, pol Policy) (*Dispatcher, *postgres.DB) {
@@ -77,7 +38,7 @@ func replica(t *testing.T, u, name string, f *fakeProvider, v *vault.Vault, pol 
 // not delivered (late), as one process records it. Real time: the rescue
 // is due at 0.8s, the batch ends at 2s.
 func TestFleetRescueElsewhere(t *testing.T) {
-	u := fleetURL(t)
+	u := pgtest.URL(t)
 	v, err := vault.New(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)

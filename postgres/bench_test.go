@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/llmfleet/llmfleet/postgres"
+	"github.com/llmfleet/llmfleet/postgres/pgtest"
 	"github.com/llmfleet/llmfleet/storetest"
 )
 
@@ -16,7 +17,7 @@ import (
 func BenchmarkAddRequest(b *testing.B) {
 	for _, callers := range []int{1, 16, 128} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			d := &postgres.DB{URL: freshURL(b), MaxConns: min(callers, 64)}
+			d := &postgres.DB{URL: pgtest.URL(b), MaxConns: min(callers, 64)}
 			if err := d.Open(b.Context()); err != nil {
 				b.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/postgres/pgtest"
 )
 
 // cutProxy forwards connections to a PostgreSQL server. Armed, it cuts
@@ -100,7 +101,7 @@ func (p *cutProxy) serve(client net.Conn) {
 // failed would send it again while the stored one is batched and paid.
 // Its id is then taken; the next acceptance goes on as usual.
 func TestAddRequestAnswerLost(t *testing.T) {
-	u, err := url.Parse(freshURL(t))
+	u, err := url.Parse(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,6 @@
 package postgres_test
 
 import (
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,69 +9,11 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/postgres"
+	"github.com/llmfleet/llmfleet/postgres/pgtest"
 	"github.com/llmfleet/llmfleet/storetest"
 )
 
 var _ llmfleet.Store = (*postgres.DB)(nil)
-
-// serverURL returns the URL of the test server: $LLMFLEET_TEST_POSTGRES,
-// by default the local one. An unreachable server skips the test, or
-// fails it in CI (CI=true).
-func serverURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("LLMFLEET_TEST_POSTGRES")
-	if u == "" {
-		u = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	reach.Do(func() {
-		db, err := sql.Open("pgx", u)
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err = db.PingContext(ctx)
-			cancel()
-			db.Close()
-		}
-		reachErr = err
-	})
-	if reachErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at %s unreachable (LLMFLEET_TEST_POSTGRES): %v", u, reachErr)
-		}
-		t.Skipf("PostgreSQL at %s unreachable (set LLMFLEET_TEST_POSTGRES): %v", u, reachErr)
-	}
-	return u
-}
-
-var (
-	reach    sync.Once
-	reachErr error
-)
-
-// freshURL returns the test server's URL with a search_path of a schema
-// of its own, dropped when the test ends.
-func freshURL(t testing.TB) string {
-	t.Helper()
-	base := serverURL(t)
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "lftest_" + hex.EncodeToString(b[:])
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			return
-		}
-		defer db.Close()
-		db.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`)
-	})
-	return u.String()
-}
 
 func open(t *testing.T, u string) *postgres.DB {
 	t.Helper()
@@ -101,7 +37,7 @@ func openExclusive(t *testing.T, u string) (*postgres.DB, error) {
 func TestStore(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		New: func(t *testing.T) llmfleet.Store {
-			d, err := openExclusive(t, freshURL(t))
+			d, err := openExclusive(t, pgtest.URL(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +66,7 @@ func TestStore(t *testing.T) {
 
 // Several processes starting at once on a fresh database migrate it once.
 func TestConcurrentOpen(t *testing.T) {
-	u := freshURL(t)
+	u := pgtest.URL(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {
@@ -158,7 +94,7 @@ func TestConcurrentOpen(t *testing.T) {
 // Two stores on one database see each other's writes, and a request is
 // completed once across them, with one ledger entry.
 func TestShared(t *testing.T) {
-	u := freshURL(t)
+	u := pgtest.URL(t)
 	a, b := open(t, u), open(t, u)
 	ctx := t.Context()
 	if err := a.AddRequest(ctx, &llmfleet.StoredRequest{ID: "lfr_1", Provider: "anthropic", Body: []byte("{}"), State: llmfleet.RequestQueued}); err != nil {
@@ -188,7 +124,7 @@ func TestShared(t *testing.T) {
 func TestSharedStore(t *testing.T) {
 	storetest.RunShared(t, storetest.SharedHarness{
 		New: func(t *testing.T, n int) []llmfleet.SharedStore {
-			u := freshURL(t)
+			u := pgtest.URL(t)
 			out := make([]llmfleet.SharedStore, n)
 			for i := range out {
 				out[i] = open(t, u)
@@ -201,7 +137,7 @@ func TestSharedStore(t *testing.T) {
 // A process restarted under its replica name adopts what its earlier run
 // owned at once; under another name, not before that run's lease ends.
 func TestRestartAdopts(t *testing.T) {
-	u := freshURL(t)
+	u := pgtest.URL(t)
 	first := &postgres.DB{URL: u, Replica: "r1", Lease: time.Hour}
 	if err := first.Open(t.Context()); err != nil {
 		t.Fatal(err)

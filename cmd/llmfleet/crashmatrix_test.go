@@ -23,6 +23,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/postgres/pgtest"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
@@ -203,7 +204,7 @@ func runMatrix(t *testing.T, bin, store string, points []matrixPoint) {
 			u := newMatrixUpstream(t)
 			m := newMatrixRun(t, bin, u, strings.ReplaceAll(pt.name, " ", "-"))
 			if store == "postgres" {
-				m.db = pgURL(t)
+				m.db = pgtest.URL(t)
 			}
 			if pt.arm != nil {
 				pt.arm(u)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/postgres/pgtest"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
@@ -35,7 +36,7 @@ import (
 // and none may mix keys.
 func TestReplicas(t *testing.T) {
 	bin := buildBinary(t)
-	db := pgURL(t)
+	db := pgtest.URL(t)
 	u := newMatrixUpstream(t)
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
@@ -284,7 +285,7 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 // whichever replica's window ends first claims what all accepted.
 func TestReplicasOnePool(t *testing.T) {
 	bin := buildBinary(t)
-	db := pgURL(t)
+	db := pgtest.URL(t)
 	u := newMatrixUpstream(t)
 	dir := t.TempDir()
 	keys := []string{"sk-ant-api03-pool-a-" + llmfleet.NewID(""), "sk-ant-api03-pool-b-" + llmfleet.NewID("")}
@@ -347,7 +348,7 @@ func TestReplicasTakeOverCreate(t *testing.T) {
 		batches: 2,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			db := pgURL(t)
+			db := pgtest.URL(t)
 			u := newMatrixUpstream(t)
 			dir := t.TempDir()
 			logs := filepath.Join(dir, "replicas.log")

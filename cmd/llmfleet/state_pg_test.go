@@ -1,64 +1,22 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"log/slog"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmfleet/llmfleet"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/llmfleet/llmfleet/postgres/pgtest"
 )
-
-// pgURL returns the URL of the test PostgreSQL server
-// ($LLMFLEET_TEST_POSTGRES, by default the local one) with a schema of the
-// test's own, dropped at its end. An unreachable server skips the test,
-// or fails it in CI (CI=true).
-func pgURL(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("LLMFLEET_TEST_POSTGRES")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	db, err := sql.Open("pgx", base)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		err = db.PingContext(ctx)
-		cancel()
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at %s unreachable (LLMFLEET_TEST_POSTGRES): %v", base, err)
-		}
-		t.Skipf("PostgreSQL at %s unreachable (set LLMFLEET_TEST_POSTGRES): %v", base, err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "lftest_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		db.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`)
-		db.Close()
-	})
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // --db takes a PostgreSQL URL: it needs the secret given, and a second
 // serve on the same database and schema is refused (ErrLocked) until
 // replicas share the engine.
 func TestStatePostgres(t *testing.T) {
-	u := pgURL(t)
+	u := pgtest.URL(t)
 	secret := strings.Repeat("ab", 32)
 	env := func(k string) string {
 		if k == SecretEnv {
