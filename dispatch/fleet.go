@@ -83,24 +83,47 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 // caller waits there). nil if the request cannot be read (logged; it
 // stays in the batch's intent, unanswered, for a later adoption).
 func (d *Dispatcher) takeOverLocked(r *llmfleet.StoredRequest, cred llmfleet.Credential) *waiter {
-	if w := d.live[r.ID]; w != nil {
-		switch w.state {
-		case stateQueued:
-			d.withdrawLocked(w)
-			return w
-		case stateElsewhere:
-			return w
-		}
+	if w := d.reuseLocked(r.ID); w != nil {
+		return w
 	}
-	req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Endpoint: r.Endpoint, Body: r.Body, ID: r.ID, Client: r.Client}
-	w, err := d.newWaiter(req, r.Budget, r.AcceptedAt)
+	w, err := d.reviveLocked(r, cred)
 	if err != nil {
 		d.log.Error("claimed request cannot be read", "request_id", r.ID, "err", err)
 		return nil
 	}
+	return w
+}
+
+// reuseLocked returns the waiter of this process for a request it is
+// to take charge of (claimed, or adopted with a batch or a queue) that
+// it does not have in hand: one queued here (taken out of its pool) or
+// waiting elsewhere, its caller still waiting; nil if it has none.
+func (d *Dispatcher) reuseLocked(id string) *waiter {
+	w := d.live[id]
+	switch {
+	case w == nil:
+		return nil
+	case w.state == stateQueued:
+		d.withdrawLocked(w)
+		return w
+	case w.state == stateElsewhere:
+		return w
+	}
+	return nil
+}
+
+// reviveLocked makes a waiter with no caller for a stored request (after a
+// restart, or accepted by another replica) and makes it the request of
+// its id here.
+func (d *Dispatcher) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Credential) (*waiter, error) {
+	req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Endpoint: r.Endpoint, Body: r.Body, ID: r.ID, Client: r.Client}
+	w, err := d.newWaiter(req, r.Budget, r.AcceptedAt)
+	if err != nil {
+		return nil, err
+	}
 	w.deadline, w.accepted, w.detached = r.Deadline, r.AcceptedAt, true
 	d.reserveLocked(w)
-	return w
+	return w, nil
 }
 
 // fleetLoop renews the lease, adopts what replicas whose lease ended

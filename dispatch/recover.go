@@ -64,27 +64,22 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 	}
 	revive := func(r *llmfleet.StoredRequest) (*waiter, error) {
 		d.mu.Lock()
-		if w := d.live[r.ID]; w != nil && w.state == stateElsewhere {
-			w.customID = r.CustomID
-			d.mu.Unlock()
-			return w, nil
-		}
+		w := d.reuseLocked(r.ID)
 		d.mu.Unlock()
-		cred, err := credential(r.CredentialID)
-		if err != nil {
-			return nil, err
+		if w == nil {
+			cred, err := credential(r.CredentialID)
+			if err != nil {
+				return nil, err
+			}
+			d.mu.Lock()
+			w, err = d.reviveLocked(r, cred)
+			d.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
 		}
-		req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Endpoint: r.Endpoint, Body: r.Body, ID: r.ID, Client: r.Client}
-		w, err := d.newWaiter(req, r.Budget, r.AcceptedAt)
-		if err != nil {
-			return nil, err
-		}
-		w.deadline = r.Deadline
-		w.accepted = r.AcceptedAt
-		w.detached = true
-		w.customID = r.CustomID
 		d.mu.Lock()
-		d.reserveLocked(w)
+		w.customID = r.CustomID
 		d.mu.Unlock()
 		return w, nil
 	}
