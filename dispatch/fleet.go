@@ -267,10 +267,11 @@ func (d *Dispatcher) waitElsewhereLocked(sr *llmfleet.StoredRequest, cred llmfle
 // rescue's sync call made here, or a batch's answer to a request whose
 // rescue could have been made elsewhere (its rescue time, by this
 // replica's prediction less the margin, has come). The store kept the
-// first answer; these were paid and not kept. Only such answers cost a
-// look at the store.
+// first answer; these were paid and not kept. Only such answers are
+// looked up in the store, all in one read.
 func (d *Dispatcher) answeredElsewhere(answers []answer, now time.Time) []answer {
-	var out []answer
+	var maybe []answer
+	var ids []string
 	for _, a := range answers {
 		if a.resp == nil {
 			continue
@@ -281,11 +282,27 @@ func (d *Dispatcher) answeredElsewhere(answers []answer, now time.Time) []answer
 				continue
 			}
 		}
-		sr, err := d.Store.GetRequest(d.ctx, a.w.id)
-		if err != nil || sr.Result == nil || sr.Result.CompletedAt.Equal(now) {
-			continue
+		maybe, ids = append(maybe, a), append(ids, a.w.id)
+	}
+	if len(maybe) == 0 {
+		return nil
+	}
+	srs, err := d.shared.GetRequests(d.ctx, ids)
+	if err != nil {
+		d.log.Warn("could not tell whether answers came second; not recorded as late", "requests", len(ids), "err", err)
+		return nil
+	}
+	first := make(map[string]time.Time, len(srs))
+	for _, sr := range srs {
+		if sr.Result != nil {
+			first[sr.ID] = sr.Result.CompletedAt
 		}
-		out = append(out, a)
+	}
+	var out []answer
+	for _, a := range maybe {
+		if at, ok := first[a.w.id]; ok && !at.Equal(now) {
+			out = append(out, a)
+		}
 	}
 	return out
 }
