@@ -60,12 +60,11 @@ func (p *pool) take(maxN int, maxBytes int64) []*waiter {
 	return out
 }
 
-// policyItems returns what the policy reads of the items, given each
-// model's predicted turnaround and rescue reserve.
-func (p *pool) policyItems(predict, reserve func(model string) time.Duration) []Item {
+// policyItems returns what the policy reads of the items.
+func (p *pool) policyItems(item func(*waiter) Item) []Item {
 	out := make([]Item, len(p.items))
 	for i, w := range p.items {
-		out[i] = Item{Accepted: w.accepted, Deadline: w.deadline, Predicted: predict(w.info.Model), Reserve: reserve(w.info.Model)}
+		out[i] = item(w)
 	}
 	return out
 }

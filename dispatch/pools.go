@@ -98,10 +98,7 @@ func (d *Dispatcher) scheduleAddedLocked(pl *pool, w *waiter) {
 		d.scheduleLocked(pl)
 		return
 	}
-	name := pl.prov.Name()
-	own := d.pol.FlushAt([]Item{{Accepted: w.accepted, Deadline: w.deadline,
-		Predicted: d.predictor.at(name, w.info.Model, d.pol.FlushQuantile),
-		Reserve:   d.pol.Reserve(d.syncLat.predict(name, w.info.Model))}})
+	own := d.pol.FlushAt([]Item{d.flushItem(w)})
 	if !own.Before(pl.flushAt) {
 		return
 	}
@@ -134,14 +131,20 @@ func (d *Dispatcher) enqueueAllLocked(ws []*waiter) map[*waiter]error {
 // scheduleLocked sets the pool's timer to its next flush (Policy.FlushAt),
 // or flushes it now if that time has come.
 func (d *Dispatcher) scheduleLocked(pl *pool) {
-	name := pl.prov.Name()
-	at := d.pol.FlushAt(pl.policyItems(
-		func(m string) time.Duration { return d.predictor.at(name, m, d.pol.FlushQuantile) },
-		func(m string) time.Duration { return d.pol.Reserve(d.syncLat.predict(name, m)) }))
+	at := d.pol.FlushAt(pl.policyItems(d.flushItem))
 	if pl.timer != nil && pl.flushAt.Equal(at) && at.After(d.clock.Now()) {
 		return
 	}
 	d.setFlushLocked(pl, at)
+}
+
+// flushItem is what Policy.FlushAt reads of a pooled request: its times,
+// its model's predicted turnaround and its rescue's reserve.
+func (d *Dispatcher) flushItem(w *waiter) Item {
+	name := w.prov.Name()
+	return Item{Accepted: w.accepted, Deadline: w.deadline,
+		Predicted: d.predictor.at(name, w.info.Model, d.pol.FlushQuantile),
+		Reserve:   d.pol.Reserve(d.syncLat.predict(name, w.info.Model))}
 }
 
 // setFlushLocked sets the pool's timer to at, or flushes it now if at has
