@@ -113,22 +113,10 @@ func (d *DB) Adopt(ctx context.Context) (queued []*llmfleet.StoredRequest, batch
 		// Re-checked per row: a run that renewed its lease meanwhile keeps
 		// what it owns.
 		const stillDead = ` AND NOT EXISTS (SELECT 1 FROM replicas p WHERE p.id = t.owner AND p.lease_until > clock_timestamp())`
-		rows, err = tx.QueryContext(ctx, `UPDATE batches t SET owner = $1
+		batches, err = storecodec.QueryBatches(ctx, tx, `UPDATE batches t SET owner = $1
 			WHERE state IN ('intent', 'created') AND owner = ANY($2)`+stillDead+`
 			RETURNING `+storecodec.BatchColumns, d.token, dead)
 		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			b, err := storecodec.ScanBatch(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			batches = append(batches, &llmfleet.PendingBatch{Batch: *b})
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		for _, pb := range batches {

@@ -132,21 +132,9 @@ func (d *DB) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, bat
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+storecodec.BatchColumns+` FROM batches
+	batches, err = storecodec.QueryBatches(ctx, tx, `SELECT `+storecodec.BatchColumns+` FROM batches
 		WHERE state IN ('intent', 'created') ORDER BY intent_at, id`)
 	if err != nil {
-		return nil, nil, err
-	}
-	for rows.Next() {
-		b, err := storecodec.ScanBatch(rows)
-		if err != nil {
-			rows.Close()
-			return nil, nil, err
-		}
-		batches = append(batches, &llmfleet.PendingBatch{Batch: *b})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
 	for _, pb := range batches {

@@ -82,6 +82,25 @@ func QueryRequests(ctx context.Context, q Querier, query string, args ...any) ([
 	return out, rows.Err()
 }
 
+// QueryBatches reads the batches a query of BatchColumns selects, as
+// pending batches without their requests.
+func QueryBatches(ctx context.Context, q Querier, query string, args ...any) ([]*llmfleet.PendingBatch, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*llmfleet.PendingBatch
+	for rows.Next() {
+		b, err := ScanBatch(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &llmfleet.PendingBatch{Batch: *b})
+	}
+	return out, rows.Err()
+}
+
 // BatchColumns are the columns ScanBatch reads, in order.
 const BatchColumns = `id, provider, credential_id, upstream_id, state, size,
 	intent_at, created_at, ended_at, create_deadline`
