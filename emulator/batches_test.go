@@ -105,11 +105,11 @@ func TestBatchLifecycle(t *testing.T) {
 	errType(t, e.do("GET", "/v1/messages/batches/"+id+"/results", nil), 400, "invalid_request_error")
 	errType(t, e.do("DELETE", "/v1/messages/batches/"+id, nil), 400, "invalid_request_error")
 
-	e.clock.Add(9 * time.Second) // turnaround is 10s..19s
+	e.clock.Advance(9 * time.Second) // turnaround is 10s..19s
 	if g := e.get(id); g["processing_status"] != "in_progress" || counts(g)["processing"] != 50 {
 		t.Fatalf("still running: %v", g)
 	}
-	e.clock.Add(11 * time.Second)
+	e.clock.Advance(11 * time.Second)
 	g := e.get(id)
 	if g["processing_status"] != "ended" || counts(g)["succeeded"] != 50 || counts(g)["processing"] != 0 {
 		t.Fatalf("ended: %v", g)
@@ -167,7 +167,7 @@ func TestBatchCancel(t *testing.T) {
 	e.s.CancelDelay = 2 * time.Second
 	b := e.create(items(200, func(i int) string { return fmt.Sprintf("q%d", i) }))
 	id := b["id"].(string)
-	e.clock.Add(5 * time.Second) // within the 10s..19s turnaround
+	e.clock.Advance(5 * time.Second) // within the 10s..19s turnaround
 	r := e.do("POST", "/v1/messages/batches/"+id+"/cancel", nil)
 	if r.status != 200 {
 		t.Fatalf("cancel %d %s", r.status, r.body)
@@ -176,11 +176,11 @@ func TestBatchCancel(t *testing.T) {
 	if c["processing_status"] != "canceling" || c["cancel_initiated_at"] == nil || counts(c)["processing"] != 200 {
 		t.Fatalf("cancel answer %v", c)
 	}
-	e.clock.Add(time.Second)
+	e.clock.Advance(time.Second)
 	if g := e.get(id); g["processing_status"] != "canceling" {
 		t.Fatalf("still canceling: %v", g)
 	}
-	e.clock.Add(time.Second)
+	e.clock.Advance(time.Second)
 	g := e.get(id)
 	cn := counts(g)
 	if g["processing_status"] != "ended" || cn["succeeded"] == 0 || cn["canceled"] == 0 || cn["succeeded"]+cn["canceled"] != 200 {
@@ -202,11 +202,11 @@ func TestBatchExpiry(t *testing.T) {
 	its[3].Params = msgBody("slow one [turnaround:30h]")
 	b := e.create(its)
 	id := b["id"].(string)
-	e.clock.Add(23 * time.Hour)
+	e.clock.Advance(23 * time.Hour)
 	if g := e.get(id); g["processing_status"] != "in_progress" {
 		t.Fatalf("%v", g)
 	}
-	e.clock.Add(time.Hour)
+	e.clock.Advance(time.Hour)
 	g := e.get(id)
 	if g["processing_status"] != "ended" || g["ended_at"] != g["expires_at"] {
 		t.Fatalf("expired batch %v", g)
@@ -219,7 +219,7 @@ func TestBatchExpiry(t *testing.T) {
 			t.Fatalf("result %+v", l)
 		}
 	}
-	e.clock.Add(29 * 24 * time.Hour)
+	e.clock.Advance(29 * 24 * time.Hour)
 	if g := e.get(id); g["archived_at"] == nil {
 		t.Fatalf("not archived: %v", g)
 	}
@@ -248,7 +248,7 @@ func TestBatchErroredResults(t *testing.T) {
 		its = append(its, item{id, p})
 	}
 	b := e.create(its)
-	e.clock.Add(time.Minute)
+	e.clock.Advance(time.Minute)
 	g := e.get(b["id"].(string))
 	if c := counts(g); c["errored"] != 7 || c["expired"] != 1 || c["succeeded"] != 1 {
 		t.Fatalf("counts %v", c)
@@ -305,7 +305,7 @@ func TestBatchList(t *testing.T) {
 	var ids []string
 	for i := range 7 {
 		ids = append(ids, e.create(items(1, func(int) string { return fmt.Sprint(i) }))["id"].(string))
-		e.clock.Add(time.Second)
+		e.clock.Advance(time.Second)
 	}
 	e.do("POST", "/v1/messages/batches", map[string]any{"requests": items(1, func(int) string { return "other" })}, "X-Api-Key", "key-b")
 	list := func(q string) (got []string, m map[string]any) {

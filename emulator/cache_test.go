@@ -53,7 +53,7 @@ func TestPromptCaching(t *testing.T) {
 	check("first", e.usage(body), T, 0, M, S)
 	check("again", e.usage(body), T, S+M, 0, 0)
 	check("other key", e.usage(body, "X-Api-Key", "key-b"), T, 0, M, S)
-	e.clock.Add(10 * time.Minute) // the 5m entry lapses, the 1h one lives
+	e.clock.Advance(10 * time.Minute) // the 5m entry lapses, the 1h one lives
 	check("after 10m", e.usage(body), T, S, M, 0)
 
 	// A longer conversation finds the earlier breakpoint by looking back.
@@ -102,7 +102,7 @@ func TestBatchCaching(t *testing.T) {
 		its = append(its, item{fmt.Sprintf("r%d", i), msgBody(fmt.Sprintf("q%d", i), "system", []any{sys})})
 	}
 	b := e.create(its)
-	e.clock.Add(time.Minute)
+	e.clock.Advance(time.Minute)
 	var writes, reads int64
 	for _, l := range e.results(b["id"].(string)) {
 		var m struct{ Usage usage }

@@ -37,7 +37,7 @@ func TestConcurrentCallers(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	e.clock.Add(time.Minute)
+	e.clock.Advance(time.Minute)
 	st := e.s.Stats()
 	if len(st.Submissions) != 24 || st.Calls[EndpointMessages] != 80 || len(st.DuplicateParams()) != 0 {
 		t.Fatalf("stats: %d submissions, %v", len(st.Submissions), st.Calls)
@@ -49,7 +49,7 @@ func TestDeterministicAcrossServers(t *testing.T) {
 		e := newEnv(t)
 		b := e.create(items(20, func(i int) string { return fmt.Sprint(i) }))
 		id := b["id"].(string)
-		e.clock.Add(time.Minute)
+		e.clock.Advance(time.Minute)
 		var order []string
 		for _, l := range e.results(id) {
 			order = append(order, l.CustomID)

@@ -229,13 +229,13 @@ func TestFaultLandAfter(t *testing.T) {
 		t.Fatalf("before landing: %+v", st)
 	}
 	// A create answered normally in the meantime.
-	e.clock.Add(3 * time.Second)
+	e.clock.Advance(3 * time.Second)
 	early := e.create(items(1, func(int) string { return "on time" }))
-	e.clock.Add(time.Second + 999*time.Millisecond)
+	e.clock.Advance(time.Second + 999*time.Millisecond)
 	if l := e.list(); len(l) != 1 {
 		t.Fatalf("landed early: %v", l)
 	}
-	e.clock.Add(time.Millisecond)
+	e.clock.Advance(time.Millisecond)
 	l := e.list()
 	if len(l) != 2 || l[1]["id"] != early["id"] {
 		t.Fatalf("list after landing: %v", l)
@@ -250,7 +250,7 @@ func TestFaultLandAfter(t *testing.T) {
 		t.Fatalf("stats after landing: %+v", st)
 	}
 	// It runs from its landing time like any batch.
-	e.clock.Add(20 * time.Second)
+	e.clock.Advance(20 * time.Second)
 	if b := e.get(id); b["processing_status"] != "ended" {
 		t.Fatalf("not ended: %v", b)
 	}
@@ -267,7 +267,7 @@ func TestFaultLandAfter(t *testing.T) {
 		t.Fatalf("landed at once: %d batches", n)
 	}
 	// Stats alone sees the landing too.
-	e.clock.Add(2 * time.Second)
+	e.clock.Advance(2 * time.Second)
 	if st := e.s.Stats(); len(st.Submissions) != 7 {
 		t.Fatalf("stats after the second landing: %d submissions", len(st.Submissions))
 	}
@@ -282,7 +282,7 @@ func TestFaultLandAfter(t *testing.T) {
 	if _, err := e.sendRaw("/v1/messages", mustJSON(t, msgBody("x"))); err == nil {
 		t.Fatal("late message answered")
 	}
-	e.clock.Add(time.Hour)
+	e.clock.Advance(time.Hour)
 	if n := len(e.list()); n != 3 || len(e.s.Stats().Submissions) != 7 {
 		t.Fatalf("a refused late create landed: %d batches", n)
 	}
@@ -303,7 +303,7 @@ func TestFaultPersistentRetrieveAndList(t *testing.T) {
 	if l := e.list(); len(l) != 2 {
 		t.Fatalf("list %v", l)
 	}
-	e.clock.Add(time.Minute)
+	e.clock.Advance(time.Minute)
 	if r := e.do("GET", "/v1/messages/batches/"+id+"/results", nil); r.status != 200 {
 		t.Fatalf("a retrieve fault hit results: %d", r.status)
 	}
@@ -372,11 +372,11 @@ func TestSubmissionCountsAndBatchesCreated(t *testing.T) {
 
 	// The late create counts once it has landed; deleting a batch changes
 	// nothing.
-	e.clock.Add(time.Minute)
+	e.clock.Advance(time.Minute)
 	if n := e.s.BatchesCreated("key-b"); n != 2 {
 		t.Fatalf("key-b: %d batches after landing", n)
 	}
-	e.clock.Add(time.Minute)
+	e.clock.Advance(time.Minute)
 	first := e.s.Stats().Submissions[0].BatchID
 	if r := e.do("DELETE", "/v1/messages/batches/"+first, nil); r.status != 200 {
 		t.Fatalf("delete: %d %s", r.status, r.body)

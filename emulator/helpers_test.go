@@ -11,31 +11,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmfleet/llmfleet/providertest"
 )
-
-// clock is a manual clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // env is a Server behind a real loopback HTTP server, with a manual clock.
 type env struct {
 	t     *testing.T
 	s     *Server
-	clock *clock
+	clock *providertest.ManualClock
 	ts    *httptest.Server
 	slept []time.Duration
 	mu    sync.Mutex
@@ -43,7 +27,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, clock: &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	e := &env{t: t, clock: providertest.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
 	e.s = &Server{
 		Now:  e.clock.Now,
 		Seed: 7,

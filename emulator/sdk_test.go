@@ -88,7 +88,7 @@ func TestSDKBatches(t *testing.T) {
 		b.ExpiresAt.Sub(b.CreatedAt) != 24*time.Hour || !b.EndedAt.IsZero() {
 		t.Fatalf("created %s", b.RawJSON())
 	}
-	e.clock.Add(time.Minute)
+	e.clock.Advance(time.Minute)
 	g, err := c.Messages.Batches.Get(ctx, b.ID, anthropic.MessageBatchGetParams{})
 	if err != nil || g.ProcessingStatus != anthropic.MessageBatchProcessingStatusEnded || g.RequestCounts.Succeeded != 5 || g.ResultsURL == "" {
 		t.Fatalf("get %v %s", err, g.RawJSON())

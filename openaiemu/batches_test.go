@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,20 +15,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/llmfleet/llmfleet/openaiemu"
+	"github.com/llmfleet/llmfleet/providertest"
 )
-
-// clock is a settable time for the emulator.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func batchClient(t *testing.T, s *openaiemu.Server, key string) openai.Client {
 	t.Helper()
@@ -89,8 +76,8 @@ func outputLines(t *testing.T, c openai.Client, id string) map[string]map[string
 // sync answer's body), an injected fault in the error file, usage summed;
 // only the owner sees it.
 func TestBatchLifecycle(t *testing.T) {
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	s := &openaiemu.Server{Now: clk.now, BatchTurnaround: time.Minute,
+	clk := providertest.NewManualClock(time.Unix(1_800_000_000, 0))
+	s := &openaiemu.Server{Now: clk.Now, BatchTurnaround: time.Minute,
 		Fault: func(path string) (int, string) { return 0, "" }}
 	c := batchClient(t, s, "sk-alice")
 	b := createBatch(t, c, map[string]string{"llmfleet_tag": "lfb_1"},
@@ -107,7 +94,7 @@ func TestBatchLifecycle(t *testing.T) {
 	if len(s.Stats().Billed) != 0 {
 		t.Fatal("billed before the batch ran")
 	}
-	clk.add(time.Minute)
+	clk.Advance(time.Minute)
 	b, err := c.Batches.Get(ctx, b.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -194,12 +181,12 @@ func TestBatchTokenLimit(t *testing.T) {
 // lines it had reached answered and the rest batch_cancelled; one slower
 // than 24 h expires with batch_expired lines.
 func TestBatchCancelAndExpiry(t *testing.T) {
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	s := &openaiemu.Server{Now: clk.now, BatchTurnaround: 4 * time.Minute}
+	clk := providertest.NewManualClock(time.Unix(1_800_000_000, 0))
+	s := &openaiemu.Server{Now: clk.Now, BatchTurnaround: 4 * time.Minute}
 	c := batchClient(t, s, "sk-a")
 	ctx := context.Background()
 	b := createBatch(t, c, nil, chatLine("a", "m", "1"), chatLine("b", "m", "2"), chatLine("c", "m", "3"), chatLine("d", "m", "4"))
-	clk.add(2 * time.Minute)
+	clk.Advance(2 * time.Minute)
 	if _, err := c.Batches.Cancel(ctx, b.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +200,7 @@ func TestBatchCancelAndExpiry(t *testing.T) {
 	}
 	s.BatchTurnaround = 48 * time.Hour
 	b = createBatch(t, c, nil, chatLine("a", "m", "5"), chatLine("b", "m", "6"))
-	clk.add(24 * time.Hour)
+	clk.Advance(24 * time.Hour)
 	b, _ = c.Batches.Get(ctx, b.ID)
 	if b.Status != "expired" || b.RequestCounts.Failed == 0 || b.RequestCounts.Completed+b.RequestCounts.Failed != 2 {
 		t.Fatalf("expired: %s %+v", b.Status, b.RequestCounts)
@@ -231,12 +218,12 @@ func TestBatchCancelAndExpiry(t *testing.T) {
 
 // TestBatchListPaging: newest first, after and limit.
 func TestBatchListPaging(t *testing.T) {
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	s := &openaiemu.Server{Now: clk.now}
+	clk := providertest.NewManualClock(time.Unix(1_800_000_000, 0))
+	s := &openaiemu.Server{Now: clk.Now}
 	c := batchClient(t, s, "sk-a")
 	var ids []string
 	for i := range 5 {
-		clk.add(time.Second)
+		clk.Advance(time.Second)
 		ids = append(ids, createBatch(t, c, nil, chatLine("a", "m", string(rune('a'+i)))).ID)
 	}
 	ctx := context.Background()
