@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,14 +13,19 @@ import (
 	"github.com/llmfleet/llmfleet/vault"
 )
 
-// replica opens a dispatcher on a fleet's database under name.
-func replica(t *testing.T, u, name string, f *fakeProvider, v *vault.Vault, pol Policy) (*Dispatcher, *postgres.DB) {
+// replica opens a dispatcher on a fleet's database under name; wrap,
+// if not nil, gives the store the dispatcher gets (a fault injected).
+func replica(t *testing.T, u, name string, f *fakeProvider, v *vault.Vault, pol Policy, wrap func(*postgres.DB) llmfleet.Store) (*Dispatcher, *postgres.DB) {
 	t.Helper()
 	db := &postgres.DB{URL: u, Replica: name}
 	if err := db.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	d := &Dispatcher{Providers: []llmfleet.Provider{f}, Store: db, Sealer: v, Policy: pol, Lease: 3 * time.Second}
+	var st llmfleet.Store = db
+	if wrap != nil {
+		st = wrap(db)
+	}
+	d := &Dispatcher{Providers: []llmfleet.Provider{f}, Store: st, Sealer: v, Policy: pol, Lease: 3 * time.Second}
 	if err := d.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +59,8 @@ func TestFleetRescueElsewhere(t *testing.T) {
 	polA, polB := base, base
 	polA.BatchWindow = time.Hour
 	polB.BatchWindow = 50 * time.Millisecond
-	a, db := replica(t, u, "a", f, v, polA)
-	b, _ := replica(t, u, "b", f, v, polB)
+	a, db := replica(t, u, "a", f, v, polA, nil)
+	b, _ := replica(t, u, "b", f, v, polB, nil)
 
 	type got struct {
 		resp *llmfleet.Response
@@ -94,5 +100,143 @@ func TestFleetRescueElsewhere(t *testing.T) {
 	}
 	if p := parts[r2.ID]; len(p) != 1 || p[0] != llmfleet.RescueNone {
 		t.Errorf("ledger of the batched request: %q, want one plain entry", p)
+	}
+}
+
+// deafStore is a fleet's store whose announcements of completions never
+// arrive (a LISTEN connection that stays lost).
+type deafStore struct{ *postgres.DB }
+
+func (deafStore) Watch(ctx context.Context, _ func([]string)) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A caller waiting on replica A for a request replica B batched and
+// answered is answered although no announcement reaches A: A's look at
+// the requests it waits for elsewhere, every third of its lease, finds
+// the stored result.
+func TestFleetAnnouncementLost(t *testing.T) {
+	u := pgtest.URL(t)
+	v, err := vault.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFake()
+	f.turnaround = func(string) time.Duration { return 100 * time.Millisecond }
+	base := Policy{BatchMinSize: 1000, PollInterval: 50 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond}
+	polA, polB := base, base
+	polA.BatchWindow = 500 * time.Millisecond // after B's: its claim finds the request claimed
+	polB.BatchWindow = 50 * time.Millisecond
+	a, _ := replica(t, u, "a", f, v, polA, func(db *postgres.DB) llmfleet.Store { return deafStore{db} })
+	b, _ := replica(t, u, "b", f, v, polB, nil)
+	answered := make(chan *llmfleet.Response, 1)
+	r := req("k1", "deaf")
+	r.ID = "lfr_deaf"
+	if err := a.SubmitBatchFunc(t.Context(), 0, r, func(resp *llmfleet.Response, err error) {
+		if err != nil {
+			t.Errorf("the caller on A: %v", err)
+		}
+		answered <- resp
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.SubmitBatch(t.Context(), 0, req("k1", "heard")); err != nil {
+		t.Fatal(err)
+	}
+	resp := <-answered
+	if resp == nil || !strings.Contains(string(resp.Body), "deaf") {
+		t.Fatalf("the caller on A got %+v, want its own answer", resp)
+	}
+	if n := f.calls["create"]; n != 1 {
+		t.Errorf("%d batches created, want 1 (B's)", n)
+	}
+}
+
+// A replica whose uncertain create another replica found by its tag and
+// recorded created meanwhile (a run that lost its lease while
+// reconciling) does not send the requests again when its own look finds
+// no batch: the requeue is refused (ErrStale), and its caller is answered
+// from the result the other stores.
+func TestFleetRequeueStale(t *testing.T) {
+	u := pgtest.URL(t)
+	v, err := vault.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFake()
+	f.lostCreate = 1
+	a, _ := replica(t, u, "a", f, v, Policy{BatchMinSize: 1, CreateTimeout: time.Second, SettleDelay: 100 * time.Millisecond,
+		PollInterval: 50 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond}, nil)
+	other := &postgres.DB{URL: u, Replica: "other"}
+	if err := other.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+
+	answered := make(chan *llmfleet.Response, 1)
+	r := req("k1", "stale")
+	r.ID = "lfr_stale"
+	if err := a.SubmitBatchFunc(t.Context(), 0, r, func(resp *llmfleet.Response, err error) {
+		if err != nil {
+			t.Errorf("the caller: %v", err)
+		}
+		answered <- resp
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The other replica finds A's intent by its tag and records it
+	// created, before A's look after the create deadline.
+	var intent string
+	for intent == "" {
+		_, pending, err := other.Pending(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pb := range pending {
+			if pb.Batch.State == llmfleet.BatchIntent {
+				intent = pb.Batch.ID
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := other.RecordCreated(t.Context(), intent, "msgbatch_found_by_other", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// A's requeue is refused; once the other stores the answer, A's
+	// caller gets it.
+	for {
+		sr, err := other.GetRequest(t.Context(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sr.State == llmfleet.RequestQueued {
+			t.Fatal("the request was queued again though its batch was recorded created")
+		}
+		f.mu.Lock()
+		creates := f.calls["create"]
+		f.mu.Unlock()
+		if creates > 1 {
+			t.Fatal("the request was sent again though its batch was recorded created")
+		}
+		a.mu.Lock()
+		w := a.live[r.ID]
+		elsewhere := w != nil && w.state == stateElsewhere
+		a.mu.Unlock()
+		if elsewhere {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	done := []llmfleet.Completion{{RequestID: r.ID, Result: &llmfleet.StoredResult{StatusCode: 200,
+		Body: []byte(`{"type":"message","content":[{"type":"text","text":"from the other"}]}`), CompletedAt: time.Now()}}}
+	if err := other.CompleteRequests(t.Context(), done); err != nil {
+		t.Fatal(err)
+	}
+	if resp := <-answered; resp == nil || !strings.Contains(string(resp.Body), "from the other") {
+		t.Fatalf("the caller got %+v, want the other's stored answer", resp)
+	}
+	if n := f.calls["create"]; n != 1 {
+		t.Errorf("%d creates, want 1 (the lost one: never sent again)", n)
 	}
 }
