@@ -3,7 +3,9 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,5 +240,45 @@ func TestFleetRequeueStale(t *testing.T) {
 	}
 	if n := f.calls["create"]; n != 1 {
 		t.Errorf("%d creates, want 1 (the lost one: never sent again)", n)
+	}
+}
+
+// claimFails is a fleet's store whose first Claim fails (the database
+// unreachable for a moment).
+type claimFails struct {
+	*postgres.DB
+	mu    sync.Mutex
+	fails int
+}
+
+func (s *claimFails) Claim(ctx context.Context, b *llmfleet.StoredBatch, pool string, by time.Time, max int, maxBytes int64) ([]*llmfleet.StoredRequest, error) {
+	s.mu.Lock()
+	fail := s.fails > 0
+	s.fails--
+	s.mu.Unlock()
+	if fail {
+		return nil, errors.New("connection refused")
+	}
+	return s.DB.Claim(ctx, b, pool, by, max, maxBytes)
+}
+
+// A pool whose claim fails is not lost: its request, still queued in the
+// store, is pooled again by the periodic look and goes out once.
+func TestFleetClaimFails(t *testing.T) {
+	u := pgtest.URL(t)
+	v, err := vault.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFake()
+	f.turnaround = func(string) time.Duration { return 100 * time.Millisecond }
+	a, _ := replica(t, u, "a", f, v, Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond},
+		func(db *postgres.DB) llmfleet.Store { return &claimFails{DB: db, fails: 1} })
+	resp, err := a.SubmitBatch(t.Context(), 0, req("k1", "claimed late"))
+	if err != nil || !strings.Contains(string(resp.Body), "claimed late") {
+		t.Fatalf("answer %+v, %v; want its own", resp, err)
+	}
+	if n := f.calls["create"]; n != 1 {
+		t.Errorf("%d batches created, want 1", n)
 	}
 }
