@@ -40,6 +40,36 @@ func replica(t *testing.T, u, name string, f *fakeProvider, v *vault.Vault, pol 
 	return d, db
 }
 
+// fleetVault returns a vault under the secret every replica of a test
+// fleet shares.
+func fleetVault(t *testing.T) *vault.Vault {
+	t.Helper()
+	v, err := vault.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// submitted submits a batched request of id and prompt (key k1; budget 0:
+// none) to d without waiting; its answer comes on the channel returned,
+// nil after an error, which fails the test.
+func submitted(t *testing.T, d *Dispatcher, budget time.Duration, id, prompt string) <-chan *llmfleet.Response {
+	t.Helper()
+	answered := make(chan *llmfleet.Response, 1)
+	r := req("k1", prompt)
+	r.ID = id
+	if err := d.SubmitBatchFunc(t.Context(), budget, r, func(resp *llmfleet.Response, err error) {
+		if err != nil {
+			t.Errorf("request %s: %v", id, err)
+		}
+		answered <- resp
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return answered
+}
+
 // A request accepted by replica A and batched by replica B is rescued by
 // A when its batch runs late: A's sync answer is kept and delivered; B's
 // batch answer, which comes second, is recorded in the ledger as paid and
@@ -47,10 +77,7 @@ func replica(t *testing.T, u, name string, f *fakeProvider, v *vault.Vault, pol 
 // is due at 0.8s, the batch ends at 2s.
 func TestFleetRescueElsewhere(t *testing.T) {
 	u := pgtest.URL(t)
-	v, err := vault.New(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fleetVault(t)
 	f := newFake()
 	f.turnaround = func(string) time.Duration { return 2 * time.Second }
 	base := Policy{BatchMinSize: 1000, RescueMargin: 100 * time.Millisecond, SyncLatencyPrior: 100 * time.Millisecond,
@@ -64,27 +91,13 @@ func TestFleetRescueElsewhere(t *testing.T) {
 	a, db := replica(t, u, "a", f, v, polA, nil)
 	b, _ := replica(t, u, "b", f, v, polB, nil)
 
-	type got struct {
-		resp *llmfleet.Response
-		err  error
+	rescued := submitted(t, a, time.Second, "lfr_rescued", "rescued")
+	batched := submitted(t, b, 0, "lfr_batched", "batched")
+	if resp := <-rescued; resp == nil || resp.Route != llmfleet.RouteSync {
+		t.Fatalf("the rescued request: %+v; want the rescue's sync answer", resp)
 	}
-	rescued, batched := make(chan got, 1), make(chan got, 1)
-	r := req("k1", "rescued")
-	r.ID = "lfr_rescued"
-	if err := a.SubmitBatchFunc(t.Context(), time.Second, r, func(resp *llmfleet.Response, err error) { rescued <- got{resp, err} }); err != nil {
-		t.Fatal(err)
-	}
-	r2 := req("k1", "batched")
-	r2.ID = "lfr_batched"
-	if err := b.SubmitBatchFunc(t.Context(), 0, r2, func(resp *llmfleet.Response, err error) { batched <- got{resp, err} }); err != nil {
-		t.Fatal(err)
-	}
-	g := <-rescued
-	if g.err != nil || g.resp.Route != llmfleet.RouteSync {
-		t.Fatalf("the rescued request: %+v, %v; want the rescue's sync answer", g.resp, g.err)
-	}
-	if g = <-batched; g.err != nil {
-		t.Fatalf("the batched request: %v", g.err)
+	if resp := <-batched; resp == nil {
+		t.Fatal("the batched request got no answer")
 	}
 	if n := f.calls["create"]; n != 1 {
 		t.Errorf("%d batches created, want 1 (B's, holding both)", n)
@@ -97,10 +110,10 @@ func TestFleetRescueElsewhere(t *testing.T) {
 	for _, e := range entries {
 		parts[e.RequestID] = append(parts[e.RequestID], e.Rescue)
 	}
-	if p := parts[r.ID]; len(p) != 2 || !(p[0] == llmfleet.RescueSync && p[1] == llmfleet.RescueLate) {
+	if p := parts["lfr_rescued"]; len(p) != 2 || !(p[0] == llmfleet.RescueSync && p[1] == llmfleet.RescueLate) {
 		t.Errorf("ledger of the rescued request: %q, want [sync late]", p)
 	}
-	if p := parts[r2.ID]; len(p) != 1 || p[0] != llmfleet.RescueNone {
+	if p := parts["lfr_batched"]; len(p) != 1 || p[0] != llmfleet.RescueNone {
 		t.Errorf("ledger of the batched request: %q, want one plain entry", p)
 	}
 }
@@ -120,10 +133,7 @@ func (deafStore) Watch(ctx context.Context, _ func([]string)) error {
 // the stored result.
 func TestFleetAnnouncementLost(t *testing.T) {
 	u := pgtest.URL(t)
-	v, err := vault.New(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fleetVault(t)
 	f := newFake()
 	f.turnaround = func(string) time.Duration { return 100 * time.Millisecond }
 	base := Policy{BatchMinSize: 1000, PollInterval: 50 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond}
@@ -132,17 +142,7 @@ func TestFleetAnnouncementLost(t *testing.T) {
 	polB.BatchWindow = 50 * time.Millisecond
 	a, _ := replica(t, u, "a", f, v, polA, func(db *postgres.DB) llmfleet.Store { return deafStore{db} })
 	b, _ := replica(t, u, "b", f, v, polB, nil)
-	answered := make(chan *llmfleet.Response, 1)
-	r := req("k1", "deaf")
-	r.ID = "lfr_deaf"
-	if err := a.SubmitBatchFunc(t.Context(), 0, r, func(resp *llmfleet.Response, err error) {
-		if err != nil {
-			t.Errorf("the caller on A: %v", err)
-		}
-		answered <- resp
-	}); err != nil {
-		t.Fatal(err)
-	}
+	answered := submitted(t, a, 0, "lfr_deaf", "deaf")
 	if _, err := b.SubmitBatch(t.Context(), 0, req("k1", "heard")); err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +162,7 @@ func TestFleetAnnouncementLost(t *testing.T) {
 // from the result the other stores.
 func TestFleetRequeueStale(t *testing.T) {
 	u := pgtest.URL(t)
-	v, err := vault.New(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fleetVault(t)
 	f := newFake()
 	f.lostCreate = 1
 	a, _ := replica(t, u, "a", f, v, Policy{BatchMinSize: 1, CreateTimeout: time.Second, SettleDelay: 100 * time.Millisecond,
@@ -176,17 +173,7 @@ func TestFleetRequeueStale(t *testing.T) {
 	}
 	defer other.Close()
 
-	answered := make(chan *llmfleet.Response, 1)
-	r := req("k1", "stale")
-	r.ID = "lfr_stale"
-	if err := a.SubmitBatchFunc(t.Context(), 0, r, func(resp *llmfleet.Response, err error) {
-		if err != nil {
-			t.Errorf("the caller: %v", err)
-		}
-		answered <- resp
-	}); err != nil {
-		t.Fatal(err)
-	}
+	answered := submitted(t, a, 0, "lfr_stale", "stale")
 	// The other replica finds A's intent by its tag and records it
 	// created, before A's look after the create deadline.
 	var intent string
@@ -208,7 +195,7 @@ func TestFleetRequeueStale(t *testing.T) {
 	// A's requeue is refused; once the other stores the answer, A's
 	// caller gets it.
 	for {
-		sr, err := other.GetRequest(t.Context(), r.ID)
+		sr, err := other.GetRequest(t.Context(), "lfr_stale")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +209,7 @@ func TestFleetRequeueStale(t *testing.T) {
 			t.Fatal("the request was sent again though its batch was recorded created")
 		}
 		a.mu.Lock()
-		w := a.live[r.ID]
+		w := a.live["lfr_stale"]
 		elsewhere := w != nil && w.state == stateElsewhere
 		a.mu.Unlock()
 		if elsewhere {
@@ -230,7 +217,7 @@ func TestFleetRequeueStale(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	done := []llmfleet.Completion{{RequestID: r.ID, Result: &llmfleet.StoredResult{StatusCode: 200,
+	done := []llmfleet.Completion{{RequestID: "lfr_stale", Result: &llmfleet.StoredResult{StatusCode: 200,
 		Body: []byte(`{"type":"message","content":[{"type":"text","text":"from the other"}]}`), CompletedAt: time.Now()}}}
 	if err := other.CompleteRequests(t.Context(), done); err != nil {
 		t.Fatal(err)
@@ -266,10 +253,7 @@ func (s *claimFails) Claim(ctx context.Context, b *llmfleet.StoredBatch, pool st
 // store, is pooled again by the periodic look and goes out once.
 func TestFleetClaimFails(t *testing.T) {
 	u := pgtest.URL(t)
-	v, err := vault.New(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fleetVault(t)
 	f := newFake()
 	f.turnaround = func(string) time.Duration { return 100 * time.Millisecond }
 	a, _ := replica(t, u, "a", f, v, Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond},
