@@ -285,7 +285,7 @@ func (s *Server) init() {
 			dt := http.DefaultTransport.(*http.Transport).Clone()
 			dt.MaxIdleConns = 1024
 			dt.MaxIdleConnsPerHost = 256
-			t = dt
+			t = &connTransport{Next: dt, Now: s.clock.Now}
 		}
 		s.rp = &httputil.ReverseProxy{
 			Rewrite:   s.rewrite,
