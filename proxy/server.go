@@ -52,7 +52,9 @@ type Server struct {
 
 	// Transport makes the upstream calls of the sync route and the
 	// pass-through paths. Nil means a pooled clone of
-	// http.DefaultTransport, shared by the Server's handlers.
+	// http.DefaultTransport, shared by the Server's handlers, in front of
+	// which calls to a plain-HTTP upstream with small bodies are made on
+	// the caller's goroutine (see the package doc).
 	Transport http.RoundTripper
 
 	// Provider is the provider name put on the Requests given to the
