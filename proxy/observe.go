@@ -195,11 +195,20 @@ type usageTap struct {
 	sse    bool
 	opaque bool // compressed: the usage cannot be read
 	json   *jsonTap
+	kept   *[]byte // a JSON answer's bytes not scanned yet
+	inline bool    // the JSON answer outgrew maxDeferredScan: scanned as it comes
 	events *sseTap
 	eof    bool
 	err    error
 	once   sync.Once
 }
+
+// maxDeferredScan is the size up to which a JSON answer is kept and
+// scanned for its usage after it went out, rather than on its way.
+const maxDeferredScan = 64 << 10
+
+// keptPool holds the buffers of JSON answers kept for a deferred scan.
+var keptPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 func (t *usageTap) Read(p []byte) (int, error) {
 	n, err := t.rc.Read(p)
@@ -207,7 +216,7 @@ func (t *usageTap) Read(p []byte) (int, error) {
 		if t.events != nil {
 			t.events.write(p[:n])
 		} else {
-			t.json.write(p[:n])
+			t.keep(p[:n])
 		}
 	}
 	if err != nil {
@@ -243,6 +252,35 @@ func (t *usageTap) finish() {
 	})
 }
 
+// keep holds p, a piece of a JSON answer, for the scan after the answer
+// went out (the scan is the caller's wait otherwise); an answer longer
+// than maxDeferredScan is scanned as it comes from then on.
+func (t *usageTap) keep(p []byte) {
+	if !t.inline {
+		if t.kept == nil {
+			t.kept = keptPool.Get().(*[]byte)
+		}
+		if len(*t.kept)+len(p) <= maxDeferredScan {
+			*t.kept = append(*t.kept, p...)
+			return
+		}
+		t.scanKept()
+	}
+	t.json.write(p)
+}
+
+// scanKept scans what keep held and scans inline from then on.
+func (t *usageTap) scanKept() {
+	t.inline = true
+	if t.kept == nil {
+		return
+	}
+	t.json.write(*t.kept)
+	*t.kept = (*t.kept)[:0]
+	keptPool.Put(t.kept)
+	t.kept = nil
+}
+
 func (t *usageTap) report() {
 	var (
 		model, errType string
@@ -251,6 +289,7 @@ func (t *usageTap) report() {
 	if t.events != nil {
 		model, u, errType = t.events.model, t.events.usage, t.events.errType
 	} else {
+		t.scanKept()
 		model, u, errType = t.json.result()
 	}
 	outcome := "ok"

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"io"
 	"strings"
 	"testing"
 
@@ -164,5 +165,30 @@ func BenchmarkUsageScanSmall(b *testing.B) {
 		var j jsonTap
 		j.write(msg)
 		j.result()
+	}
+}
+
+// A JSON answer is kept while the caller waits and scanned once it went
+// out; past maxDeferredScan it is scanned as it comes. Either way the
+// usage is read.
+func TestUsageTapDeferredScan(t *testing.T) {
+	for _, size := range []int{10, maxDeferredScan - 200, maxDeferredScan + 1000, 3 * maxDeferredScan} {
+		body := `{"model":"claude-x","content":[{"type":"text","text":"` + strings.Repeat("a", size) +
+			`"}],"usage":{"input_tokens":7,"output_tokens":9}}`
+		tap := &usageTap{call: &syncCall{held: true}, rc: io.NopCloser(strings.NewReader(body)), json: &jsonTap{}}
+		buf := make([]byte, 1000)
+		for {
+			if _, err := tap.Read(buf); err != nil {
+				break
+			}
+		}
+		if inline := len(body) > maxDeferredScan; tap.inline != inline {
+			t.Errorf("size %d: scanned inline %v, want %v", size, tap.inline, inline)
+		}
+		tap.scanKept()
+		model, u, _ := tap.json.result()
+		if model != "claude-x" || u.InputTokens != 7 || u.OutputTokens != 9 {
+			t.Errorf("size %d: model %q, usage %+v", size, model, u)
+		}
 	}
 }
