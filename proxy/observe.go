@@ -78,8 +78,9 @@ func syncCallOf(r *http.Request) *syncCall {
 }
 
 // prepareObserved drops the caller's Accept-Encoding from an observed
-// call, so that the transport negotiates (and undoes) compression itself
-// and the usage can be read from the body.
+// call, so that the usage can be read from the body: http.Transport then
+// negotiates (and undoes) compression itself, and connTransport asks for
+// none (its upstream is near).
 func prepareObserved(pr *httputil.ProxyRequest) {
 	if observedCallOf(pr.In) != nil {
 		pr.Out.Header.Del("Accept-Encoding")
