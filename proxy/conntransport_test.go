@@ -35,6 +35,29 @@ func connsServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.In
 	return srv, &conns
 }
 
+// rawUpstream is an upstream on loopback that hands each connection it
+// accepts, with a reader of it, to serve, and closes it after; it returns
+// the upstream's base URL.
+func rawUpstream(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			serve(c, bufio.NewReader(c))
+			c.Close()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
 func newConnTransport() *connTransport {
 	return &connTransport{Next: http.DefaultTransport.(*http.Transport).Clone()}
 }
@@ -102,31 +125,18 @@ func TestConnTransportChunkedAnswerWithTrailer(t *testing.T) {
 // An upstream that closes a keep-alive connection while it is idle: the
 // next call goes on a new connection, as if nothing happened.
 func TestConnTransportUpstreamClosedIdle(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	closed := make(chan struct{})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			br := bufio.NewReader(c)
-			req, err := http.ReadRequest(br)
-			if err == nil {
-				b, _ := io.ReadAll(req.Body)
-				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
-			}
-			c.Close() // no Connection: close said
-			closed <- struct{}{}
+	url := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		if req, err := http.ReadRequest(br); err == nil {
+			b, _ := io.ReadAll(req.Body)
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
 		}
-	}()
+		c.Close() // no Connection: close said
+		closed <- struct{}{}
+	})
 	rt := newConnTransport()
 	for i := range 3 {
-		_, got := send(t, rt, "http://"+ln.Addr().String()+"/", fmt.Sprint("call ", i))
+		_, got := send(t, rt, url+"/", fmt.Sprint("call ", i))
 		if want := fmt.Sprint("call ", i); got != want {
 			t.Fatalf("answer %q, want %q", got, want)
 		}
@@ -162,11 +172,18 @@ func TestConnTransportCallerGivesUp(t *testing.T) {
 		t.Fatalf("RoundTrip: %v, want context.Canceled", err)
 	}
 	<-gone // the upstream saw its connection closed
-	if _, got := send(t, rt, srv.URL+"/next", "y"); got != "POST /next y" {
+	nextOnNewConn(t, rt, srv.URL, conns)
+}
+
+// nextOnNewConn checks that a call after the first, whose connection was
+// not to be used again, is answered on a second connection.
+func nextOnNewConn(t *testing.T, rt http.RoundTripper, base string, conns *atomic.Int32) {
+	t.Helper()
+	if _, got := send(t, rt, base+"/next", "y"); got != "POST /next y" {
 		t.Fatalf("next answer %q", got)
 	}
 	if n := conns.Load(); n != 2 {
-		t.Errorf("%d connections, want 2: the one given up is not used again", n)
+		t.Errorf("%d connections, want 2: the first is not used again", n)
 	}
 }
 
@@ -178,16 +195,11 @@ func TestConnTransportBodyClosedEarly(t *testing.T) {
 			echo(w, r)
 			return
 		}
-		for {
+		for r.Context().Err() == nil { // until the connection is closed
 			if _, err := io.WriteString(w, "data: more\n\n"); err != nil {
 				return
 			}
 			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(time.Millisecond):
-			}
 		}
 	})
 	rt := newConnTransport()
@@ -203,12 +215,7 @@ func TestConnTransportBodyClosedEarly(t *testing.T) {
 	if _, err := resp.Body.Read(make([]byte, 1)); !errors.Is(err, http.ErrBodyReadAfterClose) {
 		t.Errorf("read after Close: %v", err)
 	}
-	if _, got := send(t, rt, srv.URL+"/next", "y"); got != "POST /next y" {
-		t.Fatalf("next answer %q", got)
-	}
-	if n := conns.Load(); n != 2 {
-		t.Errorf("%d connections, want 2", n)
-	}
+	nextOnNewConn(t, rt, srv.URL, conns)
 }
 
 // Informational answers go to the request's trace (ReverseProxy passes
@@ -300,18 +307,8 @@ func TestConnTransportHandsOn(t *testing.T) {
 // An answer whose header does not end within maxHeaderBytes is an error,
 // not a read without end.
 func TestConnTransportHeaderTooLarge(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		http.ReadRequest(bufio.NewReader(c))
+	url := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		http.ReadRequest(br)
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Long: ")
 		chunk := strings.Repeat("a", 64<<10)
 		for range maxHeaderBytes/len(chunk) + 2 {
@@ -319,8 +316,8 @@ func TestConnTransportHeaderTooLarge(t *testing.T) {
 				return
 			}
 		}
-	}()
-	req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/", strings.NewReader("x"))
+	})
+	req, _ := http.NewRequest("POST", url+"/", strings.NewReader("x"))
 	if _, err := newConnTransport().RoundTrip(req); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("RoundTrip: %v, want the header limit's error", err)
 	}
@@ -328,26 +325,15 @@ func TestConnTransportHeaderTooLarge(t *testing.T) {
 
 // An upstream that answers before it read the body, and closes.
 func TestConnTransportAnswerBeforeBody(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		br := bufio.NewReader(c)
+	url := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
 		if _, err := http.ReadRequest(br); err != nil { // the header only
 			return
 		}
 		io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\nContent-Length: 8\r\n\r\ntoo long")
 		c.(*net.TCPConn).CloseWrite()
 		io.Copy(io.Discard, br) // as net/http does before it closes
-	}()
-	_, got := send(t, newConnTransport(), "http://"+ln.Addr().String()+"/", strings.Repeat("x", 512<<10))
+	})
+	_, got := send(t, newConnTransport(), url+"/", strings.Repeat("x", 512<<10))
 	if got != "too long" {
 		t.Fatalf("answer %q", got)
 	}
