@@ -92,12 +92,6 @@ func insertGroup(db *sql.DB, owner string, group []addOp) {
 		accepted, deadlines                                       []*int64
 		live                                                      []addOp
 	)
-	ptr := func(v any) *int64 {
-		if n, ok := v.(int64); ok {
-			return &n
-		}
-		return nil
-	}
 	for _, op := range group {
 		if err := op.ctx.Err(); err != nil {
 			op.done <- err // its caller gave up before the group was sent
@@ -108,8 +102,8 @@ func insertGroup(db *sql.DB, owner string, group []addOp) {
 		ids, providers, creds = append(ids, r.ID), append(providers, r.Provider), append(creds, r.CredentialID)
 		headers, bodies = append(headers, op.header), append(bodies, storecodec.BytesOrEmpty(r.Body))
 		models, budgets = append(models, r.Model), append(budgets, int64(r.Budget))
-		accepted = append(accepted, ptr(storecodec.Nanos(r.AcceptedAt)))
-		deadlines = append(deadlines, ptr(storecodec.Nanos(r.Deadline)))
+		accepted = append(accepted, nullNanos(r.AcceptedAt))
+		deadlines = append(deadlines, nullNanos(r.Deadline))
 		states, clients, endpoints = append(states, "queued"), append(clients, r.Client), append(endpoints, r.Endpoint)
 		pools, owners = append(pools, r.Pool), append(owners, owner)
 	}
@@ -174,45 +168,72 @@ func (d *DB) GetRequest(ctx context.Context, id string) (*llmfleet.StoredRequest
 // CompleteRequests stores the results of requests (state done) and their
 // ledger entries, in one transaction, in the order given. A request done
 // already, by an earlier call, another process or earlier in this one,
-// keeps its first result and gets no ledger entry from this call (the
-// update is conditional on the row not being done, and a concurrent one
-// waits on the row's lock). An unknown id, or a nil result, fails the
-// whole call, storing nothing.
+// keeps its first result and gets no ledger entry from this call. The rows
+// are locked first, in id order (so two calls over the same requests wait
+// for each other rather than deadlock), and then updated by one statement,
+// whatever their number. An unknown id, or a nil result, fails the whole
+// call, storing nothing.
 func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) error {
 	if len(done) == 0 {
 		return nil
 	}
+	first := make([]llmfleet.Completion, 0, len(done))
+	seen := make(map[string]bool, len(done))
+	ids := make([]string, 0, len(done))
+	for _, c := range done {
+		if c.Result == nil {
+			return fmt.Errorf("postgres: request %s: nil result", c.RequestID)
+		}
+		if !seen[c.RequestID] { // a later completion of the same request loses
+			seen[c.RequestID] = true
+			first = append(first, c)
+			ids = append(ids, c.RequestID)
+		}
+	}
 	return d.write(ctx, func(tx *sql.Tx) error {
-		var entries []llmfleet.LedgerEntry
-		var completed []string
-		for _, c := range done {
-			if c.Result == nil {
-				return fmt.Errorf("postgres: request %s: nil result", c.RequestID)
+		wasDone, err := lockRequests(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		var (
+			upd, completed  []string
+			statuses        []int64
+			bodies, errs, u [][]byte
+			at              []*int64
+			entries         []llmfleet.LedgerEntry
+		)
+		for _, c := range first {
+			isDone, ok := wasDone[c.RequestID]
+			if !ok {
+				return fmt.Errorf("postgres: request %s: %w", c.RequestID, llmfleet.ErrNotFound)
+			}
+			if isDone {
+				continue // its first result and entry stand
 			}
 			status, body, errJSON, err := storecodec.ResultColumns(c.Result)
 			if err != nil {
 				return fmt.Errorf("postgres: request %s: %w", c.RequestID, err)
 			}
-			u, err := storecodec.EncodeUsage(c.Result.Usage)
+			usage, err := storecodec.EncodeUsage(c.Result.Usage)
 			if err != nil {
 				return err
 			}
-			n, err := affected(tx.ExecContext(ctx, `UPDATE requests SET state = 'done',
-				status_code = $1, result_body = $2, result_error = $3, usage = $4, completed_at = $5
-				WHERE id = $6 AND state != 'done'`, status, body, errJSON, u, storecodec.Nanos(c.Result.CompletedAt), c.RequestID))
-			if err != nil {
-				return fmt.Errorf("postgres: completing request %s: %w", c.RequestID, err)
-			}
-			if n == 0 {
-				if err := mustExist(ctx, tx, "requests", c.RequestID); err != nil {
-					return err
-				}
-				continue // done already: its first result and entry stand
-			}
+			upd, statuses = append(upd, c.RequestID), append(statuses, int64(status))
+			bodies, errs, u = append(bodies, body), append(errs, errJSON), append(u, usage)
+			at = append(at, nullNanos(c.Result.CompletedAt))
 			completed = append(completed, c.RequestID)
 			if c.Ledger != nil {
 				entries = append(entries, *c.Ledger)
 			}
+		}
+		if len(upd) == 0 {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE requests AS r SET state = 'done', status_code = c.status,
+			result_body = c.body, result_error = c.err, usage = c.usage, completed_at = c.at
+			FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bytea[], $5::bytea[], $6::bigint[]) AS c(id, status, body, err, usage, at)
+			WHERE r.id = c.id`, upd, statuses, bodies, errs, u, at); err != nil {
+			return fmt.Errorf("postgres: completing %d requests: %w", len(upd), err)
 		}
 		if err := addLedger(ctx, tx, entries); err != nil {
 			return err
@@ -221,15 +242,33 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 	})
 }
 
-// mustExist returns an error wrapping llmfleet.ErrNotFound unless table
-// has a row with id.
-func mustExist(ctx context.Context, tx *sql.Tx, table, id string) error {
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM `+table+` WHERE id = $1`, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("postgres: %s %s: %w", table[:len(table)-1], id, llmfleet.ErrNotFound)
+// lockRequests locks the rows of ids, in id order, and returns, for each
+// that exists, whether it is done.
+func lockRequests(ctx context.Context, tx *sql.Tx, ids []string) (map[string]bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, state = 'done' FROM requests WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: locking %d requests: %w", len(ids), err)
 	}
-	return err
+	defer rows.Close()
+	done := make(map[string]bool, len(ids))
+	for rows.Next() {
+		var id string
+		var isDone bool
+		if err := rows.Scan(&id, &isDone); err != nil {
+			return nil, err
+		}
+		done[id] = isDone
+	}
+	return done, rows.Err()
+}
+
+// nullNanos is t in Unix nanoseconds, or nil (NULL) for the zero time.
+func nullNanos(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
 }
 
 // committed returns, of a group whose insert failed (its connection lost

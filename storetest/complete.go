@@ -132,3 +132,40 @@ func (s *suite) completeConcurrentOnce(t *testing.T) {
 	checkEntries(t, got, []llmfleet.LedgerEntry{*ledgerEntry(1, got[0].Outcome)})
 	checkRequest(t, s.get(t, st, "lfr_0001"), with(request(1), llmfleet.RequestDone, "", "", result(10+g)))
 }
+
+// completeConcurrentOverlap: calls completing the same requests in
+// opposite orders, at once, all succeed (none is chosen to fail, as a
+// deadlock would), and each request keeps one result and one entry.
+func (s *suite) completeConcurrentOverlap(t *testing.T) {
+	st := s.store(t)
+	const n = 24
+	var rs []*llmfleet.StoredRequest
+	for i := 1; i <= n; i++ {
+		rs = append(rs, request(i))
+	}
+	s.add(t, st, rs...)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			var cs []llmfleet.Completion
+			for k := range n {
+				i := k + 1
+				if g%2 == 1 {
+					i = n - k // the other way round
+				}
+				cs = append(cs, completion(i, result(i), ledgerEntry(i, fmt.Sprintf("caller %d", g))))
+			}
+			if err := st.CompleteRequests(ctx(t), cs); err != nil {
+				t.Errorf("caller %d: CompleteRequests: %v", g, err)
+			}
+		})
+	}
+	wg.Wait()
+	got := s.allLedger(t, st)
+	if len(got) != n {
+		t.Errorf("Ledger after overlapping completions: %d entries, want %d", len(got), n)
+	}
+	for i := 1; i <= n; i++ {
+		checkRequest(t, s.get(t, st, fmt.Sprintf("lfr_%04d", i)), with(request(i), llmfleet.RequestDone, "", "", result(i)))
+	}
+}

@@ -120,6 +120,7 @@ func Run(t *testing.T, h Harness) {
 		{"CompleteOnce", s.completeOnce},
 		{"CompleteUnknown", s.completeUnknown},
 		{"CompleteConcurrentOnce", s.completeConcurrentOnce},
+		{"CompleteConcurrentOverlap", s.completeConcurrentOverlap},
 		{"TypedResults", s.typedResultsRoundTrip},
 		{"CreateDeadline", s.createDeadline},
 		{"PendingOrder", s.pendingOrder},
