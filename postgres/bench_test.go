@@ -26,3 +26,15 @@ func BenchmarkAddRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompleteRequests measures storing the results of a batch of
+// 1,000 requests, with their ledger entries, in one CompleteRequests
+// (storetest.BenchComplete).
+func BenchmarkCompleteRequests(b *testing.B) {
+	d := &postgres.DB{URL: pgtest.URL(b)}
+	if err := d.Open(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	storetest.BenchComplete(b, d, 1000)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,4 +58,42 @@ func BenchAdd(b *testing.B, s llmfleet.Store, callers int) {
 		slices.Sort(got)
 		b.ReportMetric(float64(got[(len(got)*99)/100].Microseconds())/1000, "p99_ms")
 	}
+}
+
+// BenchComplete measures storing the results of a batch of size requests
+// in one CompleteRequests call, as the engine does when a batch ends, each
+// with a result of BenchBody's size and a ledger entry; the requests are
+// accepted outside the timing. It reports the batch's time and results per
+// second.
+func BenchComplete(b *testing.B, s llmfleet.Store, size int) {
+	now := time.Now()
+	res := &llmfleet.StoredResult{StatusCode: 200, Body: BenchBody, CompletedAt: now,
+		Usage: llmfleet.Usage{InputTokens: 1200, OutputTokens: 300}}
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		rs := make([]*llmfleet.StoredRequest, size)
+		done := make([]llmfleet.Completion, size)
+		for k := range rs {
+			id := fmt.Sprintf("lfr_%d_%d_%06d", now.UnixNano(), i, k)
+			rs[k] = &llmfleet.StoredRequest{ID: id, Provider: "anthropic", CredentialID: "cred_0123456789abcdef01234567",
+				Body: BenchBody, Model: "claude-sonnet-4-6", AcceptedAt: now}
+			done[k] = llmfleet.Completion{RequestID: id, Result: res, Ledger: &llmfleet.LedgerEntry{Time: now,
+				Provider: "anthropic", Model: "claude-sonnet-4-6", Route: llmfleet.RouteBatch, Outcome: "ok", Usage: res.Usage}}
+		}
+		var wg sync.WaitGroup
+		for _, r := range rs { // at once, so that they are committed in groups
+			wg.Go(func() {
+				if err := s.AddRequest(b.Context(), r); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		b.StartTimer()
+		if err := s.CompleteRequests(b.Context(), done); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "results/s")
 }
