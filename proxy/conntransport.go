@@ -203,8 +203,15 @@ func (t *connTransport) get(ctx context.Context, h *connHost, addr string) (*upC
 	return c, false, nil
 }
 
-// put keeps c for the next request to its host, or closes it.
+// put keeps c for the next request to its host, or closes it: it is
+// closed if bytes beyond the answer it carried were read already (an
+// upstream that sent more than its answer's framing said, a body on a
+// 204 say), since they would be read as the next caller's answer.
 func (t *connTransport) put(c *upConn) {
+	if c.br.Buffered() > 0 {
+		c.nc.Close()
+		return
+	}
 	c.idleSince = t.now()
 	t.mu.Lock()
 	h := c.host
@@ -328,8 +335,8 @@ func (c *upConn) roundTrip(t *connTransport, req *http.Request) (*http.Response,
 		if rerr != nil {
 			return fail(err)
 		}
-		stop()
-		resp.Body = &upBody{rc: resp.Body, c: c, t: t, stop: func() bool { return false }}
+		// Its body is read on a connection not to be used again.
+		resp.Body = &upBody{rc: resp.Body, c: c, t: t, stop: stop}
 		return resp, nil
 	}
 	resp, err := c.readAnswer(req)

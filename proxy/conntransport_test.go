@@ -387,3 +387,59 @@ func TestConnTransportConcurrent(t *testing.T) {
 	rt.CloseIdleConnections()
 	t.Logf("%d connections for 400 calls of 16 callers", conns.Load())
 }
+
+// keepAliveUpstream is an upstream on loopback that reads requests one
+// after the other on each connection and writes, for the i-th request
+// overall (from 1), the raw bytes answer gives; it returns the base URL.
+func keepAliveUpstream(t *testing.T, answer func(i int, req *http.Request) string) string {
+	t.Helper()
+	var n atomic.Int32
+	return rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			if _, err := io.WriteString(c, answer(int(n.Add(1)), req)); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// An upstream that sends more than its answer's framing says: what is
+// left is never read as the next caller's answer (found by review: the
+// connection went back to the pool with those bytes buffered, and every
+// caller after got the answer of the one before).
+func TestConnTransportLeftoverBytes(t *testing.T) {
+	answer := func(body string) string {
+		return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	}
+	cases := map[string]func(i int, req *http.Request) string{
+		"a second answer": func(i int, req *http.Request) string {
+			if i == 1 {
+				return answer("answer to "+req.URL.Path) + answer("answer to /somebody")
+			}
+			return answer("answer to " + req.URL.Path)
+		},
+		"a 204 with a body": func(i int, req *http.Request) string {
+			if i == 1 {
+				return "HTTP/1.1 204 No Content\r\nContent-Length: 2\r\n\r\n{}"
+			}
+			return answer("answer to " + req.URL.Path)
+		},
+	}
+	for name, upstream := range cases {
+		t.Run(name, func(t *testing.T) {
+			url := keepAliveUpstream(t, upstream)
+			rt := newConnTransport()
+			send(t, rt, url+"/alice", "x")
+			for _, who := range []string{"bob", "carol"} {
+				if _, got := send(t, rt, url+"/"+who, "y"); got != "answer to /"+who {
+					t.Errorf("%s got %q", who, got)
+				}
+			}
+		})
+	}
+}
