@@ -14,9 +14,11 @@ import (
 	"github.com/llmfleet/llmfleet/postgres/pgtest"
 )
 
-// cutProxy forwards connections to a PostgreSQL server. Armed, it cuts
-// the connection that sends an insert of requests once the server has had
-// time to commit it, so that the client never gets the answer.
+// cutProxy forwards connections to a PostgreSQL server. Armed, it watches
+// the connection that sends an insert of requests: the server's answer to
+// the insert (its "INSERT 0 n" command tag) and everything after it are
+// not passed on, and the connection is cut once the server has had time
+// to commit, so that the client never gets the answer.
 type cutProxy struct {
 	ln     net.Listener
 	target string
@@ -53,13 +55,20 @@ func (p *cutProxy) serve(client net.Conn) {
 	var once sync.Once
 	cut := func() { once.Do(func() { client.Close(); server.Close() }) }
 	defer cut()
-	var mute atomic.Bool // the server's answers are no longer passed on
+	var watched atomic.Bool // this connection sent the armed insert
 	go func() {
 		defer cut()
 		buf := make([]byte, 64<<10)
+		muted := false
 		for {
 			n, err := server.Read(buf)
-			if n > 0 && !mute.Load() {
+			if n > 0 && !muted && watched.Load() && bytes.Contains(buf[:n], []byte("INSERT 0 ")) {
+				// The insert ran: its answer is never passed on, and
+				// the connection is cut once it has had time to commit.
+				muted = true
+				time.AfterFunc(300*time.Millisecond, func() { p.cuts.Add(1); cut() })
+			}
+			if n > 0 && !muted {
 				if _, werr := client.Write(buf[:n]); werr != nil {
 					return
 				}
@@ -70,24 +79,14 @@ func (p *cutProxy) serve(client net.Conn) {
 		}
 	}()
 	buf := make([]byte, 64<<10)
-	// prepared: the armed insert was parsed (pgx prepares a statement,
-	// waits for its description, then runs it): the next write runs it.
-	prepared := false
 	for {
 		n, err := client.Read(buf)
 		if n > 0 {
+			if bytes.Contains(buf[:n], []byte("INSERT INTO requests")) && p.armed.CompareAndSwap(true, false) {
+				watched.Store(true)
+			}
 			if _, werr := server.Write(buf[:n]); werr != nil {
 				return
-			}
-			switch {
-			case prepared:
-				// The insert runs; its answer is never passed on, and
-				// the connection is cut once it has had time to commit.
-				prepared = false
-				mute.Store(true)
-				time.AfterFunc(300*time.Millisecond, func() { p.cuts.Add(1); cut() })
-			case bytes.Contains(buf[:n], []byte("INSERT INTO requests")) && p.armed.CompareAndSwap(true, false):
-				prepared = true
 			}
 		}
 		if err != nil {
