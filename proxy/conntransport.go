@@ -345,11 +345,7 @@ func (c *upConn) roundTrip(t *connTransport, req *http.Request) (*http.Response,
 	}
 	keep := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
 	if resp.Body == http.NoBody {
-		if stop() && keep {
-			t.put(c)
-		} else {
-			c.nc.Close()
-		}
+		c.release(t, stop, keep)
 		return resp, nil
 	}
 	resp.Body = &upBody{rc: resp.Body, c: c, t: t, keep: keep, stop: stop}
@@ -423,12 +419,17 @@ func (b *upBody) Close() error {
 }
 
 func (b *upBody) finish(end int32, keep bool) {
-	if !b.end.CompareAndSwap(bodyOpen, end) {
+	if b.end.CompareAndSwap(bodyOpen, end) {
+		b.c.release(b.t, b.stop, keep)
+	}
+}
+
+// release ends c's call: c goes back to t's pool if it is to be kept and
+// its context's watch was stopped before it fired, and is closed otherwise.
+func (c *upConn) release(t *connTransport, stop func() bool, keep bool) {
+	if stop() && keep {
+		t.put(c)
 		return
 	}
-	if b.stop() && keep {
-		b.t.put(b.c)
-		return
-	}
-	b.c.nc.Close()
+	c.nc.Close()
 }
