@@ -196,7 +196,7 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 			return err
 		}
 		var (
-			upd, completed  []string
+			upd             []string
 			statuses        []int64
 			bodies, errs, u [][]byte
 			at              []*int64
@@ -221,7 +221,6 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 			upd, statuses = append(upd, c.RequestID), append(statuses, int64(status))
 			bodies, errs, u = append(bodies, body), append(errs, errJSON), append(u, usage)
 			at = append(at, nullNanos(c.Result.CompletedAt))
-			completed = append(completed, c.RequestID)
 			if c.Ledger != nil {
 				entries = append(entries, *c.Ledger)
 			}
@@ -238,7 +237,7 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 		if err := addLedger(ctx, tx, entries); err != nil {
 			return err
 		}
-		return d.notifyDone(ctx, tx, completed)
+		return d.notifyDone(ctx, tx, upd)
 	})
 }
 
@@ -262,13 +261,13 @@ func lockRequests(ctx context.Context, tx *sql.Tx, ids []string) (map[string]boo
 	return done, rows.Err()
 }
 
-// nullNanos is t in Unix nanoseconds, or nil (NULL) for the zero time.
+// nullNanos is storecodec.Nanos(t) as an element of a bigint array: nil
+// (NULL) for the zero time.
 func nullNanos(t time.Time) *int64 {
-	if t.IsZero() {
-		return nil
+	if n, ok := storecodec.Nanos(t).(int64); ok {
+		return &n
 	}
-	n := t.UnixNano()
-	return &n
+	return nil
 }
 
 // committed returns, of a group whose insert failed (its connection lost
