@@ -161,12 +161,7 @@ func (s *suite) intentNotQueued(t *testing.T) {
 
 func (s *suite) createFailedRequeue(t *testing.T) {
 	st := s.store(t)
-	rs := []*llmfleet.StoredRequest{request(1), request(2)}
-	s.add(t, st, rs...)
-	b := batch(1)
-	if err := st.RecordIntent(ctx(t), b, customIDs(rs...)); err != nil {
-		t.Fatal(err)
-	}
+	rs, b, _ := s.intended(t, st)
 	if err := st.RecordCreateFailed(ctx(t), b.ID, true); err != nil {
 		t.Fatal(err)
 	}
@@ -195,13 +190,7 @@ func (s *suite) createFailedRequeue(t *testing.T) {
 // completes them with the error; the failed batch is not pending.
 func (s *suite) createFailedNoRequeue(t *testing.T) {
 	st := s.store(t)
-	rs := []*llmfleet.StoredRequest{request(1), request(2)}
-	s.add(t, st, rs...)
-	b := batch(1)
-	cids := customIDs(rs...)
-	if err := st.RecordIntent(ctx(t), b, cids); err != nil {
-		t.Fatal(err)
-	}
+	rs, b, cids := s.intended(t, st)
 	if err := st.RecordCreateFailed(ctx(t), b.ID, false); err != nil {
 		t.Fatal(err)
 	}
@@ -275,13 +264,7 @@ func (s *suite) pendingOrder(t *testing.T) {
 // submitted in it.
 func (s *suite) createFailedStale(t *testing.T) {
 	st := s.store(t)
-	rs := []*llmfleet.StoredRequest{request(1), request(2)}
-	s.add(t, st, rs...)
-	b := batch(1)
-	cids := customIDs(rs...)
-	if err := st.RecordIntent(ctx(t), b, cids); err != nil {
-		t.Fatal(err)
-	}
+	rs, b, cids := s.intended(t, st)
 	if err := st.RecordCreated(ctx(t), b.ID, "msgbatch_1", base.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -294,4 +277,17 @@ func (s *suite) createFailedStale(t *testing.T) {
 	if _, pb := s.pending(t, st); len(pb) != 1 || pb[0].Batch.State != llmfleet.BatchCreated {
 		t.Fatalf("the batch after a stale requeue: %d pending", len(pb))
 	}
+}
+
+// intended stores requests 1 and 2 and the intent of batch 1 holding
+// them, and returns the requests, the batch and their custom ids.
+func (s *suite) intended(t *testing.T, st llmfleet.Store) ([]*llmfleet.StoredRequest, *llmfleet.StoredBatch, map[string]string) {
+	t.Helper()
+	rs := []*llmfleet.StoredRequest{request(1), request(2)}
+	s.add(t, st, rs...)
+	b, cids := batch(1), customIDs(rs...)
+	if err := st.RecordIntent(ctx(t), b, cids); err != nil {
+		t.Fatal(err)
+	}
+	return rs, b, cids
 }
