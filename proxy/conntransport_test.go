@@ -443,3 +443,64 @@ func TestConnTransportLeftoverBytes(t *testing.T) {
 		})
 	}
 }
+
+// failingConn fails its writes, sending nothing, once fail is set.
+type failingConn struct {
+	net.Conn
+	fail *atomic.Bool
+}
+
+func (c failingConn) Write(p []byte) (int, error) {
+	if c.fail.CompareAndSwap(true, false) {
+		return 0, errors.New("broken pipe (injected)")
+	}
+	return c.Conn.Write(p)
+}
+
+// A write on a reused connection that fails before a byte left: the call
+// goes again on a new connection if its body can be given again, and
+// fails, sent nowhere, if not. The upstream never sees a call twice.
+func TestConnTransportNothingWritten(t *testing.T) {
+	for _, rewindable := range []bool{true, false} {
+		t.Run(fmt.Sprint("rewindable=", rewindable), func(t *testing.T) {
+			var seen atomic.Int32
+			srv, _ := connsServer(t, func(w http.ResponseWriter, r *http.Request) {
+				seen.Add(1)
+				echo(w, r)
+			})
+			var fail atomic.Bool
+			rt := newConnTransport()
+			dial := (&net.Dialer{}).DialContext
+			rt.Next.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dial(ctx, network, addr)
+				return failingConn{c, &fail}, err
+			}
+			send(t, rt, srv.URL+"/a", "x")
+			fail.Store(true)
+			req, _ := http.NewRequest("POST", srv.URL+"/b", strings.NewReader("y"))
+			if !rewindable {
+				req.GetBody = nil
+			}
+			resp, err := rt.RoundTrip(req)
+			if rewindable {
+				if err != nil {
+					t.Fatalf("RoundTrip: %v", err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(b) != "POST /b y" {
+					t.Errorf("answer %q", b)
+				}
+			} else if !errors.Is(err, errNothingWritten) {
+				t.Fatalf("RoundTrip: %v, want errNothingWritten", err)
+			}
+			want := int32(1)
+			if rewindable {
+				want = 2
+			}
+			if n := seen.Load(); n != want {
+				t.Errorf("upstream saw %d calls, want %d", n, want)
+			}
+		})
+	}
+}
