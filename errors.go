@@ -27,6 +27,11 @@ var (
 	// ErrNoStore is returned by the Tickets methods of a Submitter that
 	// keeps no durable state, and so cannot hold an answer to be read later.
 	ErrNoStore = errors.New("llmfleet: no durable store to keep answers")
+	// ErrStore is wrapped by the error of a request that llmfleet could
+	// not record in, or read from, its own database (the Store): the
+	// fault is llmfleet's state, not the provider's, and nothing was sent
+	// upstream for it. The faces answer it 503, naming the database.
+	ErrStore = errors.New("llmfleet: its database failed")
 	// ErrUndetermined is returned by Provider.FindBatch when batches that
 	// might carry the tag cannot be told apart yet.
 	ErrUndetermined = errors.New("llmfleet: cannot tell yet whether the batch exists")

@@ -78,7 +78,7 @@ func (j *storeJournal) accept(ctx context.Context, w *waiter) error {
 			return fmt.Errorf("dispatch: sealing credential: %w", err)
 		}
 		if err := j.store.PutCredential(ctx, fp, sealed); err != nil {
-			return fmt.Errorf("dispatch: storing credential: %w", err)
+			return fmt.Errorf("dispatch: storing credential: %w: %w", llmfleet.ErrStore, err)
 		}
 		j.markSealed(fp)
 	}
@@ -98,7 +98,7 @@ func (j *storeJournal) accept(ctx context.Context, w *waiter) error {
 		State:        llmfleet.RequestQueued,
 	})
 	if err != nil {
-		return fmt.Errorf("dispatch: storing request: %w", err)
+		return fmt.Errorf("dispatch: storing request: %w: %w", llmfleet.ErrStore, err)
 	}
 	return nil
 }
@@ -115,7 +115,7 @@ func (j *storeJournal) intent(ctx context.Context, b *llmfleet.StoredBatch, ws [
 		ids[w.id] = w.customID
 	}
 	if err := j.store.RecordIntent(ctx, b, ids); err != nil {
-		return fmt.Errorf("dispatch: storing batch intent: %w", err)
+		return fmt.Errorf("dispatch: storing batch intent: %w: %w", llmfleet.ErrStore, err)
 	}
 	return nil
 }
