@@ -25,6 +25,14 @@ type Adder interface {
 	AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) error
 }
 
+// RetryWait is how long a Writer waits before it writes again entries
+// the store failed to record; the wait doubles at each failure in a row,
+// up to MaxRetryWait.
+const (
+	RetryWait    = 500 * time.Millisecond
+	MaxRetryWait = 30 * time.Second
+)
+
 // DefaultWindow is the group-commit window of the Writer of a Pipeline:
 // how long the first entry of a group waits for others to go with it.
 const DefaultWindow = 250 * time.Millisecond
@@ -40,9 +48,12 @@ const maxGroup = 4096
 // a steady stream the store sees one call per window, not one per
 // write. It holds at most its backlog of
 // entries besides those of the write under way; when the backlog is full,
-// Add waits for room rather than drop the entry. An entry the store fails
-// to record is logged and counted as written. Its methods are safe for
-// concurrent use.
+// Add waits for room rather than drop the entry. Entries the store fails
+// to record (a full disk, a read-only database) are kept, first in line,
+// and written again after a back-off (RetryWait, doubling up to
+// MaxRetryWait) until the store takes them: each entry is written once,
+// however long the store fails; only entries still unwritten when Close
+// gives up are lost, and logged. Its methods are safe for concurrent use.
 type Writer struct {
 	store   Adder
 	log     *slog.Logger
@@ -58,9 +69,12 @@ type Writer struct {
 	progress chan struct{}          // closed and replaced when written advances
 	closed   bool
 
+	failures int // store failures in a row (guarded by mu)
+
 	wake   chan struct{}
 	hurry  chan struct{} // cuts a group window short: Flush, a full group
 	stop   chan struct{}
+	quit   chan struct{} // closed when Close gives up: stop retrying
 	exited chan struct{}
 }
 
@@ -90,6 +104,7 @@ func NewGroupWriter(store Adder, backlog int, window time.Duration, log *slog.Lo
 		wake:     make(chan struct{}, 1),
 		hurry:    make(chan struct{}, 1),
 		stop:     make(chan struct{}),
+		quit:     make(chan struct{}),
 		exited:   make(chan struct{}),
 	}
 	w.room = sync.NewCond(&w.mu)
@@ -170,6 +185,8 @@ func (w *Writer) Close(ctx context.Context) error {
 	case <-w.exited:
 		return nil
 	case <-ctx.Done():
+		close(w.quit)
+		<-w.exited
 		return ctx.Err()
 	}
 }
@@ -183,12 +200,36 @@ func (w *Writer) loop() {
 				w.writePending()
 				return
 			}
-			w.writeGroup()
+			if _, err := w.writeGroup(); err != nil && !w.backOff() {
+				w.writePending()
+				return
+			}
 		case <-w.stop:
 			w.writePending()
 			return
 		}
 	}
+}
+
+// backOff waits before entries the store failed to record are written
+// again, and wakes the loop for them; false if the writer was closed
+// meanwhile.
+func (w *Writer) backOff() bool {
+	w.mu.Lock()
+	wait := min(RetryWait<<min(w.failures-1, 16), MaxRetryWait)
+	w.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.stop:
+		return false
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // wait waits out the group window, if any, or until it is cut short; it
@@ -209,33 +250,63 @@ func (w *Writer) wait() bool {
 }
 
 // writePending writes every pending entry, those that arrive meanwhile
-// included, one store call per group.
+// included, one store call per group, trying failed writes again until
+// they succeed or Close gives up (the entries left are then logged as
+// lost).
 func (w *Writer) writePending() {
-	for w.writeGroup() {
+	for {
+		had, err := w.writeGroup()
+		if !had {
+			return
+		}
+		if err == nil {
+			continue
+		}
+		w.mu.Lock()
+		wait := min(RetryWait<<min(w.failures-1, 16), MaxRetryWait)
+		w.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-w.quit:
+			t.Stop()
+			w.mu.Lock()
+			lost := len(w.pending)
+			w.mu.Unlock()
+			w.log.Error("ledger entries lost: the store did not take them before the writer closed", "entries", lost)
+			return
+		}
 	}
 }
 
 // writeGroup writes the entries pending now in one store call and
-// reports whether there were any. Those that arrive meanwhile wait for
-// the loop's next window (it is woken by their Add), so that under a
-// steady stream a window still gathers a window's entries rather than
-// one write's worth.
-func (w *Writer) writeGroup() bool {
+// reports whether there were any, and the store's error: entries it
+// failed to record go back first in line, to be written again. Those
+// that arrive meanwhile wait for the loop's next window (it is woken by
+// their Add), so that under a steady stream a window still gathers a
+// window's entries rather than one write's worth.
+func (w *Writer) writeGroup() (bool, error) {
 	w.mu.Lock()
 	batch := w.pending
 	w.pending, w.spare = w.spare, nil
 	w.room.Broadcast()
 	w.mu.Unlock()
 	if len(batch) == 0 {
-		return false
+		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	if err := w.store.AddLedger(ctx, batch); err != nil {
-		w.log.Warn("ledger entries not stored", "entries", len(batch), "err", err)
-	}
+	err := w.store.AddLedger(ctx, batch)
 	cancel()
-	clear(batch) // no entry outlives its write through the reused array
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.failures++
+		w.log.Warn("ledger entries not stored; will retry", "entries", len(batch), "failures", w.failures, "err", err)
+		w.pending = append(batch, w.pending...)
+		return true, err
+	}
+	w.failures = 0
+	clear(batch) // no entry outlives its write through the reused array
 	if w.pending == nil {
 		w.pending = batch[:0]
 	} else {
@@ -244,6 +315,5 @@ func (w *Writer) writeGroup() bool {
 	w.written += uint64(len(batch))
 	close(w.progress)
 	w.progress = make(chan struct{})
-	w.mu.Unlock()
-	return true
+	return true, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/llmfleet/llmfleet"
 )
@@ -18,6 +19,7 @@ import (
 type gatedStore struct {
 	gate   chan struct{}
 	fail   error
+	fails  int // calls that fail with fail (0: every call, if fail is set)
 	mu     sync.Mutex
 	writes [][]string // the models of each call
 }
@@ -33,6 +35,12 @@ func (s *gatedStore) AddLedger(ctx context.Context, entries []llmfleet.LedgerEnt
 		models = append(models, e.Model)
 	}
 	s.writes = append(s.writes, models)
+	if s.fails > 0 {
+		s.fails--
+		if s.fails == 0 {
+			defer func() { s.fail = nil }()
+		}
+	}
 	return s.fail
 }
 
@@ -169,19 +177,53 @@ func TestWriterCloseReleasesAdd(t *testing.T) {
 	})
 }
 
-// TestWriterStoreFailure checks that entries the store fails to record are
-// logged and count as handled, so that Flush returns.
+// TestWriterStoreFailure checks that entries the store fails to record
+// (a full disk) are logged, kept and written again, once each, when the
+// store takes them; Flush waits until then.
 func TestWriterStoreFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &syncBuffer{}
-		w := NewWriter(&gatedStore{fail: errors.New("disk full")}, 0, slog.New(slog.NewTextHandler(logs, nil)))
+		st := &gatedStore{fail: errors.New("disk full"), fails: 3}
+		w := NewWriter(st, 0, slog.New(slog.NewTextHandler(logs, nil)))
 		add(t, w, "a")
+		add(t, w, "b")
 		if err := w.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		w.Close(context.Background())
 		if !strings.Contains(logs.String(), "disk full") {
 			t.Fatalf("store failure not logged: %s", logs)
+		}
+		calls := strings.Split(st.calls(), "|")
+		if len(calls) < 4 || calls[len(calls)-1] != "a,b" && calls[len(calls)-1] != "b" {
+			t.Fatalf("store calls %q: want three failed writes, then the entries written", st.calls())
+		}
+		written := map[string]int{}
+		for _, c := range calls[3:] {
+			for _, m := range strings.Split(c, ",") {
+				written[m]++
+			}
+		}
+		if written["a"] != 1 || written["b"] != 1 {
+			t.Fatalf("store calls %q: after the failures, each entry written once", st.calls())
+		}
+	})
+}
+
+// TestWriterCloseGivesUp checks that Close, while the store still fails,
+// returns once its context ends, and logs the entries lost.
+func TestWriterCloseGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &syncBuffer{}
+		w := NewWriter(&gatedStore{fail: errors.New("read-only")}, 0, slog.New(slog.NewTextHandler(logs, nil)))
+		add(t, w, "a")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := w.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close = %v, want the context's deadline", err)
+		}
+		if !strings.Contains(logs.String(), "ledger entries lost") {
+			t.Fatalf("lost entries not logged: %s", logs)
 		}
 	})
 }
