@@ -357,7 +357,9 @@ func (s *Server) runBatchItem(b *batch, it *batchItem) any {
 	fp, _ := promptBlocks(p)
 	rep := buildReply(p)
 	in := s.useCache(b.key, fp, it.done)
-	return succeededResult{Type: "succeeded", Message: rep.message(makeUsage(in, rep.outputTokens, "batch"))}
+	u := makeUsage(in, rep.outputTokens, "batch")
+	s.st.stats.bills = append(s.st.stats.bills, billOf(true, p, u))
+	return succeededResult{Type: "succeeded", Message: rep.message(u)}
 }
 
 // batchJSON is the MessageBatch object.

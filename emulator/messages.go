@@ -38,8 +38,10 @@ func (s *Server) handleMessages(c *call) {
 	now := s.now()
 	s.advance(now)
 	in := s.useCache(c.key, fp, now)
+	u := makeUsage(in, rep.outputTokens, "standard")
+	s.st.stats.bills = append(s.st.stats.bills, billOf(false, p, u))
 	s.mu.Unlock()
-	msg := rep.message(makeUsage(in, rep.outputTokens, "standard"))
+	msg := rep.message(u)
 	if p.stream {
 		f, _ := s.takeFault(c.r.Method, c.r.URL.Path, c.endpoint, true)
 		s.writeStream(c, p, msg, f)

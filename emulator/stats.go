@@ -3,6 +3,8 @@ package emulator
 import (
 	"maps"
 	"slices"
+
+	"github.com/llmfleet/llmfleet"
 )
 
 // StatsPath is the path of the emulator's own statistics endpoint, which
@@ -22,6 +24,33 @@ type Stats struct {
 	Batches map[string]BatchStats `json:"batches"`
 	// FaultsFired counts the injected faults used.
 	FaultsFired int `json:"faults_fired"`
+	// Bills lists every answer the provider would bill, in order: each
+	// sync message answered 200 (streamed or not, whether or not its
+	// client read it to the end) and each batch request that succeeded,
+	// when its batch ended.
+	Bills []Bill `json:"bills"`
+}
+
+// Bill is one answer the provider would bill.
+type Bill struct {
+	// Batch tells a batch request's result from a sync answer.
+	Batch bool `json:"batch"`
+	// Model is the model asked for.
+	Model string `json:"model"`
+	// Text is the text of the request's last user message.
+	Text string `json:"text,omitempty"`
+	// Usage is the usage the answer reported.
+	Usage llmfleet.Usage `json:"usage"`
+}
+
+// billOf returns the Bill of an answer with usage u.
+func billOf(batch bool, p *params, u usageJSON) Bill {
+	b := Bill{Batch: batch, Model: p.model, Text: p.lastUserText()}
+	b.Usage.InputTokens, b.Usage.OutputTokens = u.InputTokens, u.OutputTokens
+	b.Usage.CacheCreationInputTokens, b.Usage.CacheReadInputTokens = u.CacheCreationInputTokens, u.CacheReadInputTokens
+	b.Usage.CacheCreation.Ephemeral5mInputTokens = u.CacheCreation.Ephemeral5m
+	b.Usage.CacheCreation.Ephemeral1hInputTokens = u.CacheCreation.Ephemeral1h
+	return b
 }
 
 // Submission is one request submitted in a batch.
@@ -99,6 +128,7 @@ type statsState struct {
 	calls       map[string]int
 	submissions []Submission
 	batches     map[string]*BatchStats
+	bills       []Bill
 }
 
 func newStatsState() statsState {
@@ -152,6 +182,7 @@ func (s *Server) Stats() Stats {
 	out := Stats{
 		Calls:       maps.Clone(st.calls),
 		Submissions: append([]Submission{}, st.submissions...),
+		Bills:       append([]Bill{}, st.bills...),
 		Batches:     make(map[string]BatchStats, len(st.batches)),
 	}
 	for id, b := range st.batches {
