@@ -26,8 +26,12 @@ type SharedStore interface {
 	// Heartbeat renews this process's lease for ttl, measured by the
 	// store's clock; ttl 0 ends it (a clean stop: the others adopt what
 	// it owns at once). held is false when the lease had ended before
-	// this renewal (the process was cut off for longer than its lease):
-	// what it owned may be another's now.
+	// this renewal (the process was cut off, or paused, for longer than
+	// its lease): what it owned may be another's now, so the process goes
+	// on as a new owner, leased for ttl, and what it owned before is left
+	// to whichever process adopts it first (this one too, by Adopt). Its
+	// writes owning something (AddRequest, Claim, Adopt) are then under
+	// the new owner.
 	Heartbeat(ctx context.Context, ttl time.Duration) (held bool, err error)
 	// Claim records the intent of batch b (owned by this process) and
 	// moves into it, in one transaction, the oldest queued requests of
@@ -39,9 +43,10 @@ type SharedStore interface {
 	// pool has no such request.
 	Claim(ctx context.Context, b *StoredBatch, pool string, by time.Time, max int, maxBytes int64) ([]*StoredRequest, error)
 	// Adopt makes this process the owner of the batches in state intent
-	// or created and of the queued requests that no live process owns
-	// (their owner's lease ended, or it is an earlier run of this
-	// process) and returns them, as Pending does.
+	// or created and of the queued requests (and those submitted without
+	// a batch) that no live process owns (their owner's lease ended, or
+	// it is an earlier run of this process) and returns them, as Pending
+	// does.
 	Adopt(ctx context.Context) (queued []*StoredRequest, batches []*PendingBatch, err error)
 	// GetRequests returns the stored requests of ids, with their results
 	// (as GetRequest), in any order; ids it does not hold are left out.

@@ -92,6 +92,11 @@ type StoredResult struct {
 	Usage Usage
 	// CompletedAt is when the request was completed.
 	CompletedAt time.Time
+	// BatchID is the provider's id of the batch whose result this is;
+	// empty for an answer of the sync route (a rescue's, or that of a
+	// request sent sync) and for an error of llmfleet's own. Two
+	// deliveries of one batch's result are one answer, paid once.
+	BatchID string
 }
 
 // Completion is one request being completed: its result and, written in
@@ -154,10 +159,18 @@ type StoredBatch struct {
 // for concurrent use, and each method's writes must be durable when it
 // returns. Every implementation must pass the suite in package storetest.
 type Store interface {
-	// AddRequest records a request accepted for batching (State queued).
-	// An id it holds already is refused with an error wrapping
-	// ErrExists, storing nothing. Implementations should commit
-	// concurrent calls together (group commit).
+	// AddRequest records a request accepted for batching (State queued,
+	// or empty), or one accepted and sent sync at once by the process
+	// that accepted it (State submitted, no BatchID): such a request is
+	// never claimed or pooled, and Pending (a SharedStore's Adopt) returns
+	// it among the queued ones, State submitted, for a restart to answer:
+	// its call was cut by the end of the process that made it. An id it
+	// holds already is refused with an error wrapping ErrExists, storing
+	// nothing. A request for which it returns an error is not stored; it
+	// returns ctx's error soon after ctx ends, even while its write waits
+	// (on a lock held elsewhere, say), and the request is then not
+	// stored, whatever the write does later. Implementations should
+	// commit concurrent calls together (group commit).
 	AddRequest(ctx context.Context, r *StoredRequest) error
 	// GetRequest returns one request, with its result if it has one.
 	GetRequest(ctx context.Context, id string) (*StoredRequest, error)
@@ -179,13 +192,19 @@ type Store interface {
 	// ledger entries, all in one transaction. A request that is done
 	// already keeps its first result, and no ledger entry is written for
 	// it: each request's entry is written once, with the result it keeps.
-	// An unknown request id fails the call with ErrNotFound, storing
-	// nothing.
-	CompleteRequests(ctx context.Context, done []Completion) error
+	// It returns, for each completion of done in order, whether it
+	// completed its request: false for a request that was done already
+	// (by an earlier call, another process, or an earlier completion of
+	// the same request in this call), whose stored result and entry
+	// stand. An unknown request id fails the call with ErrNotFound,
+	// storing nothing.
+	CompleteRequests(ctx context.Context, done []Completion) (kept []bool, err error)
 	// ResolveBatch marks a batch resolved.
 	ResolveBatch(ctx context.Context, batchID string) error
-	// Pending returns what a restart must pick up: the queued requests and
-	// the batches in state intent or created, with their submitted requests.
+	// Pending returns what a restart must pick up: the queued requests
+	// (and those submitted without a batch: see AddRequest), oldest
+	// first, and the batches in state intent or created, with their
+	// submitted requests.
 	Pending(ctx context.Context) (queued []*StoredRequest, batches []*PendingBatch, err error)
 	// PutCredential stores a sealed credential under its fingerprint; it is
 	// a no-op if one is stored already.

@@ -115,7 +115,8 @@ func storedAnswer(sr *llmfleet.StoredRequest) (*llmfleet.Response, error) {
 	if re := sr.Result.Err; re != nil {
 		return nil, re.Error()
 	}
-	return &llmfleet.Response{Body: sr.Result.Body, Usage: sr.Result.Usage, Route: llmfleet.RouteBatch, RequestID: sr.ID}, nil
+	return &llmfleet.Response{Body: sr.Result.Body, Usage: sr.Result.Usage, Route: llmfleet.RouteBatch, RequestID: sr.ID,
+		BatchID: sr.Result.BatchID}, nil
 }
 
 // reserveLocked makes w the request of its id in this process, unless

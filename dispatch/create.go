@@ -44,8 +44,25 @@ func (d *Dispatcher) create(c *createCall) {
 // send makes the create call of a batch whose intent is recorded and
 // hands the batch to its tracker, or its requests to the reconciler or
 // their error.
+//
+// The call is bounded by the create's deadline, which its intent records:
+// once it has passed the create can no longer land (a replica that
+// adopted the intent may conclude so), so a create not sent by then (a
+// process paused, say) is never sent, and goes to the reconciler as one
+// that failed without an answer.
 func (d *Dispatcher) send(c *createCall) {
-	ctx, cancel := d.withTimeout(d.ctx, d.pol.CreateTimeout)
+	left := c.deadline.Sub(d.clock.Now())
+	if left <= 0 {
+		d.log.Warn("batch create not sent before its deadline; reconciling", "batch", c.localID, "requests", len(c.ws))
+		d.mu.Lock()
+		for _, w := range c.ws {
+			w.to(stateReconciling)
+		}
+		d.mu.Unlock()
+		d.reconcile(c)
+		return
+	}
+	ctx, cancel := d.withTimeout(d.ctx, left)
 	d.stats.managementCalls.Add(1)
 	b, err := c.prov.CreateBatch(ctx, c.first.Credential, c.localID, c.first.Header, c.items)
 	cancel()
@@ -111,12 +128,14 @@ func (d *Dispatcher) createFailed(c *createCall, err error, recorded bool) {
 		d.mu.Unlock()
 	}
 	d.mu.Lock()
+	delete(d.creating, c.localID)
 	d.endWorkLocked()
 	d.mu.Unlock()
 }
 
 // submittedLocked counts a created batch and starts tracking it.
 func (d *Dispatcher) submittedLocked(c *createCall, b *llmfleet.Batch) {
+	delete(d.creating, c.localID)
 	d.stats.batchesSubmitted.Add(1)
 	d.log.Info("batch created", "provider", c.prov.Name(), "batch", c.localID, "batch_id", b.ID,
 		"credential", d.credLabel(c.first.Credential), "requests", len(c.ws))

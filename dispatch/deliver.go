@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -19,17 +20,21 @@ type answer struct {
 
 // deliver stores the answers with their ledger entries in one
 // transaction, then, under the lock, calls then (if not nil), answers
-// their callers and observes the entries. An answer to a request that a
-// rescue (or its batch) answered first is recorded as late instead, once
-// the others are stored. If they cannot be stored nobody is answered and
-// it returns false: the caller tries again later, so that no answer is
+// their callers and observes the entries. An answer to a request that was
+// answered first (by a rescue here, or by whatever another replica
+// stored) is no second delivery: its caller gets the answer kept, and if
+// it was paid for apart from that one, it is recorded in the ledger as
+// late (see second). If they cannot be stored nobody is answered and it
+// returns false: the caller tries again later, so that no answer is
 // given that a restart would not find.
 func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool {
 	var late []answer
 	d.mu.Lock()
 	live := answers[:0:0]
 	for _, a := range answers {
-		if a.w.state == stateDone && (a.w.rescuing || a.rescue) {
+		if !d.journal.durable() && a.w.state == stateDone && (a.w.rescuing || a.rescue) {
+			// Without a store, the rescue's answer or the batch's came
+			// first here: this one is late. (With one, the store tells.)
 			late = append(late, a)
 		} else {
 			live = append(live, a)
@@ -53,28 +58,21 @@ func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool
 		entries[i] = d.entry(a.w, a.resp, a.err, now, rescue)
 		done[i] = llmfleet.Completion{RequestID: a.w.id, Result: storedResult(a.resp, a.err, now), Ledger: &entries[i]}
 	}
-	if len(done) > 0 {
-		if err := d.journal.complete(d.ctx, done); err != nil {
-			d.log.Error("results not stored; will retry", "batch_id", batchID, "requests", len(answers), "err", err)
-			d.mu.Lock()
-			for _, a := range answers {
-				a.w.delivering = false
-			}
-			d.mu.Unlock()
-			return false
-		}
+	kept, err := d.complete(done)
+	var firsts map[*waiter]outcome
+	if err == nil {
+		var seconds []answer
+		seconds, firsts, err = d.second(answers, kept)
+		late = append(late, seconds...)
 	}
-	var notKept map[*waiter]bool
-	if d.shared != nil {
-		// Another replica may have stored an answer first: a rescue's
-		// sync call, or the batch's. This one was paid, not kept.
-		for _, a := range d.answeredElsewhere(answers, now) {
-			late = append(late, a)
-			if notKept == nil {
-				notKept = map[*waiter]bool{}
-			}
-			notKept[a.w] = true
+	if err != nil {
+		d.log.Error("results not stored; will retry", "batch_id", batchID, "requests", len(answers), "err", err)
+		d.mu.Lock()
+		for _, a := range answers {
+			a.w.delivering = false
 		}
+		d.mu.Unlock()
+		return false
 	}
 	// Recorded once the others are stored, so that a delivery tried again
 	// does not record them twice.
@@ -86,13 +84,95 @@ func (d *Dispatcher) deliver(answers []answer, batchID string, then func()) bool
 	}
 	for i, a := range answers {
 		a.w.delivering = false
-		e := &entries[i]
-		if notKept[a.w] {
-			e = nil // its entry is the late one
+		if o, ok := firsts[a.w]; ok {
+			// Its entry is the first answer's (or the late one).
+			d.finishLocked(a.w, o.resp, o.err, nil)
+			continue
 		}
-		d.finishLocked(a.w, a.resp, a.err, e)
+		d.finishLocked(a.w, a.resp, a.err, &entries[i])
 	}
 	return true
+}
+
+// complete stores completions, reporting which completed their request.
+func (d *Dispatcher) complete(done []llmfleet.Completion) ([]bool, error) {
+	if len(done) == 0 {
+		return nil, nil
+	}
+	kept, err := d.journal.complete(d.ctx, done)
+	if err == nil && len(kept) != len(done) {
+		err = fmt.Errorf("dispatch: the store reported %d outcomes of %d completions", len(kept), len(done))
+	}
+	return kept, err
+}
+
+// second sorts out the answers whose completion was not kept: their
+// requests were answered first, here or by another replica. It reads
+// what was stored for them and returns the ones paid for apart from the
+// stored answer (late: a rescue's sync call and a batch's result of one
+// request), and, by waiter, the stored answer each caller is to get. An
+// answer that is the stored one (the same batch result, delivered by this
+// replica and by one that adopted the batch) was paid once: it is neither
+// late nor delivered twice.
+func (d *Dispatcher) second(answers []answer, kept []bool) (late []answer, firsts map[*waiter]outcome, err error) {
+	var ids []string
+	var not []answer
+	for i, a := range answers {
+		if !kept[i] {
+			not, ids = append(not, a), append(ids, a.w.id)
+		}
+	}
+	if len(not) == 0 {
+		return nil, nil, nil
+	}
+	srs, err := d.storedRequests(ids)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the answers stored first: %w", err)
+	}
+	firsts = make(map[*waiter]outcome, len(not))
+	for _, a := range not {
+		sr := srs[a.w.id]
+		if sr == nil || sr.Result == nil {
+			return nil, nil, fmt.Errorf("request %s: not completed, yet its completion was not kept", a.w.id)
+		}
+		resp, rerr := storedAnswer(sr)
+		firsts[a.w] = outcome{resp, rerr}
+		if a.resp != nil && !sameBatchResult(a.resp, sr.Result) {
+			late = append(late, a) // paid, and not the answer kept
+		}
+	}
+	return late, firsts, nil
+}
+
+// sameBatchResult reports whether resp is the result res was stored
+// from: one batch's result, delivered twice (by the replica that created
+// the batch and by one that adopted it), paid once.
+func sameBatchResult(resp *llmfleet.Response, res *llmfleet.StoredResult) bool {
+	return resp.Route == llmfleet.RouteBatch && resp.BatchID != "" && res.BatchID == resp.BatchID
+}
+
+// storedRequests reads the stored requests of ids, by id: in one read
+// from a SharedStore, one by one from another store.
+func (d *Dispatcher) storedRequests(ids []string) (map[string]*llmfleet.StoredRequest, error) {
+	out := make(map[string]*llmfleet.StoredRequest, len(ids))
+	if d.shared != nil {
+		srs, err := d.shared.GetRequests(d.ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, sr := range srs {
+			out[sr.ID] = sr
+		}
+		return out, nil
+	}
+	for _, id := range ids {
+		sr, err := d.Store.GetRequest(d.ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = sr
+	}
+	return out, nil
 }
 
 // entry returns the priced ledger entry of a batched request answered now,
@@ -111,6 +191,11 @@ func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now ti
 		Budget:    w.budget,
 		Client:    w.req.Client,
 	}
+	if !w.heldAt.IsZero() && w.heldAt.Before(now) {
+		// Answered from the answer in hand before it was recorded: its
+		// latency is its caller's.
+		e.Latency = w.heldAt.Sub(w.arrived)
+	}
 	var be *llmfleet.BatchError
 	if errors.As(err, &be) {
 		e.BatchID = be.BatchID
@@ -127,6 +212,8 @@ func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now ti
 		e.Queued = resp.Queued
 		e.Turnaround = resp.BatchTurnaround
 		e.Tier = resp.Tier
+	} else if w.sentSync {
+		e.Route = llmfleet.RouteSync
 	} else if !w.submitted.IsZero() {
 		e.Queued = w.submitted.Sub(w.arrived)
 	}
@@ -145,7 +232,11 @@ func (d *Dispatcher) price(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 // storedResult is the typed answer to keep for a request.
 func storedResult(resp *llmfleet.Response, err error, now time.Time) *llmfleet.StoredResult {
 	if err == nil {
-		return &llmfleet.StoredResult{StatusCode: http.StatusOK, Body: resp.Body, Usage: resp.Usage, CompletedAt: now}
+		res := &llmfleet.StoredResult{StatusCode: http.StatusOK, Body: resp.Body, Usage: resp.Usage, CompletedAt: now}
+		if resp.Route == llmfleet.RouteBatch {
+			res.BatchID = resp.BatchID
+		}
+		return res
 	}
 	re := llmfleet.ResultErrorOf(err)
 	if re.RequestID == "" {
@@ -156,7 +247,12 @@ func storedResult(resp *llmfleet.Response, err error, now time.Time) *llmfleet.S
 	if status == 0 {
 		status = statusOf(re.Kind)
 	}
-	return &llmfleet.StoredResult{StatusCode: status, Err: re, CompletedAt: now}
+	res := &llmfleet.StoredResult{StatusCode: status, Err: re, CompletedAt: now}
+	var be *llmfleet.BatchError
+	if errors.As(err, &be) {
+		res.BatchID = be.BatchID
+	}
+	return res
 }
 
 // statusOf is the HTTP status an answer of one of llmfleet's own error

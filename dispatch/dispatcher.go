@@ -111,6 +111,16 @@ type Dispatcher struct {
 	recovering bool
 	// holding is set while enqueueAllLocked pools several requests.
 	holding bool
+	// leaseUntil is, with a SharedStore, until when this replica holds
+	// its lease as far as it knows; deferred are the rescues waiting for
+	// its renewal, which renew asks the fleet loop for (see lease.go).
+	leaseUntil time.Time
+	deferred   []*waiter
+	renew      chan struct{}
+	// creating holds the local ids of the batches whose create (or
+	// reconciliation) is under way here, which an adoption must not
+	// pick up a second time.
+	creating map[string]bool
 
 	stats counters
 }
@@ -160,6 +170,8 @@ func (d *Dispatcher) Open() error {
 	d.knownIDs = map[string]bool{}
 	d.live = map[string]*waiter{}
 	d.idle = make(chan bool)
+	d.renew = make(chan struct{}, 1)
+	d.creating = map[string]bool{}
 	d.journal = nopJournal{}
 	store := d.Store
 	if store != nil {
@@ -168,6 +180,7 @@ func (d *Dispatcher) Open() error {
 		if d.Lease <= 0 {
 			d.Lease = 15 * time.Second
 		}
+		d.leaseUntil = d.clock.Now().Add(d.Lease)
 		if d.Retention <= 0 {
 			d.Retention = 29 * 24 * time.Hour
 		}

@@ -76,8 +76,17 @@
 // The first answer of a rescued request (the batch's or the sync call's)
 // is delivered and stored with its ledger entry (Rescue "sync" when the
 // sync call won); the other, when it comes, is recorded in the ledger as
-// paid and not delivered (Rescue "late"). A request rescued while still in
-// its pool leaves it.
+// paid and not delivered (Rescue "late"). Which came first is the store's
+// word (CompleteRequests reports whether a completion was kept): a
+// completion not kept is late if it was paid apart from the stored answer,
+// and no answer at all if it is the same batch's result delivered again
+// (by the replica that created the batch and by one that adopted it). A
+// request rescued while still in its pool leaves it. A request whose
+// budget cannot hold a batch with its rescue (Policy.Batchable) is not
+// batched, whatever asked for it (a ticket, a forced batch): it is sent
+// sync at once, stored (with a Store) as submitted without a batch, so
+// that no pool takes it; one a restart finds so is answered with an
+// interruption, not sent again.
 //
 // # Flushing
 //
@@ -108,9 +117,22 @@
 // cannot be told apart yet, prove nothing. A restart hands every stored
 // intent to the same reconciler.
 //
+// The store's write of an accepted request is bounded by its budget: a
+// caller waiting for its answer whose request the store has not taken by
+// its rescue time gets it sync (the write is canceled; should it land
+// all the same, the request is completed with the sync answer, never
+// batched), and a ticket not stored by its deadline fails at once with
+// llmfleet.ErrStore.
+//
 // A result is stored, with its ledger entry, in one transaction before its
 // caller is answered, so each request has one ledger entry, which survives
-// a crash. Results are matched by custom_id; an errored one becomes the
+// a crash. An answer the store cannot take now (a full disk) is held, not
+// thrown away: its storing is tried again until the store takes it, and
+// its caller is answered from it when its budget needs it (an answer of
+// the sync route at once, a batch's result at the request's rescue time)
+// rather than pay for the request again; a batch's results read once are
+// not read again. Ledger entries that complete no request (late answers)
+// are likewise kept and written once the store takes them. Results are matched by custom_id; an errored one becomes the
 // provider's *llmfleet.Error, a canceled or expired one
 // llmfleet.ErrBatchCanceled or ErrBatchExpired, all wrapped in a
 // *llmfleet.BatchError naming the batch.
@@ -136,6 +158,16 @@
 // often. A rescue made by one replica for a request another batched is
 // settled by the store (the first answer stored is kept) and the second
 // paid answer is recorded as late where it came.
+//
+// A replica holds its lease, as far as it knows, until the time it last
+// renewed it plus Lease; past that (it was paused, or cut off), a rescue
+// waits for the renewal, made at once, and looks in the store before it
+// pays. A renewal that finds the lease ended (SharedStore.Heartbeat held
+// false) makes the replica give up what it held in memory (its batches in
+// flight and its pools: the others may have adopted them) and go on as a
+// new owner, adopting back what nobody took. A create not sent by its
+// deadline is never sent (a replica that adopted its intent may conclude
+// from then on that it was not made).
 //
 // # Polling
 //

@@ -14,6 +14,16 @@ import (
 // stay unreadable maxFetchFailures times in a row answer every request of
 // the batch with ErrResultMissing.
 func (d *Dispatcher) fetch(t *tracker, f *flight) {
+	d.mu.Lock()
+	held := f.held
+	d.mu.Unlock()
+	if held != nil {
+		// Read before, not stored yet: stored now, not read again.
+		if d.conclude(t, f, held) {
+			d.log.Info("batch results delivered", "provider", t.prov.Name(), "batch_id", f.id, "requests", len(held))
+		}
+		return
+	}
 	d.stats.managementCalls.Add(1)
 	b := f.ended
 	turnaround := b.EndedAt.Sub(b.CreatedAt)

@@ -62,6 +62,7 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 			c.ws = append(c.ws, w)
 			c.items = append(c.items, llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint})
 		}
+		d.creating[c.localID] = true
 		d.beginWorkLocked()
 		d.goOwned(func() { d.send(c) })
 		d.mu.Unlock()
@@ -128,38 +129,56 @@ func (d *Dispatcher) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Crede
 
 // fleetLoop renews the lease, adopts what replicas whose lease ended
 // owned, looks at the requests waiting elsewhere and learns the fleet's
-// turnarounds, every third of the lease, until the dispatcher closes.
+// turnarounds, every third of the lease (or at once when a rescue waits
+// for the lease, see deferLocked), until the dispatcher closes.
 func (d *Dispatcher) fleetLoop() {
 	every := d.Lease / 3
-	for d.sleep(every) {
+	for d.sleepOr(every, d.renew) {
+		sent := d.clock.Now()
 		held, err := d.shared.Heartbeat(d.ctx, d.Lease)
-		switch {
-		case err != nil:
+		if err != nil {
 			if d.ctx.Err() == nil {
 				d.log.Warn("lease not renewed", "err", err)
 			}
+			d.runDeferred() // budgets first: the rescue checks the store itself
 			continue
-		case !held:
-			d.log.Warn("lease had ended: another replica may have adopted what this one owned")
+		}
+		if !held {
+			d.log.Warn("lease had ended: another replica may have adopted what this one owned; going on as a new owner")
 		}
 		d.mu.Lock()
+		d.leaseUntil = sent.Add(d.Lease)
+		if !held {
+			d.relinquishLocked()
+		}
 		closing := d.closed
 		d.mu.Unlock()
-		if closing {
-			continue // what it would adopt is the others' to take
+		if !closing { // what it would adopt is the others' to take
+			d.adopt()
 		}
-		if queued, batches, err := d.shared.Adopt(d.ctx); err != nil {
-			if d.ctx.Err() == nil {
-				d.log.Warn("adopting failed", "err", err)
-			}
-		} else if len(queued)+len(batches) > 0 {
-			d.log.Info("adopting what replicas whose lease ended owned", "queued", len(queued), "batches", len(batches))
-			if err := d.pickUp(d.ctx, d.Store, queued, batches); err != nil && d.ctx.Err() == nil {
-				d.log.Warn("picking up adopted state failed", "err", err)
-			}
+		d.runDeferred()
+		if closing {
+			continue
 		}
 		d.sweep()
 		d.relearn()
+	}
+}
+
+// adopt takes charge of what replicas whose lease ended owned (this
+// one's ended runs included).
+func (d *Dispatcher) adopt() {
+	queued, batches, err := d.shared.Adopt(d.ctx)
+	switch {
+	case err != nil:
+		if d.ctx.Err() == nil {
+			d.log.Warn("adopting failed", "err", err)
+		}
+	case len(queued)+len(batches) > 0:
+		d.log.Info("adopting what replicas whose lease ended owned", "queued", len(queued), "batches", len(batches))
+		if err := d.pickUp(d.ctx, d.Store, queued, batches); err != nil && d.ctx.Err() == nil {
+			d.log.Warn("picking up adopted state failed", "err", err)
+		}
 	}
 }
 
@@ -260,49 +279,4 @@ func (d *Dispatcher) waitElsewhereLocked(sr *llmfleet.StoredRequest, cred llmfle
 	}
 	w.state = stateElsewhere
 	return true
-}
-
-// answeredElsewhere returns, of answers just delivered at now, the paid
-// ones (not errors) whose request another replica had answered first: a
-// rescue's sync call made here, or a batch's answer to a request whose
-// rescue could have been made elsewhere (its rescue time, by this
-// replica's prediction less the margin, has come). The store kept the
-// first answer; these were paid and not kept. Only such answers are
-// looked up in the store, all in one read.
-func (d *Dispatcher) answeredElsewhere(answers []answer, now time.Time) []answer {
-	var maybe []answer
-	var ids []string
-	for _, a := range answers {
-		if a.resp == nil {
-			continue
-		}
-		if !a.rescue {
-			at := d.pol.RescueAt(a.w.deadline, d.syncLat.predict(a.w.prov.Name(), a.w.info.Model))
-			if at.IsZero() || now.Before(at.Add(-d.pol.RescueMargin)) {
-				continue
-			}
-		}
-		maybe, ids = append(maybe, a), append(ids, a.w.id)
-	}
-	if len(maybe) == 0 {
-		return nil
-	}
-	srs, err := d.shared.GetRequests(d.ctx, ids)
-	if err != nil {
-		d.log.Warn("could not tell whether answers came second; not recorded as late", "requests", len(ids), "err", err)
-		return nil
-	}
-	first := make(map[string]time.Time, len(srs))
-	for _, sr := range srs {
-		if sr.Result != nil {
-			first[sr.ID] = sr.Result.CompletedAt
-		}
-	}
-	var out []answer
-	for _, a := range maybe {
-		if at, ok := first[a.w.id]; ok && !at.Equal(now) {
-			out = append(out, a)
-		}
-	}
-	return out
 }

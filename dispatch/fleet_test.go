@@ -219,7 +219,7 @@ func TestFleetRequeueStale(t *testing.T) {
 	}
 	done := []llmfleet.Completion{{RequestID: "lfr_stale", Result: &llmfleet.StoredResult{StatusCode: 200,
 		Body: []byte(`{"type":"message","content":[{"type":"text","text":"from the other"}]}`), CompletedAt: time.Now()}}}
-	if err := other.CompleteRequests(t.Context(), done); err != nil {
+	if _, err := other.CompleteRequests(t.Context(), done); err != nil {
 		t.Fatal(err)
 	}
 	if resp := <-answered; resp == nil || !strings.Contains(string(resp.Body), "from the other") {
@@ -264,5 +264,55 @@ func TestFleetClaimFails(t *testing.T) {
 	}
 	if n := f.calls["create"]; n != 1 {
 		t.Errorf("%d batches created, want 1", n)
+	}
+}
+
+// Issue 20, finding 7: a rescue made by another replica. A's rescue
+// answers a request B batched, at A's rescue time (A predicts slow sync
+// calls); B has learned that sync calls are quick, so by its own
+// prediction no rescue could have been made yet when the batch answers.
+// B still records its batch answer as paid and not delivered: the store
+// says its completion came second, whatever B predicts.
+func TestFleetRescueByAnotherReplicaIsLedgered(t *testing.T) {
+	u := pgtest.URL(t)
+	v := fleetVault(t)
+	f := newFake()
+	f.turnaround = func(string) time.Duration { return 1500 * time.Millisecond }
+	base := Policy{BatchMinSize: 1000, RescueMargin: 100 * time.Millisecond,
+		PollInterval: 50 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond, TurnaroundPrior: 10 * time.Millisecond}
+	polA, polB := base, base
+	polA.BatchWindow, polA.SyncLatencyPrior = time.Hour, time.Second // rescues at deadline - 1.1s
+	polB.BatchWindow, polB.SyncLatencyPrior = 50*time.Millisecond, 10*time.Millisecond
+	a, db := replica(t, u, "a", f, v, polA, nil)
+	b, _ := replica(t, u, "b", f, v, polB, nil)
+
+	rescued := submitted(t, a, 2*time.Second, "lfr_rescued7", "rescued")
+	batched := submitted(t, b, 0, "lfr_batched7", "batched")
+	if resp := <-rescued; resp == nil || resp.Route != llmfleet.RouteSync {
+		t.Fatalf("the rescued request: %+v; want the rescue's sync answer", resp)
+	}
+	if resp := <-batched; resp == nil {
+		t.Fatal("the batched request got no answer")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		entries, err := db.Ledger(t.Context(), time.Unix(0, 0), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []llmfleet.Rescue
+		for _, e := range entries {
+			if e.RequestID == "lfr_rescued7" {
+				parts = append(parts, e.Rescue)
+			}
+		}
+		if len(parts) == 2 && parts[0] == llmfleet.RescueSync && parts[1] == llmfleet.RescueLate {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger of the rescued request: %q, want [sync late] (%d sync calls and %d batch results billed)",
+				parts, f.count("send"), f.count("create"))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -30,8 +30,11 @@ type journal interface {
 	failed(ctx context.Context, localID string) error
 	// ended records that a batch ended upstream.
 	ended(ctx context.Context, localID string, at time.Time) error
-	// complete stores results and their ledger entries in one transaction.
-	complete(ctx context.Context, done []llmfleet.Completion) error
+	// complete stores results and their ledger entries in one
+	// transaction and reports, per completion, whether it completed its
+	// request (false: the request was done already; see
+	// llmfleet.Store.CompleteRequests).
+	complete(ctx context.Context, done []llmfleet.Completion) ([]bool, error)
 	// resolve marks a batch whose requests were all answered.
 	resolve(ctx context.Context, localID string) error
 	// ledger records entries that complete no request (an answer paid
@@ -51,7 +54,13 @@ func (nopJournal) created(context.Context, string, *llmfleet.Batch) error       
 func (nopJournal) requeue(context.Context, string) error                          { return nil }
 func (nopJournal) failed(context.Context, string) error                           { return nil }
 func (nopJournal) ended(context.Context, string, time.Time) error                 { return nil }
-func (nopJournal) complete(context.Context, []llmfleet.Completion) error          { return nil }
+func (nopJournal) complete(_ context.Context, done []llmfleet.Completion) ([]bool, error) {
+	kept := make([]bool, len(done))
+	for i := range kept {
+		kept[i] = true
+	}
+	return kept, nil
+}
 func (nopJournal) resolve(context.Context, string) error                          { return nil }
 func (nopJournal) ledger(context.Context, []llmfleet.LedgerEntry) error           { return nil }
 func (nopJournal) turnarounds(context.Context, []llmfleet.TurnaroundSample) error { return nil }
@@ -95,7 +104,7 @@ func (j *storeJournal) accept(ctx context.Context, w *waiter) error {
 		Budget:       w.budget,
 		AcceptedAt:   w.arrived,
 		Deadline:     w.deadline,
-		State:        llmfleet.RequestQueued,
+		State:        w.addState(),
 	})
 	if err != nil {
 		return fmt.Errorf("dispatch: storing request: %w: %w", llmfleet.ErrStore, err)
@@ -136,7 +145,7 @@ func (j *storeJournal) ended(ctx context.Context, localID string, at time.Time) 
 	return j.store.RecordEnded(ctx, localID, at)
 }
 
-func (j *storeJournal) complete(ctx context.Context, done []llmfleet.Completion) error {
+func (j *storeJournal) complete(ctx context.Context, done []llmfleet.Completion) ([]bool, error) {
 	return j.store.CompleteRequests(ctx, done)
 }
 

@@ -312,6 +312,17 @@ func (p Policy) RescueAt(deadline time.Time, syncLatency time.Duration) time.Tim
 	return deadline.Add(-syncLatency - p.RescueMargin)
 }
 
+// Batchable reports whether a request with deadline (zero: none), whose
+// sync call is predicted to take syncLatency, accepted now, can be
+// batched with its rescue kept in reserve: its rescue time, less the
+// delivery slack, is still to come. A request that cannot is sent sync
+// at once rather than batched and rescued at once (paid twice). Without
+// a deadline, or without rescue, any request can.
+func (p Policy) Batchable(now, deadline time.Time, syncLatency time.Duration) bool {
+	at := p.RescueAt(deadline, syncLatency)
+	return at.IsZero() || at.Add(-p.Slack()).After(now)
+}
+
 // RetryAfter returns the wait before the n-th retry (from 0) of a call
 // that failed: PollInterval doubled each time, at most MaxPollInterval.
 func (p Policy) RetryAfter(n int) time.Duration {

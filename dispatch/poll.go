@@ -284,12 +284,15 @@ func (d *Dispatcher) giveUpFlight(t *tracker, f *flight) {
 // conclude stores a flight's answers and, once stored, stops tracking it.
 func (d *Dispatcher) conclude(t *tracker, f *flight, answers []answer) bool {
 	ok := d.deliver(answers, f.id, func() {
-		delete(t.flights, f.id)
-		d.endWorkLocked()
+		if t.flights[f.id] == f { // (not given up by relinquishLocked)
+			delete(t.flights, f.id)
+			d.endWorkLocked()
+		}
 	})
 	if !ok {
 		d.mu.Lock()
 		f.nextCheck = d.clock.Now().Add(d.pol.MaxPollInterval)
+		d.holdFlightLocked(f, answers)
 		d.mu.Unlock()
 		return false
 	}
@@ -297,4 +300,25 @@ func (d *Dispatcher) conclude(t *tracker, f *flight, answers []answer) bool {
 		d.log.Warn("batch resolve not stored", "batch_id", f.id, "err", err)
 	}
 	return true
+}
+
+// holdFlightLocked keeps the answers of a flight that could not be
+// stored, to be stored at its next check without reading its results
+// again; a caller whose rescue time has come meanwhile is answered from
+// its answer in hand (its rescue does so later for the others), rather
+// than pay for its request again.
+func (d *Dispatcher) holdFlightLocked(f *flight, answers []answer) {
+	f.held = answers
+	now := d.clock.Now()
+	for i := range answers {
+		w := answers[i].w
+		if w.state == stateDone {
+			continue
+		}
+		w.held = &answers[i]
+		at := d.pol.RescueAt(w.deadline, d.syncLat.predict(w.prov.Name(), w.info.Model))
+		if !at.IsZero() && !now.Before(at) && w.rescueTimer == nil && !w.rescuing {
+			d.replyHeldLocked(w)
+		}
+	}
 }

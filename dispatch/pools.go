@@ -221,6 +221,7 @@ func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 		return
 	}
 	c := &createCall{localID: llmfleet.NewID("lfb_"), prov: pl.prov, first: pl.first, ws: ws}
+	d.creating[c.localID] = true
 	c.items = make([]llmfleet.BatchItem, len(ws))
 	for i, w := range ws {
 		w.customID = c.localID + "-" + strconv.Itoa(i+1)

@@ -70,8 +70,14 @@ func (d *Dispatcher) reconcile(c *createCall) {
 func (d *Dispatcher) trackedBatch(id string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.knownIDs[id] {
-		return true
+	return d.knownIDs[id] || d.trackedLocked(id)
+}
+
+// trackedLocked reports whether a flight of the provider's batch id is
+// tracked here.
+func (d *Dispatcher) trackedLocked(id string) bool {
+	if id == "" {
+		return false
 	}
 	for _, t := range d.trackers {
 		if t.flights[id] != nil {
@@ -88,6 +94,7 @@ func (d *Dispatcher) requeue(c *createCall) {
 	err := d.journal.requeue(d.ctx, c.localID)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	delete(d.creating, c.localID)
 	if errors.Is(err, llmfleet.ErrStale) {
 		// Another replica found the batch by its tag and tracks it: its
 		// answers come from there.
@@ -122,6 +129,7 @@ func (d *Dispatcher) requeue(c *createCall) {
 func (d *Dispatcher) abandon(c *createCall) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	delete(d.creating, c.localID)
 	for _, w := range c.ws {
 		d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
 	}

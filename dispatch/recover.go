@@ -94,6 +94,12 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 	sort.Slice(batches, func(i, j int) bool { return batches[i].Batch.IntentAt.Before(batches[j].Batch.IntentAt) })
 	for _, pb := range batches {
 		sb := pb.Batch
+		d.mu.Lock()
+		here := d.creating[sb.ID] || d.trackedLocked(sb.UpstreamID)
+		d.mu.Unlock()
+		if here {
+			continue // its create, or its flight, is under way here already
+		}
 		if len(pb.Requests) == 0 {
 			// Every request of it was answered before the crash.
 			mark := store.ResolveBatch
@@ -129,6 +135,7 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 			for _, w := range ws {
 				w.state = stateReconciling
 			}
+			d.creating[sb.ID] = true
 			d.beginWorkLocked()
 			d.goOwned(func() { d.reconcile(c) })
 			d.log.Info("batch intent to reconcile", "batch", sb.ID, "requests", len(ws), "create_deadline", c.deadline)
@@ -143,6 +150,12 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 		d.mu.Unlock()
 	}
 	for _, r := range queued {
+		if r.State == llmfleet.RequestSubmitted {
+			if err := d.interrupted(ctx, store, r); err != nil {
+				return err
+			}
+			continue
+		}
 		w, err := revive(r)
 		if err != nil {
 			// Kept queued, for a start that can unseal its credential.
@@ -166,7 +179,7 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 			d.log.Error("stored request cannot be queued again; answering it with the error", "request_id", r.ID, "err", err)
 			now := d.clock.Now()
 			done := []llmfleet.Completion{{RequestID: r.ID, Result: storedResult(nil, err, now)}}
-			if err := store.CompleteRequests(ctx, done); err != nil {
+			if _, err := store.CompleteRequests(ctx, done); err != nil {
 				return err
 			}
 		}
@@ -192,4 +205,29 @@ func (d *Dispatcher) purgeLoop(store llmfleet.Store) {
 			return
 		}
 	}
+}
+
+// errInterrupted answers a request that was sent sync at once by a
+// process that ended before storing its answer.
+var errInterrupted = errors.New("llmfleet: the request's sync call was cut when the process making it ended; " +
+	"it may have been billed, so it is not sent again: send it again if you still need its answer")
+
+// interrupted answers, with errInterrupted, a stored request that was
+// sent sync at once by a process that ended before its answer was stored
+// (Pending and Adopt return it among the queued ones, submitted): its
+// call may have been billed, so sending it again could pay twice. One
+// whose call is under way in this process (a run of it whose lease ended
+// and that adopts its own) is left to that call.
+func (d *Dispatcher) interrupted(ctx context.Context, store llmfleet.Store, r *llmfleet.StoredRequest) error {
+	d.mu.Lock()
+	w := d.live[r.ID]
+	mine := w != nil && w.sentSync
+	d.mu.Unlock()
+	if mine {
+		return nil
+	}
+	d.log.Warn("request sent sync by an ended process; answering it with the interruption, not sending it again", "request_id", r.ID)
+	done := []llmfleet.Completion{{RequestID: r.ID, Result: storedResult(nil, errInterrupted, d.clock.Now())}}
+	_, err := store.CompleteRequests(ctx, done)
+	return err
 }

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/llmfleet/llmfleet"
@@ -39,9 +40,24 @@ func (d *Dispatcher) stopRescueLocked(w *waiter) {
 }
 
 // rescueLocked sends w sync, unless it was answered or is being rescued.
-func (d *Dispatcher) rescueLocked(w *waiter) {
+// A waiter whose answer is in hand, not stored yet, is answered from it
+// instead: its result is not paid for again.
+func (d *Dispatcher) rescueLocked(w *waiter) { d.tryRescueLocked(w, true) }
+
+// tryRescueLocked is rescueLocked; with leased, a rescue waits for the
+// lease when it is not known to be held (see lease.go).
+func (d *Dispatcher) tryRescueLocked(w *waiter, leased bool) {
 	w.rescueTimer = nil
 	if w.state == stateDone || w.rescuing || d.ctx.Err() != nil || d.closed {
+		return
+	}
+	if d.replyHeldLocked(w) {
+		return
+	}
+	if leased && !d.leaseHeldLocked() {
+		// What this replica acts on may be another's by now: the rescue
+		// waits for the lease to be renewed (see fence).
+		d.deferLocked(w)
 		return
 	}
 	w.rescuing = true
@@ -57,50 +73,98 @@ func (d *Dispatcher) rescueLocked(w *waiter) {
 // rescue makes the sync call of a rescue and delivers its answer, or
 // records it as late if the batch answered first. A rescue that fails
 // leaves the request to its batch (a request withdrawn from its pool goes
-// back into it) and its caller to its deadline.
+// back into it) and its caller to its deadline. With a SharedStore, a
+// request another replica answered meanwhile is answered from the store,
+// without a call.
 func (d *Dispatcher) rescue(w *waiter) {
-	defer func() {
-		d.mu.Lock()
-		d.endWorkLocked()
-		d.mu.Unlock()
-	}()
-	wait := w.deadline.Sub(d.clock.Now())
-	if wait <= 0 {
-		wait = d.pol.RescueMargin
+	defer d.endWork()
+	if d.answeredInStore(w) {
+		return
 	}
-	ctx, cancel := d.withTimeout(d.ctx, wait)
-	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header, Endpoint: w.req.Endpoint, Body: w.params, Client: w.req.Client}
-	start := d.clock.Now()
-	d.stats.syncCalls.Add(1)
-	resp, err := w.prov.Send(ctx, req)
-	cancel()
-	now := d.clock.Now()
-	if err != nil {
-		d.log.Warn("rescue failed; the request waits for its batch", "request_id", w.id, "err", err)
+	a := d.callSync(w)
+	if a.err != nil {
+		d.log.Warn("rescue failed; the request waits for its batch", "request_id", w.id, "err", a.err)
 		d.mu.Lock()
 		if w.state == stateQueued && !w.pool.has(w) {
 			if eerr := d.enqueueLocked(w); eerr != nil {
-				d.finishLocked(w, nil, fmt.Errorf("%w (rescue failed: %v)", eerr, err), nil)
+				d.finishLocked(w, nil, fmt.Errorf("%w (rescue failed: %v)", eerr, a.err), nil)
 			}
 		}
 		d.mu.Unlock()
 		return
 	}
-	if !d.pol.NoLearning {
-		d.syncLat.observe(w.prov.Name(), resp.Model, now.Sub(start))
-	}
-	resp.Route = llmfleet.RouteSync
-	resp.RequestID = w.id
-	a := answer{w: w, resp: resp, rescue: true}
+	a.rescue = true
 	if !d.deliver([]answer{a}, "", nil) {
-		// Not stored: the batch still answers the request, and the paid
-		// sync answer is recorded as late rather than lost.
-		d.recordLate([]answer{a})
+		// Not stored yet: its caller gets it now, and its delivery is
+		// tried again (the batch's answer, should it be stored first,
+		// makes this one late).
+		d.hold(a, true)
+		d.retry(func() bool { return d.deliver([]answer{a}, "", nil) })
 	}
 }
 
+// answeredInStore reports whether w's request, with a SharedStore, was
+// answered by another replica (its result is stored), and if so finishes
+// w with that answer.
+func (d *Dispatcher) answeredInStore(w *waiter) bool {
+	if d.shared == nil {
+		return false
+	}
+	sr, err := d.Store.GetRequest(d.ctx, w.id)
+	if err != nil || sr.Result == nil {
+		return false
+	}
+	resp, rerr := storedAnswer(sr)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w.delivering {
+		return false
+	}
+	if w.state == stateQueued {
+		d.withdrawLocked(w)
+	}
+	d.finishLocked(w, resp, rerr, nil)
+	return true
+}
+
+// callSync makes the sync call of a batched request (its rescue, or its
+// sending at once), with its batch params, bounded by its deadline (or
+// RescueMargin when that has passed), and returns its answer: the
+// Response, route sync, or the error (wrapping
+// llmfleet.ErrBudgetExceeded when the deadline cut it).
+func (d *Dispatcher) callSync(w *waiter) answer {
+	ctx, cancel := d.ctx, context.CancelFunc(func() {})
+	if !w.deadline.IsZero() {
+		wait := w.deadline.Sub(d.clock.Now())
+		if wait <= 0 {
+			wait = d.pol.RescueMargin
+		}
+		ctx, cancel = d.withTimeout(d.ctx, wait)
+	}
+	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header, Endpoint: w.req.Endpoint, Body: w.params, Client: w.req.Client}
+	start := d.clock.Now()
+	d.stats.syncCalls.Add(1)
+	resp, err := w.prov.Send(ctx, req)
+	cut := err != nil && d.ctx.Err() == nil && context.Cause(ctx) == errTimedOut
+	cancel()
+	if err != nil {
+		if cut {
+			d.stats.budgetMisses.Add(1)
+			err = fmt.Errorf("%w (budget %s, sync): %w", llmfleet.ErrBudgetExceeded, w.budget, err)
+		}
+		return answer{w: w, err: err}
+	}
+	if !d.pol.NoLearning {
+		d.syncLat.observe(w.prov.Name(), resp.Model, d.clock.Now().Sub(start))
+	}
+	resp.Route = llmfleet.RouteSync
+	resp.RequestID = w.id
+	return answer{w: w, resp: resp}
+}
+
 // recordLate records answers that came second as paid, not delivered, at
-// the route they came by.
+// the route they came by. Entries the store cannot take now are kept and
+// recorded once it can.
 func (d *Dispatcher) recordLate(answers []answer) {
 	now := d.clock.Now()
 	entries := make([]llmfleet.LedgerEntry, 0, len(answers))
@@ -115,14 +179,27 @@ func (d *Dispatcher) recordLate(answers []answer) {
 	if len(entries) == 0 {
 		return
 	}
-	if err := d.journal.ledger(d.ctx, entries); err != nil {
-		d.log.Error("late answers not recorded in the ledger", "entries", len(entries), "err", err)
-	}
+	d.recordLedger(entries)
 	if d.Observe != nil {
 		d.mu.Lock()
 		for _, e := range entries {
 			d.Observe(e, d.journal.durable())
 		}
 		d.mu.Unlock()
+	}
+}
+
+// recordLedger records entries that complete no request, now or, if the
+// store cannot take them now, once it can (see retry).
+func (d *Dispatcher) recordLedger(entries []llmfleet.LedgerEntry) {
+	write := func() bool {
+		err := d.journal.ledger(d.ctx, entries)
+		if err != nil {
+			d.log.Warn("ledger entries not stored; will retry", "entries", len(entries), "err", err)
+		}
+		return err == nil
+	}
+	if !write() {
+		d.retry(write)
 	}
 }

@@ -134,21 +134,23 @@ type failingComplete struct {
 	fails int
 }
 
-func (s *failingComplete) CompleteRequests(ctx context.Context, done []llmfleet.Completion) error {
+func (s *failingComplete) CompleteRequests(ctx context.Context, done []llmfleet.Completion) ([]bool, error) {
 	s.mu.Lock()
 	fail := s.fails > 0
 	s.fails--
 	s.mu.Unlock()
 	if fail {
-		return errors.New("disk full")
+		return nil, errors.New("disk full")
 	}
 	return s.DB.CompleteRequests(ctx, done)
 }
 
-// A rescue whose answer cannot be stored leaves the request to its batch,
-// and its paid sync answer is recorded as late, not lost: the ledger holds
-// the rescue's cost and the batch's answer, once each.
-func TestRescueNotStoredIsRecordedLate(t *testing.T) {
+// A rescue whose answer cannot be stored at first is held, not lost: its
+// caller is answered from it, and it is stored (with its ledger entry)
+// once the store takes it; the batch's answer, which comes later, is
+// recorded as late. The ledger holds the rescue's cost and the batch's
+// answer, once each.
+func TestRescueNotStoredIsHeld(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	synctest.Test(t, func(t *testing.T) {
 		f, v := newFake(), newVault(t)
@@ -173,12 +175,13 @@ func TestRescueNotStoredIsRecordedLate(t *testing.T) {
 		if res.Err != nil || !strings.Contains(string(res.Body), "re: late") {
 			t.Fatalf("%+v %s", res.Err, res.Body)
 		}
+		time.Sleep(time.Hour) // the batch ends and its answer comes
 		entries, err := db.Ledger(t.Context(), time.Time{}, time.Now().Add(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(entries) != 2 || entries[0].Rescue != llmfleet.RescueLate || entries[0].Route != llmfleet.RouteSync ||
-			entries[1].Rescue != llmfleet.RescueNone || entries[1].Route != llmfleet.RouteBatch {
+		if len(entries) != 2 || entries[0].Rescue != llmfleet.RescueSync || entries[0].Route != llmfleet.RouteSync ||
+			entries[1].Rescue != llmfleet.RescueLate || entries[1].Route != llmfleet.RouteBatch {
 			t.Fatalf("ledger %+v", entries)
 		}
 		if f.count("send") != 1 || f.count("create") != 1 {

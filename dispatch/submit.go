@@ -149,63 +149,16 @@ func (d *Dispatcher) newWaiter(req *llmfleet.Request, budget time.Duration, arri
 	if err != nil {
 		return nil, err
 	}
-	id := req.ID
-	if id == "" {
+	id, chosen := req.ID, req.ID != ""
+	if !chosen {
 		id = llmfleet.NewID("lfr_")
 	}
 	w := &waiter{id: id, req: req, prov: p, info: info, params: params, budget: budget,
-		arrived: arrived}
+		arrived: arrived, chosenID: chosen}
 	if budget > 0 {
 		w.deadline = arrived.Add(budget)
 	}
 	return w, nil
-}
-
-// accept makes w durable, then pools it. Its pool window starts now,
-// after the durable write, so that requests that waited on the store
-// together still share a batch.
-func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
-	if err := d.checkSize(w); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	closed, opened := d.closed, d.opened
-	d.mu.Unlock()
-	if !opened {
-		return fmt.Errorf("dispatch: Submit before Open")
-	}
-	if closed {
-		return llmfleet.ErrClosed
-	}
-	durable := d.journal.durable()
-	if durable {
-		d.mu.Lock()
-		reserved := d.reserveLocked(w)
-		d.mu.Unlock()
-		if !reserved {
-			return errIDTaken
-		}
-	}
-	if err := d.journal.accept(ctx, w); err != nil {
-		if durable {
-			d.mu.Lock()
-			d.releaseLocked(w, nil, err)
-			d.mu.Unlock()
-		}
-		if errors.Is(err, llmfleet.ErrExists) {
-			return errIDTaken // stored before: the caller attaches to it
-		}
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	w.accepted = d.clock.Now()
-	if err := d.enqueueLocked(w); err != nil {
-		return err
-	}
-	d.armRescueLocked(w)
-	d.stats.batchedCalls.Add(1)
-	return nil
 }
 
 // SubmitBatch pools req into a batch whatever its budget and waits for its
@@ -291,7 +244,7 @@ func (d *Dispatcher) submitBatch(ctx context.Context, budget time.Duration, req 
 		w.budgetTimer = d.clock.AfterFunc(max(w.deadline.Sub(d.clock.Now()), 0), func() {
 			d.mu.Lock()
 			defer d.mu.Unlock()
-			if w.replied {
+			if w.replied || d.replyHeldLocked(w) {
 				return
 			}
 			d.stats.budgetMisses.Add(1)

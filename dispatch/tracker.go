@@ -40,6 +40,9 @@ type flight struct {
 	pollErr      error
 	// fetchFailures counts failed result downloads in a row.
 	fetchFailures int
+	// held are the answers read from its results that could not be
+	// stored yet (see holdFlightLocked).
+	held []answer
 }
 
 // due returns the earliest next check of the flights (zero: none).

@@ -18,23 +18,28 @@ const (
 	stateInFlight                       // its batch was created upstream
 	stateDone                           // answered, failed, or withdrawn
 	// stateElsewhere: with a SharedStore, in another replica's hands (a
-	// batch it claimed): answered when its result is stored, or taken
-	// back (queued again, or adopted with its batch).
+	// batch it claimed, or what a replica adopted once this one's lease
+	// ended): answered when its result is stored, or taken back (queued
+	// again, or adopted with its batch).
 	stateElsewhere
+	// stateSync: sent sync at once, never pooled: its budget could not
+	// hold a batch with a rescue, or the store could not take it in time.
+	stateSync
 )
 
-var stateNames = [...]string{"queued", "submitting", "reconciling", "in_flight", "done", "elsewhere"}
+var stateNames = [...]string{"queued", "submitting", "reconciling", "in_flight", "done", "elsewhere", "sync"}
 
 func (s waiterState) String() string { return stateNames[s] }
 
 // moves lists the states each state may move to. A waiter leaves done
 // never; a batch proven not created sends its waiters back to queued.
 var moves = map[waiterState][]waiterState{
-	stateQueued:      {stateSubmitting, stateDone, stateElsewhere},
+	stateQueued:      {stateSubmitting, stateDone, stateElsewhere, stateSync},
 	stateSubmitting:  {stateInFlight, stateReconciling, stateDone, stateElsewhere},
 	stateReconciling: {stateInFlight, stateQueued, stateDone, stateElsewhere},
-	stateInFlight:    {stateDone},
+	stateInFlight:    {stateDone, stateElsewhere},
 	stateElsewhere:   {stateQueued, stateSubmitting, stateReconciling, stateInFlight, stateDone},
+	stateSync:        {stateDone},
 }
 
 // outcome is what a waiter is answered with.
@@ -57,6 +62,20 @@ type waiter struct {
 	// reply answers the caller (SubmitFunc's done); nil when no caller
 	// waits (detached).
 	reply func(*llmfleet.Response, error)
+	// chosenID: the caller chose the id (Request.ID), so that a request
+	// of that id may be stored already: it is known free only once
+	// stored.
+	chosenID bool
+	// direct: its budget cannot hold a batch with a rescue, so it is sent
+	// sync at once, stored (with a durable journal) as such.
+	direct bool
+	// sentSync: sent sync at once, directly or because the store could
+	// not take it in time; its answer is the sync route's.
+	sentSync bool
+	// added is closed once the store's write of the request is over,
+	// addErr its outcome (nil: stored); nil without a durable journal.
+	added  chan struct{}
+	addErr error
 
 	// Guarded by Dispatcher.mu.
 	state     waiterState
@@ -67,13 +86,31 @@ type waiter struct {
 	customID  string
 
 	replied     bool           // reply was called
+	heldAt      time.Time      // when it was answered from its answer in hand (see hold)
 	budgetTimer llmfleet.Timer // fires at deadline, for a caller that waits
 	stopCtx     func() bool    // stops watching the caller's context
 	rescueTimer llmfleet.Timer // fires at Policy.RescueAt
 	rescuing    bool           // a rescue's sync call was made
 	delivering  bool           // this process is storing an answer to it (deliver)
 	followers   []*follower    // callers attached by id (see attach)
+	// held is an answer in hand that could not be stored yet (its
+	// delivery is tried again): its caller is answered from it when its
+	// budget needs it, rather than pay for the request again.
+	held *answer
 }
+
+// addState is the state a durable journal stores w in when it accepts
+// it: submitted (without a batch) when it is sent sync at once.
+func (w *waiter) addState() llmfleet.RequestState {
+	if w.direct {
+		return llmfleet.RequestSubmitted
+	}
+	return llmfleet.RequestQueued
+}
+
+// stored reports whether w's request is in the store: its write is over
+// and succeeded. It must be called once w.added is closed.
+func (w *waiter) stored() bool { return w.added != nil && w.addErr == nil }
 
 // to moves w to state s if the move is allowed, and reports whether it
 // was.

@@ -102,7 +102,7 @@ func (d *DB) RecordCreateFailed(ctx context.Context, batchID string, requeue boo
 			return nil
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE requests SET state = 'queued', batch_id = NULL, custom_id = NULL, owner = $2
-			WHERE batch_id = $1 AND state = 'submitted'`, batchID, d.token)
+			WHERE batch_id = $1 AND state = 'submitted'`, batchID, d.run())
 		return err
 	})
 }
@@ -135,7 +135,7 @@ func (d *DB) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, bat
 	}
 	defer tx.Rollback()
 	queued, err = storecodec.QueryRequests(ctx, tx, `SELECT `+storecodec.RequestColumns+` FROM requests
-		WHERE state = 'queued' ORDER BY accepted_at, id COLLATE "C"`)
+		WHERE state = 'queued' OR (state = 'submitted' AND batch_id IS NULL) ORDER BY accepted_at, id COLLATE "C"`)
 	if err != nil {
 		return nil, nil, err
 	}

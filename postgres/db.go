@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/llmfleet/llmfleet"
@@ -23,6 +25,15 @@ import (
 
 //go:embed migrations/*.sql
 var migrations embed.FS
+
+// cancelDeadline is how long a canceled statement's connection waits for
+// the server to answer the cancel request before it is closed.
+const cancelDeadline = 10 * time.Second
+
+// lockTries is how many times Open tries the lock of its replica name, a
+// tenth of a second apart, before it concludes that another process
+// holds it.
+const lockTries = 20
 
 // ErrClosed is returned by the methods of a DB that is not open.
 var ErrClosed = errors.New("postgres: store closed")
@@ -56,7 +67,7 @@ type DB struct {
 	token  string    // this run's id: the owner of what it holds
 	notify string    // the channel of completions
 	closed bool
-	adds   chan addOp
+	adds   chan *addOp
 	quit   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -83,6 +94,13 @@ func (d *DB) Open(ctx context.Context) error {
 	cfg, err := pgx.ParseConfig(d.URL)
 	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
+	}
+	// A canceled statement is canceled on the server (a cancel request),
+	// not cut off on the client's side only: a statement left waiting for
+	// a lock would otherwise go on and commit later (AddRequest relies on
+	// it, see insertGroup).
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadline}
 	}
 	db := stdlib.OpenDB(*cfg)
 	max := d.MaxConns
@@ -124,10 +142,10 @@ func (d *DB) Open(ctx context.Context) error {
 	d.mu.Lock()
 	d.db, d.lock, d.closed = db, lock, false
 	d.token, d.notify = token, channel(schema)
-	d.adds, d.quit = make(chan addOp, maxGroup), make(chan struct{})
+	d.adds, d.quit = make(chan *addOp, maxGroup), make(chan struct{})
 	for range n {
 		d.wg.Add(1)
-		go d.committer(db, token)
+		go d.committer(db)
 	}
 	d.mu.Unlock()
 	return nil
@@ -142,9 +160,22 @@ func nameLock(ctx context.Context, db *sql.DB, schema, name string) (*sql.Conn, 
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	var got bool
-	if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext('llmfleet replica ' || $1 || ' ' || $2))`, schema, name).Scan(&got); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("postgres: %w", err)
+	// A lock held by a session that is ending (its process just closed
+	// the store, or was killed) is free a moment later: try for a while.
+	for try := 0; ; try++ {
+		if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext('llmfleet replica ' || $1 || ' ' || $2))`, schema, name).Scan(&got); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		if got || try == lockTries-1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			c.Close()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	if !got {
 		c.Close()
@@ -245,7 +276,12 @@ func (d *DB) Close() error {
 	}
 	endLease(d.db, d.token)
 	if d.lock != nil {
-		d.lock.Close() // ends the session: the lock goes with it
+		// Released here, not only with the session, whose end the server
+		// notices a moment after the connection closes.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.lock.ExecContext(ctx, `SELECT pg_advisory_unlock_all()`)
+		cancel()
+		d.lock.Close()
 		d.lock = nil
 	}
 	return d.db.Close()
@@ -287,8 +323,8 @@ func affected(res sql.Result, err error) (int64, error) {
 }
 
 // drain takes what is waiting in adds, at most maxGroup.
-func drain(adds chan addOp) []addOp {
-	var group []addOp
+func drain(adds chan *addOp) []*addOp {
+	var group []*addOp
 	for len(group) < maxGroup {
 		select {
 		case op := <-adds:

@@ -56,30 +56,53 @@ func register(ctx context.Context, db *sql.DB, name, token string, lease time.Du
 }
 
 // Heartbeat renews this run's lease for ttl, by the server's clock (0
-// ends it). held is false when it had ended before.
+// ends it). held is false when it had ended before: what the run owned
+// may have been adopted by another replica meanwhile, so this process
+// goes on as a new run of its name (a new owner token, leased for ttl),
+// leaving the ended run's batches and queued requests to whichever
+// replica adopts them first, this one included (Adopt).
 func (d *DB) Heartbeat(ctx context.Context, ttl time.Duration) (held bool, err error) {
+	token := d.run()
+	fresh := ""
 	err = d.write(ctx, func(tx *sql.Tx) error {
-		var until time.Time
-		var now time.Time
-		err := tx.QueryRowContext(ctx, `SELECT lease_until, clock_timestamp() FROM replicas WHERE id = $1 FOR UPDATE`, d.token).Scan(&until, &now)
+		fresh = ""
+		var until, now time.Time
+		err := tx.QueryRowContext(ctx, `SELECT lease_until, clock_timestamp() FROM replicas WHERE id = $1 FOR UPDATE`, token).Scan(&until, &now)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			name, _, _ := strings.Cut(d.token, "/")
-			_, err = tx.ExecContext(ctx, `INSERT INTO replicas (id, name, started_at, lease_until)
-				VALUES ($1, $2, clock_timestamp(), clock_timestamp() + make_interval(secs => $3))`, d.token, name, ttl.Seconds())
-			return err
+			// Forgotten (a day after its lease ended): a new run.
 		case err != nil:
 			return err
+		case until.After(now) || ttl == 0:
+			held = true
+			_, err = tx.ExecContext(ctx, `UPDATE replicas SET lease_until = clock_timestamp() + make_interval(secs => $2) WHERE id = $1`,
+				token, ttl.Seconds())
+			return err
 		}
-		held = until.After(now)
-		_, err = tx.ExecContext(ctx, `UPDATE replicas SET lease_until = clock_timestamp() + make_interval(secs => $2) WHERE id = $1`,
-			d.token, ttl.Seconds())
+		name, _, _ := strings.Cut(token, "/")
+		fresh = name + "/" + randomName()
+		_, err = tx.ExecContext(ctx, `INSERT INTO replicas (id, name, started_at, lease_until)
+			VALUES ($1, $2, clock_timestamp(), clock_timestamp() + make_interval(secs => $3))`, fresh, name, ttl.Seconds())
 		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: renewing the lease: %w", err)
 	}
+	if fresh != "" {
+		d.mu.Lock()
+		if d.token == token {
+			d.token = fresh
+		}
+		d.mu.Unlock()
+	}
 	return held, nil
+}
+
+// run returns the owner token of this process's current run.
+func (d *DB) run() string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.token
 }
 
 // Adopt makes this run the owner of the batches in flight and the queued
@@ -91,10 +114,11 @@ func (d *DB) Heartbeat(ctx context.Context, ttl time.Duration) (held bool, err e
 // of a row waits for the other's, then finds its owner alive. A run is
 // forgotten a day after its lease ended, once it owns nothing.
 func (d *DB) Adopt(ctx context.Context) (queued []*llmfleet.StoredRequest, batches []*llmfleet.PendingBatch, err error) {
+	token := d.run()
 	err = d.write(ctx, func(tx *sql.Tx) error {
 		queued, batches = nil, nil
 		dead := []string{""}
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM replicas WHERE lease_until <= clock_timestamp() AND id <> $1`, d.token)
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM replicas WHERE lease_until <= clock_timestamp() AND id <> $1`, token)
 		if err != nil {
 			return err
 		}
@@ -115,27 +139,28 @@ func (d *DB) Adopt(ctx context.Context) (queued []*llmfleet.StoredRequest, batch
 		const stillDead = ` AND NOT EXISTS (SELECT 1 FROM replicas p WHERE p.id = t.owner AND p.lease_until > clock_timestamp())`
 		batches, err = storecodec.QueryBatches(ctx, tx, `UPDATE batches t SET owner = $1
 			WHERE state IN ('intent', 'created') AND owner = ANY($2)`+stillDead+`
-			RETURNING `+storecodec.BatchColumns, d.token, dead)
+			RETURNING `+storecodec.BatchColumns, token, dead)
 		if err != nil {
 			return err
 		}
 		for _, pb := range batches {
 			pb.Requests, err = storecodec.QueryRequests(ctx, tx, `UPDATE requests SET owner = $2
-				WHERE batch_id = $1 AND state = 'submitted' RETURNING `+storecodec.RequestColumns, pb.Batch.ID, d.token)
+				WHERE batch_id = $1 AND state = 'submitted' RETURNING `+storecodec.RequestColumns, pb.Batch.ID, token)
 			if err != nil {
 				return err
 			}
 			sortRequests(pb.Requests)
 		}
 		queued, err = storecodec.QueryRequests(ctx, tx, `UPDATE requests t SET owner = $1
-			WHERE state = 'queued' AND owner = ANY($2)`+stillDead+`
-			RETURNING `+storecodec.RequestColumns, d.token, dead)
+			WHERE (state = 'queued' OR (state = 'submitted' AND batch_id IS NULL)) AND owner = ANY($2)`+stillDead+`
+			RETURNING `+storecodec.RequestColumns, token, dead)
 		if err != nil {
 			return err
 		}
 		sortRequests(queued)
 		_, err = tx.ExecContext(ctx, `DELETE FROM replicas p WHERE lease_until < clock_timestamp() - interval '1 day'
 			AND NOT EXISTS (SELECT 1 FROM requests r WHERE r.owner = p.id AND r.state = 'queued')
+			AND NOT EXISTS (SELECT 1 FROM requests r WHERE r.owner = p.id AND r.state = 'submitted' AND r.batch_id IS NULL)
 			AND NOT EXISTS (SELECT 1 FROM batches b WHERE b.owner = p.id AND b.state IN ('intent', 'created'))`)
 		return err
 	})
@@ -161,6 +186,7 @@ func (d *DB) Claim(ctx context.Context, b *llmfleet.StoredBatch, pool string, by
 		cutoff = by.UnixNano()
 	}
 	var out []*llmfleet.StoredRequest
+	token := d.run()
 	err := d.write(ctx, func(tx *sql.Tx) error {
 		out = nil
 		rows, err := tx.QueryContext(ctx, `SELECT id, octet_length(body) FROM requests
@@ -192,13 +218,13 @@ func (d *DB) Claim(ctx context.Context, b *llmfleet.StoredBatch, pool string, by
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO batches (id, provider, credential_id, state, size,
 			intent_at, create_deadline, owner) VALUES ($1, $2, $3, 'intent', $4, $5, $6, $7)`,
-			b.ID, b.Provider, b.CredentialID, len(ids), storecodec.Nanos(b.IntentAt), storecodec.Nanos(b.CreateDeadline), d.token); err != nil {
+			b.ID, b.Provider, b.CredentialID, len(ids), storecodec.Nanos(b.IntentAt), storecodec.Nanos(b.CreateDeadline), token); err != nil {
 			return fmt.Errorf("recording batch %s: %w", b.ID, err)
 		}
 		out, err = storecodec.QueryRequests(ctx, tx, `UPDATE requests r SET state = 'submitted', batch_id = $1,
 			custom_id = $1 || '-' || c.n, owner = $2
 			FROM unnest($3::text[]) WITH ORDINALITY AS c(id, n) WHERE r.id = c.id
-			RETURNING `+prefixed("r.", storecodec.RequestColumns), b.ID, d.token, ids)
+			RETURNING `+prefixed("r.", storecodec.RequestColumns), b.ID, token, ids)
 		sortRequests(out)
 		return err
 	})

@@ -104,7 +104,7 @@ func TestShared(t *testing.T) {
 	for i, d := range []*postgres.DB{a, b} {
 		wg.Go(func() {
 			res := &llmfleet.StoredResult{StatusCode: 200, Body: []byte(`{"by":` + string(rune('0'+i)) + `}`)}
-			if err := d.CompleteRequests(ctx, []llmfleet.Completion{{RequestID: "lfr_1", Result: res,
+			if _, err := d.CompleteRequests(ctx, []llmfleet.Completion{{RequestID: "lfr_1", Result: res,
 				Ledger: &llmfleet.LedgerEntry{RequestID: "lfr_1", Time: time.Unix(100, 0)}}}); err != nil {
 				t.Error(err)
 			}

@@ -1,11 +1,15 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/storecodec"
@@ -24,11 +28,12 @@ func (d *DB) AddRequest(ctx context.Context, r *llmfleet.StoredRequest) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	state := storecodec.AddedState(r)
 	h, err := storecodec.EncodeHeader(r.Header)
 	if err != nil {
 		return fmt.Errorf("postgres: request %s header: %w", r.ID, err)
 	}
-	op := addOp{ctx: ctx, r: r, header: h, done: make(chan error, 1)}
+	op := &addOp{ctx: ctx, r: r, state: string(state), header: h, done: make(chan error, 1)}
 	d.mu.RLock()
 	if d.closed || d.adds == nil {
 		d.mu.RUnlock()
@@ -41,25 +46,56 @@ func (d *DB) AddRequest(ctx context.Context, r *llmfleet.StoredRequest) error {
 		return ctx.Err()
 	}
 	d.mu.RUnlock()
-	return <-op.done
+	select {
+	case err := <-op.done:
+		return err
+	case <-ctx.Done():
+		if op.claim.abandon() {
+			return ctx.Err() // its group will skip it
+		}
+		// In a group's insert: the insert is canceled on the server (see
+		// insertGroup) and the outcome, stored or not, is certain once it
+		// answers.
+		return <-op.done
+	}
 }
 
 // addOp is one AddRequest waiting for its group's commit.
 type addOp struct {
 	ctx    context.Context
 	r      *llmfleet.StoredRequest
+	state  string
 	header []byte
 	done   chan error
+	claim  opClaim
 }
+
+// opClaim decides, once, who an AddRequest call belongs to: a group,
+// which takes it into its insert, or its caller, which abandons it when
+// its context ends first (groups then skip it).
+type opClaim struct{ state atomic.Int32 }
+
+const (
+	opWaiting int32 = iota
+	opTaken
+	opAbandoned
+)
+
+// take reports whether a group may insert the call's request.
+func (c *opClaim) take() bool { return c.state.CompareAndSwap(opWaiting, opTaken) }
+
+// abandon reports whether the caller gave the call up before a group took
+// it: its request will not be stored.
+func (c *opClaim) abandon() bool { return c.state.CompareAndSwap(opWaiting, opAbandoned) }
 
 // maxGroup is the most requests one insert carries.
 const maxGroup = 512
 
 // committer inserts the requests of AddRequest, a group at a time, until
 // Close.
-func (d *DB) committer(db *sql.DB, owner string) {
+func (d *DB) committer(db *sql.DB) {
 	defer d.wg.Done()
-	group := make([]addOp, 0, maxGroup)
+	group := make([]*addOp, 0, maxGroup)
 	for {
 		select {
 		case op := <-d.adds:
@@ -73,62 +109,54 @@ func (d *DB) committer(db *sql.DB, owner string) {
 					break fill
 				}
 			}
-			insertGroup(db, owner, group)
+			insertGroup(db, d.run(), group)
 		case <-d.quit:
 			return
 		}
 	}
 }
 
-// insertGroup inserts a group's requests in one statement (its own
-// transaction) and answers each: nil, the id taken, or the statement's
-// error.
-func insertGroup(db *sql.DB, owner string, group []addOp) {
-	var (
-		ids, providers, creds, models, states, clients, endpoints []string
-		pools, owners                                             []string
-		headers, bodies                                           [][]byte
-		budgets                                                   []int64
-		accepted, deadlines                                       []*int64
-		live                                                      []addOp
-	)
+// insertGroup inserts a group's requests and answers each: nil, the id
+// taken, or an error (then it is not stored). A request whose caller gave
+// up before its group was sent is skipped. The insert of the others is
+// canceled on the server as soon as the context of one of them ends (a
+// lock held elsewhere may keep it waiting): those whose context ended are
+// answered with its error, not stored, and the rest go in another insert.
+func insertGroup(db *sql.DB, owner string, group []*addOp) {
+	live := make([]*addOp, 0, len(group))
 	for _, op := range group {
-		if err := op.ctx.Err(); err != nil {
-			op.done <- err // its caller gave up before the group was sent
+		if err := op.ctx.Err(); err != nil || !op.claim.take() {
+			op.done <- cmp.Or(err, context.Canceled) // its caller gave up before the group was sent
 			continue
 		}
-		r := op.r
 		live = append(live, op)
-		ids, providers, creds = append(ids, r.ID), append(providers, r.Provider), append(creds, r.CredentialID)
-		headers, bodies = append(headers, op.header), append(bodies, storecodec.BytesOrEmpty(r.Body))
-		models, budgets = append(models, r.Model), append(budgets, int64(r.Budget))
-		accepted = append(accepted, nullNanos(r.AcceptedAt))
-		deadlines = append(deadlines, nullNanos(r.Deadline))
-		states, clients, endpoints = append(states, "queued"), append(clients, r.Client), append(endpoints, r.Endpoint)
-		pools, owners = append(pools, r.Pool), append(owners, owner)
 	}
-	if len(live) == 0 {
-		return
+	for len(live) > 0 {
+		live = insertOnce(db, owner, live)
 	}
-	rows, err := db.QueryContext(context.Background(), `INSERT INTO requests (id, provider, credential_id, header, body,
-		model, budget, accepted_at, deadline, state, client, endpoint, pool, owner)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::text[], $7::bigint[],
-			$8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
-		ON CONFLICT (id) DO NOTHING RETURNING id`,
-		ids, providers, creds, headers, bodies, models, budgets, accepted, deadlines, states, clients, endpoints, pools, owners)
-	inserted := map[string]bool{}
-	if err == nil {
-		for rows.Next() {
-			var id string
-			if err = rows.Scan(&id); err != nil {
-				break
+}
+
+// insertOnce runs one insert of live's requests (its own transaction) and
+// answers them, but for those it returns: the insert was canceled because
+// another's context ended, and they are to be inserted again.
+func insertOnce(db *sql.DB, owner string, live []*addOp) (again []*addOp) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, op := range live {
+		stop := context.AfterFunc(op.ctx, cancel)
+		defer stop()
+	}
+	inserted, err := insertRows(ctx, db, owner, live)
+	if err != nil && ctx.Err() != nil && isCanceled(err) {
+		// Canceled on the server: nothing of the insert is stored.
+		for _, op := range live {
+			if cerr := op.ctx.Err(); cerr != nil {
+				op.done <- cerr
+			} else {
+				again = append(again, op)
 			}
-			inserted[id] = true
 		}
-		if err == nil {
-			err = rows.Err()
-		}
-		rows.Close()
+		return again
 	}
 	if err != nil {
 		if mine := committed(db, live); len(mine) > 0 {
@@ -149,6 +177,56 @@ func insertGroup(db *sql.DB, owner string, group []addOp) {
 			op.done <- nil
 		}
 	}
+	return nil
+}
+
+// insertRows inserts the requests of ops in one statement and returns the
+// ids it inserted (an id stored already is not).
+func insertRows(ctx context.Context, db *sql.DB, owner string, ops []*addOp) (map[string]bool, error) {
+	var (
+		ids, providers, creds, models, states, clients, endpoints []string
+		pools, owners                                             []string
+		headers, bodies                                           [][]byte
+		budgets                                                   []int64
+		accepted, deadlines                                       []*int64
+	)
+	for _, op := range ops {
+		r := op.r
+		ids, providers, creds = append(ids, r.ID), append(providers, r.Provider), append(creds, r.CredentialID)
+		headers, bodies = append(headers, op.header), append(bodies, storecodec.BytesOrEmpty(r.Body))
+		models, budgets = append(models, r.Model), append(budgets, int64(r.Budget))
+		accepted = append(accepted, nullNanos(r.AcceptedAt))
+		deadlines = append(deadlines, nullNanos(r.Deadline))
+		states, clients, endpoints = append(states, op.state), append(clients, r.Client), append(endpoints, r.Endpoint)
+		pools, owners = append(pools, r.Pool), append(owners, owner)
+	}
+	rows, err := db.QueryContext(ctx, `INSERT INTO requests (id, provider, credential_id, header, body,
+		model, budget, accepted_at, deadline, state, client, endpoint, pool, owner)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::text[], $7::bigint[],
+			$8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
+		ON CONFLICT (id) DO NOTHING RETURNING id`,
+		ids, providers, creds, headers, bodies, models, budgets, accepted, deadlines, states, clients, endpoints, pools, owners)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	inserted := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		inserted[id] = true
+	}
+	return inserted, rows.Err()
+}
+
+// isCanceled reports whether err is the server's answer to a statement
+// canceled by a cancel request (SQLSTATE 57014): the statement, and its
+// transaction, did nothing.
+func isCanceled(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57014"
 }
 
 // GetRequest returns one request, with its result if it has one, or an
@@ -173,24 +251,27 @@ func (d *DB) GetRequest(ctx context.Context, id string) (*llmfleet.StoredRequest
 // for each other rather than deadlock), and then updated by one statement,
 // whatever their number. An unknown id, or a nil result, fails the whole
 // call, storing nothing.
-func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) error {
+func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) ([]bool, error) {
 	if len(done) == 0 {
-		return nil
+		return nil, nil
 	}
 	first := make([]llmfleet.Completion, 0, len(done))
+	at := make([]int, 0, len(done)) // the index in done of each of first
 	seen := make(map[string]bool, len(done))
 	ids := make([]string, 0, len(done))
-	for _, c := range done {
+	for i, c := range done {
 		if c.Result == nil {
-			return fmt.Errorf("postgres: request %s: nil result", c.RequestID)
+			return nil, fmt.Errorf("postgres: request %s: nil result", c.RequestID)
 		}
 		if !seen[c.RequestID] { // a later completion of the same request loses
 			seen[c.RequestID] = true
-			first = append(first, c)
+			first, at = append(first, c), append(at, i)
 			ids = append(ids, c.RequestID)
 		}
 	}
-	return d.write(ctx, func(tx *sql.Tx) error {
+	var kept []bool
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		kept = make([]bool, len(done))
 		wasDone, err := lockRequests(ctx, tx, ids)
 		if err != nil {
 			return err
@@ -199,10 +280,11 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 			upd             []string
 			statuses        []int64
 			bodies, errs, u [][]byte
-			at              []*int64
+			times           []*int64
+			batchIDs        []string
 			entries         []llmfleet.LedgerEntry
 		)
-		for _, c := range first {
+		for j, c := range first {
 			isDone, ok := wasDone[c.RequestID]
 			if !ok {
 				return fmt.Errorf("postgres: request %s: %w", c.RequestID, llmfleet.ErrNotFound)
@@ -210,6 +292,7 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 			if isDone {
 				continue // its first result and entry stand
 			}
+			kept[at[j]] = true
 			status, body, errJSON, err := storecodec.ResultColumns(c.Result)
 			if err != nil {
 				return fmt.Errorf("postgres: request %s: %w", c.RequestID, err)
@@ -220,7 +303,8 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 			}
 			upd, statuses = append(upd, c.RequestID), append(statuses, int64(status))
 			bodies, errs, u = append(bodies, body), append(errs, errJSON), append(u, usage)
-			at = append(at, nullNanos(c.Result.CompletedAt))
+			times = append(times, nullNanos(c.Result.CompletedAt))
+			batchIDs = append(batchIDs, c.Result.BatchID)
 			if c.Ledger != nil {
 				entries = append(entries, *c.Ledger)
 			}
@@ -229,9 +313,10 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 			return nil
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE requests AS r SET state = 'done', status_code = c.status,
-			result_body = c.body, result_error = c.err, usage = c.usage, completed_at = c.at
-			FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bytea[], $5::bytea[], $6::bigint[]) AS c(id, status, body, err, usage, at)
-			WHERE r.id = c.id`, upd, statuses, bodies, errs, u, at); err != nil {
+			result_body = c.body, result_error = c.err, usage = c.usage, completed_at = c.at, result_batch_id = c.batch
+			FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bytea[], $5::bytea[], $6::bigint[], $7::text[])
+				AS c(id, status, body, err, usage, at, batch)
+			WHERE r.id = c.id`, upd, statuses, bodies, errs, u, times, batchIDs); err != nil {
 			return fmt.Errorf("postgres: completing %d requests: %w", len(upd), err)
 		}
 		if err := addLedger(ctx, tx, entries); err != nil {
@@ -239,6 +324,10 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 		}
 		return d.notifyDone(ctx, tx, upd)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return kept, nil
 }
 
 // lockRequests locks the rows of ids, in id order, and returns, for each
@@ -276,7 +365,7 @@ func nullNanos(t time.Time) *int64 {
 // means it committed, and the group's other ids were taken. None means it
 // did not commit, or that the server did not answer the look (three tries
 // within seconds): the insert is then taken as failed.
-func committed(db *sql.DB, group []addOp) map[string]bool {
+func committed(db *sql.DB, group []*addOp) map[string]bool {
 	ids := make([]string, len(group))
 	for i, op := range group {
 		ids[i] = op.r.ID
@@ -294,7 +383,7 @@ func committed(db *sql.DB, group []addOp) map[string]bool {
 
 // lookGroup returns the ids of group whose rows are there as it wrote
 // them.
-func lookGroup(db *sql.DB, group []addOp, ids []string) (map[string]bool, error) {
+func lookGroup(db *sql.DB, group []*addOp, ids []string) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	rows, err := db.QueryContext(ctx, `SELECT id, accepted_at FROM requests WHERE id = ANY($1)`, ids)

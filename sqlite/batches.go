@@ -116,8 +116,10 @@ func (d *DB) updateBatch(ctx context.Context, batchID, query string, args ...any
 }
 
 // Pending returns what a restart must pick up, as of one snapshot: the
-// queued requests, oldest first, and the batches in state intent or
-// created, oldest intent first, each with its requests still submitted.
+// queued requests and those submitted without a batch (sent sync by the
+// process that accepted them), oldest first, and the batches in state
+// intent or created, oldest intent first, each with its requests still
+// submitted.
 func (d *DB) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, batches []*llmfleet.PendingBatch, err error) {
 	if d.r == nil {
 		return nil, nil, ErrClosed
@@ -128,7 +130,7 @@ func (d *DB) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, bat
 	}
 	defer tx.Rollback()
 	queued, err = storecodec.QueryRequests(ctx, tx, `SELECT `+storecodec.RequestColumns+` FROM requests
-		WHERE state = 'queued' ORDER BY accepted_at, id`)
+		WHERE state = 'queued' OR (state = 'submitted' AND batch_id IS NULL) ORDER BY accepted_at, id`)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,18 +1,39 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/llmfleet/llmfleet"
 )
 
 // addOp is one AddRequest call waiting for the group committer.
 type addOp struct {
-	ctx  context.Context
-	r    *llmfleet.StoredRequest
-	done chan error
+	ctx   context.Context
+	r     *llmfleet.StoredRequest
+	done  chan error
+	claim opClaim
 }
+
+// opClaim decides, once, who an AddRequest call belongs to: the group
+// committer, which takes it into a transaction, or its caller, which
+// abandons it when its context ends first (the committer then skips it).
+type opClaim struct{ state atomic.Int32 }
+
+const (
+	opWaiting int32 = iota
+	opTaken
+	opAbandoned
+)
+
+// take reports whether the committer may insert the call's request.
+func (c *opClaim) take() bool { return c.state.CompareAndSwap(opWaiting, opTaken) }
+
+// abandon reports whether the caller gave the call up before the
+// committer took it: its request will not be stored.
+func (c *opClaim) abandon() bool { return c.state.CompareAndSwap(opWaiting, opAbandoned) }
 
 // AddRequest records a request accepted for batching (State queued) and
 // returns once it is committed. Concurrent calls are committed together,
@@ -23,7 +44,7 @@ func (d *DB) AddRequest(ctx context.Context, r *llmfleet.StoredRequest) error {
 	if r == nil || r.ID == "" {
 		return fmt.Errorf("sqlite: request without an id")
 	}
-	op := addOp{ctx: ctx, r: r, done: make(chan error, 1)}
+	op := &addOp{ctx: ctx, r: r, done: make(chan error, 1)}
 	d.mu.RLock()
 	if d.closed || d.adds == nil {
 		d.mu.RUnlock()
@@ -36,10 +57,18 @@ func (d *DB) AddRequest(ctx context.Context, r *llmfleet.StoredRequest) error {
 		return ctx.Err()
 	}
 	d.mu.RUnlock()
-	// Once handed over, the request may be committed at any moment, so the
-	// caller waits for the outcome whatever ctx does: a request reported
-	// as failed must not be stored.
-	return <-op.done
+	select {
+	case err := <-op.done:
+		return err
+	case <-ctx.Done():
+		if op.claim.abandon() {
+			return ctx.Err() // the committer will skip it
+		}
+		// Taken into a transaction: it may be committed at any moment,
+		// so the caller waits for the outcome (a request reported as
+		// failed must not be stored).
+		return <-op.done
+	}
 }
 
 // groupCommitter commits the AddRequest calls in groups: it takes the
@@ -48,7 +77,7 @@ func (d *DB) AddRequest(ctx context.Context, r *llmfleet.StoredRequest) error {
 // Open until Close, and commits what was handed to it before it returns.
 func (d *DB) groupCommitter() {
 	defer d.wg.Done()
-	group := make([]addOp, 0, d.MaxGroup)
+	group := make([]*addOp, 0, d.MaxGroup)
 	for {
 		select {
 		case op := <-d.adds:
@@ -66,7 +95,7 @@ func (d *DB) groupCommitter() {
 }
 
 // fill adds to group the calls waiting, up to MaxGroup, without blocking.
-func (d *DB) fill(group []addOp) []addOp {
+func (d *DB) fill(group []*addOp) []*addOp {
 	for len(group) < d.MaxGroup {
 		select {
 		case op := <-d.adds:
@@ -80,12 +109,12 @@ func (d *DB) fill(group []addOp) []addOp {
 
 // commitGroup inserts a group of requests in one transaction. A request
 // that fails (a duplicate id) fails alone; a failed commit fails them all.
-func (d *DB) commitGroup(group []addOp) {
+func (d *DB) commitGroup(group []*addOp) {
 	errs := make([]error, len(group))
 	live := 0
 	for i, op := range group {
-		if err := op.ctx.Err(); err != nil {
-			errs[i] = err // its caller gave up before the commit began
+		if err := op.ctx.Err(); err != nil || !op.claim.take() {
+			errs[i] = cmp.Or(err, context.Canceled) // its caller gave up before the commit began
 			continue
 		}
 		live++
@@ -98,7 +127,7 @@ func (d *DB) commitGroup(group []addOp) {
 	}
 }
 
-func (d *DB) insertGroup(group []addOp, errs []error) {
+func (d *DB) insertGroup(group []*addOp, errs []error) {
 	ctx := context.Background() // a group outlives any one caller's ctx
 	fail := func(err error) {
 		for i := range errs {

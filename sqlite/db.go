@@ -56,7 +56,7 @@ type DB struct {
 	r    *sql.DB  // the reading connections
 	lock *os.File // holds the exclusive lock (see lockFile) until Close
 
-	adds chan addOp // AddRequest calls waiting for the group committer
+	adds chan *addOp // AddRequest calls waiting for the group committer
 
 	mu     sync.RWMutex // guards closed against concurrent senders on adds
 	closed bool
@@ -119,7 +119,7 @@ func (d *DB) Open(ctx context.Context) error {
 	if d.MaxGroup <= 0 {
 		d.MaxGroup = 512
 	}
-	d.adds = make(chan addOp, d.MaxGroup)
+	d.adds = make(chan *addOp, d.MaxGroup)
 	d.quit = make(chan struct{})
 	d.wg.Add(1)
 	go d.groupCommitter()

@@ -107,7 +107,7 @@ func TestSchema2Rows(t *testing.T) {
 		t.Errorf("batch from schema 2: %+v, %d requests", b, len(pb[0].Requests))
 	}
 	// The old rows live on with the new ones.
-	err = d.CompleteRequests(t.Context(), []llmfleet.Completion{{RequestID: "lfr_sub",
+	_, err = d.CompleteRequests(t.Context(), []llmfleet.Completion{{RequestID: "lfr_sub",
 		Result: &llmfleet.StoredResult{StatusCode: 500, Err: &llmfleet.ResultError{Kind: llmfleet.KindMissing}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 )
 
 const insertRequest = `INSERT INTO requests (id, provider, credential_id, header, body,
-	model, budget, accepted_at, deadline, state, client, endpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)
+	model, budget, accepted_at, deadline, state, client, endpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (id) DO NOTHING`
 
 // insertArgs returns the arguments of insertRequest for r.
@@ -19,12 +19,13 @@ func insertArgs(r *llmfleet.StoredRequest) ([]any, error) {
 	if r.ID == "" {
 		return nil, errors.New("sqlite: request without an id")
 	}
+	state := storecodec.AddedState(r)
 	h, err := storecodec.EncodeHeader(r.Header)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: request %s header: %w", r.ID, err)
 	}
 	return []any{r.ID, r.Provider, r.CredentialID, h, storecodec.BytesOrEmpty(r.Body),
-		r.Model, int64(r.Budget), storecodec.Nanos(r.AcceptedAt), storecodec.Nanos(r.Deadline), r.Client, r.Endpoint}, nil
+		r.Model, int64(r.Budget), storecodec.Nanos(r.AcceptedAt), storecodec.Nanos(r.Deadline), string(state), r.Client, r.Endpoint}, nil
 }
 
 // GetRequest returns one request, with its result if it has one, or an
@@ -48,20 +49,22 @@ func (d *DB) GetRequest(ctx context.Context, id string) (*llmfleet.StoredRequest
 // a nil result, fails the whole call, storing nothing; the unknown id with
 // an error wrapping llmfleet.ErrNotFound. A ledger entry is stored as
 // given, its RequestID included.
-func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) error {
+func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) ([]bool, error) {
 	if len(done) == 0 {
-		return nil
+		return nil, nil
 	}
-	return d.write(ctx, func(tx *sql.Tx) error {
+	var kept []bool
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		kept = make([]bool, len(done))
 		stmt, err := tx.PrepareContext(ctx, `UPDATE requests SET state = 'done',
-			status_code = ?, result_body = ?, result_error = ?, usage = ?, completed_at = ?
+			status_code = ?, result_body = ?, result_error = ?, usage = ?, completed_at = ?, result_batch_id = ?
 			WHERE id = ? AND state != 'done'`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		var entries []llmfleet.LedgerEntry
-		for _, c := range done {
+		for i, c := range done {
 			if c.Result == nil {
 				return fmt.Errorf("sqlite: request %s: nil result", c.RequestID)
 			}
@@ -73,7 +76,7 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 			if err != nil {
 				return err
 			}
-			n, err := affected(stmt.ExecContext(ctx, status, body, errJSON, u, storecodec.Nanos(c.Result.CompletedAt), c.RequestID))
+			n, err := affected(stmt.ExecContext(ctx, status, body, errJSON, u, storecodec.Nanos(c.Result.CompletedAt), c.Result.BatchID, c.RequestID))
 			if err != nil {
 				return fmt.Errorf("sqlite: completing request %s: %w", c.RequestID, err)
 			}
@@ -83,6 +86,7 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 				}
 				continue // done already: its first result and entry stand
 			}
+			kept[i] = true
 			if c.Ledger == nil {
 				continue
 			}
@@ -90,6 +94,10 @@ func (d *DB) CompleteRequests(ctx context.Context, done []llmfleet.Completion) e
 		}
 		return addBlock(ctx, tx, entries)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return kept, nil
 }
 
 // mustExist returns an error wrapping llmfleet.ErrNotFound unless table

@@ -75,3 +75,13 @@ func BytesOrEmpty(b []byte) []byte {
 	}
 	return b
 }
+
+// AddedState returns the state a Store's AddRequest records r in:
+// submitted for a request sent sync at once (State submitted, no batch),
+// queued for any other.
+func AddedState(r *llmfleet.StoredRequest) llmfleet.RequestState {
+	if r.State == llmfleet.RequestSubmitted && r.BatchID == "" {
+		return llmfleet.RequestSubmitted
+	}
+	return llmfleet.RequestQueued
+}

@@ -12,7 +12,7 @@ import (
 // RequestColumns are the columns ScanRequest reads, in order.
 const RequestColumns = `id, provider, credential_id, header, body, model, budget,
 	accepted_at, deadline, state, batch_id, custom_id,
-	status_code, result_body, result_error, usage, completed_at, client, endpoint`
+	status_code, result_body, result_error, usage, completed_at, client, endpoint, result_batch_id`
 
 // RowScanner is a *sql.Row or *sql.Rows.
 type RowScanner interface{ Scan(dest ...any) error }
@@ -25,13 +25,13 @@ func ScanRequest(s RowScanner) (*llmfleet.StoredRequest, error) {
 		resultBody, resultErr         []byte
 		budget                        int64
 		accepted, deadline, completed sql.NullInt64
-		batchID, customID             sql.NullString
+		batchID, customID, resBatch   sql.NullString
 		status                        sql.NullInt64
 		state                         string
 	)
 	err := s.Scan(&r.ID, &r.Provider, &r.CredentialID, &header, &r.Body, &r.Model, &budget,
 		&accepted, &deadline, &state, &batchID, &customID,
-		&status, &resultBody, &resultErr, &usage, &completed, &r.Client, &r.Endpoint)
+		&status, &resultBody, &resultErr, &usage, &completed, &r.Client, &r.Endpoint, &resBatch)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func ScanRequest(s RowScanner) (*llmfleet.StoredRequest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("request %s: %w", r.ID, err)
 		}
-		res.CompletedAt = TimeOf(completed)
+		res.CompletedAt, res.BatchID = TimeOf(completed), resBatch.String
 		if res.Usage, err = DecodeUsage(usage); err != nil {
 			return nil, fmt.Errorf("request %s usage: %w", r.ID, err)
 		}

@@ -95,7 +95,7 @@ func (s *suite) lifecycle(t *testing.T) {
 	checkPendingBatch(t, pb[0], want, sub...)
 
 	// Crash point 5: some results stored.
-	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{rs[0].ID: result(1), rs[2].ID: errorResult()})); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{rs[0].ID: result(1), rs[2].ID: errorResult()})); err != nil {
 		t.Fatal(err)
 	}
 	checkRequest(t, s.get(t, st, rs[0].ID), with(rs[0], llmfleet.RequestDone, b.ID, cids[rs[0].ID], result(1)))
@@ -107,7 +107,7 @@ func (s *suite) lifecycle(t *testing.T) {
 	checkPendingBatch(t, pb[0], want, sub[1])
 
 	// Crash point 6: every result stored, batch not resolved yet.
-	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{rs[1].ID: result(2)})); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{rs[1].ID: result(2)})); err != nil {
 		t.Fatal(err)
 	}
 	_, pb = s.pending(t, st)
@@ -147,7 +147,7 @@ func (s *suite) intentNotQueued(t *testing.T) {
 		t.Fatalf("Pending after a failed intent: %d batches", len(pb))
 	}
 	// A done request cannot go into a batch either.
-	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r3.ID: errorResult()})); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r3.ID: errorResult()})); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.RecordIntent(ctx(t), batch(3), customIDs(r3)); err == nil {
@@ -202,7 +202,7 @@ func (s *suite) createFailedNoRequeue(t *testing.T) {
 		checkRequest(t, s.get(t, st, r.ID), with(r, llmfleet.RequestSubmitted, b.ID, cids[r.ID], nil))
 	}
 	res := map[string]*llmfleet.StoredResult{rs[0].ID: errorResult(), rs[1].ID: errorResult()}
-	if err := st.CompleteRequests(ctx(t), done(res)); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), done(res)); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
@@ -216,7 +216,7 @@ func (s *suite) completeQueuedAndTwice(t *testing.T) {
 	st := s.store(t)
 	r1, r2 := request(1), request(2)
 	s.add(t, st, r1, r2)
-	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r1.ID: errorResult()})); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r1.ID: errorResult()})); err != nil {
 		t.Fatal(err)
 	}
 	checkRequest(t, s.get(t, st, r1.ID), with(r1, llmfleet.RequestDone, "", "", errorResult()))
@@ -224,11 +224,11 @@ func (s *suite) completeQueuedAndTwice(t *testing.T) {
 	if fmt.Sprint(ids(q)) != fmt.Sprint([]string{r2.ID}) {
 		t.Errorf("Pending after completing a queued request: %v", ids(q))
 	}
-	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r1.ID: result(1)})); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r1.ID: result(1)})); err != nil {
 		t.Fatalf("CompleteRequests of a done request: %v", err)
 	}
 	checkRequest(t, s.get(t, st, r1.ID), with(r1, llmfleet.RequestDone, "", "", errorResult()))
-	if err := st.CompleteRequests(ctx(t), nil); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), nil); err != nil {
 		t.Errorf("CompleteRequests(nil): %v", err)
 	}
 }

@@ -91,7 +91,7 @@ func BenchComplete(b *testing.B, s llmfleet.Store, size int) {
 		}
 		wg.Wait()
 		b.StartTimer()
-		if err := s.CompleteRequests(b.Context(), done); err != nil {
+		if _, err := s.CompleteRequests(b.Context(), done); err != nil {
 			b.Fatal(err)
 		}
 	}

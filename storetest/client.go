@@ -28,7 +28,7 @@ func (s *suite) clientAttribution(t *testing.T) {
 	}
 	e := ledgerEntry(4, "ok")
 	e.Client = got.Client // what a dispatcher copies from the stored request
-	if err := st.CompleteRequests(ctx(t), []llmfleet.Completion{completion(4, result(4), e)}); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), []llmfleet.Completion{completion(4, result(4), e)}); err != nil {
 		t.Fatalf("CompleteRequests: %v", err)
 	}
 	if s.h.Reopen != nil {

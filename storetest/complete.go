@@ -39,7 +39,7 @@ func (s *suite) completeWithLedger(t *testing.T) {
 	st := s.store(t)
 	s.add(t, st, request(1), request(2), request(4))
 	e1, e2 := ledgerEntry(1, "ok"), ledgerEntry(2, "overloaded_error")
-	err := st.CompleteRequests(ctx(t), []llmfleet.Completion{
+	_, err := st.CompleteRequests(ctx(t), []llmfleet.Completion{
 		completion(2, errorResult(), e2), completion(1, result(1), e1), completion(4, result(4), nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -62,11 +62,11 @@ func (s *suite) completeOnce(t *testing.T) {
 	st := s.store(t)
 	s.add(t, st, request(1), request(2), request(4))
 	e1 := ledgerEntry(1, "ok")
-	if err := st.CompleteRequests(ctx(t), []llmfleet.Completion{completion(1, result(1), e1)}); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), []llmfleet.Completion{completion(1, result(1), e1)}); err != nil {
 		t.Fatal(err)
 	}
 	e2, e4 := ledgerEntry(2, "ok"), ledgerEntry(4, "ok")
-	err := st.CompleteRequests(ctx(t), []llmfleet.Completion{
+	kept, err := st.CompleteRequests(ctx(t), []llmfleet.Completion{
 		completion(1, errorResult(), ledgerEntry(1, "retried")),
 		completion(2, result(2), e2),
 		completion(4, result(4), e4),
@@ -74,6 +74,9 @@ func (s *suite) completeOnce(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("CompleteRequests with done requests: %v", err)
+	}
+	if fmt.Sprint(kept) != "[false true true false]" {
+		t.Errorf("CompleteRequests kept %v, want [false true true false]: only the completions of requests not done yet, once each", kept)
 	}
 	checkEntries(t, s.allLedger(t, st), []llmfleet.LedgerEntry{*e1, *e2, *e4})
 	for _, i := range []int{1, 2, 4} {
@@ -90,7 +93,7 @@ func (s *suite) completeUnknown(t *testing.T) {
 	if err := st.AddLedger(ctx(t), []llmfleet.LedgerEntry{*before}); err != nil {
 		t.Fatal(err)
 	}
-	err := st.CompleteRequests(ctx(t), []llmfleet.Completion{
+	_, err := st.CompleteRequests(ctx(t), []llmfleet.Completion{
 		completion(1, result(1), ledgerEntry(1, "ok")),
 		{RequestID: "lfr_unknown", Result: result(7), Ledger: ledgerEntry(7, "ok")},
 		completion(2, result(2), ledgerEntry(2, "ok")),
@@ -112,15 +115,31 @@ func (s *suite) completeConcurrentOnce(t *testing.T) {
 	s.add(t, st, request(1))
 	const callers = 8
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	winners := 0
 	for g := range callers {
 		wg.Go(func() {
 			c := completion(1, result(10+g), ledgerEntry(1, fmt.Sprintf("caller %d", g)))
-			if err := st.CompleteRequests(ctx(t), []llmfleet.Completion{c}); err != nil {
+			kept, err := st.CompleteRequests(ctx(t), []llmfleet.Completion{c})
+			if err != nil {
 				t.Errorf("caller %d: CompleteRequests: %v", g, err)
+				return
 			}
+			if len(kept) != 1 {
+				t.Errorf("caller %d: kept %v for one completion", g, kept)
+				return
+			}
+			mu.Lock()
+			if kept[0] {
+				winners++
+			}
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
+	if winners != 1 {
+		t.Errorf("%d racing callers were told their completion was kept, want 1", winners)
+	}
 	got := s.allLedger(t, st)
 	if len(got) != 1 {
 		t.Fatalf("Ledger after %d racing completions: %d entries, want 1", callers, len(got))
@@ -155,7 +174,7 @@ func (s *suite) completeConcurrentOverlap(t *testing.T) {
 				}
 				cs = append(cs, completion(i, result(i), ledgerEntry(i, fmt.Sprintf("caller %d", g))))
 			}
-			if err := st.CompleteRequests(ctx(t), cs); err != nil {
+			if _, err := st.CompleteRequests(ctx(t), cs); err != nil {
 				t.Errorf("caller %d: CompleteRequests: %v", g, err)
 			}
 		})
@@ -169,3 +188,6 @@ func (s *suite) completeConcurrentOverlap(t *testing.T) {
 		checkRequest(t, s.get(t, st, fmt.Sprintf("lfr_%04d", i)), with(request(i), llmfleet.RequestDone, "", "", result(i)))
 	}
 }
+
+// errOf returns the error of a CompleteRequests call.
+func errOf(_ []bool, err error) error { return err }

@@ -173,14 +173,14 @@ func (s *suite) purge(t *testing.T) {
 	must(st.RecordIntent(c, b1, map[string]string{"lfr_0001": "a", "lfr_0002": "b"}))
 	must(st.RecordCreated(c, b1.ID, "msgbatch_1", old))
 	must(st.RecordEnded(c, b1.ID, old.Add(time.Hour)))
-	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0001": oldRes(1), "lfr_0002": oldRes(2)})))
+	must(errOf(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0001": oldRes(1), "lfr_0002": oldRes(2)}))))
 	must(st.ResolveBatch(c, b1.ID))
 	must(st.RecordIntent(c, b2, map[string]string{"lfr_0004": "a"}))
 	must(st.RecordCreated(c, b2.ID, "msgbatch_2", old))
-	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0005": oldRes(5)})))
+	must(errOf(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0005": oldRes(5)}))))
 	must(st.RecordIntent(c, b3, map[string]string{"lfr_0006": "a", "lfr_0007": "b"}))
 	must(st.RecordCreateFailed(c, b3.ID, true))
-	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0006": result(6), "lfr_0008": result(8)})))
+	must(errOf(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0006": result(6), "lfr_0008": result(8)}))))
 	must(st.PutCredential(c, "cred_old", []byte("sealed")))
 	// Ledger: three old entries (6, 7, 8), two recent ones.
 	must(st.AddLedger(c, []llmfleet.LedgerEntry{entry(1, old), entry(2, old), entry(3, before.Add(-1)),
@@ -255,12 +255,12 @@ func (s *suite) restart(t *testing.T) {
 	must(st.RecordIntent(c, b2, map[string]string{"lfr_0005": "a", "lfr_0006": "b"}))
 	must(st.RecordCreated(c, b2.ID, "msgbatch_2", base.Add(time.Hour)))
 	must(st.RecordEnded(c, b2.ID, base.Add(2*time.Hour)))
-	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0005": result(5)})))
+	must(errOf(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0005": result(5)}))))
 	// 7 in batch 3, resolved.
 	b3 := batch(3)
 	must(st.RecordIntent(c, b3, map[string]string{"lfr_0007": "a"}))
 	must(st.RecordCreated(c, b3.ID, "msgbatch_3", base.Add(time.Hour)))
-	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0007": result(7)})))
+	must(errOf(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0007": result(7)}))))
 	must(st.ResolveBatch(c, b3.ID))
 	// 8 in batch 4, whose create failed; not requeued, not answered yet.
 	b4 := batch(4)
@@ -303,8 +303,8 @@ func (s *suite) restart(t *testing.T) {
 
 	// The restart picks the work up where it was.
 	must(st.RecordCreated(c, b1.ID, "msgbatch_1", base.Add(time.Hour)))
-	must(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0003": result(3), "lfr_0004": result(4),
-		"lfr_0006": result(6), "lfr_0008": errorResult()})))
+	must(errOf(st.CompleteRequests(c, done(map[string]*llmfleet.StoredResult{"lfr_0003": result(3), "lfr_0004": result(4),
+		"lfr_0006": result(6), "lfr_0008": errorResult()}))))
 	must(st.ResolveBatch(c, b1.ID))
 	must(st.ResolveBatch(c, b2.ID))
 	b5 := batch(5)

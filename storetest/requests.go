@@ -90,7 +90,7 @@ func (s *suite) copies(t *testing.T) {
 	checkRequest(t, s.get(t, st, r.ID), want)
 
 	res := result(1)
-	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r.ID: res})); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r.ID: res})); err != nil {
 		t.Fatal(err)
 	}
 	res.Body[2] = 'X'
@@ -102,7 +102,7 @@ func (s *suite) copies(t *testing.T) {
 	r2 := request(2)
 	s.add(t, st, r2)
 	eres := errorResult()
-	if err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r2.ID: eres})); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{r2.ID: eres})); err != nil {
 		t.Fatal(err)
 	}
 	eres.Err.Body[2], eres.Err.Message = 'X', "changed"
@@ -139,7 +139,7 @@ func (s *suite) notFound(t *testing.T) {
 	isNotFound(t, "GetCredential", err)
 
 	// A call naming an unknown request changes nothing.
-	err = st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{"lfr_0001": result(1), "lfr_unknown": result(2)}))
+	_, err = st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{"lfr_0001": result(1), "lfr_unknown": result(2)}))
 	isNotFound(t, "CompleteRequests", err)
 	err = st.RecordIntent(ctx(t), batch(1), map[string]string{"lfr_0001": "a", "lfr_unknown": "b"})
 	isNotFound(t, "RecordIntent", err)
@@ -233,11 +233,49 @@ func (s *suite) lifeOf(t *testing.T, st llmfleet.Store, b *llmfleet.StoredBatch,
 		fmt.Sscanf(r.ID, "lfr_%d", &i)
 		results[r.ID] = result(i)
 	}
-	if err := st.CompleteRequests(c, done(results)); err != nil {
+	if _, err := st.CompleteRequests(c, done(results)); err != nil {
 		return fmt.Errorf("CompleteRequests(%s): %w", b.ID, err)
 	}
 	if err := st.ResolveBatch(c, b.ID); err != nil {
 		return fmt.Errorf("ResolveBatch(%s): %w", b.ID, err)
 	}
 	return nil
+}
+
+// sentSync returns request i as added by a process that sends it sync at
+// once: State submitted, no batch.
+func sentSync(i int) *llmfleet.StoredRequest {
+	r := request(i)
+	r.State = llmfleet.RequestSubmitted
+	return r
+}
+
+// addSentSync: a request added submitted without a batch is stored so,
+// never goes into a batch (RecordIntent refuses it), is listed by Pending
+// among the queued ones, in acceptance order, until it is completed; one
+// added submitted in a batch is stored queued.
+func (s *suite) addSentSync(t *testing.T) {
+	st := s.store(t)
+	s.add(t, st, request(2), sentSync(1), sentSync(3))
+	checkRequest(t, s.get(t, st, "lfr_0001"), sentSync(1))
+	if err := st.RecordIntent(ctx(t), batch(1), customIDs(sentSync(1))); err == nil {
+		t.Error("RecordIntent took a request sent sync into a batch")
+	}
+	q, bs := s.pending(t, st)
+	if fmt.Sprint(ids(q)) != "[lfr_0001 lfr_0002 lfr_0003]" || len(bs) != 0 {
+		t.Fatalf("Pending: queued %v, %d batches; want lfr_0001..3, none", ids(q), len(bs))
+	}
+	if q[0].State != llmfleet.RequestSubmitted || q[1].State != llmfleet.RequestQueued {
+		t.Errorf("Pending states %s, %s; want submitted, queued", q[0].State, q[1].State)
+	}
+	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{"lfr_0003": result(3)})); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ = s.pending(t, st); fmt.Sprint(ids(q)) != "[lfr_0001 lfr_0002]" {
+		t.Errorf("Pending after completing lfr_0003: %v", ids(q))
+	}
+	// Submitted in a batch is no state to add a request in: queued.
+	inBatch := with(request(5), llmfleet.RequestSubmitted, batch(1).ID, "x-1", nil)
+	s.add(t, st, inBatch)
+	checkRequest(t, s.get(t, st, inBatch.ID), request(5))
 }

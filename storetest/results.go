@@ -16,8 +16,11 @@ func typedResults() []*llmfleet.StoredResult {
 	fail := func(status int, e llmfleet.ResultError) *llmfleet.StoredResult {
 		return &llmfleet.StoredResult{StatusCode: status, Err: &e}
 	}
+	fromBatch := result(1)
+	fromBatch.BatchID = "msgbatch_01ok"
 	rs := []*llmfleet.StoredResult{
 		result(1),
+		fromBatch,
 		errorResult(),
 		// A provider's refusal on the sync route: no envelope, no batch.
 		fail(400, llmfleet.ResultError{Kind: llmfleet.KindProvider, StatusCode: 400,
@@ -52,7 +55,7 @@ func (s *suite) typedResultsRoundTrip(t *testing.T) {
 		s.add(t, st, r)
 		cs = append(cs, llmfleet.Completion{RequestID: r.ID, Result: res})
 	}
-	if err := st.CompleteRequests(ctx(t), cs); err != nil {
+	if _, err := st.CompleteRequests(ctx(t), cs); err != nil {
 		t.Fatal(err)
 	}
 	check := func(st llmfleet.Store) {

@@ -31,8 +31,10 @@ type SharedHarness struct {
 //     request once;
 //   - Adopt takes nothing a live process owns; once a process's lease
 //     ends (Heartbeat 0), another adopts its queued requests and its
-//     batches with their submitted requests, once; the ended process's
-//     next Heartbeat reports that it had ended;
+//     batches with their submitted requests, and its requests sent sync,
+//     once; the ended process's next Heartbeat reports that it had ended
+//     and makes it a new owner, which adopts what the ended one still
+//     owned;
 //   - Watch announces the requests another process completed;
 //   - GetRequests returns what GetRequest would of each id it holds,
 //     result included, and leaves unknown ids out.
@@ -82,7 +84,9 @@ var later = base.Add(24 * time.Hour)
 func (s *sharedSuite) claim(t *testing.T) {
 	sts := s.stores(t, 2)
 	a, b := sts[0], sts[1]
-	addTo(t, a, pooled(1, "p1"), pooled(3, "p1"), pooled(4, "p2"))
+	sync0 := pooled(0, "p1") // sent sync: never claimed
+	sync0.State = llmfleet.RequestSubmitted
+	addTo(t, a, sync0, pooled(1, "p1"), pooled(3, "p1"), pooled(4, "p2"))
 	addTo(t, b, pooled(2, "p1"), pooled(5, "p1"))
 	const big = 1 << 40
 	got, err := a.Claim(ctx(t), batch(1), "p1", later, 2, big)
@@ -172,7 +176,9 @@ func (s *sharedSuite) claimConcurrent(t *testing.T) {
 func (s *sharedSuite) adopt(t *testing.T) {
 	sts := s.stores(t, 2)
 	a, b := sts[0], sts[1]
-	addTo(t, a, pooled(1, "p"), pooled(2, "p"), pooled(3, "q"))
+	sync4 := pooled(4, "p")
+	sync4.State = llmfleet.RequestSubmitted
+	addTo(t, a, pooled(1, "p"), pooled(2, "p"), pooled(3, "q"), sync4)
 	if _, err := a.Heartbeat(ctx(t), time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +196,8 @@ func (s *sharedSuite) adopt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(ids(q)) != "[lfr_0002 lfr_0003]" {
-		t.Errorf("adopted queued %v, want lfr_0002 lfr_0003", ids(q))
+	if fmt.Sprint(ids(q)) != "[lfr_0002 lfr_0003 lfr_0004]" {
+		t.Errorf("adopted queued %v, want lfr_0002 lfr_0003 lfr_0004 (sent sync)", ids(q))
 	}
 	if len(bs) != 1 || bs[0].Batch.ID != batch(1).ID || fmt.Sprint(ids(bs[0].Requests)) != "[lfr_0001]" {
 		t.Errorf("adopted batches: %d, want %s with lfr_0001", len(bs), batch(1).ID)
@@ -207,6 +213,23 @@ func (s *sharedSuite) adopt(t *testing.T) {
 	q, bs, err = a.Adopt(ctx(t))
 	if err != nil || len(q)+len(bs) != 0 {
 		t.Errorf("Adopt of what the other adopted: %v queued, %d batches, %v", ids(q), len(bs), err)
+	}
+	// A lease that ended with nobody adopting: the next Heartbeat makes a
+	// new owner, which adopts what the ended one owned.
+	addTo(t, a, pooled(5, "p"))
+	if _, err := a.Heartbeat(ctx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := a.Heartbeat(ctx(t), time.Minute); err != nil || held {
+		t.Fatalf("Heartbeat after the lease ended: held %v, %v; want false", held, err)
+	}
+	addTo(t, a, pooled(6, "p"))
+	q, _, err = a.Adopt(ctx(t))
+	if err != nil || fmt.Sprint(ids(q)) != "[lfr_0005]" {
+		t.Errorf("Adopt by the new owner of what its ended lease held: %v, %v; want lfr_0005", ids(q), err)
+	}
+	if q, _, err = b.Adopt(ctx(t)); err != nil || len(q) != 0 {
+		t.Errorf("Adopt of what the new owner holds: %v, %v; want none", ids(q), err)
 	}
 }
 
@@ -230,7 +253,7 @@ func (s *sharedSuite) watch(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for k := 100; ; k++ {
 		addTo(t, a, pooled(k, "probe"))
-		if err := a.CompleteRequests(ctx(t), []llmfleet.Completion{{RequestID: request(k).ID, Result: result(k)}}); err != nil {
+		if _, err := a.CompleteRequests(ctx(t), []llmfleet.Completion{{RequestID: request(k).ID, Result: result(k)}}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -243,7 +266,7 @@ func (s *sharedSuite) watch(t *testing.T) {
 		}
 		break
 	}
-	if err := a.CompleteRequests(ctx(t), []llmfleet.Completion{{RequestID: "lfr_0002", Result: result(2)}}); err != nil {
+	if _, err := a.CompleteRequests(ctx(t), []llmfleet.Completion{{RequestID: "lfr_0002", Result: result(2)}}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -267,7 +290,7 @@ func (s *sharedSuite) getRequests(t *testing.T) {
 	a, b := sts[0], sts[1]
 	addTo(t, a, pooled(1, "p"), pooled(2, "p"))
 	addTo(t, b, pooled(3, "p"))
-	if err := a.CompleteRequests(ctx(t), []llmfleet.Completion{{RequestID: "lfr_0002", Result: result(2)}}); err != nil {
+	if _, err := a.CompleteRequests(ctx(t), []llmfleet.Completion{{RequestID: "lfr_0002", Result: result(2)}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := b.GetRequests(ctx(t), []string{"lfr_0003", "lfr_0002", "lfr_unknown", "lfr_0001"})

@@ -18,7 +18,14 @@
 //
 // Beyond the interface's doc comments, the suite pins down these rules:
 //   - AddRequest refuses an id stored already, and a request for which it
-//     returns an error (a canceled context among others) is not stored.
+//     returns an error (a canceled context among others) is not stored. A
+//     request added submitted without a batch (sent sync) stays so: no
+//     batch takes it, Pending lists it among the queued ones (State
+//     submitted) until it is completed. One added in any other state is
+//     stored queued.
+//   - CompleteRequests reports, per completion, whether it completed its
+//     request: false for one done already, or completed earlier in the
+//     call; of callers racing to complete one request, one is told true.
 //   - RecordIntent sets Size to the number of requests; it fails, recording
 //     nothing, when a request is unknown (ErrNotFound) or not queued. It
 //     keeps CreateDeadline, which Pending returns (zero if none was set).
@@ -108,6 +115,7 @@ func Run(t *testing.T, h Harness) {
 		{"AddRequestMinimal", s.addMinimal},
 		{"AddRequestDuplicate", s.addDuplicate},
 		{"AddRequestCanceled", s.addCanceled},
+		{"AddRequestSentSync", s.addSentSync},
 		{"Copies", s.copies},
 		{"NotFound", s.notFound},
 		{"Lifecycle", s.lifecycle},
@@ -275,6 +283,7 @@ func errorResult() *llmfleet.StoredResult {
 			BatchID: "msgbatch_01err",
 		},
 		CompletedAt: base.Add(3 * time.Hour),
+		BatchID:     "msgbatch_01err",
 	}
 }
 
@@ -361,6 +370,9 @@ func checkResult(t *testing.T, id string, got, want *llmfleet.StoredResult) {
 		}
 		if !got.CompletedAt.Equal(want.CompletedAt) {
 			t.Errorf("%s: CompletedAt %v, want %v", id, got.CompletedAt, want.CompletedAt)
+		}
+		if got.BatchID != want.BatchID {
+			t.Errorf("%s: result BatchID %q, want %q", id, got.BatchID, want.BatchID)
 		}
 	}
 }

@@ -1,0 +1,63 @@
+package dispatch
+
+// Answers in hand that could not be stored yet, and the work that must
+// be done again until the store takes it. A result is stored before its
+// caller is answered, but an answer that the store cannot take now is
+// not thrown away: it is held, its recording tried again until it is
+// done, and its caller answered from it when the budget needs it (at
+// once for an answer of the sync route, at the request's rescue time for
+// a batch's result), rather than pay for the request again.
+
+// hold keeps a, an answer not stored yet, with its waiter; with now, its
+// caller is answered from it at once.
+func (d *Dispatcher) hold(a answer, now bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if a.w.state == stateDone {
+		return
+	}
+	held := a
+	a.w.held = &held
+	if now {
+		d.replyHeldLocked(a.w)
+	}
+}
+
+// replyHeldLocked answers w's caller from its answer in hand; false if it
+// has none.
+func (d *Dispatcher) replyHeldLocked(w *waiter) bool {
+	if w.held == nil {
+		return false
+	}
+	if !w.replied && w.reply != nil && !w.abandoned {
+		d.log.Info("answering a caller from its answer in hand; its recording is retried", "request_id", w.id)
+		w.heldAt = d.clock.Now()
+	}
+	d.replyLocked(w, w.held.resp, w.held.err)
+	return true
+}
+
+// retry runs f in a goroutine of the dispatcher's, again and again
+// (waiting Policy.RetryAfter between tries) until it reports that it did
+// its work, or the dispatcher closes. Close waits for it until its
+// context ends.
+func (d *Dispatcher) retry(f func() bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.beginWorkLocked()
+	d.goOwned(func() {
+		defer d.endWork()
+		for n := 0; !f(); n++ {
+			if !d.sleep(d.pol.RetryAfter(n)) {
+				return
+			}
+		}
+	})
+}
+
+// endWork counts work under way as done (see beginWorkLocked).
+func (d *Dispatcher) endWork() {
+	d.mu.Lock()
+	d.endWorkLocked()
+	d.mu.Unlock()
+}
