@@ -61,7 +61,7 @@ func TestNoKeyInStateFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
-			err := db.CompleteRequests(ctx, []llmfleet.Completion{{RequestID: r.ID,
+			_, err := db.CompleteRequests(ctx, []llmfleet.Completion{{RequestID: r.ID,
 				Result: &llmfleet.StoredResult{StatusCode: 200, Body: []byte(`{}`), CompletedAt: now}}})
 			if err != nil {
 				t.Fatal(err)
