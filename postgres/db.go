@@ -34,6 +34,16 @@ type DB struct {
 	URL string
 	// MaxConns bounds the connections to the server; 0 means 16.
 	MaxConns int
+	// ConnMaxLifetime bounds how long a pooled connection serves: a
+	// session keeps the settings it started with (ALTER DATABASE or ROLE
+	// … SET reaches new sessions only), so connections are renewed, which
+	// bounds how long a changed setting takes to reach them all. 0 means
+	// 5 minutes; a negative value, no bound. The connection holding the
+	// replica name's lock, and the one Watch listens on, are not renewed.
+	ConnMaxLifetime time.Duration
+	// ConnMaxIdleTime closes a pooled connection unused for that long; 0
+	// means 1 minute; a negative value, no bound.
+	ConnMaxIdleTime time.Duration
 	// Replica names this process in the fleet (default: a random name).
 	// Open takes a session advisory lock on the name, held until Close:
 	// a second store of the same name on the same database and schema
@@ -84,13 +94,7 @@ func (d *DB) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
 	}
-	db := stdlib.OpenDB(*cfg)
-	max := d.MaxConns
-	if max <= 0 {
-		max = 16
-	}
-	db.SetMaxOpenConns(max)
-	db.SetMaxIdleConns(max)
+	db := d.pool(cfg)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
@@ -131,6 +135,44 @@ func (d *DB) Open(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	return nil
+}
+
+// Defaults of the pool's connections (DB.ConnMaxLifetime,
+// DB.ConnMaxIdleTime).
+const (
+	defaultConnMaxLifetime = 5 * time.Minute
+	defaultConnMaxIdleTime = time.Minute
+)
+
+// pool opens the connection pool of cfg, its connections bounded in
+// number and lifetime.
+func (d *DB) pool(cfg *pgx.ConnConfig) *sql.DB {
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(d.maxConns())
+	db.SetMaxIdleConns(d.maxConns())
+	db.SetConnMaxLifetime(orDefault(d.ConnMaxLifetime, defaultConnMaxLifetime))
+	db.SetConnMaxIdleTime(orDefault(d.ConnMaxIdleTime, defaultConnMaxIdleTime))
+	return db
+}
+
+// maxConns is MaxConns or its default.
+func (d *DB) maxConns() int {
+	if d.MaxConns <= 0 {
+		return 16
+	}
+	return d.MaxConns
+}
+
+// orDefault returns v, or def for 0; a negative v is 0 (no bound, to
+// database/sql).
+func orDefault(v, def time.Duration) time.Duration {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 // nameLock takes the session advisory lock of a replica name in schema
