@@ -38,8 +38,13 @@ type DB struct {
 	// session keeps the settings it started with (ALTER DATABASE or ROLE
 	// … SET reaches new sessions only), so connections are renewed, which
 	// bounds how long a changed setting takes to reach them all. 0 means
-	// 5 minutes; a negative value, no bound. The connection holding the
-	// replica name's lock, and the one Watch listens on, are not renewed.
+	// 5 minutes; a negative value, no bound. Besides, a write refused
+	// because the session is read-only (SQLSTATE 25006: it started while
+	// default_transaction_read_only was on, or on a standby) has every
+	// pooled connection opened before it discarded when next taken from
+	// the pool, so that the writes after the episode go on new sessions.
+	// The connection holding the replica name's lock, and the one Watch
+	// listens on, are not renewed.
 	ConnMaxLifetime time.Duration
 	// ConnMaxIdleTime closes a pooled connection unused for that long; 0
 	// means 1 minute; a negative value, no bound.
@@ -60,6 +65,7 @@ type DB struct {
 	// requests/s from 128 callers, 4 about 12,000, 8 about 11,500).
 	Committers int
 
+	gens   generations // of the pool's connections: see stale.go
 	mu     sync.RWMutex
 	db     *sql.DB
 	lock   *sql.Conn // holding the replica name's lock
@@ -145,9 +151,10 @@ const (
 )
 
 // pool opens the connection pool of cfg, its connections bounded in
-// number and lifetime.
+// number and lifetime, and discarded after a write refused as read-only.
 func (d *DB) pool(cfg *pgx.ConnConfig) *sql.DB {
-	db := stdlib.OpenDB(*cfg)
+	cfg.OnPgError = d.gens.watch(cfg.OnPgError)
+	db := stdlib.OpenDB(*cfg, d.gens.options()...)
 	db.SetMaxOpenConns(d.maxConns())
 	db.SetMaxIdleConns(d.maxConns())
 	db.SetConnMaxLifetime(orDefault(d.ConnMaxLifetime, defaultConnMaxLifetime))
