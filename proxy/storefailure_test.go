@@ -39,7 +39,8 @@ func storeError(cause error) error {
 // A request llmfleet could not record in its database is answered 503,
 // naming the database and the driver's short cause, telling that nothing
 // went to the provider, in the face's envelope, on the batch route and
-// async; no password or key an error might carry reaches the client.
+// async, with a Retry-After on the Anthropic face; no password or key an
+// error might carry reaches the client.
 func TestStoreFailureAnswered(t *testing.T) {
 	const readOnly = "ERROR: cannot execute INSERT in a read-only transaction (SQLSTATE 25006)"
 	want := "llmfleet could not record the request in its database (" + readOnly +
@@ -69,8 +70,9 @@ func TestStoreFailureAnswered(t *testing.T) {
 					Error struct{ Type, Message string }
 				}
 				json.Unmarshal([]byte(got), &env)
-				if resp.StatusCode != http.StatusServiceUnavailable || env.Type != "error" || env.Error.Type != "api_error" {
-					t.Fatalf("%s: %d %s", hdr[0], resp.StatusCode, got)
+				if resp.StatusCode != http.StatusServiceUnavailable || env.Type != "error" || env.Error.Type != "api_error" ||
+					resp.Header.Get("Retry-After") == "" {
+					t.Fatalf("%s: %d Retry-After %q %s", hdr[0], resp.StatusCode, resp.Header.Get("Retry-After"), got)
 				}
 				checkStoreMessage(t, "anthropic "+hdr[0], env.Error.Message, c.want, c.secrets)
 			}
