@@ -1,76 +1,18 @@
 package postgres_test
 
 import (
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/postgres"
 	"github.com/llmfleet/llmfleet/postgres/pgtest"
 )
-
-// readOnlyRole returns the URL of a pgtest schema reached as a login role
-// of the test's own, and a func that turns the role's
-// default_transaction_read_only on (ALTER ROLE … SET) or resets it: new
-// sessions of the role get the setting, existing ones keep theirs, as
-// with ALTER DATABASE, but no other test's sessions are touched. The role
-// and what it owns are dropped when the test ends.
-func readOnlyRole(t *testing.T) (string, func(on bool)) {
-	t.Helper()
-	base := pgtest.URL(t)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	role := "lftest_ro_" + hex.EncodeToString(b[:])
-	dbName := strings.TrimPrefix(u.Path, "/")
-	for _, q := range []string{
-		`CREATE ROLE ` + role + ` LOGIN`,
-		`GRANT CREATE ON DATABASE ` + pgx.Identifier{dbName}.Sanitize() + ` TO ` + role,
-	} {
-		if _, err := admin.Exec(q); err != nil {
-			admin.Close()
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, q := range []string{`DROP OWNED BY ` + role + ` CASCADE`, `DROP ROLE ` + role} {
-			if _, err := admin.Exec(q); err != nil {
-				t.Errorf("%s: %v", q, err)
-			}
-		}
-		admin.Close()
-	})
-	u.User = url.User(role)
-	set := func(on bool) {
-		t.Helper()
-		q := `ALTER ROLE ` + role + ` RESET default_transaction_read_only`
-		if on {
-			q = `ALTER ROLE ` + role + ` SET default_transaction_read_only = on`
-		}
-		if _, err := admin.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	return u.String(), set
-}
 
 // readOnly reports whether err is a write refused because the
 // transaction is read-only (SQLSTATE 25006).
@@ -86,8 +28,8 @@ func readOnly(err error) bool {
 // within a few tries (before the fix, every try failed until the
 // sessions were killed).
 func TestReadOnlyEpisode(t *testing.T) {
-	u, setReadOnly := readOnlyRole(t)
-	d := open(t, u)
+	role := pgtest.NewRole(t)
+	d := open(t, role.URL)
 	ctx := t.Context()
 	now := time.Now()
 	req := func(id string) *llmfleet.StoredRequest {
@@ -104,7 +46,7 @@ func TestReadOnlyEpisode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	setReadOnly(true)
+	role.SetReadOnly(t, true)
 	d.DropIdle() // the episode reaches the pool: its next sessions are new
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -126,7 +68,7 @@ func TestReadOnlyEpisode(t *testing.T) {
 	}
 	opened := d.PoolStats().OpenConnections
 
-	setReadOnly(false)
+	role.SetReadOnly(t, false)
 	writes := []struct {
 		name string
 		try  func(i int) error
