@@ -45,6 +45,21 @@ type DB struct {
 	URL string
 	// MaxConns bounds the connections to the server; 0 means 16.
 	MaxConns int
+	// ConnMaxLifetime bounds how long a pooled connection serves: a
+	// session keeps the settings it started with (ALTER DATABASE or ROLE
+	// … SET reaches new sessions only), so connections are renewed, which
+	// bounds how long a changed setting takes to reach them all. 0 means
+	// 5 minutes; a negative value, no bound. Besides, a write refused
+	// because the session is read-only (SQLSTATE 25006: it started while
+	// default_transaction_read_only was on, or on a standby) has every
+	// pooled connection opened before it discarded when next taken from
+	// the pool, so that the writes after the episode go on new sessions.
+	// The connection holding the replica name's lock, and the one Watch
+	// listens on, are not renewed.
+	ConnMaxLifetime time.Duration
+	// ConnMaxIdleTime closes a pooled connection unused for that long; 0
+	// means 1 minute; a negative value, no bound.
+	ConnMaxIdleTime time.Duration
 	// Replica names this process in the fleet (default: a random name).
 	// Open takes a session advisory lock on the name, held until Close:
 	// a second store of the same name on the same database and schema
@@ -61,6 +76,7 @@ type DB struct {
 	// requests/s from 128 callers, 4 about 12,000, 8 about 11,500).
 	Committers int
 
+	gens   generations // of the pool's connections: see stale.go
 	mu     sync.RWMutex
 	db     *sql.DB
 	lock   *sql.Conn // holding the replica name's lock
@@ -95,20 +111,7 @@ func (d *DB) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
 	}
-	// A canceled statement is canceled on the server (a cancel request),
-	// not cut off on the client's side only: a statement left waiting for
-	// a lock would otherwise go on and commit later (AddRequest relies on
-	// it, see insertGroup).
-	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadline}
-	}
-	db := stdlib.OpenDB(*cfg)
-	max := d.MaxConns
-	if max <= 0 {
-		max = 16
-	}
-	db.SetMaxOpenConns(max)
-	db.SetMaxIdleConns(max)
+	db := d.pool(cfg)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
@@ -149,6 +152,52 @@ func (d *DB) Open(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	return nil
+}
+
+// Defaults of the pool's connections (DB.ConnMaxLifetime,
+// DB.ConnMaxIdleTime).
+const (
+	defaultConnMaxLifetime = 5 * time.Minute
+	defaultConnMaxIdleTime = time.Minute
+)
+
+// pool opens the connection pool of cfg, its connections bounded in
+// number and lifetime, and discarded after a write refused as read-only.
+func (d *DB) pool(cfg *pgx.ConnConfig) *sql.DB {
+	cfg.OnPgError = d.gens.watch(cfg.OnPgError)
+	// A canceled statement is canceled on the server (a cancel request),
+	// not cut off on the client's side only: a statement left waiting for
+	// a lock would otherwise go on and commit later (AddRequest relies on
+	// it, see insertGroup).
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadline}
+	}
+	db := stdlib.OpenDB(*cfg, d.gens.options()...)
+	db.SetMaxOpenConns(d.maxConns())
+	db.SetMaxIdleConns(d.maxConns())
+	db.SetConnMaxLifetime(orDefault(d.ConnMaxLifetime, defaultConnMaxLifetime))
+	db.SetConnMaxIdleTime(orDefault(d.ConnMaxIdleTime, defaultConnMaxIdleTime))
+	return db
+}
+
+// maxConns is MaxConns or its default.
+func (d *DB) maxConns() int {
+	if d.MaxConns <= 0 {
+		return 16
+	}
+	return d.MaxConns
+}
+
+// orDefault returns v, or def for 0; a negative v is 0 (no bound, to
+// database/sql).
+func orDefault(v, def time.Duration) time.Duration {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 // nameLock takes the session advisory lock of a replica name in schema

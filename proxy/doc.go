@@ -178,6 +178,8 @@
 //	llmfleet.ErrClosed              529 overloaded_error (shutting down)
 //	llmfleet.ErrBatchCanceled       500 api_error
 //	llmfleet.ErrResultMissing       500 api_error
+//	llmfleet.ErrStore               503 api_error, Retry-After: 3 (llmfleet's
+//	                                database failed; nothing went upstream)
 //	any other failure               502 api_error
 //
 // The proxy's own refusals: a call with a latency budget or a forced

@@ -76,6 +76,8 @@ func failureFor(err error) failure {
 	var pe *llmfleet.Error
 	if errors.As(err, &pe) {
 		f.retryAfter, f.requestID = pe.RetryAfter, pe.RequestID
+	} else if status == http.StatusServiceUnavailable && isStoreFailure(err) {
+		f.retryAfter = storeRetryAfter
 	}
 	if f.requestID == "" {
 		var env struct {

@@ -500,6 +500,8 @@ func openAIFailure(err error) (status int, typ, code, msg string) {
 		return pe.StatusCode, pe.Type, "", pe.Message
 	case errors.Is(err, llmfleet.ErrBudgetExceeded):
 		return http.StatusGatewayTimeout, "timeout_error", "", "The request's latency budget ran out before its batch answered."
+	case isStoreFailure(err):
+		return http.StatusServiceUnavailable, "server_error", "", storeFailureMessage(err)
 	case errors.Is(err, llmfleet.ErrBatchExpired):
 		return http.StatusInternalServerError, "server_error", "batch_expired", "This request could not be executed before the completion window expired."
 	case errors.Is(err, llmfleet.ErrBatchCanceled):

@@ -19,7 +19,9 @@ import (
 func errorAnswer(err error) (status int, body []byte) { return errorAnswerID(err, "") }
 
 // errorAnswerID is errorAnswer with the request_id to give an answer of
-// llmfleet's own (a new one if empty).
+// llmfleet's own (a new one if empty). A request llmfleet could not
+// record in its database (an error wrapping llmfleet.ErrStore, its caller
+// still there) is 503 api_error, naming the database and the cause.
 func errorAnswerID(err error, requestID string) (status int, body []byte) {
 	var pe *llmfleet.Error
 	if errors.As(err, &pe) {
@@ -45,6 +47,8 @@ func errorAnswerID(err error, requestID string) (status int, body []byte) {
 	switch {
 	case errors.Is(err, llmfleet.ErrBudgetExceeded), errors.Is(err, context.DeadlineExceeded):
 		status, typ, msg = http.StatusGatewayTimeout, "timeout_error", "the request's latency budget ran out before its batch ended"
+	case isStoreFailure(err):
+		status, msg = http.StatusServiceUnavailable, storeFailureMessage(err)
 	case errors.Is(err, llmfleet.ErrBatchExpired):
 		status, typ, msg = 529, "overloaded_error", "the provider did not process the batch before it expired"
 	case errors.Is(err, llmfleet.ErrClosed):
