@@ -64,6 +64,9 @@ type RequestInfo struct {
 	// PoolKey must be equal for two requests of one credential to share a
 	// batch.
 	PoolKey string
+	// Prompt is the request's prompt-cache structure (no breakpoints for
+	// a provider, or a request, without prompt caching).
+	Prompt Prompt
 }
 
 // BatchQuery asks FindBatch for the batch created with a tag.

@@ -99,6 +99,10 @@ type Policy struct {
 	// PreferBatch sends to batch the requests that could go flex or
 	// batch (flex still takes those whose budget is too short to batch).
 	PreferBatch bool
+	// CacheBlind routes as if prompts were never cached: by budget and
+	// turnaround alone, whatever the prompt-cache state (the router
+	// before the cost model; kept to measure against).
+	CacheBlind bool
 }
 
 func (p Policy) withDefaults() Policy {
