@@ -1,0 +1,215 @@
+package cachecost
+
+import (
+	"sync"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// Book is what the engine learns of prompt caching, for the cost model:
+// the size of each prompt prefix in tokens (and, per model, the tokens a
+// byte of prompt makes, for prefixes not seen yet), until when each cache
+// holds each prefix under each credential, the hit rates of each
+// provider, model and credential's lookups, and the cache each
+// conversation's last turn used. It learns from the usage of the answers
+// (Observe) and from what other replicas stored (Load, Merge); it reads
+// no clock (times are passed in) and does no I/O: the engine persists
+// what Observe returns. Its methods are safe for concurrent use.
+type Book struct {
+	// Priors are the hit rates before any is learned; the zero value
+	// means Priors.
+	Priors Rates
+	// Weight is how many lookups the priors count as; 0 means 4.
+	Weight float64
+
+	mu       sync.Mutex
+	tokens   map[string]int64           // by prefix hash
+	perByte  map[string]float64         // tokens per byte, by model
+	entries  map[prefixKey]Entry        // by credential and prefix hash
+	stats    map[statKey]*counts        // hit counts
+	convs    map[prefixKey]conversation // by credential and conversation
+	observed int                        // observations since the last prune
+}
+
+type prefixKey struct{ cred, hash string }
+
+type statKey struct {
+	provider, model, cred string
+	lookup, entry         llmfleet.Route
+}
+
+type counts struct{ lookups, hits int64 }
+
+type conversation struct {
+	class llmfleet.Route
+	at    time.Time
+}
+
+// defaultPerByte is the tokens a byte of prompt JSON is taken to make
+// before a model's usage says otherwise.
+const defaultPerByte = 0.25
+
+// conversationTTL is how long a conversation's last route is kept
+// without a turn.
+const conversationTTL = 2 * time.Hour
+
+func (b *Book) init() {
+	if b.tokens == nil {
+		b.tokens, b.perByte = map[string]int64{}, map[string]float64{}
+		b.entries, b.stats = map[prefixKey]Entry{}, map[statKey]*counts{}
+		b.convs = map[prefixKey]conversation{}
+	}
+}
+
+// Rates returns the hit rates learned for a provider, model and
+// credential: each a smoothed share of the lookups that hit, the priors
+// counting as Weight lookups.
+func (b *Book) Rates(provider, model, cred string) Rates {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	pr := b.Priors
+	if pr == (Rates{}) {
+		pr = Priors
+	}
+	w := b.Weight
+	if w <= 0 {
+		w = 4
+	}
+	rate := func(lookup, entry llmfleet.Route, prior float64) float64 {
+		c := b.stats[statKey{provider, model, cred, lookup, entry}]
+		if c == nil {
+			return prior
+		}
+		return (float64(c.hits) + prior*w) / (float64(c.lookups) + w)
+	}
+	sync := llmfleet.RouteSync
+	batch := llmfleet.RouteBatch
+	return Rates{
+		Sync:  rate(sync, sync, pr.Sync),
+		Batch: rate(batch, batch, pr.Batch),
+		// The cross rate pools both directions.
+		Cross: (rate(sync, batch, pr.Cross) + rate(batch, sync, pr.Cross)) / 2,
+	}
+}
+
+// Request returns the cost model's form of a request of model whose
+// prompt is p and expected output out, under credential cred: each
+// breakpoint's tokens (learned, else its bytes at the model's tokens per
+// byte) and what is known of its cache entries. missing lists the
+// breakpoint hashes the Book knows nothing of (to read from the store).
+func (b *Book) Request(model, cred string, p llmfleet.Prompt, out int64) (r Request, missing []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	perByte := b.perByte[model]
+	if perByte == 0 {
+		perByte = defaultPerByte
+	}
+	r = Request{Tokens: p.Tokens, Output: out, Points: make([]Point, len(p.Breakpoints))}
+	if p.Bytes > 0 && b.perByte[model] > 0 {
+		r.Tokens = int64(float64(p.Bytes) * perByte)
+	}
+	for i, bp := range p.Breakpoints {
+		n, known := b.tokens[bp.Hash]
+		if !known {
+			n = int64(float64(bp.Bytes) * perByte)
+			if n == 0 {
+				n = bp.Tokens
+			}
+		}
+		e, seen := b.entries[prefixKey{cred, bp.Hash}]
+		if !known && !seen {
+			missing = append(missing, bp.Hash)
+		}
+		r.Points[i] = Point{Tokens: n, TTL: bp.TTL, Cache: e}
+	}
+	if n := len(r.Points); n > 0 && r.Tokens < r.Points[n-1].Tokens {
+		r.Tokens = r.Points[n-1].Tokens
+	}
+	return r, missing
+}
+
+// Current returns the cache (RouteSync or RouteBatch) the last turn of a
+// conversation used, if it was routed within conversationTTL of now.
+func (b *Book) Current(cred, conv string, now time.Time) llmfleet.Route {
+	if conv == "" {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	c, ok := b.convs[prefixKey{cred, conv}]
+	if !ok || now.Sub(c.at) > conversationTTL {
+		return ""
+	}
+	return c.class
+}
+
+// Routed records the route a conversation's turn took at now.
+func (b *Book) Routed(cred, conv string, route llmfleet.Route, now time.Time) {
+	if conv == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	b.convs[prefixKey{cred, conv}] = conversation{class: classOf(route), at: now}
+	b.pruneLocked(now)
+}
+
+// Merge takes in what the store holds of prefixes (another replica's
+// observations, or an earlier run's): a token count replaces the Book's,
+// an expiry is kept if later.
+func (b *Book) Merge(prefixes []llmfleet.PrefixState) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	for _, p := range prefixes {
+		if p.Tokens > 0 {
+			b.tokens[p.Hash] = p.Tokens
+		}
+		k := prefixKey{p.CredentialID, p.Hash}
+		e := b.entries[k]
+		if p.SyncUntil.After(e.SyncUntil) {
+			e.SyncUntil = p.SyncUntil
+		}
+		if p.BatchUntil.After(e.BatchUntil) {
+			e.BatchUntil = p.BatchUntil
+		}
+		if !e.SyncUntil.IsZero() || !e.BatchUntil.IsZero() {
+			b.entries[k] = e
+		}
+	}
+}
+
+// Load replaces the Book's hit counts with stats (the store's sums).
+func (b *Book) Load(stats []llmfleet.CacheStat) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	b.stats = make(map[statKey]*counts, len(stats))
+	for _, s := range stats {
+		b.stats[statKey{s.Provider, s.Model, s.CredentialID, s.Lookup, s.Entry}] = &counts{lookups: s.Lookups, hits: s.Hits}
+	}
+}
+
+// pruneLocked drops, now and then, what has expired: entries past both
+// expiries and conversations without a turn for conversationTTL.
+func (b *Book) pruneLocked(now time.Time) {
+	b.observed++
+	if b.observed%1024 != 0 {
+		return
+	}
+	for k, e := range b.entries {
+		if !e.SyncUntil.After(now) && !e.BatchUntil.After(now) {
+			delete(b.entries, k)
+		}
+	}
+	for k, c := range b.convs {
+		if now.Sub(c.at) > conversationTTL {
+			delete(b.convs, k)
+		}
+	}
+}

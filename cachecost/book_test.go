@@ -1,0 +1,104 @@
+package cachecost
+
+import (
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// agentPrompt is an agent's turn: a shared system prompt (1h), the
+// conversation so far (5m), bytes at 4 per token.
+func agentPrompt(convTokens int64) llmfleet.Prompt {
+	return llmfleet.Prompt{Bytes: 4 * (convTokens + 2000), Tokens: convTokens + 2000, Conversation: "conv1", Breakpoints: []llmfleet.Breakpoint{
+		{Hash: "sys", Bytes: 4 * 10_000, Tokens: 10_000, TTL: time.Hour},
+		{Hash: "conv" + string(rune('a'+convTokens/10_000)), Bytes: 4 * convTokens, Tokens: convTokens, TTL: 5 * time.Minute},
+	}}
+}
+
+func TestBookLearnsTokensAndEntries(t *testing.T) {
+	var b Book
+	p := agentPrompt(30_000)
+	r, missing := b.Request("m", "k", p, 500)
+	if len(missing) != 2 || r.Points[1].Tokens != 30_000 || r.Points[1].Cache != (Entry{}) {
+		t.Fatalf("before any usage: %+v, missing %v", r, missing)
+	}
+	// The first turn, sync: everything written (the model's tokenizer
+	// makes fewer tokens of the bytes than 1 in 4).
+	u := llmfleet.Usage{InputTokens: 600, CacheCreationInputTokens: 9000}
+	u.CacheCreation.Ephemeral5mInputTokens = 6000
+	u.CacheCreation.Ephemeral1hInputTokens = 3000
+	stat, changed := b.Observe(Lookup{Provider: "anthropic", Model: "m", Cred: "k", Prompt: p, Route: llmfleet.RouteSync,
+		At: t0, Believed: []Entry{{}, {}}, Usage: u})
+	if stat != nil {
+		t.Errorf("a lookup of nothing believed cached counted: %+v", stat)
+	}
+	if len(changed) != 2 || !changed[0].SyncUntil.Equal(t0.Add(time.Hour)) || !changed[1].SyncUntil.Equal(t0.Add(5*time.Minute)) ||
+		changed[1].Tokens != 9000 {
+		t.Fatalf("changed %+v", changed)
+	}
+	r, missing = b.Request("m", "k", p, 500)
+	if len(missing) != 0 || r.Points[1].Tokens != 9000 || !r.Points[1].Cache.SyncUntil.Equal(t0.Add(5*time.Minute)) {
+		t.Fatalf("after the first turn: %+v, missing %v", r, missing)
+	}
+	if want := int64(9600); r.Tokens != want {
+		t.Errorf("whole input %d tokens, want %d (learned tokens per byte)", r.Tokens, want)
+	}
+	// Under another credential nothing is cached.
+	if r2, _ := b.Request("m", "other", p, 500); r2.Points[1].Cache != (Entry{}) {
+		t.Errorf("another credential sees the entries: %+v", r2.Points[1].Cache)
+	}
+}
+
+func TestBookLearnsHitRates(t *testing.T) {
+	var b Book
+	p := agentPrompt(30_000)
+	believed := []Entry{{}, {BatchUntil: t0.Add(time.Hour)}}
+	// Four batch lookups of a batch-written entry: one hit.
+	for i := range 4 {
+		u := llmfleet.Usage{InputTokens: 2000, CacheCreationInputTokens: 30_000}
+		if i == 0 {
+			u = llmfleet.Usage{InputTokens: 2000, CacheReadInputTokens: 30_000}
+		}
+		stat, _ := b.Observe(Lookup{Provider: "anthropic", Model: "m", Cred: "k", Prompt: p, Route: llmfleet.RouteBatch,
+			At: t0, Believed: believed, Usage: u})
+		if stat == nil || stat.Lookup != llmfleet.RouteBatch || stat.Entry != llmfleet.RouteBatch || stat.Hits != int64(1-min(i, 1)) {
+			t.Fatalf("observation %d: %+v", i, stat)
+		}
+	}
+	// (1 hit + 0.5 prior × 4) / (4 + 4)
+	if r := b.Rates("anthropic", "m", "k"); !near(r.Batch, 3.0/8) || r.Sync != 1 || !near(r.Cross, Priors.Cross) {
+		t.Fatalf("rates %+v", r)
+	}
+	// A sync lookup of an entry only the batch cache holds, missed.
+	stat, _ := b.Observe(Lookup{Provider: "anthropic", Model: "m", Cred: "k", Prompt: p, Route: llmfleet.RouteSync,
+		At: t0, Believed: believed, Usage: llmfleet.Usage{InputTokens: 2000, CacheCreationInputTokens: 30_000}})
+	if stat == nil || stat.Entry != llmfleet.RouteBatch || stat.Hits != 0 {
+		t.Fatalf("cross observation %+v", stat)
+	}
+	// Loaded sums replace what was counted here.
+	b.Load([]llmfleet.CacheStat{{Provider: "anthropic", Model: "m", CredentialID: "k", Lookup: llmfleet.RouteBatch,
+		Entry: llmfleet.RouteBatch, Lookups: 96, Hits: 96}})
+	if r := b.Rates("anthropic", "m", "k"); !near(r.Batch, (96+2.0)/100) {
+		t.Fatalf("rates after Load %+v", r)
+	}
+}
+
+func TestBookConversationsAndMerge(t *testing.T) {
+	var b Book
+	if c := b.Current("k", "conv1", t0); c != "" {
+		t.Fatalf("a new conversation: %q", c)
+	}
+	b.Routed("k", "conv1", llmfleet.RouteFlex, t0)
+	if c := b.Current("k", "conv1", t0.Add(time.Minute)); c != llmfleet.RouteSync {
+		t.Fatalf("after a flex turn: %q, want the sync cache", c)
+	}
+	if c := b.Current("k", "conv1", t0.Add(3*time.Hour)); c != "" {
+		t.Fatalf("long after: %q", c)
+	}
+	b.Merge([]llmfleet.PrefixState{{CredentialID: "k", Hash: "sys", Tokens: 12_345, BatchUntil: t0.Add(time.Hour)}})
+	r, missing := b.Request("m", "k", agentPrompt(30_000), 0)
+	if r.Points[0].Tokens != 12_345 || !r.Points[0].Cache.BatchUntil.Equal(t0.Add(time.Hour)) || len(missing) != 1 {
+		t.Fatalf("after Merge: %+v, missing %v", r, missing)
+	}
+}
