@@ -188,6 +188,17 @@
 // upstream answered (or before a batched request could be queued) a 504
 // timeout_error with x-should-retry: false.
 //
+// A request whose path has a dot segment, "." or "..", is refused with
+// 400 invalid_request_error before anything looks at its path, on every
+// path and in every mode: whether the segment comes as is, percent-encoded
+// (%2e, %2E, also encoded again: %252e), or appears only once an encoded
+// slash or backslash (%2f, %5c) or a backslash is read as a separator,
+// and also as a segment with ";" parameters ("..;x"). A server behind the
+// proxy could resolve such a path to another resource than the one the
+// proxy checked (a path under /v1/models/ reaching a batch or a file). On
+// the OpenAI face the answer is in OpenAI's envelope, with code
+// invalid_path. No path of either API has a dot segment.
+//
 // # Credentials
 //
 // By default the client's own x-api-key or Authorization header goes

@@ -243,10 +243,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.route(w, r)
 }
 
-// route serves a request once its path is folded: CONNECT is refused, the
-// body is put under its read deadline and the bytes-in-flight budget, and
-// the mux routes the rest.
+// route serves a request once its path is folded: a path with a dot
+// segment is refused (pathcheck.go), before anything decides by the path;
+// CONNECT is refused, the body is put under its read deadline and the
+// bytes-in-flight budget, and the mux routes the rest.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if refuseDotSegments(w, r) {
+		return
+	}
 	if r.Method == http.MethodConnect {
 		w.Header().Set("Allow", allowedMethods)
 		writeAPIError(w, &apiError{http.StatusMethodNotAllowed, "invalid_request_error", "Method CONNECT is not allowed: llmfleet is no forward proxy."})
