@@ -230,6 +230,35 @@
 // carry the name Server.ClientName gives (ClientKeys.Name: the configured
 // name), else the key label Server.Fingerprint gives, never the key.
 //
+// # OpenAI face
+//
+// Under /openai (OPENAI_BASE_URL=http://HOST:PORT/openai/v1, or
+// .../budget/<ms>/openai/v1) the proxy speaks the OpenAI API: POST
+// /openai/v1/chat/completions, /responses and /embeddings are routed by
+// budget (sync, flex or batch; llmfleet-route: sync|flex|batch forces
+// one), every other path passes through to Server.OpenAIUpstream. Its
+// errors are in OpenAI's envelope {"error":{"message","type","param",
+// "code"}}.
+//
+// In proxy-held-key mode (Server.OpenAICredentials) only reads of the
+// models pass through under the shared key; files and batches made
+// through the face are their client's (as Message Batches are), and so
+// is every response the face hands a client from /v1/responses, sync,
+// flex, streamed (recorded as its response.created event ends) or
+// batched, recorded in Server.BatchOwners before the client can read its
+// id. A /v1/responses call whose previous_response_id names a response
+// that is not the client's is answered as the API answers an unknown
+// one, without reaching upstream:
+//
+//	404 {"error":{"message":"Previous response with id 'resp_…' not found.",
+//	     "type":"invalid_request_error","param":"previous_response_id",
+//	     "code":"previous_response_not_found"}}
+//
+// A conversation cannot be created through the proxy in this mode, so a
+// call naming one (the conversation parameter, an id or an object) is
+// refused likewise, with param conversation and code
+// conversation_not_found.
+//
 // # Tool loops
 //
 // With Server.ToolResultsSync set (off by default), a turn whose last user

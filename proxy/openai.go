@@ -40,6 +40,10 @@ type openAICall struct {
 	model        string
 	stream       bool
 	includeUsage bool
+	// owner, in proxy-held-key mode, names the client of a /v1/responses
+	// call, whose answer's response is recorded as its own (see
+	// openai_responses.go).
+	owner string
 }
 
 // writeOpenAIError answers with the OpenAI error envelope.
@@ -87,7 +91,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, up))
 	}
 	if r.Method == http.MethodPost && openaiwire.Routed(path) {
-		s.serveOpenAIRouted(w, r, path)
+		s.serveOpenAIRouted(w, r, path, client)
 		return
 	}
 	r2 := withPath(r, path, "")
@@ -186,12 +190,26 @@ func (s *Server) planOpenAI(r *http.Request, endpoint string) (*openAICall, *ope
 	return c, nil
 }
 
-// serveOpenAIRouted serves a routed call.
-func (s *Server) serveOpenAIRouted(w http.ResponseWriter, r *http.Request, endpoint string) {
+// serveOpenAIRouted serves a routed call of the client named client
+// ("" without proxy-held keys). With proxy-held keys, a /v1/responses
+// call must not continue from another client's response (responseRefs).
+func (s *Server) serveOpenAIRouted(w http.ResponseWriter, r *http.Request, endpoint, client string) {
 	c, e := s.planOpenAI(r, endpoint)
 	if e != nil {
 		e.write(w)
 		return
+	}
+	if s.Credentials != nil && isResponses(endpoint) {
+		e, err := s.responseRefs(r.Context(), c.req.Body, client)
+		if err != nil {
+			s.openAIStateError(w, r, "owner lookup failed", err)
+			return
+		}
+		if e != nil {
+			e.write(w)
+			return
+		}
+		c.owner = client
 	}
 	w.Header().Set(HeaderRoute, string(c.route))
 	if a := accessOf(r.Context()); a != nil {
@@ -225,6 +243,9 @@ func (s *Server) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *open
 		s.reportOpenAI(c, served, nil, typ)
 		writeOpenAIError(w, status, typ, "", "", msg)
 		return
+	}
+	if c.owner != "" && res.StatusCode == http.StatusOK {
+		res.Body = s.ownedResponses(r.Context(), c.owner, res)
 	}
 	defer res.Body.Close()
 	for k, vs := range res.Header {
@@ -477,6 +498,9 @@ func (s *Server) serveOpenAIBatch(w http.ResponseWriter, r *http.Request, c *ope
 		}
 		writeOpenAIError(w, status, typ, code, "", msg)
 		return
+	}
+	if c.owner != "" {
+		s.recordResponse(r.Context(), c.owner, res.resp.Body)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if res.resp.RequestID != "" {
