@@ -113,7 +113,8 @@ func endpoint(req *llmfleet.Request) (string, error) {
 }
 
 // Send makes a non-streaming call of req's endpoint with its body, byte for
-// byte but for service_tier "flex" when req.Flex is set. A 2xx answer is a
+// byte but for service_tier "flex" when req.Flex is set, and the headers of
+// req.Header but llmfleet's own (llmfleet-*). A 2xx answer is a
 // Response with the answer's status, headers, body, usage, model and
 // served tier; an error answer an *llmfleet.Error in the API's envelope.
 func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.Response, error) {
@@ -164,6 +165,9 @@ func (p *Provider) post(ctx context.Context, req *llmfleet.Request, stream bool)
 		return nil, err
 	}
 	for k, vs := range req.Header {
+		if len(k) >= 9 && strings.EqualFold(k[:9], "llmfleet-") {
+			continue // llmfleet's own (the proxy's client name): never upstream
+		}
 		hr.Header[k] = append([]string(nil), vs...)
 	}
 	hr.Header.Set("Content-Type", "application/json")

@@ -130,6 +130,9 @@
 //	the status and body the synchronous call answered (or would have):
 //	200 with the Message, or the error status and envelope
 //
+// (a request made through the OpenAI face is answered in OpenAI's shapes:
+// see OpenAI face).
+//
 // Only the credential that sent a request can read it; any other gets 404
 // not_found_error, as for an id that does not exist; no credential gets
 // 401. In proxy-held-key mode, where clients share one upstream
@@ -258,6 +261,25 @@
 // call naming one (the conversation parameter, an id or an object) is
 // refused likewise, with param conversation and code
 // conversation_not_found.
+//
+// The face's batch route has what the Anthropic face's has (see Request
+// ids and async requests, Idempotent retries): a batched call carries
+// llmfleet-request-id from its first headers; Idempotency-Key on a
+// routed call names its request by the key and the client's key name, so
+// that a retry attaches to the request accepted before (the same key with
+// another body, or a malformed key, is a 400 invalid_request_error with
+// code idempotency_key_reused or invalid_idempotency_key); Prefer:
+// respond-async takes the batch route and answers 202 with the ticket,
+// Location: /llmfleet/v1/requests/{id}, llmfleet-request-id and
+// Preference-Applied: respond-async (a stream asked async is stored as
+// the endpoint's JSON; with llmfleet-route sync or flex, or without
+// durable state, a 400). The ticket of an OpenAI-face request answers
+// in OpenAI's shapes: the endpoint's body, or the error in OpenAI's
+// envelope with the status the endpoint would have answered. It is also
+// at GET /openai/v1/llmfleet/requests/{id}, under the face's base URL,
+// whose refusals (401, 404) are in OpenAI's envelope too. Ownership is as
+// for the Anthropic face's tickets: only the credential (in
+// proxy-held-key mode, the client key) that sent a request reads it.
 //
 // # Tool loops
 //

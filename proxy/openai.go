@@ -44,6 +44,9 @@ type openAICall struct {
 	// call, whose answer's response is recorded as its own (see
 	// openai_responses.go).
 	owner string
+	// async reports whether the caller asked for a ticket at once
+	// (Prefer: respond-async) rather than for the answer.
+	async bool
 }
 
 // writeOpenAIError answers with the OpenAI error envelope.
@@ -211,11 +214,20 @@ func (s *Server) serveOpenAIRouted(w http.ResponseWriter, r *http.Request, endpo
 		}
 		c.owner = client
 	}
+	e = s.planOpenAIBatch(r, c)
 	w.Header().Set(HeaderRoute, string(c.route))
+	if e != nil {
+		e.write(w)
+		return
+	}
 	if a := accessOf(r.Context()); a != nil {
 		a.mu.Lock()
 		a.budget = c.budget
 		a.mu.Unlock()
+	}
+	if c.async {
+		s.serveOpenAIAsync(w, r, c)
+		return
 	}
 	if c.route == llmfleet.RouteBatch {
 		s.serveOpenAIBatch(w, r, c)
@@ -442,6 +454,9 @@ func (s *Server) serveOpenAIBatch(w http.ResponseWriter, r *http.Request, c *ope
 		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "llmfleet-route", "This llmfleet does not batch.")
 		return
 	}
+	if c.req.ID != "" {
+		w.Header().Set(HeaderRequestID, c.req.ID) // with the first headers, a stream's too
+	}
 	type result struct {
 		resp *llmfleet.Response
 		err  error
@@ -488,15 +503,9 @@ func (s *Server) serveOpenAIBatch(w http.ResponseWriter, r *http.Request, c *ope
 	}
 	res = <-done
 	if res.err != nil {
-		status, typ, code, msg := openAIFailure(res.err)
-		var pe *llmfleet.Error
-		if errors.As(res.err, &pe) && len(pe.Body) > 0 {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(pe.StatusCode)
-			w.Write(pe.Body)
-			return
-		}
-		writeOpenAIError(w, status, typ, code, "", msg)
+		s.logFailure(r.Context(), res.err)
+		status, body := openAIErrorAnswer(res.err)
+		writeOpenAIBody(w, status, body)
 		return
 	}
 	if c.owner != "" {
@@ -528,6 +537,9 @@ func openAIFailure(err error) (status int, typ, code, msg string) {
 		return http.StatusInternalServerError, "server_error", "batch_expired", "This request could not be executed before the completion window expired."
 	case errors.Is(err, llmfleet.ErrBatchCanceled):
 		return http.StatusInternalServerError, "server_error", "batch_cancelled", "This request was cancelled before it ran."
+	case errors.Is(err, llmfleet.ErrIDConflict):
+		return http.StatusBadRequest, "invalid_request_error", "idempotency_key_reused",
+			"This Idempotency-Key was already used for a different request (another body or another key): a retry must repeat its request exactly."
 	}
 	return http.StatusInternalServerError, "server_error", "", "llmfleet could not answer the request: " + err.Error()
 }

@@ -207,6 +207,9 @@ type Server struct {
 //	                                   Prefer: respond-async, 202 and a ticket
 //	GET  /llmfleet/v1/requests/{id}    a batched request's answer, or 202 while pending
 //	     /v1/...                       passed upstream unchanged, streaming included
+//	     /openai/v1/...                the OpenAI face (chat/completions, responses and
+//	                                   embeddings routed, the rest passed upstream)
+//	GET  /openai/v1/llmfleet/requests/{id}  a ticket, refusals in OpenAI's envelope
 //	     /budget/<ms>/<path>           <path> with a latency budget of <ms> milliseconds
 func (s *Server) Handler() http.Handler {
 	s.init()
@@ -336,6 +339,7 @@ func (s *Server) init() {
 		})
 		mux.HandleFunc("POST /v1/messages", s.serveMessages)
 		mux.HandleFunc("GET "+RequestsPath+"{id}", s.serveTicket)
+		mux.HandleFunc("GET "+OpenAIRequestsPath+"{id}", s.serveOpenAITicket)
 		mux.HandleFunc("/v1/", s.servePassThrough)
 		mux.HandleFunc(OpenAIPrefix+"/", s.serveOpenAI)
 		mux.HandleFunc("/budget/{ms}/{path...}", s.serveBudgetPrefix)
