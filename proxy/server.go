@@ -83,8 +83,10 @@ type Server struct {
 	// OpenAICredentials is the Credentials hook of the OpenAI face in
 	// proxy-held-key mode (ClientKeys.MapOpenAI is one): the client's
 	// Authorization: Bearer key is replaced by the OpenAI key it returns,
-	// ok false answers 401. Files and batches made through the face are
-	// then owned by their client, as Message Batches are (BatchOwners).
+	// ok false answers 401. Files, batches and responses made through the
+	// face are then owned by their client, as Message Batches are
+	// (BatchOwners), and a response may be continued from
+	// (previous_response_id) only by its client.
 	// Nil, with Credentials set, closes the OpenAI face (403
 	// permission_error); without Credentials it is unused.
 	OpenAICredentials func(presented llmfleet.Credential) (upstream llmfleet.Credential, ok bool)
@@ -109,7 +111,8 @@ type Server struct {
 	// BatchOwners, in proxy-held-key mode, keeps which client created
 	// which batch through the pass-through Message Batches API, so that a
 	// client lists, reads, cancels and deletes only its own (see the
-	// package doc). Give it a durable store (the sqlite DB); nil keeps
+	// package doc), and, on the OpenAI face, which client owns each file,
+	// batch and response. Give it a durable store (the sqlite DB); nil keeps
 	// owners in memory, lost at restart. Unused without Credentials.
 	BatchOwners BatchOwners
 
