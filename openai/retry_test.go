@@ -113,6 +113,10 @@ func TestCreateBatchRetried(t *testing.T) {
 	if n := d.Stats().BatchesSubmitted; n != 1 {
 		t.Errorf("%d batches, want 1", n)
 	}
+	page, err := (&openai.Provider{BaseURL: srv.URL}).ListBatches(t.Context(), llmfleet.Credential{APIKey: "sk-a"}, "", 100)
+	if err != nil || len(page.Batches) != 1 {
+		t.Errorf("the upstream holds %+v, %v: want one batch", page, err)
+	}
 	for _, p := range prompts {
 		if n := emu.Stats().Billed[p]; n != 1 {
 			t.Errorf("%q billed %d times", p, n)
