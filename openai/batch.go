@@ -86,12 +86,12 @@ func (o *batchObject) failure() *llmfleet.Error {
 	return &llmfleet.Error{StatusCode: status, Type: code, Message: msg, Body: openaiwire.Envelope(typ, code, param, msg)}
 }
 
-// call makes one JSON call of the batch API and decodes its answer into
-// out; an error answer is an *llmfleet.Error.
-func (p *Provider) call(ctx context.Context, cred llmfleet.Credential, header http.Header, method, path string, body io.Reader, contentType string, out any) error {
+// request returns a request of the batch API with cred and the
+// OpenAI-Organization and OpenAI-Project headers of header.
+func (p *Provider) request(ctx context.Context, cred llmfleet.Credential, header http.Header, method, path string, body io.Reader, contentType string) (*http.Request, error) {
 	hr, err := http.NewRequestWithContext(ctx, method, p.base()+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, k := range []string{"OpenAI-Organization", "OpenAI-Project"} {
 		if v := header.Get(k); v != "" {
@@ -106,6 +106,16 @@ func (p *Provider) call(ctx context.Context, cred llmfleet.Credential, header ht
 		key = cred.AuthToken
 	}
 	hr.Header.Set("Authorization", "Bearer "+key)
+	return hr, nil
+}
+
+// call makes one JSON call of the batch API and decodes its answer into
+// out; an error answer is an *llmfleet.Error.
+func (p *Provider) call(ctx context.Context, cred llmfleet.Credential, header http.Header, method, path string, body io.Reader, contentType string, out any) error {
+	hr, err := p.request(ctx, cred, header, method, path, body, contentType)
+	if err != nil {
+		return err
+	}
 	res, err := p.client().Do(hr)
 	if err != nil {
 		return fmt.Errorf("openai: %s %s: %w", method, path, err)
@@ -129,10 +139,18 @@ func (p *Provider) call(ctx context.Context, cred llmfleet.Credential, header ht
 }
 
 // CreateBatch uploads items as a JSONL input file and creates a batch of
-// it, tagged with tag in its metadata. A failed upload creates nothing;
-// a create answered with an error that refuses it (4xx) creates nothing;
-// one not answered, or answered 5xx, is an *llmfleet.UncertainError for
-// FindBatch to settle.
+// it, tagged with tag in its metadata. Each of the two calls is retried,
+// up to MaxRetries times within ctx, after the wait its answer asks for
+// (retry-after-ms, retry-after), else a backoff; a wait that would
+// outlast ctx is not begun. The upload is retried after any failure but a
+// refusal (a 4xx other than 408, 409 and a 429 that is not for an
+// exhausted quota, or x-should-retry: false): uploaded twice, it only
+// leaves an orphan file. The create is not idempotent: it is retried only
+// after such a refusal or a connection that failed before the request was
+// written. A failed upload creates nothing; a create refused (4xx)
+// creates nothing; one written and not answered, or answered 5xx, is an
+// *llmfleet.UncertainError (Answered for the 5xx) for FindBatch to
+// settle, never sent again here.
 func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, tag string, header http.Header, items []llmfleet.BatchItem) (*llmfleet.Batch, error) {
 	if len(items) == 0 {
 		return nil, errors.New("openai: a batch of no requests")
@@ -169,24 +187,24 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 	var uploaded struct {
 		ID string `json:"id"`
 	}
-	if err := p.call(ctx, cred, header, http.MethodPost, "/v1/files", &form, mw.FormDataContentType(), &uploaded); err != nil {
-		return nil, fmt.Errorf("openai: uploading the batch input: %w", err)
+	upload := createCall{op: "uploading the batch input", path: "/v1/files", body: form.Bytes(), contentType: mw.FormDataContentType(), idempotent: true}
+	if err := p.retriedCall(ctx, cred, header, upload, &uploaded); err != nil {
+		return nil, err
 	}
-	create, _ := json.Marshal(map[string]any{"input_file_id": uploaded.ID, "endpoint": ep,
+	if uploaded.ID == "" {
+		return nil, errors.New("openai: uploading the batch input: the answer names no file")
+	}
+	body, _ := json.Marshal(map[string]any{"input_file_id": uploaded.ID, "endpoint": ep,
 		"completion_window": "24h", "metadata": map[string]string{TagKey: tag}})
 	var o batchObject
-	err := p.call(ctx, cred, header, http.MethodPost, "/v1/batches", bytes.NewReader(create), "application/json", &o)
-	var pe *llmfleet.Error
-	switch {
-	case err == nil:
-		return o.batch(), nil
-	case errors.As(err, &pe) && pe.StatusCode < 500:
+	create := createCall{op: "creating the batch", path: "/v1/batches", body: body, contentType: "application/json"}
+	if err := p.retriedCall(ctx, cred, header, create, &o); err != nil {
 		return nil, err
-	case errors.As(err, &pe):
-		return nil, &llmfleet.UncertainError{Answered: true, Err: err}
-	default:
-		return nil, &llmfleet.UncertainError{Err: err}
 	}
+	if o.ID == "" {
+		return nil, &llmfleet.UncertainError{Answered: true, Err: errors.New("openai: creating the batch: the answer names no batch")}
+	}
+	return o.batch(), nil
 }
 
 // checkCustomIDs refuses, before anything is uploaded, items whose

@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -76,7 +77,8 @@ func TestContract(t *testing.T) {
 			srv := httptest.NewServer(faults)
 			t.Cleanup(srv.Close)
 			return providertest.Env{
-				Provider:           &openai.Provider{BaseURL: srv.URL, HTTPClient: srv.Client()},
+				Provider: &openai.Provider{BaseURL: srv.URL, HTTPClient: srv.Client(),
+					Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}, // a refused create is retried at once
 				Credential:         llmfleet.Credential{APIKey: "sk-contract-good"},
 				BadCredential:      llmfleet.Credential{APIKey: "sk-contract-bad"},
 				Advance:            clock.Advance,

@@ -15,7 +15,12 @@
 // file (purpose batch, expiring after a week), the batch is created with
 // the "24h" window and the metadata "llmfleet_tag" carrying llmfleet's
 // tag, which FindBatch looks for; results are read from the output and
-// error files and matched by custom_id. A batch that failed as a whole
+// error files and matched by custom_id. The upload and the create are
+// retried within the create's context as CreateBatch describes: the
+// upload after any failure that is no refusal, the create (not
+// idempotent) only when refused or never written; a create that may have
+// made the batch is an *llmfleet.UncertainError, which the engine settles
+// with FindBatch. A batch that failed as a whole
 // (status failed: validation errors, or token_limit_exceeded after its
 // create) is ended with a Failure.
 package openai
@@ -29,6 +34,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/jsonmember"
@@ -57,6 +63,15 @@ type Provider struct {
 	// keep-alive connections and no overall timeout (the caller's context
 	// bounds each call).
 	HTTPClient *http.Client
+	// MaxRetries is the number of retries of each call of a batch create
+	// (see CreateBatch); 0 means DefaultMaxRetries, negative none.
+	MaxRetries int
+	// Now returns the current time (for a retry-after given as a date);
+	// nil means time.Now.
+	Now func() time.Time
+	// Sleep waits d or until ctx ends, returning ctx.Err() then: the wait
+	// before a retry. Nil means a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 var _ llmfleet.Provider = (*Provider)(nil)
@@ -98,7 +113,8 @@ func endpoint(req *llmfleet.Request) (string, error) {
 }
 
 // Send makes a non-streaming call of req's endpoint with its body, byte for
-// byte but for service_tier "flex" when req.Flex is set. A 2xx answer is a
+// byte but for service_tier "flex" when req.Flex is set, and the headers of
+// req.Header but llmfleet's own (llmfleet-*). A 2xx answer is a
 // Response with the answer's status, headers, body, usage, model and
 // served tier; an error answer an *llmfleet.Error in the API's envelope.
 func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.Response, error) {
@@ -149,6 +165,9 @@ func (p *Provider) post(ctx context.Context, req *llmfleet.Request, stream bool)
 		return nil, err
 	}
 	for k, vs := range req.Header {
+		if len(k) >= 9 && strings.EqualFold(k[:9], "llmfleet-") {
+			continue // llmfleet's own (the proxy's client name): never upstream
+		}
 		hr.Header[k] = append([]string(nil), vs...)
 	}
 	hr.Header.Set("Content-Type", "application/json")

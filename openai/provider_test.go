@@ -152,3 +152,24 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("BatchParams = %s, %v", params, err)
 	}
 }
+
+// TestSendHeaders: a request's provider headers go upstream, llmfleet's
+// own (the proxy's name of its client) never do.
+func TestSendHeaders(t *testing.T) {
+	var got http.Header
+	emu := &openaiemu.Server{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		emu.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	p := &openai.Provider{BaseURL: srv.URL}
+	_, err := p.Send(context.Background(), &llmfleet.Request{Credential: llmfleet.Credential{APIKey: "sk-a"}, Body: chat("gpt-4.1", "hi"),
+		Header: http.Header{"Openai-Project": {"proj"}, "Llmfleet-Client": {"alice"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Get("OpenAI-Project") != "proj" || got.Get("Llmfleet-Client") != "" {
+		t.Errorf("upstream headers %v", got)
+	}
+}

@@ -1,6 +1,7 @@
 // Package openaiemu emulates a part of the OpenAI HTTP API for tests and
 // demos: POST /v1/chat/completions (plain and streamed), POST /v1/responses
-// (not streamed) and POST /v1/embeddings, behind "Authorization: Bearer"
+// (plain and streamed: response.created, output_text deltas,
+// response.completed) and POST /v1/embeddings, behind "Authorization: Bearer"
 // keys, with the flex service tier.
 //
 // Replies are deterministic: a chat answer is "Answer to: <last user
@@ -30,8 +31,8 @@
 // share of their lines their elapsed time reached; the rest are
 // batch_cancelled or batch_expired lines of the error file.
 //
-// Not modelled: tools, images, audio, logprobs, streaming of
-// /v1/responses, rate limits, batch webhooks, the cancelling delay (a
+// Not modelled: tools, images, audio, logprobs, the other events of
+// a /v1/responses stream, rate limits, batch webhooks, the cancelling delay (a
 // cancelled batch is cancelled at the next look), the finalizing step
 // (seen only while lines are being answered).
 package openaiemu

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // responsesRequest is the part of a POST /v1/responses body the emulator
@@ -12,6 +13,7 @@ type responsesRequest struct {
 	Model       string          `json:"model"`
 	Input       json.RawMessage `json:"input"`
 	ServiceTier string          `json:"service_tier"`
+	Stream      bool            `json:"stream"`
 }
 
 type responseObject struct {
@@ -21,7 +23,7 @@ type responseObject struct {
 	Status      string           `json:"status"`
 	Model       string           `json:"model"`
 	Output      []responseOutput `json:"output"`
-	Usage       responseUsage    `json:"usage"`
+	Usage       *responseUsage   `json:"usage"`
 	ServiceTier string           `json:"service_tier"`
 }
 
@@ -79,10 +81,39 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	id := hashID("resp_", req.Model, prompt, fmt.Sprint(created))
 	u := responseUsage{InputTokens: words(prompt), OutputTokens: words(answer)}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
-	writeJSON(w, http.StatusOK, responseObject{
+	done := responseObject{
 		ID: id, Object: "response", CreatedAt: created, Status: "completed", Model: req.Model,
 		Output: []responseOutput{{Type: "message", ID: hashID("msg_", id), Status: "completed", Role: "assistant",
 			Content: []responseContent{{Type: "output_text", Text: answer, Annotations: []any{}}}}},
-		Usage: u, ServiceTier: tier,
-	})
+		Usage: &u, ServiceTier: tier,
+	}
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, done)
+		return
+	}
+	streamResponse(w, done, answer)
+}
+
+// streamResponse answers a streamed POST /v1/responses with the events
+// of done: response.created (the response in progress, no output, no
+// usage), a response.output_text.delta per word of answer, and
+// response.completed carrying done whole, as the API streams them.
+func streamResponse(w http.ResponseWriter, done responseObject, answer string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	seq := 0
+	event := func(typ string, fields map[string]any) {
+		fields["type"], fields["sequence_number"] = typ, seq
+		seq++
+		b, _ := json.Marshal(fields)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
+	}
+	created := done
+	created.Status, created.Output, created.Usage = "in_progress", []responseOutput{}, nil
+	event("response.created", map[string]any{"response": created})
+	itemID := done.Output[0].ID
+	for _, word := range strings.SplitAfter(answer, " ") {
+		event("response.output_text.delta", map[string]any{"item_id": itemID, "output_index": 0, "content_index": 0, "delta": word})
+	}
+	event("response.completed", map[string]any{"response": done})
 }

@@ -82,6 +82,35 @@ func TestSDKResponses(t *testing.T) {
 	}
 }
 
+// TestSDKResponsesStream: a streamed response names its id in
+// response.created, streams its text, and ends with response.completed
+// carrying the whole response, usage included.
+func TestSDKResponsesStream(t *testing.T) {
+	c := sdkClient(t, &openaiemu.Server{})
+	stream := c.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
+		Model: "gpt-5",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("stream this")},
+	})
+	var createdID, text string
+	var done responses.Response
+	for stream.Next() {
+		switch e := stream.Current(); e.Type {
+		case "response.created":
+			createdID = e.Response.ID
+		case "response.output_text.delta":
+			text += e.Delta
+		case "response.completed":
+			done = e.Response
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if createdID == "" || done.ID != createdID || text != "Answer to: stream this" || done.OutputText() != text || done.Usage.TotalTokens == 0 {
+		t.Fatalf("created %q, text %q, completed %+v", createdID, text, done)
+	}
+}
+
 func TestSDKEmbeddings(t *testing.T) {
 	c := sdkClient(t, &openaiemu.Server{})
 	res, err := c.Embeddings.New(context.Background(), openai.EmbeddingNewParams{

@@ -2,8 +2,10 @@ package openaiemu
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,9 +40,17 @@ type Server struct {
 
 	// Fault, if not nil, is asked for every request after authentication;
 	// a non-zero status is answered instead with that status and an error
-	// of type errType. It is asked for each line of a batch too, with the
-	// line's url: a fault there lands in the batch's error file.
+	// of type errType, and DropConnection closes the connection, once the
+	// request is read, without an answer. It is asked for each line of a
+	// batch too, with the line's url: a fault there lands in the batch's
+	// error file (DropConnection as a 500 server_error). Fault may block,
+	// to delay the request.
 	Fault func(path string) (status int, errType string)
+
+	// FaultRetryAfter, if positive, is the wait a fault answered 429 or
+	// 503 asks for, in its retry-after-ms and retry-after (whole seconds,
+	// rounded up) headers.
+	FaultRetryAfter time.Duration
 
 	// BatchTurnaround is how long a batch takes from its create to its
 	// end; 0 means DefaultBatchTurnaround. One of 24 hours or more makes
@@ -136,16 +146,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// DropConnection is the status by which Server.Fault asks for the
+// connection to be closed without an answer.
+const DropConnection = -1
+
 // faulty answers Fault's error instead of h's answer when it gives one.
 func (s *Server) faulty(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.Fault != nil {
-			if status, typ := s.Fault(r.URL.Path); status != 0 {
-				writeError(w, status, typ, "", "", "Injected fault.")
+		if s.Fault == nil {
+			h(w, r)
+			return
+		}
+		status, typ := s.Fault(r.URL.Path)
+		switch {
+		case status == DropConnection:
+			io.Copy(io.Discard, r.Body)
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close()
 				return
 			}
+			writeError(w, http.StatusInternalServerError, "server_error", "", "", "Injected fault: the connection dropped.")
+		case status != 0:
+			if d := s.FaultRetryAfter; d > 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
+				w.Header().Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
+				w.Header().Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
+			}
+			writeError(w, status, typ, "", "", "Injected fault.")
+		default:
+			h(w, r)
 		}
-		h(w, r)
 	}
 }
 

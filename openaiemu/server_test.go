@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmfleet/llmfleet/openaiemu"
 )
@@ -90,5 +91,38 @@ func TestStreamWireFormat(t *testing.T) {
 	}
 	if strings.Contains(body, `"usage"`) {
 		t.Errorf("usage sent without stream_options.include_usage: %s", body)
+	}
+}
+
+// TestFaultDropAndRetryAfter: over a real connection, DropConnection
+// closes it without an answer, and a 429 fault asks for FaultRetryAfter.
+func TestFaultDropAndRetryAfter(t *testing.T) {
+	s := &openaiemu.Server{FaultRetryAfter: 1500 * time.Millisecond, Fault: func(path string) (int, string) {
+		switch path {
+		case "/v1/files":
+			return openaiemu.DropConnection, ""
+		case "/v1/batches":
+			return http.StatusTooManyRequests, "rate_limit_exceeded"
+		}
+		return 0, ""
+	}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	post := func(path string) (*http.Response, error) {
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer k")
+		return http.DefaultClient.Do(req)
+	}
+	if resp, err := post("/v1/files"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a dropped upload was answered %d", resp.StatusCode)
+	}
+	resp, err := post("/v1/batches")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After-Ms") != "1500" || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("429 fault: %d %v", resp.StatusCode, resp.Header)
 	}
 }

@@ -114,58 +114,30 @@ func writeTicket(w http.ResponseWriter, id string, state llmfleet.RequestState) 
 
 // serveTicket serves GET /llmfleet/v1/requests/{id}: 202 with the ticket
 // while the request is pending, then the status and body its synchronous
-// call would have been answered with. A request is visible only to the
+// call would have been answered with, in the shapes of the API it was
+// made through (its provider's). A request is visible only to the
 // credential that submitted it (in proxy-held-key mode, to the client key
 // that did); anyone else gets 404, as for an id that does not exist.
 func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
+	s.answerTicket(w, r, false)
+}
+
+// answerTicket answers a GET of a ticket; openAIFace says whether its
+// refusals go in OpenAI's envelope (the path under the OpenAI face) or in
+// Anthropic's.
+func (s *Server) answerTicket(w http.ResponseWriter, r *http.Request, openAIFace bool) {
 	id := r.PathValue("id")
-	notFound := &apiError{http.StatusNotFound, "not_found_error", "llmfleet has no request " + strconv.Quote(id) + " for this credential"}
-	cred := credentialFrom(r.Header)
-	forms := keyForms(cred)
-	// clients are the names the presented key may have been stored under:
-	// the name of its key, and the name of the credential as presented,
-	// which tickets made before names were by key alone carry.
-	var clients []string
-	if s.Credentials != nil {
-		up, ok := s.Credentials(cred)
-		if !ok {
-			writeAPIError(w, unauthorized)
-			return
-		}
-		clients = []string{s.ownerName(cred), s.fingerprint(cred)}
-		forms = []llmfleet.Credential{up}
-	} else if cred.IsZero() {
-		writeAPIError(w, &apiError{http.StatusUnauthorized, "authentication_error", "x-api-key header is required"})
-		return
-	}
-	tickets, ok := s.Submitter.(llmfleet.Tickets)
+	refuse := func(status int, msg string) { refuseTicket(w, openAIFace, status, msg) }
+	sr, ok := s.findTicket(r, id, refuse)
 	if !ok {
-		writeAPIError(w, notFound)
-		return
-	}
-	var sr *llmfleet.StoredRequest
-	var err error
-	for _, c := range forms {
-		if sr, err = tickets.Lookup(r.Context(), id, c); !errors.Is(err, llmfleet.ErrNotFound) {
-			break
-		}
-	}
-	switch {
-	case errors.Is(err, llmfleet.ErrNotFound):
-		writeAPIError(w, notFound)
-		return
-	case err != nil:
-		if r.Context().Err() == nil {
-			s.log.Warn("request lookup failed", "request_id", id, "err", err)
-		}
-		writeAPIError(w, &apiError{http.StatusInternalServerError, "api_error", "llmfleet could not read its state"})
-		return
-	case clients != nil && !slices.Contains(clients, sr.Header.Get(clientHeader)):
-		writeAPIError(w, notFound)
 		return
 	}
 	if sr.State != llmfleet.RequestDone || sr.Result == nil {
 		writeTicket(w, sr.ID, sr.State)
+		return
+	}
+	if sr.Provider == openAIProvider {
+		s.writeOpenAIStored(w, r, sr)
 		return
 	}
 	status, body := resultAnswer(sr.Result)
@@ -188,4 +160,111 @@ func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
 	h.Set("Request-Id", reqID)
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// findTicket reads the request id for the credential r presents, or
+// answers the refusal (401, 404, 500) with refuse and returns false. In
+// proxy-held-key mode the request must have been sent by the client key
+// presented, through either face.
+func (s *Server) findTicket(r *http.Request, id string, refuse func(status int, msg string)) (*llmfleet.StoredRequest, bool) {
+	notFound := "llmfleet has no request " + strconv.Quote(id) + " for this credential"
+	cred := credentialFrom(r.Header)
+	forms := keyForms(cred)
+	// clients are the names the presented key may have been stored under:
+	// the name of its key, and the name of the credential as presented,
+	// which tickets made before names were by key alone carry.
+	var clients []string
+	if s.Credentials != nil {
+		forms = s.heldForms(cred)
+		if forms == nil {
+			refuse(http.StatusUnauthorized, "")
+			return nil, false
+		}
+		clients = []string{s.ownerName(cred), s.fingerprint(cred)}
+	} else if cred.IsZero() {
+		refuse(http.StatusUnauthorized, noKeyMessage)
+		return nil, false
+	}
+	tickets, ok := s.Submitter.(llmfleet.Tickets)
+	if !ok {
+		refuse(http.StatusNotFound, notFound)
+		return nil, false
+	}
+	var sr *llmfleet.StoredRequest
+	var err error
+	for _, c := range forms {
+		if sr, err = tickets.Lookup(r.Context(), id, c); !errors.Is(err, llmfleet.ErrNotFound) {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, llmfleet.ErrNotFound):
+		refuse(http.StatusNotFound, notFound)
+		return nil, false
+	case err != nil:
+		if r.Context().Err() == nil {
+			s.log.Warn("request lookup failed", "request_id", id, "err", err)
+		}
+		refuse(http.StatusInternalServerError, "llmfleet could not read its state")
+		return nil, false
+	case clients != nil && !slices.Contains(clients, sr.Header.Get(clientHeader)):
+		refuse(http.StatusNotFound, notFound)
+		return nil, false
+	}
+	return sr, true
+}
+
+// heldForms returns, in proxy-held-key mode, the upstream credentials a
+// request of the client presenting cred was stored under: the Anthropic
+// one and, if the OpenAI face is open, the OpenAI one; nil if neither
+// face admits the key.
+func (s *Server) heldForms(cred llmfleet.Credential) []llmfleet.Credential {
+	var forms []llmfleet.Credential
+	if up, ok := s.Credentials(cred); ok {
+		forms = append(forms, up)
+	}
+	if s.OpenAICredentials != nil {
+		if up, ok := s.OpenAICredentials(cred); ok {
+			forms = append(forms, openAIKey(up))
+		}
+	}
+	return forms
+}
+
+// noKeyMessage is the message of a ticket asked for without a key.
+const noKeyMessage = "x-api-key header is required"
+
+// refuseTicket answers a refusal of the tickets API with status and msg
+// in the envelope of the face asked (msg "" for 401: the face's own
+// message for an unknown key).
+func refuseTicket(w http.ResponseWriter, openAIFace bool, status int, msg string) {
+	if openAIFace {
+		typ, code := "invalid_request_error", ""
+		switch status {
+		case http.StatusUnauthorized:
+			code = "invalid_api_key"
+			switch msg {
+			case "":
+				msg = "Incorrect API key provided. This llmfleet admits clients by keys of its own."
+			case noKeyMessage:
+				msg = "You didn't provide an API key. Provide it in an Authorization header: Bearer YOUR_KEY."
+			}
+		case http.StatusInternalServerError:
+			typ = "server_error"
+		}
+		writeOpenAIError(w, status, typ, code, "", msg)
+		return
+	}
+	switch status {
+	case http.StatusUnauthorized:
+		if msg == "" {
+			writeAPIError(w, unauthorized)
+			return
+		}
+		writeAPIError(w, &apiError{status, "authentication_error", msg})
+	case http.StatusNotFound:
+		writeAPIError(w, &apiError{status, "not_found_error", msg})
+	default:
+		writeAPIError(w, &apiError{status, "api_error", msg})
+	}
 }

@@ -201,8 +201,11 @@ func TestBatchesOwnedInClientKeysMode(t *testing.T) {
 			}
 			assertBatchNotFound(t, ts.URL, "GET", p+alice[0], "bob-key")
 		}
-		// An escaped path or a dot segment never reaches another batch.
-		assertBatchNotFound(t, ts.URL, "GET", "/v1/messages/batches/"+alice[0]+"%2F..%2F"+bob[0], "alice-key")
+		// An escaped dot segment never reaches another batch: refused
+		// before any owner check (TestDotSegmentsRefusedWithHeldKeys).
+		if status, body := batchCall(t, ts.URL, "GET", "/v1/messages/batches/"+alice[0]+"%2F..%2F"+bob[0], "", "alice-key"); status != 400 || !strings.Contains(body, "invalid_request_error") {
+			t.Fatalf("a dot segment after alice's batch: %d %s", status, body)
+		}
 	}
 	check(ts)
 

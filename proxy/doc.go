@@ -130,6 +130,9 @@
 //	the status and body the synchronous call answered (or would have):
 //	200 with the Message, or the error status and envelope
 //
+// (a request made through the OpenAI face is answered in OpenAI's shapes:
+// see OpenAI face).
+//
 // Only the credential that sent a request can read it; any other gets 404
 // not_found_error, as for an id that does not exist; no credential gets
 // 401. In proxy-held-key mode, where clients share one upstream
@@ -190,6 +193,17 @@
 // upstream answered (or before a batched request could be queued) a 504
 // timeout_error with x-should-retry: false.
 //
+// A request whose path has a dot segment, "." or "..", is refused with
+// 400 invalid_request_error before anything looks at its path, on every
+// path and in every mode: whether the segment comes as is, percent-encoded
+// (%2e, %2E, also encoded again: %252e), or appears only once an encoded
+// slash or backslash (%2f, %5c) or a backslash is read as a separator,
+// and also as a segment with ";" parameters ("..;x"). A server behind the
+// proxy could resolve such a path to another resource than the one the
+// proxy checked (a path under /v1/models/ reaching a batch or a file). On
+// the OpenAI face the answer is in OpenAI's envelope, with code
+// invalid_path. No path of either API has a dot segment.
+//
 // # Credentials
 //
 // By default the client's own x-api-key or Authorization header goes
@@ -220,6 +234,54 @@
 // sync route's ledger entries and the Requests given to the Submitter
 // carry the name Server.ClientName gives (ClientKeys.Name: the configured
 // name), else the key label Server.Fingerprint gives, never the key.
+//
+// # OpenAI face
+//
+// Under /openai (OPENAI_BASE_URL=http://HOST:PORT/openai/v1, or
+// .../budget/<ms>/openai/v1) the proxy speaks the OpenAI API: POST
+// /openai/v1/chat/completions, /responses and /embeddings are routed by
+// budget (sync, flex or batch; llmfleet-route: sync|flex|batch forces
+// one), every other path passes through to Server.OpenAIUpstream. Its
+// errors are in OpenAI's envelope {"error":{"message","type","param",
+// "code"}}.
+//
+// In proxy-held-key mode (Server.OpenAICredentials) only reads of the
+// models pass through under the shared key; files and batches made
+// through the face are their client's (as Message Batches are), and so
+// is every response the face hands a client from /v1/responses, sync,
+// flex, streamed (recorded as its response.created event ends) or
+// batched, recorded in Server.BatchOwners before the client can read its
+// id. A /v1/responses call whose previous_response_id names a response
+// that is not the client's is answered as the API answers an unknown
+// one, without reaching upstream:
+//
+//	404 {"error":{"message":"Previous response with id 'resp_…' not found.",
+//	     "type":"invalid_request_error","param":"previous_response_id",
+//	     "code":"previous_response_not_found"}}
+//
+// A conversation cannot be created through the proxy in this mode, so a
+// call naming one (the conversation parameter, an id or an object) is
+// refused likewise, with param conversation and code
+// conversation_not_found.
+//
+// The face's batch route has what the Anthropic face's has (see Request
+// ids and async requests, Idempotent retries): a batched call carries
+// llmfleet-request-id from its first headers; Idempotency-Key on a
+// routed call names its request by the key and the client's key name, so
+// that a retry attaches to the request accepted before (the same key with
+// another body, or a malformed key, is a 400 invalid_request_error with
+// code idempotency_key_reused or invalid_idempotency_key); Prefer:
+// respond-async takes the batch route and answers 202 with the ticket,
+// Location: /llmfleet/v1/requests/{id}, llmfleet-request-id and
+// Preference-Applied: respond-async (a stream asked async is stored as
+// the endpoint's JSON; with llmfleet-route sync or flex, or without
+// durable state, a 400). The ticket of an OpenAI-face request answers
+// in OpenAI's shapes: the endpoint's body, or the error in OpenAI's
+// envelope with the status the endpoint would have answered. It is also
+// at GET /openai/v1/llmfleet/requests/{id}, under the face's base URL,
+// whose refusals (401, 404) are in OpenAI's envelope too. Ownership is as
+// for the Anthropic face's tickets: only the credential (in
+// proxy-held-key mode, the client key) that sent a request reads it.
 //
 // # Tool loops
 //

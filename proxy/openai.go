@@ -40,6 +40,13 @@ type openAICall struct {
 	model        string
 	stream       bool
 	includeUsage bool
+	// owner, in proxy-held-key mode, names the client of a /v1/responses
+	// call, whose answer's response is recorded as its own (see
+	// openai_responses.go).
+	owner string
+	// async reports whether the caller asked for a ticket at once
+	// (Prefer: respond-async) rather than for the answer.
+	async bool
 }
 
 // writeOpenAIError answers with the OpenAI error envelope.
@@ -87,7 +94,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, up))
 	}
 	if r.Method == http.MethodPost && openaiwire.Routed(path) {
-		s.serveOpenAIRouted(w, r, path)
+		s.serveOpenAIRouted(w, r, path, client)
 		return
 	}
 	r2 := withPath(r, path, "")
@@ -186,18 +193,41 @@ func (s *Server) planOpenAI(r *http.Request, endpoint string) (*openAICall, *ope
 	return c, nil
 }
 
-// serveOpenAIRouted serves a routed call.
-func (s *Server) serveOpenAIRouted(w http.ResponseWriter, r *http.Request, endpoint string) {
+// serveOpenAIRouted serves a routed call of the client named client
+// ("" without proxy-held keys). With proxy-held keys, a /v1/responses
+// call must not continue from another client's response (responseRefs).
+func (s *Server) serveOpenAIRouted(w http.ResponseWriter, r *http.Request, endpoint, client string) {
 	c, e := s.planOpenAI(r, endpoint)
 	if e != nil {
 		e.write(w)
 		return
 	}
+	if s.Credentials != nil && isResponses(endpoint) {
+		e, err := s.responseRefs(r.Context(), c.req.Body, client)
+		if err != nil {
+			s.openAIStateError(w, r, "owner lookup failed", err)
+			return
+		}
+		if e != nil {
+			e.write(w)
+			return
+		}
+		c.owner = client
+	}
+	e = s.planOpenAIBatch(r, c)
 	w.Header().Set(HeaderRoute, string(c.route))
+	if e != nil {
+		e.write(w)
+		return
+	}
 	if a := accessOf(r.Context()); a != nil {
 		a.mu.Lock()
 		a.budget = c.budget
 		a.mu.Unlock()
+	}
+	if c.async {
+		s.serveOpenAIAsync(w, r, c)
+		return
 	}
 	if c.route == llmfleet.RouteBatch {
 		s.serveOpenAIBatch(w, r, c)
@@ -225,6 +255,9 @@ func (s *Server) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *open
 		s.reportOpenAI(c, served, nil, typ)
 		writeOpenAIError(w, status, typ, "", "", msg)
 		return
+	}
+	if c.owner != "" && res.StatusCode == http.StatusOK {
+		res.Body = s.ownedResponses(r.Context(), c.owner, res)
 	}
 	defer res.Body.Close()
 	for k, vs := range res.Header {
@@ -421,6 +454,9 @@ func (s *Server) serveOpenAIBatch(w http.ResponseWriter, r *http.Request, c *ope
 		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "llmfleet-route", "This llmfleet does not batch.")
 		return
 	}
+	if c.req.ID != "" {
+		w.Header().Set(HeaderRequestID, c.req.ID) // with the first headers, a stream's too
+	}
 	type result struct {
 		resp *llmfleet.Response
 		err  error
@@ -467,16 +503,13 @@ func (s *Server) serveOpenAIBatch(w http.ResponseWriter, r *http.Request, c *ope
 	}
 	res = <-done
 	if res.err != nil {
-		status, typ, code, msg := openAIFailure(res.err)
-		var pe *llmfleet.Error
-		if errors.As(res.err, &pe) && len(pe.Body) > 0 {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(pe.StatusCode)
-			w.Write(pe.Body)
-			return
-		}
-		writeOpenAIError(w, status, typ, code, "", msg)
+		s.logFailure(r.Context(), res.err)
+		status, body := openAIErrorAnswer(res.err)
+		writeOpenAIBody(w, status, body)
 		return
+	}
+	if c.owner != "" {
+		s.recordResponse(r.Context(), c.owner, res.resp.Body)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if res.resp.RequestID != "" {
@@ -506,6 +539,9 @@ func openAIFailure(err error) (status int, typ, code, msg string) {
 		return http.StatusInternalServerError, "server_error", "batch_expired", "This request could not be executed before the completion window expired."
 	case errors.Is(err, llmfleet.ErrBatchCanceled):
 		return http.StatusInternalServerError, "server_error", "batch_cancelled", "This request was cancelled before it ran."
+	case errors.Is(err, llmfleet.ErrIDConflict):
+		return http.StatusBadRequest, "invalid_request_error", "idempotency_key_reused",
+			"This Idempotency-Key was already used for a different request (another body or another key): a retry must repeat its request exactly."
 	}
 	return http.StatusInternalServerError, "server_error", "", "llmfleet could not answer the request: " + err.Error()
 }

@@ -83,8 +83,10 @@ type Server struct {
 	// OpenAICredentials is the Credentials hook of the OpenAI face in
 	// proxy-held-key mode (ClientKeys.MapOpenAI is one): the client's
 	// Authorization: Bearer key is replaced by the OpenAI key it returns,
-	// ok false answers 401. Files and batches made through the face are
-	// then owned by their client, as Message Batches are (BatchOwners).
+	// ok false answers 401. Files, batches and responses made through the
+	// face are then owned by their client, as Message Batches are
+	// (BatchOwners), and a response may be continued from
+	// (previous_response_id) only by its client.
 	// Nil, with Credentials set, closes the OpenAI face (403
 	// permission_error); without Credentials it is unused.
 	OpenAICredentials func(presented llmfleet.Credential) (upstream llmfleet.Credential, ok bool)
@@ -109,7 +111,8 @@ type Server struct {
 	// BatchOwners, in proxy-held-key mode, keeps which client created
 	// which batch through the pass-through Message Batches API, so that a
 	// client lists, reads, cancels and deletes only its own (see the
-	// package doc). Give it a durable store (the sqlite DB); nil keeps
+	// package doc), and, on the OpenAI face, which client owns each file,
+	// batch and response. Give it a durable store (the sqlite DB); nil keeps
 	// owners in memory, lost at restart. Unused without Credentials.
 	BatchOwners BatchOwners
 
@@ -207,6 +210,9 @@ type Server struct {
 //	                                   Prefer: respond-async, 202 and a ticket
 //	GET  /llmfleet/v1/requests/{id}    a batched request's answer, or 202 while pending
 //	     /v1/...                       passed upstream unchanged, streaming included
+//	     /openai/v1/...                the OpenAI face (chat/completions, responses and
+//	                                   embeddings routed, the rest passed upstream)
+//	GET  /openai/v1/llmfleet/requests/{id}  a ticket, refusals in OpenAI's envelope
 //	     /budget/<ms>/<path>           <path> with a latency budget of <ms> milliseconds
 func (s *Server) Handler() http.Handler {
 	s.init()
@@ -243,10 +249,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.route(w, r)
 }
 
-// route serves a request once its path is folded: CONNECT is refused, the
-// body is put under its read deadline and the bytes-in-flight budget, and
-// the mux routes the rest.
+// route serves a request once its path is folded: a path with a dot
+// segment is refused (pathcheck.go), before anything decides by the path;
+// CONNECT is refused, the body is put under its read deadline and the
+// bytes-in-flight budget, and the mux routes the rest.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if refuseDotSegments(w, r) {
+		return
+	}
 	if r.Method == http.MethodConnect {
 		w.Header().Set("Allow", allowedMethods)
 		writeAPIError(w, &apiError{http.StatusMethodNotAllowed, "invalid_request_error", "Method CONNECT is not allowed: llmfleet is no forward proxy."})
@@ -332,6 +342,7 @@ func (s *Server) init() {
 		})
 		mux.HandleFunc("POST /v1/messages", s.serveMessages)
 		mux.HandleFunc("GET "+RequestsPath+"{id}", s.serveTicket)
+		mux.HandleFunc("GET "+OpenAIRequestsPath+"{id}", s.serveOpenAITicket)
 		mux.HandleFunc("/v1/", s.servePassThrough)
 		mux.HandleFunc(OpenAIPrefix+"/", s.serveOpenAI)
 		mux.HandleFunc("/budget/{ms}/{path...}", s.serveBudgetPrefix)

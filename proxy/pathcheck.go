@@ -1,0 +1,128 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+)
+
+// This file refuses request paths with dot segments. The proxy decides
+// what may go upstream by a request's path (the allow-lists of
+// proxy-held-key mode, the owner checks of batches and files), and a dot
+// segment makes a path name something other than what it reads as once
+// a server resolves it: /v1/models/%2e%2e/files/x is /v1/files/x to any
+// hop that decodes and resolves it. No path of the APIs the proxy fronts
+// has a dot segment, so such a request is refused before anything else
+// looks at it, whatever the mode and the face.
+
+// maxPathDecodings bounds the percent-decodings of a path the check
+// follows: a path still changing after that many is refused, as no
+// client sends one (and following it further would cost time in its
+// length squared).
+const maxPathDecodings = 4
+
+// hasDotSegment reports whether the escaped path p has a dot segment in
+// any of its decodings: as it came, and once more at every
+// percent-decoding while a decoding changes it (%252e is %2e once
+// decoded, "." twice). At every stage a slash or a backslash separates
+// segments, so that an escaped one (%2f, %5c) splits a segment once
+// decoded, and a segment is its name before any ";" parameters (as some
+// servers read "..;x"). A segment is a dot segment if that name is "."
+// or "..". A path that a decoding still changes after maxPathDecodings
+// of them counts as having one.
+func hasDotSegment(p string) bool {
+	for range maxPathDecodings + 1 {
+		if dotSegmentIn(p) {
+			return true
+		}
+		d := percentDecode(p)
+		if d == p {
+			return false
+		}
+		p = d
+	}
+	return true
+}
+
+// dotSegmentIn reports whether p, split at every slash and backslash, has
+// a segment whose name (before any ";") is "." or "..".
+func dotSegmentIn(p string) bool {
+	for p != "" {
+		i := strings.IndexAny(p, `/\`)
+		seg := p
+		if i >= 0 {
+			seg, p = p[:i], p[i+1:]
+		} else {
+			p = ""
+		}
+		if name, _, _ := strings.Cut(seg, ";"); name == "." || name == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// percentDecode decodes every %XX escape of s (X a hex digit, either
+// case) and leaves any other "%" as it is, as a lenient server would.
+func percentDecode(s string) string {
+	i := strings.IndexByte(s, '%')
+	if i < 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// dotSegmentMessage is the message of the answer to a path with a dot
+// segment.
+const dotSegmentMessage = `The request path has a "." or ".." segment (possibly percent-encoded, or next to an encoded slash or a backslash), ` +
+	`which a server behind llmfleet could resolve to another resource, so llmfleet does not pass it on. ` +
+	`Send the path with its dot segments resolved (no API path has one).`
+
+// refuseDotSegments answers 400 invalid_request_error, in the envelope of
+// the face the path is of, to a request whose path has a dot segment
+// (hasDotSegment), and reports whether it did.
+func refuseDotSegments(w http.ResponseWriter, r *http.Request) bool {
+	p := r.URL.EscapedPath()
+	if !hasDotSegment(p) {
+		return false
+	}
+	if isOpenAIFacePath(p) {
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "invalid_path", "", dotSegmentMessage)
+		return true
+	}
+	writeAPIError(w, invalidRequest(dotSegmentMessage))
+	return true
+}
+
+// isOpenAIFacePath reports whether the (folded) path p is of the OpenAI
+// face: /openai/..., also under a /budget/<ms>/ prefix.
+func isOpenAIFacePath(p string) bool {
+	if rest, ok := strings.CutPrefix(p, "/budget/"); ok {
+		_, p, _ = strings.Cut(rest, "/")
+		p = "/" + p
+	}
+	return p == OpenAIPrefix || strings.HasPrefix(p, OpenAIPrefix+"/")
+}
