@@ -1,17 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/postgres"
 	"github.com/llmfleet/llmfleet/postgres/pgtest"
 )
 
@@ -22,7 +27,8 @@ import (
 // database, with Retry-After. Once the setting is reset, new tickets are
 // accepted again after at most a few failures, no backend killed
 // (before, the sessions opened in the episode stayed read-only and most
-// tickets failed until they were killed).
+// tickets failed until they were killed). Sync calls made in the episode
+// are in the ledger once it ends (before, their entries were dropped).
 func TestServeReadOnlyEpisode(t *testing.T) {
 	bin := buildBinary(t)
 	role := pgtest.NewRole(t)
@@ -34,9 +40,8 @@ func TestServeReadOnlyEpisode(t *testing.T) {
 			t.Logf("logs of serve:\n%s", b)
 		}
 	})
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "no call expected", http.StatusInternalServerError)
-	}))
+	emu := &emulator.Server{Logger: slog.New(slog.DiscardHandler)}
+	upstream := httptest.NewServer(emu)
 	t.Cleanup(upstream.Close)
 	s := start(t, bin, logs, "serve", "--listen", "127.0.0.1:0", "--anthropic-url", upstream.URL,
 		"--db", role.URL, "--secret-file", filepath.Join(dir, "secret"), "--replica-name", "r0",
@@ -75,6 +80,15 @@ func TestServeReadOnlyEpisode(t *testing.T) {
 	if !refused {
 		t.Fatal("no ticket refused as read-only in the episode")
 	}
+	// Sync calls made in the episode are answered; their ledger entries,
+	// which the database refuses for now, are kept and written once it
+	// takes them again.
+	for i := range 2 {
+		body := fmt.Sprintf(`{"model":%q,"max_tokens":64,"messages":[{"role":"user","content":"sync %d"}]}`, billModel, i)
+		if code, _, b := c.do("POST", s.url+"/v1/messages", body); code != http.StatusOK {
+			t.Fatalf("sync call in the episode: %d %s", code, b)
+		}
+	}
 
 	role.SetReadOnly(t, false)
 	const wantAccepted, maxFailures = 10, 3
@@ -88,6 +102,36 @@ func TestServeReadOnlyEpisode(t *testing.T) {
 		if failures++; failures > maxFailures {
 			t.Fatalf("ticket %d after the episode (%d accepted since, %d failed): %d %s", n, accepted, failures, code, b)
 		}
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if err := s.cmd.Wait(); err != nil {
+		t.Errorf("serve did not stop cleanly: %v", err)
+	}
+	store, err := postgres.Open(context.Background(), role.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	entries, err := store.Ledger(context.Background(), time.Unix(0, 0), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var syncUSD float64
+	syncCalls := 0
+	for _, e := range entries {
+		if e.Route == llmfleet.RouteSync && e.Outcome == "ok" {
+			syncCalls++
+			syncUSD += e.CostUSD
+		}
+	}
+	billed := 0
+	for _, b := range emu.Stats().Bills {
+		if !b.Batch {
+			billed++
+		}
+	}
+	if syncCalls != billed || billed != 2 || syncUSD == 0 {
+		t.Errorf("ledger: %d sync entries ($%.6f) for %d sync answers billed; want the 2 sync calls of the episode", syncCalls, syncUSD, billed)
 	}
 }
 
