@@ -145,6 +145,11 @@ type Request struct {
 	// otherwise, which makes retries with a chosen id idempotent. The
 	// sync route ignores it.
 	ID string
+	// Retry tells that ID may name a request accepted before (it is
+	// derived from an Idempotency-Key, not new): the engine then sends
+	// nothing for it before its store shows the id free, even when the
+	// store is too slow for its budget (a new ID needs no such look).
+	Retry bool
 	// Client names who sent the request, for spend attribution in the
 	// ledger (LedgerEntry.Client): a keyed fingerprint of the credential
 	// the client presented, or a configured client name; never a secret.

@@ -19,8 +19,8 @@ import (
 // that waits for the answer and whose request the store has not taken
 // by its rescue time is answered sync (sent at once; the write is
 // canceled, and should it land all the same, the request is completed
-// with that answer, never batched). A ticket, or a request whose id its
-// caller chose, must be stored before anything is sent: one the store
+// with that answer, never batched). A ticket, or a retry whose id may be
+// stored already, must be stored before anything is sent: one the store
 // has not taken by its deadline fails with llmfleet.ErrStore.
 func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 	if err := d.checkSize(w); err != nil {
@@ -104,15 +104,16 @@ func (d *Dispatcher) startAdd(ctx context.Context, w *waiter) context.CancelFunc
 // whether the request must wait for its write then (true), or is sent
 // sync without it (false):
 //
-//   - a ticket (detached), or a request whose id its caller chose (known
-//     free only once stored): its deadline, then it waits for the write's
-//     outcome, certain once the canceled write answers;
+//   - a ticket (detached), or a retry of a request that may be stored
+//     already (Request.Retry: its id is known free only once stored): its
+//     deadline, then it waits for the write's outcome, certain once the
+//     canceled write answers;
 //   - a request sent sync at once (direct): now, sent without waiting;
 //   - any other: its rescue time (Policy.RescueAt), when a sync call
 //     must start to keep its budget.
 func (d *Dispatcher) acceptBound(w *waiter, now time.Time) (time.Time, bool) {
 	switch {
-	case w.detached || w.chosenID:
+	case w.detached || w.retry:
 		return w.deadline, true
 	case w.direct:
 		return now, false

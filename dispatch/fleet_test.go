@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -314,5 +315,44 @@ func TestFleetRescueByAnotherReplicaIsLedgered(t *testing.T) {
 				parts, f.count("send"), f.count("create"))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Issue 20, finding 3, on a real PostgreSQL: the requests table locked
+// (LOCK TABLE) for longer than a caller's budget. The caller is answered
+// sync within its budget; its request, whose write was canceled on the
+// server, is never stored nor batched once the lock is released.
+func TestTableLockLongerThanTheBudget(t *testing.T) {
+	u := pgtest.URL(t)
+	f := newFake()
+	f.sendDelay = 100 * time.Millisecond
+	d, db := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, SyncLatencyPrior: 500 * time.Millisecond,
+		RescueMargin: 200 * time.Millisecond, PollInterval: 50 * time.Millisecond, TurnaroundPrior: 10 * time.Millisecond}, nil)
+	lock, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	tx, err := lock.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`LOCK TABLE requests IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	r := req("k1", "locked out")
+	r.ID = "lfr_lockedout"
+	resp, err := d.SubmitBatch(t.Context(), 3*time.Second, r)
+	if err != nil || resp.Route != llmfleet.RouteSync {
+		t.Fatalf("under the lock: %+v, %v; want the sync answer", resp, err)
+	}
+	time.Sleep(time.Second) // the lock outlasts the budget
+	tx.Rollback()
+	time.Sleep(time.Second)
+	if _, err := db.GetRequest(t.Context(), "lfr_lockedout"); !errors.Is(err, llmfleet.ErrNotFound) {
+		t.Errorf("the request after the lock: %v; want it never stored", err)
+	}
+	if n := f.count("create"); n != 0 || f.count("send") != 1 {
+		t.Errorf("%d batches, %d sync calls; want the one sync call", n, f.count("send"))
 	}
 }

@@ -149,12 +149,12 @@ func (d *Dispatcher) newWaiter(req *llmfleet.Request, budget time.Duration, arri
 	if err != nil {
 		return nil, err
 	}
-	id, chosen := req.ID, req.ID != ""
-	if !chosen {
+	id := req.ID
+	if id == "" {
 		id = llmfleet.NewID("lfr_")
 	}
 	w := &waiter{id: id, req: req, prov: p, info: info, params: params, budget: budget,
-		arrived: arrived, chosenID: chosen}
+		arrived: arrived, retry: req.Retry}
 	if budget > 0 {
 		w.deadline = arrived.Add(budget)
 	}

@@ -62,10 +62,9 @@ type waiter struct {
 	// reply answers the caller (SubmitFunc's done); nil when no caller
 	// waits (detached).
 	reply func(*llmfleet.Response, error)
-	// chosenID: the caller chose the id (Request.ID), so that a request
-	// of that id may be stored already: it is known free only once
-	// stored.
-	chosenID bool
+	// retry: the id may name a request stored before (Request.Retry): it
+	// is known free only once stored.
+	retry bool
 	// direct: its budget cannot hold a batch with a rescue, so it is sent
 	// sync at once, stored (with a durable journal) as such.
 	direct bool

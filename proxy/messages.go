@@ -142,7 +142,7 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 	req.Body = params
 	req.ID = llmfleet.NewID("lfr_") // known before the answer, for the stream's headers
 	if c.idempotencyKey != "" {
-		req.ID = idempotentID(s.ownerName(credentialFrom(r.Header)), c.idempotencyKey)
+		req.ID, req.Retry = idempotentID(s.ownerName(credentialFrom(r.Header)), c.idempotencyKey), true
 	}
 	if s.Credentials != nil {
 		// Proxy-held keys: the upstream credential is shared, so the

@@ -48,7 +48,7 @@ func (s *Server) planOpenAIBatch(r *http.Request, c *openAICall) *openAIError {
 	presented := credentialFrom(r.Header)
 	c.req.ID = llmfleet.NewID("lfr_")
 	if key != "" {
-		c.req.ID = idempotentID(s.ownerName(presented), key)
+		c.req.ID, c.req.Retry = idempotentID(s.ownerName(presented), key), true
 	}
 	if s.Credentials != nil {
 		if c.req.Header == nil {
