@@ -186,3 +186,21 @@ type BatchResult struct {
 	Usage Usage
 	Model string
 }
+
+// TTLUpgrader is implemented by a provider whose requests carry prompt
+// cache TTLs that the engine may raise for a batched request whose wait
+// outlasts them (Anthropic: cache_control ttl "5m" to "1h").
+type TTLUpgrader interface {
+	// UpgradeTTL returns a batch item's params with every shorter cache
+	// TTL raised to an hour, and how many it raised (0: params as they
+	// were).
+	UpgradeTTL(params json.RawMessage) (json.RawMessage, int, error)
+}
+
+// CacheObserver is implemented by a Submitter that learns prompt caching
+// from the answers of sync calls made outside it (the proxy passes its
+// sync route's calls upstream itself): req is the request as sent, u the
+// usage its answer reported at at.
+type CacheObserver interface {
+	ObserveCache(req *Request, route Route, u Usage, at time.Time)
+}

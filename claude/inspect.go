@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
@@ -28,7 +29,18 @@ func (p *Provider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, error) 
 		}
 		return llmfleet.RequestInfo{}, localError(http.StatusBadRequest, "invalid_request_error", "request body is not a JSON object: "+err.Error())
 	}
-	return llmfleet.RequestInfo{Model: m.Model, PoolKey: headerSignature(req.Header)}, nil
+	info := llmfleet.RequestInfo{Model: m.Model, PoolKey: headerSignature(req.Header)}
+	if prompt, err := claudewire.PromptOf(req.Body); err == nil {
+		info.Prompt = prompt // (a prompt it cannot read is no cause to refuse the request here)
+	}
+	return info, nil
+}
+
+// UpgradeTTL returns params (a batch item's body) with every 5-minute
+// cache_control raised to an hour, and how many it raised (see
+// llmfleet.TTLUpgrader).
+func (p *Provider) UpgradeTTL(params json.RawMessage) (json.RawMessage, int, error) {
+	return claudewire.UpgradeTTL(params)
 }
 
 // headerSignature identifies the anthropic-* headers, which must be equal
