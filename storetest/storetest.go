@@ -350,52 +350,6 @@ func checkRequest(t *testing.T, got, want *llmfleet.StoredRequest) {
 	checkResult(t, id, got.Result, want.Result)
 }
 
-func checkResult(t *testing.T, id string, got, want *llmfleet.StoredResult) {
-	t.Helper()
-	switch {
-	case want == nil && got != nil:
-		t.Errorf("%s: Result %+v, want none", id, got)
-	case want != nil && got == nil:
-		t.Errorf("%s: no Result, want one", id)
-	case want != nil:
-		if got.StatusCode != want.StatusCode {
-			t.Errorf("%s: result status %d, want %d", id, got.StatusCode, want.StatusCode)
-		}
-		if !bytes.Equal(got.Body, want.Body) {
-			t.Errorf("%s: result body changed:\n got %q\nwant %q", id, got.Body, want.Body)
-		}
-		checkResultError(t, id, got.Err, want.Err)
-		if got.Usage != want.Usage {
-			t.Errorf("%s: result usage %+v, want %+v", id, got.Usage, want.Usage)
-		}
-		if !got.CompletedAt.Equal(want.CompletedAt) {
-			t.Errorf("%s: CompletedAt %v, want %v", id, got.CompletedAt, want.CompletedAt)
-		}
-		if got.BatchID != want.BatchID {
-			t.Errorf("%s: result BatchID %q, want %q", id, got.BatchID, want.BatchID)
-		}
-	}
-}
-
-func checkResultError(t *testing.T, id string, got, want *llmfleet.ResultError) {
-	t.Helper()
-	switch {
-	case want == nil && got != nil:
-		t.Errorf("%s: result Err %+v, want none", id, got)
-	case want != nil && got == nil:
-		t.Errorf("%s: result has no Err, want %+v", id, want)
-	case want != nil:
-		if !bytes.Equal(got.Body, want.Body) {
-			t.Errorf("%s: result Err.Body changed:\n got %q\nwant %q", id, got.Body, want.Body)
-		}
-		g, w := *got, *want
-		g.Body, w.Body = nil, nil
-		if !reflect.DeepEqual(g, w) {
-			t.Errorf("%s: result Err\n got %+v\nwant %+v", id, g, w)
-		}
-	}
-}
-
 // with returns a copy of r in a state, batch and custom id, with a result.
 func with(r *llmfleet.StoredRequest, state llmfleet.RequestState, batchID, customID string, res *llmfleet.StoredResult) *llmfleet.StoredRequest {
 	c := *r
