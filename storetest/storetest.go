@@ -9,7 +9,8 @@
 // lifecycle (intent, created, ended, complete, resolve), failed creates
 // with and without requeue, what Pending returns after each crash point,
 // typed results and the ledger entries completed with them, sealed
-// credentials, the ledger, turnaround samples, retention (Purge),
+// credentials, the ledger, turnaround samples, prompt-cache statistics
+// and prefixes, retention (Purge),
 // ErrNotFound for unknown
 // ids, concurrent AddRequest and CompleteRequests calls, given a Reopen
 // hook that everything survives closing and reopening the store, and
@@ -49,10 +50,24 @@
 //     two strings, not joined), each pair's oldest first. The latest n are
 //     those with the latest At; of samples with the same At, the ones
 //     added later, in one call or in later calls. n <= 0 returns none.
-//   - Purge counts deleted requests, batches, ledger entries and
-//     turnaround samples; it keeps queued and submitted requests and
+//   - CacheStats returns one statistic per provider, model, credential,
+//     lookup and entry (compared as five strings, not joined), in any
+//     order, its counts the sums of all those added, in one call or in
+//     several, concurrent ones included.
+//   - PutPrefixes folds what it is given into what is kept of a prefix
+//     (per credential and hash), several states of one prefix in a call
+//     taken in order: a Tokens above 0 replaces the kept one, even a
+//     larger one, and 0 keeps it; each time keeps the later of the kept
+//     and the given, a zero time (not known) never replacing a known one.
+//     Prefixes returns each prefix asked for once, in any order, and
+//     leaves out the hashes it does not hold and the prefixes of other
+//     credentials.
+//   - Purge counts deleted requests, batches, ledger entries, turnaround
+//     samples and prefixes; it keeps queued and submitted requests and
 //     pending batches whatever their age. Turnaround samples are cut with
-//     the ledger (At before ledgerBefore), not with the results.
+//     the ledger (At before ledgerBefore), not with the results; prefixes
+//     with the results (SeenAt before resultsBefore: one put without
+//     SeenAt goes at the first Purge).
 //   - Stores return copies: changing what a method returned, or what was
 //     passed to it, changes nothing stored.
 //   - Given Harness.Second, a second store opened on the data of an open
@@ -139,6 +154,13 @@ func Run(t *testing.T, h Harness) {
 		{"TurnaroundsLatest", s.turnaroundsLatest},
 		{"TurnaroundsReopen", s.turnaroundsReopen},
 		{"TurnaroundsPurge", s.turnaroundsPurge},
+		{"CacheRoundTrip", s.cacheRoundTrip},
+		{"CacheStatsAddUp", s.cacheStatsAddUp},
+		{"CacheStatsConcurrent", s.cacheStatsConcurrent},
+		{"PrefixesMerge", s.prefixesMerge},
+		{"PrefixesMany", s.prefixesMany},
+		{"PrefixesPurge", s.prefixesPurge},
+		{"CacheCopies", s.cacheCopies},
 		{"ConcurrentAdd", s.concurrentAdd},
 		{"ConcurrentLifecycle", s.concurrentLifecycle},
 		{"Restart", s.restart},
