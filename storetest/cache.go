@@ -343,3 +343,39 @@ func (s *suite) cacheCopies(t *testing.T) {
 	hashes[0] = "changed"
 	s.checkPrefixes(t, st, "after changing what was returned", "cred_a", []string{wantPs[0].Hash, wantPs[1].Hash}, wantPs...)
 }
+
+// prefixesConcurrent: concurrent PutPrefixes calls over the same
+// prefixes, in orders of their own, all succeed, and each time kept is
+// the latest given.
+func (s *suite) prefixesConcurrent(t *testing.T) {
+	st := s.store(t)
+	const goroutines, calls, n = 6, 10, 20
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				ps := make([]llmfleet.PrefixState, n)
+				for k := range ps {
+					ps[k] = prefix("cred_a", k, 100)
+					ps[k].SeenAt = ps[k].SeenAt.Add(time.Duration(g*calls+i) * time.Second)
+				}
+				if g%2 == 1 {
+					slices.Reverse(ps)
+				}
+				if err := st.PutPrefixes(ctx(t), ps); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var hashes []string
+	var want []llmfleet.PrefixState
+	for k := range n {
+		p := prefix("cred_a", k, 100)
+		p.SeenAt = p.SeenAt.Add((goroutines*calls - 1) * time.Second)
+		hashes, want = append(hashes, p.Hash), append(want, p)
+	}
+	s.checkPrefixes(t, st, "after concurrent calls", "cred_a", hashes, want...)
+}

@@ -59,9 +59,10 @@
 //     taken in order: a Tokens above 0 replaces the kept one, even a
 //     larger one, and 0 keeps it; each time keeps the later of the kept
 //     and the given, a zero time (not known) never replacing a known one.
-//     Prefixes returns each prefix asked for once, in any order, and
-//     leaves out the hashes it does not hold and the prefixes of other
-//     credentials.
+//     Concurrent calls over the same prefixes, in any order, all
+//     succeed. Prefixes returns each prefix asked for once, in any
+//     order, and leaves out the hashes it does not hold and the prefixes
+//     of other credentials.
 //   - Purge counts deleted requests, batches, ledger entries, turnaround
 //     samples and prefixes; it keeps queued and submitted requests and
 //     pending batches whatever their age. Turnaround samples are cut with
@@ -159,6 +160,7 @@ func Run(t *testing.T, h Harness) {
 		{"CacheStatsConcurrent", s.cacheStatsConcurrent},
 		{"PrefixesMerge", s.prefixesMerge},
 		{"PrefixesMany", s.prefixesMany},
+		{"PrefixesConcurrent", s.prefixesConcurrent},
 		{"PrefixesPurge", s.prefixesPurge},
 		{"CacheCopies", s.cacheCopies},
 		{"ConcurrentAdd", s.concurrentAdd},
