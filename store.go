@@ -224,11 +224,27 @@ type Store interface {
 	// added later. The samples come by Provider, then Model, then At
 	// (ties in the order they were added). n <= 0 returns none.
 	Turnarounds(ctx context.Context, n int) ([]TurnaroundSample, error)
+	// AddCacheStats adds observed prompt-cache lookups to the counts
+	// kept per provider, model, credential, lookup and entry (added up,
+	// never replaced).
+	AddCacheStats(ctx context.Context, stats []CacheStat) error
+	// CacheStats returns the counts AddCacheStats added up, one per
+	// provider, model, credential, lookup and entry.
+	CacheStats(ctx context.Context) ([]CacheStat, error)
+	// PutPrefixes records what was learned of prompt prefixes, per
+	// credential and prefix hash: a Tokens above 0 replaces the one
+	// kept, each expiry (SyncUntil, BatchUntil) and SeenAt keeps the
+	// later of the stored and the given.
+	PutPrefixes(ctx context.Context, prefixes []PrefixState) error
+	// Prefixes returns what is kept of the prefixes of hashes under a
+	// credential, in any order; hashes it does not hold are left out.
+	Prefixes(ctx context.Context, credentialID string, hashes []string) ([]PrefixState, error)
 	// Purge deletes the results, done requests and resolved or failed
-	// batches older than resultsBefore, and the ledger entries and the
-	// turnaround samples older than ledgerBefore (the cost history, and
-	// what was learnt from the same batches, are kept longer than the
-	// answers), and returns how many records it deleted.
+	// batches older than resultsBefore, the prefixes last seen before
+	// it, and the ledger entries and the turnaround samples older than
+	// ledgerBefore (the cost history, and what was learnt from the same
+	// batches, are kept longer than the answers), and returns how many
+	// records it deleted.
 	Purge(ctx context.Context, resultsBefore, ledgerBefore time.Time) (int, error)
 	// Close releases the store.
 	Close() error
@@ -332,3 +348,27 @@ const (
 	// rescue, or the rescue's after the batch's): paid, not delivered.
 	RescueLate Rescue = "late"
 )
+
+// CacheStat counts the prompt-cache lookups of one provider, model and
+// credential whose longest prefix was believed cached: by the cache the
+// lookup used (Lookup: RouteSync for sync and flex calls, RouteBatch for
+// batch items) and the cache believed to hold the entry (Entry: the
+// same, or the other), how many there were and how many hit. The cost
+// model learns its hit rates from them.
+type CacheStat struct {
+	Provider, Model, CredentialID string
+	Lookup, Entry                 Route
+	Lookups, Hits                 int64
+}
+
+// PrefixState is what is known of one prompt prefix under a credential:
+// its size in tokens (learned from usage; 0: not known) and until when
+// the sync cache and the batch cache hold it (zero: not known to).
+type PrefixState struct {
+	CredentialID, Hash    string
+	Tokens                int64
+	SyncUntil, BatchUntil time.Time
+	// SeenAt is when it was last seen (Purge drops it after the
+	// results' retention).
+	SeenAt time.Time
+}

@@ -1,8 +1,9 @@
 // Package postgres is llmfleet's Store on PostgreSQL (driver pgx), for a
 // fleet whose state several processes share: the requests accepted for
 // batching, the batches, their results, the sealed credentials, the cost
-// ledger, the turnaround samples and the owners of batches made through
-// the pass-through APIs. It passes the storetest suite as the SQLite store
+// ledger, the turnaround samples, the prompt-cache statistics and prefix
+// states, and the owners of batches made through the pass-through APIs.
+// It passes the storetest suite as the SQLite store
 // does, with the same column encoding (package storecodec).
 //
 // Open applies the embedded migrations under an advisory lock, so that
@@ -21,5 +22,7 @@
 // CompleteRequests announces the requests it completed with NOTIFY, and
 // Watch LISTENs. The store's own guarantees (a request is completed once,
 // with one ledger entry; an intent another run recorded created is not
-// requeued) hold across processes by row locks and conditional updates.
+// requeued) hold across processes by row locks and conditional updates;
+// prompt-cache counts are added in their rows' locks (an upsert that
+// increments), so that replicas adding at once lose none.
 package postgres

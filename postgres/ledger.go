@@ -107,9 +107,10 @@ func (d *DB) Turnarounds(ctx context.Context, n int) ([]llmfleet.TurnaroundSampl
 }
 
 // Purge deletes the done requests and the resolved or failed batches
-// older than resultsBefore (a batch once none of its requests is left),
-// and the ledger entries, turnaround samples and batch owners older than
-// ledgerBefore; it returns how many rows it deleted.
+// older than resultsBefore (a batch once none of its requests is left)
+// and the prefixes last seen before it, and the ledger entries,
+// turnaround samples and batch owners older than ledgerBefore; it returns
+// how many rows it deleted.
 func (d *DB) Purge(ctx context.Context, resultsBefore, ledgerBefore time.Time) (int, error) {
 	cut, ledgerCut := resultsBefore.UnixNano(), ledgerBefore.UnixNano()
 	var total int64
@@ -123,6 +124,7 @@ func (d *DB) Purge(ctx context.Context, resultsBefore, ledgerBefore time.Time) (
 			{`DELETE FROM batches WHERE state IN ('resolved', 'failed')
 				AND coalesce(ended_at, created_at, intent_at, 0) < $1
 				AND NOT EXISTS (SELECT 1 FROM requests WHERE requests.batch_id = batches.id)`, cut},
+			{purgePrefixes, cut},
 			{`DELETE FROM ledger WHERE time < $1`, ledgerCut},
 			{`DELETE FROM turnarounds WHERE at < $1`, ledgerCut},
 			{`DELETE FROM batch_owners WHERE at < $1`, ledgerCut},

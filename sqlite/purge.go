@@ -9,12 +9,18 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// purgePrefixes deletes the prefixes last seen before a time, or not
+// known to have been seen (the zero time is before any), from the
+// prefixes_seen index.
+const purgePrefixes = `DELETE FROM prefixes WHERE seen_at IS NULL OR seen_at < ?`
+
 // Purge deletes, in one transaction, the done requests (with their
 // results) completed before resultsBefore, the resolved or failed batches
 // that ended (or were created, or intended) before it and hold no request
-// any more, and the ledger entries, turnaround samples and batch owners
-// older than ledgerBefore. Queued and submitted requests and pending
-// batches are never purged. It returns how many rows it deleted.
+// any more, the prefixes last seen before it (or not known to have been
+// seen), and the ledger entries, turnaround samples and batch owners older
+// than ledgerBefore. Queued and submitted requests and pending batches are
+// never purged. It returns how many rows it deleted.
 //
 // Turnaround samples go with the ledger, not with the results: a model
 // used once a quarter still starts from what its last batches took, and a
@@ -31,6 +37,7 @@ func (d *DB) Purge(ctx context.Context, resultsBefore, ledgerBefore time.Time) (
 			{`DELETE FROM batches WHERE state IN ('resolved', 'failed')
 				AND coalesce(ended_at, created_at, intent_at, 0) < ?
 				AND NOT EXISTS (SELECT 1 FROM requests WHERE requests.batch_id = batches.id)`, cut},
+			{purgePrefixes, cut},
 			{`DELETE FROM ledger WHERE time < ?`, ledgerCut},
 			{`DELETE FROM turnarounds WHERE at < ?`, ledgerCut},
 			{`DELETE FROM batch_owners WHERE at < ?`, ledgerCut},

@@ -1,9 +1,11 @@
 package storetest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -139,5 +141,51 @@ func (s *suite) locked(t *testing.T) {
 	second(st, "after a reopen")
 	for i := 1; i <= 2; i++ {
 		checkRequest(t, s.get(t, st, fmt.Sprintf("lfr_%04d", i)), request(i))
+	}
+}
+
+func checkResult(t *testing.T, id string, got, want *llmfleet.StoredResult) {
+	t.Helper()
+	switch {
+	case want == nil && got != nil:
+		t.Errorf("%s: Result %+v, want none", id, got)
+	case want != nil && got == nil:
+		t.Errorf("%s: no Result, want one", id)
+	case want != nil:
+		if got.StatusCode != want.StatusCode {
+			t.Errorf("%s: result status %d, want %d", id, got.StatusCode, want.StatusCode)
+		}
+		if !bytes.Equal(got.Body, want.Body) {
+			t.Errorf("%s: result body changed:\n got %q\nwant %q", id, got.Body, want.Body)
+		}
+		checkResultError(t, id, got.Err, want.Err)
+		if got.Usage != want.Usage {
+			t.Errorf("%s: result usage %+v, want %+v", id, got.Usage, want.Usage)
+		}
+		if !got.CompletedAt.Equal(want.CompletedAt) {
+			t.Errorf("%s: CompletedAt %v, want %v", id, got.CompletedAt, want.CompletedAt)
+		}
+		if got.BatchID != want.BatchID {
+			t.Errorf("%s: result BatchID %q, want %q", id, got.BatchID, want.BatchID)
+		}
+	}
+}
+
+func checkResultError(t *testing.T, id string, got, want *llmfleet.ResultError) {
+	t.Helper()
+	switch {
+	case want == nil && got != nil:
+		t.Errorf("%s: result Err %+v, want none", id, got)
+	case want != nil && got == nil:
+		t.Errorf("%s: result has no Err, want %+v", id, want)
+	case want != nil:
+		if !bytes.Equal(got.Body, want.Body) {
+			t.Errorf("%s: result Err.Body changed:\n got %q\nwant %q", id, got.Body, want.Body)
+		}
+		g, w := *got, *want
+		g.Body, w.Body = nil, nil
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: result Err\n got %+v\nwant %+v", id, g, w)
+		}
 	}
 }

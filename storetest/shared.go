@@ -37,7 +37,10 @@ type SharedHarness struct {
 //     owned;
 //   - Watch announces the requests another process completed;
 //   - GetRequests returns what GetRequest would of each id it holds,
-//     result included, and leaves unknown ids out.
+//     result included, and leaves unknown ids out;
+//   - the prompt-cache statistics and prefixes are the fleet's: one
+//     process sees what another added and put, and counts added at once
+//     by several processes add up exactly.
 func RunShared(t *testing.T, h SharedHarness) {
 	t.Helper()
 	if h.New == nil {
@@ -49,6 +52,7 @@ func RunShared(t *testing.T, h SharedHarness) {
 	t.Run("Adopt", s.adopt)
 	t.Run("Watch", s.watch)
 	t.Run("GetRequests", s.getRequests)
+	t.Run("Cache", s.cache)
 }
 
 type sharedSuite struct{ h SharedHarness }
@@ -311,4 +315,37 @@ func (s *sharedSuite) getRequests(t *testing.T) {
 		}
 		checkRequest(t, byID[id], one)
 	}
+}
+
+func (s *sharedSuite) cache(t *testing.T) {
+	sts := s.stores(t, 2)
+	a, b := sts[0], sts[1]
+	var cs suite
+	if err := a.AddCacheStats(ctx(t), []llmfleet.CacheStat{counted(0, 3, 2), counted(1, 1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddCacheStats(ctx(t), []llmfleet.CacheStat{counted(0, 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	want := []llmfleet.CacheStat{counted(0, 4, 3), counted(1, 1, 0)}
+	cs.checkStats(t, a, "the first process", want)
+	cs.checkStats(t, b, "the second process", want)
+
+	p := prefix("cred_a", 1, 4096)
+	if err := a.PutPrefixes(ctx(t), []llmfleet.PrefixState{p}); err != nil {
+		t.Fatal(err)
+	}
+	cs.checkPrefixes(t, b, "put by the other process", "cred_a", []string{p.Hash}, p)
+	later := llmfleet.PrefixState{CredentialID: p.CredentialID, Hash: p.Hash, BatchUntil: p.BatchUntil.Add(time.Hour)}
+	if err := b.PutPrefixes(ctx(t), []llmfleet.PrefixState{later}); err != nil {
+		t.Fatal(err)
+	}
+	p.BatchUntil = later.BatchUntil
+	cs.checkPrefixes(t, a, "updated by the other process", "cred_a", []string{p.Hash}, p)
+
+	sum := addStatsConcurrently(t, []llmfleet.Store{a, b}, 6, 20)
+	// Added to what was there: want's keys 0 and 1.
+	sum[0].Lookups, sum[0].Hits = sum[0].Lookups+4, sum[0].Hits+3
+	sum[1].Lookups++
+	cs.checkStats(t, b, "after concurrent calls of both processes", sum)
 }

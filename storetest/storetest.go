@@ -9,7 +9,8 @@
 // lifecycle (intent, created, ended, complete, resolve), failed creates
 // with and without requeue, what Pending returns after each crash point,
 // typed results and the ledger entries completed with them, sealed
-// credentials, the ledger, turnaround samples, retention (Purge),
+// credentials, the ledger, turnaround samples, prompt-cache statistics
+// and prefixes, retention (Purge),
 // ErrNotFound for unknown
 // ids, concurrent AddRequest and CompleteRequests calls, given a Reopen
 // hook that everything survives closing and reopening the store, and
@@ -49,10 +50,25 @@
 //     two strings, not joined), each pair's oldest first. The latest n are
 //     those with the latest At; of samples with the same At, the ones
 //     added later, in one call or in later calls. n <= 0 returns none.
-//   - Purge counts deleted requests, batches, ledger entries and
-//     turnaround samples; it keeps queued and submitted requests and
+//   - CacheStats returns one statistic per provider, model, credential,
+//     lookup and entry (compared as five strings, not joined), in any
+//     order, its counts the sums of all those added, in one call or in
+//     several, concurrent ones included.
+//   - PutPrefixes folds what it is given into what is kept of a prefix
+//     (per credential and hash), several states of one prefix in a call
+//     taken in order: a Tokens above 0 replaces the kept one, even a
+//     larger one, and 0 keeps it; each time keeps the later of the kept
+//     and the given, a zero time (not known) never replacing a known one.
+//     Concurrent calls over the same prefixes, in any order, all
+//     succeed. Prefixes returns each prefix asked for once, in any
+//     order, and leaves out the hashes it does not hold and the prefixes
+//     of other credentials.
+//   - Purge counts deleted requests, batches, ledger entries, turnaround
+//     samples and prefixes; it keeps queued and submitted requests and
 //     pending batches whatever their age. Turnaround samples are cut with
-//     the ledger (At before ledgerBefore), not with the results.
+//     the ledger (At before ledgerBefore), not with the results; prefixes
+//     with the results (SeenAt before resultsBefore: one put without
+//     SeenAt goes at the first Purge).
 //   - Stores return copies: changing what a method returned, or what was
 //     passed to it, changes nothing stored.
 //   - Given Harness.Second, a second store opened on the data of an open
@@ -139,6 +155,14 @@ func Run(t *testing.T, h Harness) {
 		{"TurnaroundsLatest", s.turnaroundsLatest},
 		{"TurnaroundsReopen", s.turnaroundsReopen},
 		{"TurnaroundsPurge", s.turnaroundsPurge},
+		{"CacheRoundTrip", s.cacheRoundTrip},
+		{"CacheStatsAddUp", s.cacheStatsAddUp},
+		{"CacheStatsConcurrent", s.cacheStatsConcurrent},
+		{"PrefixesMerge", s.prefixesMerge},
+		{"PrefixesMany", s.prefixesMany},
+		{"PrefixesConcurrent", s.prefixesConcurrent},
+		{"PrefixesPurge", s.prefixesPurge},
+		{"CacheCopies", s.cacheCopies},
 		{"ConcurrentAdd", s.concurrentAdd},
 		{"ConcurrentLifecycle", s.concurrentLifecycle},
 		{"Restart", s.restart},
@@ -348,52 +372,6 @@ func checkRequest(t *testing.T, got, want *llmfleet.StoredRequest) {
 		t.Errorf("%s: BatchID %q CustomID %q, want %q %q", id, got.BatchID, got.CustomID, want.BatchID, want.CustomID)
 	}
 	checkResult(t, id, got.Result, want.Result)
-}
-
-func checkResult(t *testing.T, id string, got, want *llmfleet.StoredResult) {
-	t.Helper()
-	switch {
-	case want == nil && got != nil:
-		t.Errorf("%s: Result %+v, want none", id, got)
-	case want != nil && got == nil:
-		t.Errorf("%s: no Result, want one", id)
-	case want != nil:
-		if got.StatusCode != want.StatusCode {
-			t.Errorf("%s: result status %d, want %d", id, got.StatusCode, want.StatusCode)
-		}
-		if !bytes.Equal(got.Body, want.Body) {
-			t.Errorf("%s: result body changed:\n got %q\nwant %q", id, got.Body, want.Body)
-		}
-		checkResultError(t, id, got.Err, want.Err)
-		if got.Usage != want.Usage {
-			t.Errorf("%s: result usage %+v, want %+v", id, got.Usage, want.Usage)
-		}
-		if !got.CompletedAt.Equal(want.CompletedAt) {
-			t.Errorf("%s: CompletedAt %v, want %v", id, got.CompletedAt, want.CompletedAt)
-		}
-		if got.BatchID != want.BatchID {
-			t.Errorf("%s: result BatchID %q, want %q", id, got.BatchID, want.BatchID)
-		}
-	}
-}
-
-func checkResultError(t *testing.T, id string, got, want *llmfleet.ResultError) {
-	t.Helper()
-	switch {
-	case want == nil && got != nil:
-		t.Errorf("%s: result Err %+v, want none", id, got)
-	case want != nil && got == nil:
-		t.Errorf("%s: result has no Err, want %+v", id, want)
-	case want != nil:
-		if !bytes.Equal(got.Body, want.Body) {
-			t.Errorf("%s: result Err.Body changed:\n got %q\nwant %q", id, got.Body, want.Body)
-		}
-		g, w := *got, *want
-		g.Body, w.Body = nil, nil
-		if !reflect.DeepEqual(g, w) {
-			t.Errorf("%s: result Err\n got %+v\nwant %+v", id, g, w)
-		}
-	}
 }
 
 // with returns a copy of r in a state, batch and custom id, with a result.
