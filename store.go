@@ -314,7 +314,32 @@ type LedgerEntry struct {
 	// flex call the provider served in its standard tier is Route flex,
 	// Tier standard.
 	Tier Tier `json:"tier,omitempty"`
+	// SyncUSD, when above 0, is what the sync route would have paid for
+	// a request served at a discount, by the cost model: the sync route's
+	// expected bill with the sync route's cache state (the prefix it held
+	// read, the rest written), rather than the request's own usage at
+	// sync prices, which would count its batch's cache misses as if sync
+	// had missed too. Pricing makes it the entry's OtherRouteUSD.
+	SyncUSD float64 `json:"-"`
+	// MissUSD is what the request paid for cache writes its route caused:
+	// prefixes it wrote that the other cache held (a batched turn of a
+	// conversation warm in the sync cache, or a sync turn of one warm in
+	// the batch cache), priced as writes less reads at its tier.
+	MissUSD float64 `json:"miss_usd,omitempty"`
+	// Rewrite names what llmfleet changed in the request's body:
+	// "cache_ttl_1h" when its cache_control TTLs were raised to an hour
+	// for its batch. Empty: sent as given.
+	Rewrite string `json:"rewrite,omitempty"`
+	// Estimated marks an entry whose usage is llmfleet's estimate, not
+	// the provider's report: a call cut (by a hard deadline, or its
+	// caller leaving) before its usage came, which the provider may
+	// bill all the same.
+	Estimated bool `json:"estimated,omitempty"`
 }
+
+// RewriteTTL1h is LedgerEntry.Rewrite of a request whose cache_control
+// TTLs were raised to an hour for its batch.
+const RewriteTTL1h = "cache_ttl_1h"
 
 // Discounted reports whether the entry was served at a discount: in the
 // flex tier or on the batch route (PricedTier). Its OtherRouteUSD is then

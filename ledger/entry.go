@@ -45,6 +45,9 @@ func Make(price PriceFunc, e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 	if !ok {
 		return e
 	}
+	if e.Discounted() && e.SyncUSD > 0 {
+		otherCost = e.SyncUSD // the sync route's bill with its own cache state
+	}
 	e.CostUSD, e.OtherRouteUSD, e.Priced = cost, otherCost, true
 	return e
 }

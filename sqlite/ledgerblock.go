@@ -21,8 +21,10 @@ import (
 // zigzag), strings as a uvarint length and bytes, floats as 8 bytes
 // little-endian, bools as one byte.
 
-// blockVersion is the version of the encoding written.
-const blockVersion = 1
+// blockVersion is the version of the encoding written: 2 adds, after
+// the flags, MissUSD (a float) and Rewrite (a string), and flag 4 for
+// Estimated. Blocks of version 1 are still read.
+const blockVersion = 2
 
 // errBadBlock is returned for a block that is not a valid encoding.
 var errBadBlock = errors.New("sqlite: malformed ledger block")
@@ -59,15 +61,22 @@ func appendEntryBytes(b []byte, e *llmfleet.LedgerEntry) []byte {
 	if e.BudgetMet {
 		flags |= 2
 	}
-	return append(b, flags)
+	if e.Estimated {
+		flags |= 4
+	}
+	b = append(b, flags)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(e.MissUSD))
+	b = binary.AppendUvarint(b, uint64(len(e.Rewrite)))
+	return append(b, e.Rewrite...)
 }
 
 // decodeBlock calls fn with each entry of a block, in the order they were
 // written, and fails on any malformed or unknown encoding.
 func decodeBlock(data []byte, fn func(llmfleet.LedgerEntry)) error {
-	if len(data) == 0 || data[0] != blockVersion {
+	if len(data) == 0 || data[0] < 1 || data[0] > blockVersion {
 		return errBadBlock
 	}
+	version := data[0]
 	d := blockDecoder{b: data[1:]}
 	for len(d.b) > 0 {
 		var e llmfleet.LedgerEntry
@@ -90,10 +99,14 @@ func decodeBlock(data []byte, fn func(llmfleet.LedgerEntry)) error {
 		e.CostUSD = math.Float64frombits(d.uint64())
 		e.OtherRouteUSD = math.Float64frombits(d.uint64())
 		flags := d.byte()
-		if d.err != nil || flags > 3 {
+		if version >= 2 {
+			e.MissUSD = math.Float64frombits(d.uint64())
+			e.Rewrite = d.str()
+		}
+		if d.err != nil || flags > 7 || (version < 2 && flags > 3) {
 			return errBadBlock
 		}
-		e.Priced, e.BudgetMet = flags&1 != 0, flags&2 != 0
+		e.Priced, e.BudgetMet, e.Estimated = flags&1 != 0, flags&2 != 0, flags&4 != 0
 		fn(e)
 	}
 	return nil

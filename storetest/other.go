@@ -64,6 +64,12 @@ func entry(i int, at time.Time) llmfleet.LedgerEntry {
 		e.BatchID = ""
 		e.RequestID, e.Route, e.Outcome, e.Priced, e.CostUSD, e.OtherRouteUSD = "", llmfleet.RouteSync, "rate_limit_error", false, 0, 0
 	}
+	if i%4 == 3 { // a batched turn that wrote what the sync cache held, its TTLs raised
+		e.MissUSD, e.Rewrite = 0.0004*float64(i), llmfleet.RewriteTTL1h
+	}
+	if i == 6 { // a sync call cut before its usage came
+		e.Estimated = true
+	}
 	if i%5 == 4 {
 		// A flex call the provider served in its standard tier.
 		e.BatchID, e.Route, e.Tier = "", llmfleet.RouteFlex, llmfleet.TierStandard
