@@ -200,7 +200,8 @@ type TTLUpgrader interface {
 // CacheObserver is implemented by a Submitter that learns prompt caching
 // from the answers of sync calls made outside it (the proxy passes its
 // sync route's calls upstream itself): req is the request as sent, u the
-// usage its answer reported at at.
+// usage its answer reported at at. It returns what the call paid for
+// cache writes its route caused (LedgerEntry.MissUSD).
 type CacheObserver interface {
-	ObserveCache(req *Request, route Route, u Usage, at time.Time)
+	ObserveCache(req *Request, route Route, u Usage, at time.Time) (missUSD float64)
 }

@@ -319,7 +319,10 @@ type LedgerEntry struct {
 	// expected bill with the sync route's cache state (the prefix it held
 	// read, the rest written), rather than the request's own usage at
 	// sync prices, which would count its batch's cache misses as if sync
-	// had missed too. Pricing makes it the entry's OtherRouteUSD.
+	// had missed too. Pricing makes it the entry's OtherRouteUSD when it
+	// is the lower of the two (a cache state the cost model does not
+	// know is taken as cold, so its bill alone could show too much
+	// saved).
 	SyncUSD float64 `json:"-"`
 	// MissUSD is what the request paid for cache writes its route caused:
 	// prefixes it wrote that the other cache held (a batched turn of a

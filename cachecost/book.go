@@ -29,6 +29,7 @@ type Book struct {
 	entries  map[prefixKey]Entry        // by credential and prefix hash
 	stats    map[statKey]*counts        // hit counts
 	convs    map[prefixKey]conversation // by credential and conversation
+	output   map[string]float64         // average output tokens, by model
 	observed int                        // observations since the last prune
 }
 
@@ -58,8 +59,24 @@ func (b *Book) init() {
 	if b.tokens == nil {
 		b.tokens, b.perByte = map[string]int64{}, map[string]float64{}
 		b.entries, b.stats = map[prefixKey]Entry{}, map[statKey]*counts{}
-		b.convs = map[prefixKey]conversation{}
+		b.convs, b.output = map[prefixKey]conversation{}, map[string]float64{}
 	}
+}
+
+// defaultOutput is the output, in tokens, expected of a model's request
+// before any was seen.
+const defaultOutput = 500
+
+// Output returns the output tokens expected of a request of model: a
+// moving average of those seen.
+func (b *Book) Output(model string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	if v, ok := b.output[model]; ok {
+		return int64(v)
+	}
+	return defaultOutput
 }
 
 // Rates returns the hit rates learned for a provider, model and

@@ -236,3 +236,34 @@ func writes(pts []Point, hit int, ttl1h bool) (w5, w1 float64) {
 	upto := pts[b].Tokens
 	return float64(max(last-upto, 0)), float64(max(upto-from, 0))
 }
+
+// MissCost returns what a request, believed r when it was routed and
+// answered on route with usage u (its lookup at about at), paid for cache
+// writes its route caused: when the longest prefix believed cached was
+// held only by the other cache (a batched turn of a conversation warm in
+// the sync cache, or a sync turn of one warm in the batch cache) and was
+// written again, the tokens written again, priced as a write less a read
+// at the route's price. 0 when its own cache held the prefix (a miss
+// there is the cache's, not the route's), or nothing was written again.
+func (m Model) MissCost(r Request, route llmfleet.Route, at time.Time, u llmfleet.Usage) float64 {
+	class := classOf(route)
+	for j := len(r.Points) - 1; j >= 0; j-- {
+		syncCache, batchCache := r.Points[j].Cache.alive(at)
+		if !syncCache && !batchCache {
+			continue
+		}
+		if (class == llmfleet.RouteBatch && batchCache) || (class == llmfleet.RouteSync && syncCache) {
+			return 0
+		}
+		again := min(r.Points[j].Tokens-u.CacheReadInputTokens, u.CacheCreationInputTokens)
+		if again <= 0 {
+			return 0
+		}
+		write := m.Prices.Write5m
+		if r.Points[j].TTL >= time.Hour {
+			write = m.Prices.Write1h
+		}
+		return float64(again) * (write - m.Prices.Read) * m.Prices.multiplier(route)
+	}
+	return 0
+}

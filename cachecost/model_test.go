@@ -124,3 +124,26 @@ func TestChoose(t *testing.T) {
 		}
 	}
 }
+
+func TestMissCost(t *testing.T) {
+	m := Model{Prices: sonnet, Rates: Priors}
+	written := llmfleet.Usage{InputTokens: 2000, CacheCreationInputTokens: 40_000}
+	read := llmfleet.Usage{InputTokens: 2000, CacheReadInputTokens: 40_000}
+	for _, tc := range []struct {
+		name  string
+		cache Entry
+		route llmfleet.Route
+		u     llmfleet.Usage
+		want  float64
+	}{
+		{"batched turn of a sync-warm conversation, written again", syncWarm, llmfleet.RouteBatch, written, 0.5 * 40_000 * (3.75e-6 - 0.3e-6)},
+		{"sync turn of a batch-warm conversation, written again", batchWarm, llmfleet.RouteSync, written, 40_000 * (3.75e-6 - 0.3e-6)},
+		{"read across the caches after all", syncWarm, llmfleet.RouteBatch, read, 0},
+		{"missed in its own cache: not the route's doing", batchWarm, llmfleet.RouteBatch, written, 0},
+		{"nothing believed cached", Entry{}, llmfleet.RouteBatch, written, 0},
+	} {
+		if got := m.MissCost(turn(tc.cache), tc.route, t0, tc.u); !near(got, tc.want) {
+			t.Errorf("%s: $%.6f, want $%.6f", tc.name, got, tc.want)
+		}
+	}
+}

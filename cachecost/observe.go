@@ -42,6 +42,13 @@ func (b *Book) Observe(l Lookup) (*llmfleet.CacheStat, []llmfleet.PrefixState) {
 	if l.Prompt.Bytes > 0 && total > 0 {
 		b.learnPerByteLocked(l.Model, float64(total)/float64(l.Prompt.Bytes))
 	}
+	if u.OutputTokens > 0 {
+		if old, ok := b.output[l.Model]; ok {
+			b.output[l.Model] = old + (float64(u.OutputTokens)-old)/16
+		} else {
+			b.output[l.Model] = float64(u.OutputTokens)
+		}
+	}
 	if len(bps) == 0 || cached == 0 {
 		return nil, nil // nothing was cacheable (or the provider cached nothing)
 	}

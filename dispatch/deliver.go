@@ -144,6 +144,31 @@ func (d *Dispatcher) second(answers []answer, kept []bool) (late []answer, first
 	return late, firsts, nil
 }
 
+// learnAnswer teaches the cost model the answer resp of w, once per
+// cache however often its delivery is tried, and returns the cost of the
+// cache writes its route caused.
+func (d *Dispatcher) learnAnswer(w *waiter, resp *llmfleet.Response, now time.Time) float64 {
+	route := resp.Route
+	if route == "" {
+		route = llmfleet.RouteBatch
+	}
+	i := 0
+	at, believed, ttl1h := now, (*costView)(nil), false
+	if route == llmfleet.RouteBatch {
+		// Its item ran within its batch's turnaround; the cost model's
+		// view of it is the one it was batched by.
+		i, at, believed, ttl1h = 1, now.Add(-resp.BatchTurnaround/2), w.cost, w.rewrite != ""
+	}
+	w.learnt.mu.Lock()
+	defer w.learnt.mu.Unlock()
+	if !w.learnt.done[i] {
+		w.learnt.done[i] = true
+		w.learnt.miss[i] = d.learn(w.prov.Name(), w.info.Model, d.fingerprint(w.req.Credential), w.info.Prompt,
+			route, ttl1h, at, believed, resp.Usage)
+	}
+	return w.learnt.miss[i]
+}
+
 // sameBatchResult reports whether resp is the result res was stored
 // from: one batch's result, delivered twice (by the replica that created
 // the batch and by one that adopted it), paid once.
@@ -212,6 +237,11 @@ func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now ti
 		e.Queued = resp.Queued
 		e.Turnaround = resp.BatchTurnaround
 		e.Tier = resp.Tier
+		e.MissUSD = d.learnAnswer(w, resp, now)
+		if e.Route == llmfleet.RouteBatch {
+			e.Rewrite = w.rewrite
+			e.SyncUSD = syncBill(w.cost, resp.Usage)
+		}
 	} else if w.sentSync {
 		e.Route = llmfleet.RouteSync
 	} else if !w.submitted.IsZero() {

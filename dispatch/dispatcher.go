@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachecost"
 )
 
 // Dispatcher routes requests by latency budget and pools the patient ones
@@ -75,6 +76,13 @@ type Dispatcher struct {
 	// another replica adopts what this one owned once it ends. Default
 	// 15s.
 	Lease time.Duration
+	// Prices, if set, returns a model's prices for the cost model
+	// (package cachecost; cachecost.PricesOf of a pricing.Table's
+	// Lookup fits): with it, a request whose prompt carries cache
+	// breakpoints is routed by expected bill (see Plan), and the ledger's
+	// "would have paid" of a discounted request is the sync route's
+	// expected bill with its cache state. Nil: routing is cache-blind.
+	Prices func(provider, model string) (cachecost.Prices, bool)
 	// Go, if set, runs each goroutine the Dispatcher starts (creates,
 	// polls, rescues, the sync calls of SubmitFunc, ...): it must run f
 	// concurrently, e.g. with go f(). A simulator sets it to know when
@@ -87,6 +95,8 @@ type Dispatcher struct {
 	predictor *predictor // batch turnarounds
 	syncLat   *predictor // sync call latencies, for rescues
 	flex      *flexTier  // what was learnt of flex tiers
+	book      *cachecost.Book
+	cacheLog  *cacheLog
 	journal   journal
 	shared    llmfleet.SharedStore // set when the Store is one
 
@@ -121,6 +131,9 @@ type Dispatcher struct {
 	// reconciliation) is under way here, which an adoption must not
 	// pick up a second time.
 	creating map[string]bool
+	// readingPrefixes is set while prefix states are read from the
+	// store (see readPrefixes).
+	readingPrefixes bool
 
 	stats counters
 }
@@ -164,6 +177,8 @@ func (d *Dispatcher) Open() error {
 	d.predictor = newPredictor(d.pol.TurnaroundPrior, d.pol.TurnaroundPriors, d.pol.OnTimeQuantile(), d.pol.TurnaroundSamples)
 	d.syncLat = newPredictor(d.pol.SyncLatencyPrior, nil, syncLatencyQuantile, d.pol.TurnaroundSamples)
 	d.flex = newFlexTier(d.pol)
+	d.book = &cachecost.Book{}
+	d.cacheLog = &cacheLog{store: d.Store, run: d.goOwned, sleep: d.sleep, log: d.log}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.pools = map[string]*pool{}
 	d.trackers = map[string]*tracker{}

@@ -138,8 +138,15 @@ func TestRoutingExploresAnUnseenModel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		f.turnaround = func(string) time.Duration { return 20 * time.Second }
-		d := open(t, f, Policy{BatchMinSize: 1, TurnaroundPrior: time.Hour})
+		d := open(t, f, Policy{BatchMinSize: 1, TurnaroundPrior: 2 * time.Minute})
 		r := &llmfleet.Request{Body: body("new", "a")}
+		// Issue 21: an exploration its budget cannot plausibly keep (a
+		// minute less the rescue's 32s and the 10s slack: 18s, under half
+		// of the 2m prior) is no exploration: it would be rescued and
+		// paid twice.
+		if got := d.Plan(time.Minute, r); got != llmfleet.RouteSync {
+			t.Fatalf("a budget far below the prior: %s, want sync", got)
+		}
 		if got := d.Plan(2*time.Minute, r); got != llmfleet.RouteBatch {
 			t.Fatalf("first request of an unseen model: %s, want batch (exploring)", got)
 		}

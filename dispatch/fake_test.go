@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
@@ -146,7 +147,15 @@ func (f *fakeProvider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, err
 	if !json.Valid(req.Body) {
 		return llmfleet.RequestInfo{}, &llmfleet.Error{StatusCode: 400, Type: "invalid_request_error", Message: "not JSON"}
 	}
-	return llmfleet.RequestInfo{Model: modelOf(req.Body), PoolKey: req.Header.Get("Anthropic-Beta")}, nil
+	info := llmfleet.RequestInfo{Model: modelOf(req.Body), PoolKey: req.Header.Get("Anthropic-Beta")}
+	info.Prompt, _ = claudewire.PromptOf(req.Body)
+	return info, nil
+}
+
+// UpgradeTTL raises the cache TTLs of params, as the Anthropic adapter
+// does.
+func (f *fakeProvider) UpgradeTTL(params json.RawMessage) (json.RawMessage, int, error) {
+	return claudewire.UpgradeTTL(params)
 }
 
 func (f *fakeProvider) BatchParams(req *llmfleet.Request) (json.RawMessage, error) {

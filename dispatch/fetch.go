@@ -143,7 +143,7 @@ func (d *Dispatcher) reroute(t *tracker, f *flight, ws []*waiter) []answer {
 			ctx, cancel := d.withTimeout(d.ctx, w.deadline.Sub(d.clock.Now()))
 			defer cancel()
 			req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header,
-				Endpoint: w.req.Endpoint, Body: w.params, Client: w.req.Client}
+				Endpoint: w.req.Endpoint, Body: w.plain, Client: w.req.Client}
 			d.stats.syncCalls.Add(1)
 			start := d.clock.Now()
 			resp, err := t.prov.Send(ctx, req)

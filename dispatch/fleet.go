@@ -267,6 +267,7 @@ func (d *Dispatcher) relearn() {
 		return
 	}
 	d.predictor.load(samples)
+	d.relearnCache(d.ctx)
 }
 
 // waitElsewhereLocked makes a waiter, with no caller, for a stored

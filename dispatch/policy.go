@@ -103,6 +103,15 @@ type Policy struct {
 	// turnaround alone, whatever the prompt-cache state (the router
 	// before the cost model; kept to measure against).
 	CacheBlind bool
+	// NoTTLUpgrade never raises the cache_control TTLs of a batched
+	// request to an hour (see Dispatcher; serve's --cache-ttl-upgrade).
+	NoTTLUpgrade bool
+	// ExploreFloor is the share of a model's turnaround prior that a
+	// budget, less its rescue's reserve and the delivery slack, must
+	// leave for a request to be sent to batch to learn the model's
+	// turnaround: a budget far below the prior would only be rescued and
+	// paid twice. Default 0.5.
+	ExploreFloor float64
 }
 
 func (p Policy) withDefaults() Policy {
@@ -145,6 +154,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.FlushQuantile <= 0 || p.FlushQuantile > 1 {
 		p.FlushQuantile = 0.97
+	}
+	if p.ExploreFloor <= 0 {
+		p.ExploreFloor = 0.5
 	}
 	if p.BatchPrice <= 0 || p.BatchPrice >= 1 {
 		p.BatchPrice = 0.5
@@ -200,6 +212,19 @@ func (p Policy) Route(budget, predicted, reserve time.Duration, explore bool) ll
 		return llmfleet.RouteBatch
 	}
 	return llmfleet.RouteSync
+}
+
+// Explorable reports whether a request with budget may be sent to batch
+// to learn the turnaround of a model that has none observed (prior, its
+// prior), its rescue needing reserve: with rescue on, its budget less the
+// reserve and the slack leaves at least ExploreFloor of the prior, a
+// batch it could plausibly keep.
+func (p Policy) Explorable(budget, reserve, prior time.Duration) bool {
+	if p.NoRescue || budget <= p.SyncMaxLatency {
+		return false
+	}
+	left := budget - reserve - p.Slack()
+	return left > 0 && float64(left) >= p.ExploreFloor*float64(prior)
 }
 
 // Flex is what RouteFlex reads of a model's flex tier.

@@ -156,3 +156,33 @@ func (p *predictor) load(samples []llmfleet.TurnaroundSample) {
 		delete(p.exploring, k)
 	}
 }
+
+// has reports whether a model has a sample.
+func (p *predictor) has(provider, model string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.samples[predictorKey(provider, model)]) > 0
+}
+
+// lateShare returns the share of a model's samples over avail: the
+// probability that a batch of it comes too late for a budget leaving
+// avail. Without samples: 0.5 if its prior is over avail, else 0.1.
+func (p *predictor) lateShare(provider, model string, avail time.Duration) float64 {
+	k := predictorKey(provider, model)
+	p.mu.Lock()
+	s := p.samples[k]
+	n := 0
+	for _, v := range s {
+		if v > avail {
+			n++
+		}
+	}
+	p.mu.Unlock()
+	if len(s) == 0 {
+		if p.at(provider, model, 0.5) > avail {
+			return 0.5
+		}
+		return 0.1
+	}
+	return (float64(n) + 0.5) / (float64(len(s)) + 1)
+}

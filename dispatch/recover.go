@@ -25,6 +25,7 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 			d.predictor.observe(s.Provider, s.Model, s.Turnaround)
 		}
 	}
+	d.relearnCache(ctx)
 	var queued []*llmfleet.StoredRequest
 	var batches []*llmfleet.PendingBatch
 	if d.shared != nil {

@@ -141,7 +141,7 @@ func (d *Dispatcher) callSync(w *waiter) answer {
 		}
 		ctx, cancel = d.withTimeout(d.ctx, wait)
 	}
-	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header, Endpoint: w.req.Endpoint, Body: w.params, Client: w.req.Client}
+	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header, Endpoint: w.req.Endpoint, Body: w.plain, Client: w.req.Client}
 	start := d.clock.Now()
 	d.stats.syncCalls.Add(1)
 	resp, err := w.prov.Send(ctx, req)

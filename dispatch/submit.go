@@ -4,51 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
 )
-
-// Plan returns the route Submit would choose for req now, by
-// Policy.Route: its budget (Policy.DefaultBudget when 0) against its
-// model's predicted batch turnaround; then by Policy.RouteFlex, for a
-// model with a flex tier.
-func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.Route {
-	budget = d.pol.Budget(budget)
-	if budget <= d.pol.SyncMaxLatency {
-		return llmfleet.RouteSync // decided without reading the body
-	}
-	p, err := d.provider(req)
-	if err != nil {
-		return llmfleet.RouteSync
-	}
-	info, err := p.Inspect(req)
-	if err != nil {
-		return llmfleet.RouteSync
-	}
-	return d.route(p.Name(), info.Model, budget)
-}
-
-// route decides by Policy.Route, exploring a model without observed
-// turnarounds once at a time.
-func (d *Dispatcher) route(provider, model string, budget time.Duration) llmfleet.Route {
-	reserve := d.pol.Reserve(d.syncLat.predict(provider, model))
-	predicted := d.predictor.atCensored(provider, model, d.pol.OnTimeQuantile(), d.flightAges(provider, model))
-	r := d.pol.Route(budget, predicted, reserve, false)
-	if d.Flex != nil {
-		// Flex reserves what a standard call needs after a refusal.
-		if f := d.pol.RouteFlex(r, budget, d.syncLat.predict(provider, model)+d.pol.RescueMargin, d.flexInfo(provider, model)); f == llmfleet.RouteFlex {
-			return f
-		}
-	}
-	if r == llmfleet.RouteSync && !d.pol.NoLearning && d.pol.Route(budget, math.MaxInt64, reserve, true) == llmfleet.RouteBatch && d.predictor.explore(provider, model) {
-		d.log.Info("exploring a model's batch turnaround", "provider", provider, "model", model)
-		r = llmfleet.RouteBatch
-	}
-	return r
-}
 
 // Submit routes req by its latency budget (0: Policy.DefaultBudget) and
 // waits for its answer. The budget counts from now on either route: a sync
@@ -116,10 +76,9 @@ func (d *Dispatcher) callProvider(req *llmfleet.Request) (llmfleet.Provider, err
 
 // observeCall hands the ledger entry of a synchronous call (the sync
 // route's, or the flex route's) to Observe, if set.
+// It teaches the cost model the call's answer, and prices what the sync
+// route would have paid for a flex call with the sync cache's state.
 func (d *Dispatcher) observeCall(p llmfleet.Provider, req *llmfleet.Request, route llmfleet.Route, start time.Time, budget time.Duration, resp *llmfleet.Response, err error) {
-	if d.Observe == nil {
-		return
-	}
 	info, _ := p.Inspect(req)
 	e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: info.Model,
 		Route: route, Outcome: llmfleet.Outcome(err), Client: req.Client, Budget: budget}
@@ -130,8 +89,16 @@ func (d *Dispatcher) observeCall(p llmfleet.Provider, req *llmfleet.Request, rou
 		if resp.Model != "" {
 			e.Model = resp.Model
 		}
+		if route == llmfleet.RouteFlex && !d.pol.CacheBlind && info.Prompt.Cached() {
+			if v, ok := d.costView(p, req, info, budget, feasible{}); ok {
+				e.SyncUSD = syncBill(&v, resp.Usage)
+			}
+		}
+		e.MissUSD = d.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, e.Time, nil, resp.Usage)
 	}
-	d.Observe(d.price(e), false)
+	if d.Observe != nil {
+		d.Observe(d.price(e), false)
+	}
 }
 
 // newWaiter reads what the engine needs of req: its provider, model, pool
@@ -153,12 +120,32 @@ func (d *Dispatcher) newWaiter(req *llmfleet.Request, budget time.Duration, arri
 	if id == "" {
 		id = llmfleet.NewID("lfr_")
 	}
-	w := &waiter{id: id, req: req, prov: p, info: info, params: params, budget: budget,
+	w := &waiter{id: id, req: req, prov: p, info: info, params: params, plain: params, budget: budget,
 		arrived: arrived, retry: req.Retry}
 	if budget > 0 {
 		w.deadline = arrived.Add(budget)
 	}
+	d.priceWaiter(w)
 	return w, nil
+}
+
+// priceWaiter asks the cost model about a batched request: what it
+// knows of its cache (for learning from its answer and pricing what the
+// sync route would have paid) and whether its cache TTLs are raised to
+// an hour for its batch (then w.params carries them; w.plain, which a
+// sync call of it sends, does not).
+func (d *Dispatcher) priceWaiter(w *waiter) {
+	w.cost = d.cacheRequest(w.prov, w.req, w.info, w.budget)
+	if w.cost == nil || !w.cost.ttl1h {
+		return
+	}
+	up, ok := w.prov.(llmfleet.TTLUpgrader)
+	if !ok {
+		return
+	}
+	if params, n, err := up.UpgradeTTL(w.params); err == nil && n > 0 {
+		w.params, w.rewrite = params, llmfleet.RewriteTTL1h
+	}
 }
 
 // SubmitBatch pools req into a batch whatever its budget and waits for its

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -55,6 +56,10 @@ type waiter struct {
 	prov     llmfleet.Provider
 	info     llmfleet.RequestInfo
 	params   json.RawMessage // the body it is batched with
+	plain    json.RawMessage // the body a sync call of it sends (params, but for a TTL upgrade)
+	cost     *costView       // what the cost model knew of it when it was routed; nil: nothing
+	rewrite  string          // LedgerEntry.Rewrite of its batch's answer
+	learnt   learnt          // what its answers taught the cost model
 	budget   time.Duration
 	arrived  time.Time // when it reached the dispatcher: budgets count from here
 	accepted time.Time // when it was durably accepted: pool windows count from here
@@ -125,3 +130,12 @@ func (w *waiter) to(s waiterState) bool {
 
 // size is the request's share of an encoded batch create body.
 func (w *waiter) size() int64 { return int64(len(w.params)) + 96 }
+
+// learnt records, per cache (sync, batch), that a waiter's answer taught
+// the cost model (once, however often its delivery is tried) and the
+// cost of the writes its route caused.
+type learnt struct {
+	mu   sync.Mutex
+	done [2]bool
+	miss [2]float64
+}

@@ -45,8 +45,12 @@ func Make(price PriceFunc, e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 	if !ok {
 		return e
 	}
-	if e.Discounted() && e.SyncUSD > 0 {
-		otherCost = e.SyncUSD // the sync route's bill with its own cache state
+	if e.Discounted() && e.SyncUSD > 0 && e.SyncUSD < otherCost {
+		// The sync route's bill with its own cache state, when lower
+		// than the request's own usage at sync prices (which counts the
+		// batch's cache misses as if sync had missed too): what it would
+		// have paid is never shown above either.
+		otherCost = e.SyncUSD
 	}
 	e.CostUSD, e.OtherRouteUSD, e.Priced = cost, otherCost, true
 	return e

@@ -251,6 +251,12 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 		noteCall(r, c)
 	}
 	sc := s.newSyncCall(c)
+	if sc != nil {
+		sc.cred = credentialFrom(r.Header)
+		if c.cred != nil {
+			sc.cred = *c.cred
+		}
+	}
 	if sc != nil || c.body != nil || c.cred != nil {
 		ctx := r.Context()
 		if c.cred != nil {

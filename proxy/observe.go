@@ -27,9 +27,10 @@ import (
 type syncCall struct {
 	start    time.Time // the request's arrival at the proxy
 	budget   time.Duration
-	body     []byte      // the request body, if it was read
-	observed bool        // Observe or UpstreamError is set
-	client   *clientName // names the caller in the ledger
+	body     []byte              // the request body, if it was read
+	cred     llmfleet.Credential // the credential it went upstream with
+	observed bool                // Observe or UpstreamError is set
+	client   *clientName         // names the caller in the ledger
 	once     sync.Once
 
 	// While held (serveSync sets it), the ledger entry is kept in pending
@@ -157,9 +158,22 @@ func (s *Server) reportSync(sc *syncCall, model string, u llmfleet.Usage, outcom
 			return
 		}
 		sc.mu.Unlock()
+		s.noteCache(sc, &e)
 		e.Client = sc.client.String()
 		s.Observe(e)
 	})
+}
+
+// noteCache teaches the Submitter's cost model (a llmfleet.CacheObserver)
+// the usage of a sync call whose body was read, and records in its entry
+// what its route's cache writes cost (LedgerEntry.MissUSD).
+func (s *Server) noteCache(sc *syncCall, e *llmfleet.LedgerEntry) {
+	co, ok := s.Submitter.(llmfleet.CacheObserver)
+	if !ok || sc.body == nil || e.Outcome != "ok" {
+		return
+	}
+	req := &llmfleet.Request{Provider: s.Provider, Credential: sc.cred, Body: sc.body}
+	e.MissUSD = co.ObserveCache(req, llmfleet.RouteSync, e.Usage, e.Time)
 }
 
 // hold keeps the call's ledger entry from Observe until release.
@@ -180,6 +194,7 @@ func (s *Server) release(sc *syncCall) {
 		t.report()
 	}
 	if e != nil {
+		s.noteCache(sc, e)
 		e.Client = sc.client.String()
 		s.Observe(*e)
 	}

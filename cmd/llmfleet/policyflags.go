@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/llmfleet/llmfleet/dispatch"
@@ -13,6 +15,7 @@ type policyFlags struct {
 	syncMax, window, poll, maxPoll, prior, createTimeout, defBudget *time.Duration
 	syncPrior, rescueMargin, settle                                 *time.Duration
 	minSize, maxSize                                                *int
+	ttlUpgrade                                                      *onOff
 }
 
 func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
@@ -29,7 +32,40 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 		syncPrior:     fs.Duration("sync-latency-prior", 0, "predicted sync latency before any is observed (0: dispatcher default, 30s)"),
 		rescueMargin:  fs.Duration("rescue-margin", 0, "margin kept before a batched request's deadline when it is rescued (0: dispatcher default, 2s)"),
 		settle:        fs.Duration("settle-delay", 0, "how long after a create the provider's batch list is trusted to show the batch (0: dispatcher default, 2s)"),
+		ttlUpgrade:    onOffFlag(fs, "cache-ttl-upgrade", true, "raise the cache_control TTLs of a batched request to 1h where its batch's wait outlasts 5 minutes and the conversation's next turn is expected to repay the dearer write (each rewrite is named in its ledger entry): on or off"),
 	}
+}
+
+// onOff is a flag that is on or off.
+type onOff struct{ on bool }
+
+func (o *onOff) String() string {
+	if o == nil || o.on {
+		return "on"
+	}
+	return "off"
+}
+
+func (o *onOff) Set(v string) error {
+	switch strings.ToLower(v) {
+	case "on", "true", "1":
+		o.on = true
+	case "off", "false", "0":
+		o.on = false
+	default:
+		return fmt.Errorf("want on or off, not %q", v)
+	}
+	return nil
+}
+
+// IsBoolFlag lets the flag be given alone (--cache-ttl-upgrade: on).
+func (o *onOff) IsBoolFlag() bool { return true }
+
+// onOffFlag defines an on/off flag.
+func onOffFlag(fs *flag.FlagSet, name string, def bool, usage string) *onOff {
+	o := &onOff{on: def}
+	fs.Var(o, name, usage)
+	return o
 }
 
 // policy is the policy the flags set.
@@ -47,5 +83,6 @@ func (f *policyFlags) policy() dispatch.Policy {
 		SyncLatencyPrior: *f.syncPrior,
 		RescueMargin:     *f.rescueMargin,
 		SettleDelay:      *f.settle,
+		NoTTLUpgrade:     !f.ttlUpgrade.on,
 	}
 }

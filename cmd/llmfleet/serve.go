@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachecost"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/observe"
@@ -67,6 +68,7 @@ name (flags given on the command line win):
   batch-max-size: 100
   create-timeout: 2m
   default-budget: 0s
+  cache-ttl-upgrade: on
   db: /var/lib/llmfleet/llmfleet.db
   retention: 696h
   ledger-retention: 9600h
@@ -247,6 +249,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Retention:       *retention,
 		LedgerRetention: *ledgerRetention,
 		Flex:            prices.Flex,
+		Prices:          costPrices(prices),
 		Lease:           replica.lease,
 	}
 	obs, err := observe.New(observe.Config{
@@ -471,4 +474,12 @@ func (c serveConfig) credentials(getenv func(string) string) (*proxy.ClientKeys,
 		keys.Hashes[h] = name
 	}
 	return keys, nil
+}
+
+// costPrices returns the cost model's price source of a price table.
+func costPrices(t *pricing.Table) func(provider, model string) (cachecost.Prices, bool) {
+	return func(provider, model string) (cachecost.Prices, bool) {
+		p, ok := t.Lookup(provider, model)
+		return cachecost.PricesOf(p), ok
+	}
 }

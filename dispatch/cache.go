@@ -1,0 +1,125 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachecost"
+)
+
+// The engine's part in the cost model (package cachecost): the Book it
+// learns prompt caching in, from every answer with usage (batched,
+// rescued, sync and flex calls, and the proxy's own sync calls through
+// ObserveCache), persisted to the Store (hit counts and prefix states,
+// which every replica reads: the counts at start and with the fleet's
+// turnarounds, the prefixes when a request names ones it does not know).
+
+// cacheRequest is what the cost model knew of a request when it was
+// routed, for learning from its answer and pricing its counterfactual.
+func (d *Dispatcher) cacheRequest(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) *costView {
+	if d.pol.CacheBlind || !info.Prompt.Cached() {
+		return nil
+	}
+	v, ok := d.costView(p, req, info, budget, feasible{batch: true})
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+// learn teaches the Book the answer of a request of model with prompt,
+// sent with cred on route (the cache of its lookup; its TTLs raised to an
+// hour with ttl1h) and answered with usage u at about at; believed is
+// what the Book knew of it when it was routed (nil: now). It returns the
+// cost of the cache writes its route caused (LedgerEntry.MissUSD) and
+// queues what it learned for the store.
+func (d *Dispatcher) learn(provider, model, cred string, prompt llmfleet.Prompt, route llmfleet.Route, ttl1h bool,
+	at time.Time, believed *costView, u llmfleet.Usage) float64 {
+	if !prompt.Cached() || d.pol.NoLearning {
+		return 0
+	}
+	var r cachecost.Request
+	var m cachecost.Model
+	if believed != nil {
+		r, m = believed.believed, believed.model
+	} else {
+		r, _ = d.book.Request(model, cred, prompt, u.OutputTokens)
+		prices, ok := d.prices(provider, model)
+		if !ok {
+			prices = cachecost.Prices{}
+		}
+		m = cachecost.Model{Prices: prices, Rates: d.book.Rates(provider, model, cred)}
+	}
+	entries := make([]cachecost.Entry, len(r.Points))
+	for i, pt := range r.Points {
+		entries[i] = pt.Cache
+	}
+	stat, prefixes := d.book.Observe(cachecost.Lookup{Provider: provider, Model: model, Cred: cred, Prompt: prompt,
+		Route: route, TTL1h: ttl1h, At: at, Believed: entries, Usage: u})
+	d.cacheLog.add(stat, prefixes)
+	return m.MissCost(r, route, at, u)
+}
+
+// prices returns a model's prices for the cost model.
+func (d *Dispatcher) prices(provider, model string) (cachecost.Prices, bool) {
+	if d.Prices == nil {
+		return cachecost.Prices{}, false
+	}
+	return d.Prices(provider, model)
+}
+
+// ObserveCache learns from the answer of a sync call made outside the
+// dispatcher (the proxy's sync route), and returns the cost of the cache
+// writes its route caused (see llmfleet.CacheObserver).
+func (d *Dispatcher) ObserveCache(req *llmfleet.Request, route llmfleet.Route, u llmfleet.Usage, at time.Time) float64 {
+	p, err := d.provider(req)
+	if err != nil {
+		return 0
+	}
+	info, err := p.Inspect(req)
+	if err != nil {
+		return 0
+	}
+	return d.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, at, nil, u)
+}
+
+var _ llmfleet.CacheObserver = (*Dispatcher)(nil)
+
+// readPrefixes reads from the store what other replicas (or an earlier
+// run) learned of prefixes the Book does not know, for the turns to
+// come, in a goroutine of the dispatcher's; one read at a time per
+// dispatcher, the hashes asked for meanwhile dropped.
+func (d *Dispatcher) readPrefixes(cred string, hashes []string) {
+	if d.Store == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.readingPrefixes || d.closed {
+		return
+	}
+	d.readingPrefixes = true
+	d.goOwned(func() {
+		ctx, cancel := d.withTimeout(d.ctx, 5*time.Second)
+		ps, err := d.Store.Prefixes(ctx, cred, hashes)
+		cancel()
+		if err == nil {
+			d.book.Merge(ps)
+		}
+		d.mu.Lock()
+		d.readingPrefixes = false
+		d.mu.Unlock()
+	})
+}
+
+// relearnCache loads the hit counts every replica observed into the
+// Book.
+func (d *Dispatcher) relearnCache(ctx context.Context) {
+	if d.Store == nil || d.pol.NoLearning {
+		return
+	}
+	if stats, err := d.Store.CacheStats(ctx); err == nil {
+		d.book.Load(stats)
+	}
+}

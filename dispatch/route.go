@@ -1,0 +1,216 @@
+package dispatch
+
+import (
+	"math"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachecost"
+)
+
+// Plan returns the route Submit would choose for req now (see route).
+func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.Route {
+	budget = d.pol.Budget(budget)
+	if budget <= d.pol.SyncMaxLatency {
+		return llmfleet.RouteSync // decided without reading the body
+	}
+	p, err := d.provider(req)
+	if err != nil {
+		return llmfleet.RouteSync
+	}
+	info, err := p.Inspect(req)
+	if err != nil {
+		return llmfleet.RouteSync
+	}
+	return d.route(p, req, info, budget)
+}
+
+// feasible is what a request's budget allows: the batch route (its
+// model's turnaround, or an exploration of it, fits with the rescue's
+// reserve), the flex route, and the route the cache-blind rules choose.
+type feasible struct {
+	batch, explore, flex bool
+	blind                llmfleet.Route
+}
+
+// feasibleRoutes applies Policy.Route and Policy.RouteFlex to a request
+// of model with budget.
+func (d *Dispatcher) feasibleRoutes(provider, model string, budget time.Duration) feasible {
+	var f feasible
+	reserve := d.pol.Reserve(d.syncLat.predict(provider, model))
+	predicted := d.predictor.atCensored(provider, model, d.pol.OnTimeQuantile(), d.flightAges(provider, model))
+	f.blind = d.pol.Route(budget, predicted, reserve, false)
+	f.batch = f.blind == llmfleet.RouteBatch
+	if !f.batch && !d.pol.NoLearning && d.pol.Explorable(budget, reserve, d.predictor.at(provider, model, 0.5)) &&
+		!d.predictor.has(provider, model) {
+		f.batch, f.explore = true, true
+	}
+	if d.Flex != nil {
+		fi := d.flexInfo(provider, model)
+		flexReserve := d.syncLat.predict(provider, model) + d.pol.RescueMargin
+		f.flex = d.pol.RouteFlex(llmfleet.RouteSync, budget, flexReserve, fi) == llmfleet.RouteFlex
+		if f.flex && d.pol.RouteFlex(f.blind, budget, flexReserve, fi) == llmfleet.RouteFlex {
+			f.blind = llmfleet.RouteFlex
+		}
+	}
+	if f.explore && f.blind == llmfleet.RouteSync {
+		f.blind = llmfleet.RouteBatch
+	}
+	return f
+}
+
+// route decides a request's route: by budget, the routes it can take
+// (Policy.Route, Policy.RouteFlex, exploring a model without observed
+// turnarounds once at a time with a budget a batch could plausibly
+// keep); then, for a prompt with cache breakpoints, unless
+// Policy.CacheBlind, by the cost model: the cheapest of those routes by
+// expected bill, never one expected to cost more than sync, the
+// conversation kept on its cache unless the other is clearly cheaper.
+func (d *Dispatcher) route(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) llmfleet.Route {
+	provider, model := p.Name(), info.Model
+	f := d.feasibleRoutes(provider, model, budget)
+	r := f.blind
+	if !d.pol.CacheBlind && info.Prompt.Cached() && (f.batch || f.flex) {
+		if v, ok := d.costView(p, req, info, budget, f); ok {
+			r = v.choice.Route
+			d.book.Routed(d.fingerprint(req.Credential), info.Prompt.Conversation, r, d.clock.Now())
+		}
+	}
+	if r == llmfleet.RouteBatch && f.explore {
+		if !d.predictor.explore(provider, model) {
+			r = llmfleet.RouteSync // another request explores it already
+		} else {
+			d.log.Info("exploring a model's batch turnaround", "provider", provider, "model", model)
+		}
+	}
+	return r
+}
+
+// costView is what the cost model says of a request: the cost model's
+// form of it (its breakpoints' sizes and cache state as the Book knows
+// them), the estimate of each route it may take, and the one to route by.
+type costView struct {
+	model    cachecost.Model
+	believed cachecost.Request
+	at       time.Time // when it was estimated
+	sync     cachecost.Estimate
+	batch    *cachecost.Estimate // nil: not feasible
+	choice   cachecost.Estimate
+	ttl1h    bool // raise its TTLs to an hour if batched
+}
+
+// costView estimates a request's routes with the cost model; false when
+// its model is not priced. f tells which routes its budget allows.
+func (d *Dispatcher) costView(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration, f feasible) (costView, bool) {
+	if d.Prices == nil {
+		return costView{}, false
+	}
+	provider, model := p.Name(), info.Model
+	prices, ok := d.Prices(provider, model)
+	if !ok {
+		return costView{}, false
+	}
+	cred := d.fingerprint(req.Credential)
+	believed, missing := d.book.Request(model, cred, info.Prompt, d.book.Output(model))
+	if len(missing) > 0 {
+		d.readPrefixes(cred, missing) // for the turns to come
+	}
+	now := d.clock.Now()
+	v := costView{model: cachecost.Model{Prices: prices, Rates: d.book.Rates(provider, model, cred)}, believed: believed, at: now}
+	v.sync = v.model.Cost(believed, cachecost.Option{Route: llmfleet.RouteSync, At: now})
+	var opts []cachecost.Estimate
+	if f.flex {
+		opts = append(opts, v.model.Cost(believed, cachecost.Option{Route: llmfleet.RouteFlex, At: now}))
+	}
+	if f.batch {
+		b := v.model.Cost(believed, d.batchOption(provider, model, budget, now, v.sync.USD))
+		v.batch = &b
+		opts = append(opts, b)
+	}
+	v.choice = cachecost.Choose(d.book.Current(cred, info.Prompt.Conversation, now), cachecost.DefaultMargin, v.sync, opts...)
+	if v.choice.Route == llmfleet.RouteBatch {
+		v.ttl1h = d.upgradeTTL(provider, model, v)
+	}
+	return v, true
+}
+
+// batchOption is the batch route's Option for a request of model with
+// budget, at now: its prompt reaches the batch cache after about half the
+// pool's window and half the model's typical turnaround; it is late (and
+// rescued, paying rescue on top) with the share of the model's
+// turnarounds that would not fit its budget less the rescue's reserve.
+func (d *Dispatcher) batchOption(provider, model string, budget time.Duration, now time.Time, rescue float64) cachecost.Option {
+	median := d.predictor.at(provider, model, 0.5)
+	wait := d.pol.BatchWindow / 2
+	avail := budget - d.pol.Reserve(d.syncLat.predict(provider, model)) - d.pol.Slack() - wait
+	late := 0.0
+	if !d.pol.NoRescue {
+		late = d.predictor.lateShare(provider, model, avail)
+	}
+	return cachecost.Option{Route: llmfleet.RouteBatch, At: now.Add(wait + median/2), Late: late, Rescue: rescue}
+}
+
+// upgradeTTL decides whether a request going to batch gets its cache
+// TTLs raised to an hour: only when the TTL upgrade is on, the provider
+// can, the prompt has a breakpoint under an hour, the batch's typical
+// wait outlasts five minutes (a 5-minute entry its turn writes would be
+// gone before the conversation's next turn could read it), and what the
+// next turn is expected to save by reading it (it goes to batch too, at
+// the batch cache's hit rate) repays the dearer write.
+func (d *Dispatcher) upgradeTTL(provider, model string, v costView) bool {
+	if d.pol.NoTTLUpgrade || v.batch == nil {
+		return false
+	}
+	if _, ok := d.providerUpgrader(provider); !ok {
+		return false
+	}
+	pts := v.believed.Points
+	if len(pts) == 0 || pts[len(pts)-1].TTL >= time.Hour {
+		return false
+	}
+	wait := d.predictor.at(provider, model, 0.5) + d.pol.BatchWindow/2
+	if wait < 5*time.Minute {
+		return false
+	}
+	up := v.model.Cost(v.believed, cachecost.Option{Route: llmfleet.RouteBatch, At: v.batch.At, TTL1h: true})
+	extra := up.USD - (v.batch.USD - v.batch.Late*v.batch.Rescue)
+	last := float64(pts[len(pts)-1].Tokens)
+	pr := v.model.Prices
+	saving := v.model.Rates.Batch * last * (pr.Write5m - pr.Read) * pr.Batch
+	return saving > extra
+}
+
+// providerUpgrader returns the TTLUpgrader of a provider, if it is one.
+func (d *Dispatcher) providerUpgrader(name string) (llmfleet.TTLUpgrader, bool) {
+	for _, p := range d.Providers {
+		if p.Name() == name {
+			u, ok := p.(llmfleet.TTLUpgrader)
+			return u, ok
+		}
+	}
+	return nil, false
+}
+
+// syncBill returns what the sync route would have paid for a request
+// answered with usage u, by the cost model: with the cache state the
+// Book believed when it was routed (v), the sizes its usage reports.
+// 0 when the cost model has nothing to say.
+func syncBill(v *costView, u llmfleet.Usage) float64 {
+	if v == nil {
+		return 0
+	}
+	r := v.believed
+	r.Points = append([]cachecost.Point(nil), r.Points...)
+	if n := len(r.Points); n > 0 {
+		if cached := u.CacheReadInputTokens + u.CacheCreationInputTokens; cached > 0 {
+			scale := float64(cached) / float64(max(r.Points[n-1].Tokens, 1))
+			for i := range r.Points {
+				r.Points[i].Tokens = int64(math.Round(float64(r.Points[i].Tokens) * scale))
+			}
+			r.Points[n-1].Tokens = cached
+		}
+	}
+	r.Tokens = u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+	r.Output = u.OutputTokens
+	return v.model.Cost(r, cachecost.Option{Route: llmfleet.RouteSync, At: v.at}).USD
+}
