@@ -3,6 +3,7 @@ package dispatch
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -79,6 +80,38 @@ func TestRoutingByCacheState(t *testing.T) {
 		} {
 			if got := tc.d.Plan(time.Hour, tc.req); got != tc.want {
 				t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+			}
+		}
+	})
+}
+
+// Requests that share a prompt prefix (a harness's system prompt) pool
+// together: a batch holds one harness's turns, whose items read what the
+// first wrote, while another harness's go in a batch of their own.
+func TestBatchesGroupedByPrefix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		d := open(t, f, Policy{BatchMinSize: 2})
+		cred := llmfleet.Credential{APIKey: "k"}
+		var wg sync.WaitGroup
+		for i, h := range []string{"hA", "hB", "hA", "hB"} {
+			wg.Go(func() {
+				r := &llmfleet.Request{Credential: cred, Body: agentTurn(h, fmt.Sprint("c", i), 0)}
+				if _, err := d.SubmitBatch(t.Context(), 0, r); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.order) != 2 {
+			t.Fatalf("%d batches, want 2", len(f.order))
+		}
+		for _, id := range f.order {
+			items := f.batches[id].items
+			if len(items) != 2 || strings.Contains(string(items[0].Params), `"text":"hA`) != strings.Contains(string(items[1].Params), `"text":"hA`) {
+				t.Fatalf("batch %s mixes prefixes", id)
 			}
 		}
 	})

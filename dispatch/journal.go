@@ -99,7 +99,7 @@ func (j *storeJournal) accept(ctx context.Context, w *waiter) error {
 		Endpoint:     w.req.Endpoint,
 		Body:         w.req.Body,
 		Model:        w.info.Model,
-		Pool:         poolID(poolKeyOf(w.prov.Name(), fp, w.info.Model, w.info.PoolKey)),
+		Pool:         poolID(poolKeyOf(w.prov.Name(), fp, w.info.Model, w.poolKey())),
 		Client:       w.req.Client,
 		Budget:       w.budget,
 		AcceptedAt:   w.arrived,

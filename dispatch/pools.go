@@ -37,7 +37,18 @@ func (d *Dispatcher) checkSize(w *waiter) error {
 
 // poolKey names the pool a waiter goes in.
 func (d *Dispatcher) poolKey(w *waiter) string {
-	return poolKeyOf(w.prov.Name(), d.fingerprint(w.req.Credential), w.info.Model, w.info.PoolKey)
+	return poolKeyOf(w.prov.Name(), d.fingerprint(w.req.Credential), w.info.Model, w.poolKey())
+}
+
+// poolKey is the provider's pool key of w's request and, unless routing
+// is cache-blind, the hash of its prompt's first cache breakpoint (a
+// harness's system prompt, say): requests that share a prompt prefix
+// share batches, whose items read what the first of them wrote.
+func (w *waiter) poolKey() string {
+	if len(w.info.Prompt.Breakpoints) == 0 || w.cacheBlind {
+		return w.info.PoolKey
+	}
+	return w.info.PoolKey + "\x00prefix:" + w.info.Prompt.Breakpoints[0].Hash
 }
 
 // poolKeyOf names the pool of a provider, credential fingerprint, model

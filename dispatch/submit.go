@@ -121,7 +121,7 @@ func (d *Dispatcher) newWaiter(req *llmfleet.Request, budget time.Duration, arri
 		id = llmfleet.NewID("lfr_")
 	}
 	w := &waiter{id: id, req: req, prov: p, info: info, params: params, plain: params, budget: budget,
-		arrived: arrived, retry: req.Retry}
+		arrived: arrived, retry: req.Retry, cacheBlind: d.pol.CacheBlind}
 	if budget > 0 {
 		w.deadline = arrived.Add(budget)
 	}

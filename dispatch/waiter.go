@@ -60,6 +60,9 @@ type waiter struct {
 	cost     *costView       // what the cost model knew of it when it was routed; nil: nothing
 	rewrite  string          // LedgerEntry.Rewrite of its batch's answer
 	learnt   learnt          // what its answers taught the cost model
+	// cacheBlind: routed cache-blind (Policy.CacheBlind): pooled by the
+	// provider's pool key alone.
+	cacheBlind bool
 	budget   time.Duration
 	arrived  time.Time // when it reached the dispatcher: budgets count from here
 	accepted time.Time // when it was durably accepted: pool windows count from here
