@@ -42,6 +42,19 @@ type Breakpoint struct {
 	// TTL is the time to live its cache_control asks for: 5 minutes
 	// (the default) or an hour.
 	TTL time.Duration
+	// Earlier are the prefixes ending at the blocks just before it
+	// (nearest first; Anthropic's lookup looks back 20 blocks from a
+	// breakpoint): an earlier turn of the conversation cached its prompt
+	// at its own last block, which is one of these once the breakpoint
+	// has moved on to the new last message.
+	Earlier []Prefix
+}
+
+// Prefix is a prefix of a prompt that a cache lookup may find: its hash
+// (as Breakpoint.Hash) and its size in bytes.
+type Prefix struct {
+	Hash  string
+	Bytes int64
 }
 
 // Cached reports whether the prompt has a cache breakpoint.

@@ -112,10 +112,12 @@ func (b *Book) Rates(provider, model, cred string) Rates {
 }
 
 // Request returns the cost model's form of a request of model whose
-// prompt is p and expected output out, under credential cred: each
-// breakpoint's tokens (learned, else its bytes at the model's tokens per
-// byte) and what is known of its cache entries. missing lists the
-// breakpoint hashes the Book knows nothing of (to read from the store).
+// prompt is p and expected output out, under credential cred: its
+// breakpoints, and the earlier prefixes they look back to that are known
+// cached under cred, with their tokens (learned, else their bytes at the
+// model's tokens per byte) and what is known of their cache entries.
+// missing lists the prefix hashes the Book knows nothing of (to read from
+// the store).
 func (b *Book) Request(model, cred string, p llmfleet.Prompt, out int64) (r Request, missing []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -124,23 +126,42 @@ func (b *Book) Request(model, cred string, p llmfleet.Prompt, out int64) (r Requ
 	if perByte == 0 {
 		perByte = defaultPerByte
 	}
-	r = Request{Tokens: p.Tokens, Output: out, Points: make([]Point, len(p.Breakpoints))}
+	r = Request{Tokens: p.Tokens, Output: out, Points: make([]Point, 0, len(p.Breakpoints))}
 	if p.Bytes > 0 && b.perByte[model] > 0 {
 		r.Tokens = int64(float64(p.Bytes) * perByte)
 	}
-	for i, bp := range p.Breakpoints {
-		n, known := b.tokens[bp.Hash]
-		if !known {
-			n = int64(float64(bp.Bytes) * perByte)
-			if n == 0 {
-				n = bp.Tokens
-			}
+	size := func(hash string, bytes, est int64) (int64, bool) {
+		if n, ok := b.tokens[hash]; ok {
+			return n, true
 		}
-		e, seen := b.entries[prefixKey{cred, bp.Hash}]
-		if !known && !seen {
+		if n := int64(float64(bytes) * perByte); n > 0 {
+			return n, false
+		}
+		return est, false
+	}
+	seen := map[string]bool{}
+	for _, bp := range p.Breakpoints {
+		for i := len(bp.Earlier) - 1; i >= 0; i-- { // oldest first
+			e := bp.Earlier[i]
+			entry, cached := b.entries[prefixKey{cred, e.Hash}]
+			if !cached || seen[e.Hash] {
+				if _, known := b.tokens[e.Hash]; !cached && !known && !seen[e.Hash] {
+					missing = append(missing, e.Hash)
+					seen[e.Hash] = true
+				}
+				continue
+			}
+			seen[e.Hash] = true
+			n, _ := size(e.Hash, e.Bytes, 0)
+			r.Points = append(r.Points, Point{Hash: e.Hash, Tokens: n, Cache: entry})
+		}
+		n, known := size(bp.Hash, bp.Bytes, bp.Tokens)
+		entry, cached := b.entries[prefixKey{cred, bp.Hash}]
+		if !known && !cached {
 			missing = append(missing, bp.Hash)
 		}
-		r.Points[i] = Point{Tokens: n, TTL: bp.TTL, Cache: e}
+		seen[bp.Hash] = true
+		r.Points = append(r.Points, Point{Hash: bp.Hash, Tokens: n, TTL: bp.TTL, Cache: entry})
 	}
 	if n := len(r.Points); n > 0 && r.Tokens < r.Points[n-1].Tokens {
 		r.Tokens = r.Points[n-1].Tokens

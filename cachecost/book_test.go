@@ -29,7 +29,7 @@ func TestBookLearnsTokensAndEntries(t *testing.T) {
 	u.CacheCreation.Ephemeral5mInputTokens = 6000
 	u.CacheCreation.Ephemeral1hInputTokens = 3000
 	stat, changed := b.Observe(Lookup{Provider: "anthropic", Model: "m", Cred: "k", Prompt: p, Route: llmfleet.RouteSync,
-		At: t0, Believed: []Entry{{}, {}}, Usage: u})
+		At: t0, Usage: u})
 	if stat != nil {
 		t.Errorf("a lookup of nothing believed cached counted: %+v", stat)
 	}
@@ -53,7 +53,9 @@ func TestBookLearnsTokensAndEntries(t *testing.T) {
 func TestBookLearnsHitRates(t *testing.T) {
 	var b Book
 	p := agentPrompt(30_000)
-	believed := []Entry{{}, {BatchUntil: t0.Add(time.Hour)}}
+	r, _ := b.Request("m", "k", p, 0)
+	believed := r.Points
+	believed[1].Cache = Entry{BatchUntil: t0.Add(time.Hour)}
 	// Four batch lookups of a batch-written entry: one hit.
 	for i := range 4 {
 		u := llmfleet.Usage{InputTokens: 2000, CacheCreationInputTokens: 30_000}
@@ -100,5 +102,40 @@ func TestBookConversationsAndMerge(t *testing.T) {
 	r, missing := b.Request("m", "k", agentPrompt(30_000), 0)
 	if r.Points[0].Tokens != 12_345 || !r.Points[0].Cache.BatchUntil.Equal(t0.Add(time.Hour)) || len(missing) != 1 {
 		t.Fatalf("after Merge: %+v, missing %v", r, missing)
+	}
+}
+
+// A turn's lookup looks back from its breakpoint to the prefix the
+// conversation's previous turn cached (its breakpoint then, an earlier
+// block now): the Book puts it in the request as a point, with what it
+// knows of it, so that a warm conversation's next turn is priced as the
+// read it is.
+func TestBookLooksBackToTheLastTurn(t *testing.T) {
+	var b Book
+	turn1 := llmfleet.Prompt{Bytes: 40_000, Breakpoints: []llmfleet.Breakpoint{{Hash: "t1", Bytes: 40_000, TTL: 5 * time.Minute}}}
+	u := llmfleet.Usage{InputTokens: 5, CacheCreationInputTokens: 10_000}
+	b.Observe(Lookup{Provider: "anthropic", Model: "m", Cred: "k", Prompt: turn1, Route: llmfleet.RouteSync, At: t0, Usage: u})
+	turn2 := llmfleet.Prompt{Bytes: 48_000, Breakpoints: []llmfleet.Breakpoint{{Hash: "t2", Bytes: 48_000, TTL: 5 * time.Minute,
+		Earlier: []llmfleet.Prefix{{Hash: "a1", Bytes: 44_000}, {Hash: "t1", Bytes: 40_000}}}}}
+	r, missing := b.Request("m", "k", turn2, 0)
+	if len(r.Points) != 2 || r.Points[0].Hash != "t1" || r.Points[0].Tokens != 10_000 || r.Points[0].TTL != 0 ||
+		!r.Points[0].Cache.SyncUntil.Equal(t0.Add(5*time.Minute)) || r.Points[1].Hash != "t2" {
+		t.Fatalf("turn 2's points %+v", r.Points)
+	}
+	if len(missing) != 2 {
+		t.Errorf("missing %v, want t2 and a1 (unknown)", missing)
+	}
+	m := Model{Prices: sonnet, Rates: Priors}
+	e := m.Cost(r, Option{Route: llmfleet.RouteSync, At: t0.Add(time.Minute)})
+	if !near(e.Hit, 1) || !near(e.Read, 10_000) || !near(e.Write5m, float64(r.Points[1].Tokens-10_000)) {
+		t.Fatalf("turn 2 sync: %+v", e)
+	}
+	// Turn 2 answered sync, reading turn 1's prefix and writing its own:
+	// both entries refreshed or written.
+	u2 := llmfleet.Usage{InputTokens: 5, CacheReadInputTokens: 10_000, CacheCreationInputTokens: 2_000}
+	stat, changed := b.Observe(Lookup{Provider: "anthropic", Model: "m", Cred: "k", Prompt: turn2, Route: llmfleet.RouteSync,
+		At: t0.Add(time.Minute), Usage: u2})
+	if stat == nil || stat.Hits != 1 || len(changed) != 2 || changed[1].Tokens != 12_000 {
+		t.Fatalf("turn 2 observed: %+v, changed %+v", stat, changed)
 	}
 }

@@ -101,20 +101,30 @@ func (e Entry) alive(t time.Time) (syncCache, batchCache bool) {
 	return e.SyncUntil.After(t), e.BatchUntil.After(t)
 }
 
-// Point is one breakpoint of a request's prompt, as the cost model reads
-// it.
+// Point is a prefix of a request's prompt that its cache lookup may read:
+// a breakpoint, or an earlier prefix the lookup looks back to (an earlier
+// turn's breakpoint), as the cost model reads it.
 type Point struct {
+	// Hash names the prefix.
+	Hash string
 	// Tokens is the prefix's size (learned from usage, else estimated).
 	Tokens int64
-	// TTL is the time to live its cache_control asks for.
+	// TTL is the time to live its cache_control asks for; 0 for an
+	// earlier prefix, which this request does not write.
 	TTL time.Duration
 	// Cache is what is known of its entries.
 	Cache Entry
 }
 
+// written reports whether a lookup that misses writes the point: a
+// breakpoint's prefix is written, an earlier prefix is not.
+func (p Point) written() bool { return p.TTL > 0 }
+
 // Request is what the cost model reads of a request.
 type Request struct {
-	// Points are its prompt's breakpoints, in prompt order (growing).
+	// Points are its prompt's breakpoints, and the earlier prefixes known
+	// to have been cached, in prompt order (growing); the last is its
+	// last breakpoint.
 	Points []Point
 	// Tokens is its whole input; Output its expected output.
 	Tokens, Output int64
@@ -226,7 +236,7 @@ func writes(pts []Point, hit int, ttl1h bool) (w5, w1 float64) {
 	last := pts[len(pts)-1].Tokens
 	b := -1
 	for i := hit + 1; i < len(pts); i++ {
-		if ttl1h || pts[i].TTL >= time.Hour {
+		if pts[i].written() && (ttl1h || pts[i].TTL >= time.Hour) {
 			b = i
 		}
 	}

@@ -19,9 +19,9 @@ type Lookup struct {
 	// answer's time for a sync call, within its batch's turnaround for a
 	// batch item.
 	At time.Time
-	// Believed is what the Book knew of its cache entries when it was
-	// routed (Request's answer then); nil entries are taken as none.
-	Believed []Entry
+	// Believed are the points of the request as the Book knew them when
+	// it was routed (Request's answer then); nil: as it knows them now.
+	Believed []Point
 	// Usage is the usage its answer reported.
 	Usage llmfleet.Usage
 }
@@ -32,7 +32,11 @@ type Lookup struct {
 // they expire. It returns what to persist: the observation (nil when
 // none was believed live) and the prefix states it changed.
 func (b *Book) Observe(l Lookup) (*llmfleet.CacheStat, []llmfleet.PrefixState) {
-	u, bps := l.Usage, l.Prompt.Breakpoints
+	if l.Believed == nil {
+		r, _ := b.Request(l.Model, l.Cred, l.Prompt, 0)
+		l.Believed = r.Points
+	}
+	u := l.Usage
 	read := u.CacheReadInputTokens
 	cached := read + u.CacheCreationInputTokens
 	total := cached + u.InputTokens
@@ -42,34 +46,33 @@ func (b *Book) Observe(l Lookup) (*llmfleet.CacheStat, []llmfleet.PrefixState) {
 	if l.Prompt.Bytes > 0 && total > 0 {
 		b.learnPerByteLocked(l.Model, float64(total)/float64(l.Prompt.Bytes))
 	}
-	if u.OutputTokens > 0 {
-		if old, ok := b.output[l.Model]; ok {
-			b.output[l.Model] = old + (float64(u.OutputTokens)-old)/16
-		} else {
-			b.output[l.Model] = float64(u.OutputTokens)
-		}
-	}
-	if len(bps) == 0 || cached == 0 {
+	b.learnOutputLocked(l.Model, u.OutputTokens)
+	pts := l.Believed
+	if len(pts) == 0 || cached == 0 {
 		return nil, nil // nothing was cacheable (or the provider cached nothing)
 	}
-	b.tokens[bps[len(bps)-1].Hash] = cached
+	b.tokens[pts[len(pts)-1].Hash] = cached
 	readAt := -1
 	if read > 0 {
-		readAt = b.closestLocked(bps, read)
-		b.tokens[bps[readAt].Hash] = read
+		readAt = b.closestLocked(pts, read)
+		b.tokens[pts[readAt].Hash] = read
 	}
 	stat := b.hitLocked(l, readAt)
 	class := classOf(l.Route)
-	changed := make([]llmfleet.PrefixState, 0, len(bps))
-	for i, bp := range bps {
-		if i < readAt || (i > readAt && u.CacheCreationInputTokens == 0) {
+	changed := make([]llmfleet.PrefixState, 0, len(pts))
+	for i, pt := range pts {
+		written := i > readAt && pt.written() && u.CacheCreationInputTokens > 0
+		if i != readAt && !written {
 			continue
 		}
-		ttl := bp.TTL
-		if l.TTL1h && i > readAt {
+		ttl := pt.TTL
+		switch {
+		case written && l.TTL1h:
 			ttl = time.Hour
+		case !written:
+			ttl = b.entryTTL(pt)
 		}
-		k := prefixKey{l.Cred, bp.Hash}
+		k := prefixKey{l.Cred, pt.Hash}
 		e := b.entries[k]
 		until := l.At.Add(ttl)
 		if class == llmfleet.RouteBatch {
@@ -78,11 +81,21 @@ func (b *Book) Observe(l Lookup) (*llmfleet.CacheStat, []llmfleet.PrefixState) {
 			e.SyncUntil = later(e.SyncUntil, until)
 		}
 		b.entries[k] = e
-		changed = append(changed, llmfleet.PrefixState{CredentialID: l.Cred, Hash: bp.Hash, Tokens: b.tokens[bp.Hash],
+		changed = append(changed, llmfleet.PrefixState{CredentialID: l.Cred, Hash: pt.Hash, Tokens: b.tokens[pt.Hash],
 			SyncUntil: e.SyncUntil, BatchUntil: e.BatchUntil, SeenAt: l.At})
 	}
 	b.pruneLocked(l.At)
 	return stat, changed
+}
+
+// entryTTL returns the TTL a read refreshes a point's entry by: its
+// breakpoint's, or for an earlier prefix (whose TTL this request does
+// not say) five minutes, the shorter.
+func (b *Book) entryTTL(pt Point) time.Duration {
+	if pt.TTL > 0 {
+		return pt.TTL
+	}
+	return 5 * time.Minute
 }
 
 // learnPerByteLocked moves a model's tokens per byte towards an
@@ -96,14 +109,26 @@ func (b *Book) learnPerByteLocked(model string, v float64) {
 	b.perByte[model] = old + (v-old)/16
 }
 
-// closestLocked returns the breakpoint whose size in tokens is closest
-// to n, by what the Book knows of them.
-func (b *Book) closestLocked(bps []llmfleet.Breakpoint, n int64) int {
-	best, diff := len(bps)-1, int64(-1)
-	for i, bp := range bps {
-		t, ok := b.tokens[bp.Hash]
+// learnOutputLocked moves a model's expected output towards an
+// observation.
+func (b *Book) learnOutputLocked(model string, n int64) {
+	if n <= 0 {
+		return
+	}
+	if old, ok := b.output[model]; ok {
+		b.output[model] = old + (float64(n)-old)/16
+		return
+	}
+	b.output[model] = float64(n)
+}
+
+// closestLocked returns the point whose size in tokens is closest to n.
+func (b *Book) closestLocked(pts []Point, n int64) int {
+	best, diff := len(pts)-1, int64(-1)
+	for i, pt := range pts {
+		t, ok := b.tokens[pt.Hash]
 		if !ok {
-			t = bp.Tokens
+			t = pt.Tokens
 		}
 		d := max(t-n, n-t)
 		if diff < 0 || d < diff {
@@ -114,13 +139,13 @@ func (b *Book) closestLocked(bps []llmfleet.Breakpoint, n int64) int {
 }
 
 // hitLocked counts the lookup of l as a hit-rate observation: of the
-// longest breakpoint believed live (in the lookup's own cache, or only
-// in the other), hit if the prefix read reached it. nil when none was
-// believed live.
+// longest point believed live (in the lookup's own cache, or only in the
+// other), hit if the prefix read reached it. nil when none was believed
+// live.
 func (b *Book) hitLocked(l Lookup, readAt int) *llmfleet.CacheStat {
 	class := classOf(l.Route)
-	for j := len(l.Believed) - 1; j >= 0 && j < len(l.Prompt.Breakpoints); j-- {
-		syncCache, batchCache := l.Believed[j].alive(l.At)
+	for j := len(l.Believed) - 1; j >= 0; j-- {
+		syncCache, batchCache := l.Believed[j].Cache.alive(l.At)
 		if !syncCache && !batchCache {
 			continue
 		}

@@ -52,18 +52,25 @@ func PromptOf(body []byte) (llmfleet.Prompt, error) {
 	if cc := ttlOf(top.CacheControl); cc > 0 && f.p.Bytes > 0 {
 		n := len(f.p.Breakpoints)
 		if n == 0 || f.p.Breakpoints[n-1].Hash != f.last {
-			f.p.Breakpoints = append(f.p.Breakpoints, llmfleet.Breakpoint{Hash: f.last, Bytes: f.p.Bytes, Tokens: f.p.Bytes / 4, TTL: cc})
+			f.recent = f.recent[:max(len(f.recent)-1, 0)] // the last block is the breakpoint
+			f.p.Breakpoints = append(f.p.Breakpoints, llmfleet.Breakpoint{Hash: f.last, Bytes: f.p.Bytes, Tokens: f.p.Bytes / 4,
+				TTL: cc, Earlier: f.earlier()})
 		}
 	}
 	f.p.Tokens = f.p.Bytes / 4
 	return f.p, nil
 }
 
+// lookback is how many blocks before a breakpoint (itself included)
+// the API's cache lookup looks at.
+const lookback = 20
+
 // flattener builds a Prompt block by block.
 type flattener struct {
-	h    [32]byte // the chained hash so far
-	last string   // its hex form
-	p    llmfleet.Prompt
+	h      [32]byte // the chained hash so far
+	last   string   // its hex form
+	p      llmfleet.Prompt
+	recent []llmfleet.Prefix // the prefixes ending at the last blocks, oldest first
 }
 
 // add appends a block; with cacheable, its cache_control (if any) makes
@@ -94,8 +101,23 @@ func (f *flattener) add(kind string, raw json.RawMessage, cacheable bool) {
 	f.last = hex.EncodeToString(f.h[:16])
 	f.p.Bytes += int64(len(raw))
 	if ttl > 0 {
-		f.p.Breakpoints = append(f.p.Breakpoints, llmfleet.Breakpoint{Hash: f.last, Bytes: f.p.Bytes, Tokens: f.p.Bytes / 4, TTL: ttl})
+		f.p.Breakpoints = append(f.p.Breakpoints, llmfleet.Breakpoint{Hash: f.last, Bytes: f.p.Bytes, Tokens: f.p.Bytes / 4,
+			TTL: ttl, Earlier: f.earlier()})
 	}
+	f.recent = append(f.recent, llmfleet.Prefix{Hash: f.last, Bytes: f.p.Bytes})
+	if len(f.recent) >= lookback {
+		f.recent = f.recent[1:]
+	}
+}
+
+// earlier returns the prefixes of the blocks before the current one that
+// a lookup at it looks at, nearest first.
+func (f *flattener) earlier() []llmfleet.Prefix {
+	out := make([]llmfleet.Prefix, 0, len(f.recent))
+	for i := len(f.recent) - 1; i >= 0; i-- {
+		out = append(out, f.recent[i])
+	}
+	return out
 }
 
 // system adds the system prompt: a string (one block, no breakpoint) or

@@ -47,7 +47,7 @@ func TestPromptOfTurns(t *testing.T) {
 	if len(p1.Breakpoints) != 2 || len(p2.Breakpoints) != 2 {
 		t.Fatalf("breakpoints %d and %d, want 2 each", len(p1.Breakpoints), len(p2.Breakpoints))
 	}
-	if p1.Breakpoints[0] != p2.Breakpoints[0] || p1.Breakpoints[0].TTL != time.Hour {
+	if p1.Breakpoints[0].Hash != p2.Breakpoints[0].Hash || p1.Breakpoints[0].TTL != time.Hour {
 		t.Errorf("system prefix %+v vs %+v", p1.Breakpoints[0], p2.Breakpoints[0])
 	}
 	if p1.Breakpoints[1].TTL != 5*time.Minute || p2.Breakpoints[1].Bytes <= p1.Breakpoints[1].Bytes {
@@ -59,6 +59,24 @@ func TestPromptOfTurns(t *testing.T) {
 	other, _ := PromptOf([]byte(strings.Replace(string(turnBody(1, "")), "question a", "question z", 1)))
 	if other.Conversation == p1.Conversation || other.Breakpoints[1].Hash == p1.Breakpoints[1].Hash {
 		t.Errorf("another conversation shares %q", other.Conversation)
+	}
+}
+
+// The prefix turn n cached is among the earlier prefixes of turn n+1's
+// last breakpoint, where its block no longer carries cache_control (the
+// lookup finds it there), and it is named alike there.
+func TestPromptOfEarlierPrefixes(t *testing.T) {
+	p1, _ := PromptOf(turnBody(1, ""))
+	p2, _ := PromptOf(turnBody(2, ""))
+	last := p2.Breakpoints[len(p2.Breakpoints)-1]
+	found := false
+	for _, e := range last.Earlier {
+		if e.Hash == p1.Breakpoints[1].Hash && e.Bytes < last.Bytes {
+			found = true
+		}
+	}
+	if !found || len(last.Earlier) == 0 || last.Earlier[0].Bytes >= last.Bytes {
+		t.Fatalf("turn 2's earlier prefixes %+v lack turn 1's %s", last.Earlier, p1.Breakpoints[1].Hash)
 	}
 }
 

@@ -51,12 +51,8 @@ func (d *Dispatcher) learn(provider, model, cred string, prompt llmfleet.Prompt,
 		}
 		m = cachecost.Model{Prices: prices, Rates: d.book.Rates(provider, model, cred)}
 	}
-	entries := make([]cachecost.Entry, len(r.Points))
-	for i, pt := range r.Points {
-		entries[i] = pt.Cache
-	}
 	stat, prefixes := d.book.Observe(cachecost.Lookup{Provider: provider, Model: model, Cred: cred, Prompt: prompt,
-		Route: route, TTL1h: ttl1h, At: at, Believed: entries, Usage: u})
+		Route: route, TTL1h: ttl1h, At: at, Believed: r.Points, Usage: u})
 	d.cacheLog.add(stat, prefixes)
 	return m.MissCost(r, route, at, u)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/cachecost"
+	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/pricing"
 )
 
@@ -116,3 +117,101 @@ func TestBatchesGroupedByPrefix(t *testing.T) {
 		}
 	})
 }
+
+// Issue 21: a batched turn whose batch waits longer than 5 minutes (a
+// slow model) has its cache TTLs raised to an hour when the next turn's
+// expected read repays the dearer write (here its prefix is warm in the
+// batch cache, so it writes little), named in its ledger entry; not with
+// the upgrade turned off.
+func TestTTLUpgradeOfASlowBatch(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFake()
+			f.turnaround = func(string) time.Duration { return 20 * time.Minute }
+			var l ledgerOf
+			d := &Dispatcher{Providers: []llmfleet.Provider{f}, Prices: priced, Observe: l.observe,
+				Policy: Policy{BatchMinSize: 1, TurnaroundPrior: 20 * time.Minute, NoTTLUpgrade: off}}
+			if err := d.Open(); err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close(t.Context())
+			cred := llmfleet.Credential{APIKey: "k"}
+			// Its first turn was batched: the batch cache holds it.
+			u := llmfleet.Usage{InputTokens: 10, CacheCreationInputTokens: 11_500, OutputTokens: 800}
+			u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreation.Ephemeral5mInputTokens = 10_000, 1_500
+			d.ObserveCache(&llmfleet.Request{Credential: cred, Body: agentTurn("h1", "slow", 0)}, llmfleet.RouteBatch, u, time.Now())
+			if _, err := d.SubmitBatch(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: agentTurn("h1", "slow", 1)}); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			params := string(f.batches[f.order[0]].items[0].Params)
+			f.mu.Unlock()
+			es := l.all()
+			upgraded := !strings.Contains(params, `{"type":"ephemeral"}`) && strings.Count(params, `"ttl":"1h"`) == 2
+			switch {
+			case len(es) != 1:
+				t.Fatalf("entries %+v", es)
+			case !off && (!upgraded || es[0].Rewrite != llmfleet.RewriteTTL1h):
+				t.Errorf("upgrade on: rewrite %q, params upgraded %v", es[0].Rewrite, upgraded)
+			case off && (upgraded || es[0].Rewrite != ""):
+				t.Errorf("upgrade off: rewrite %q, params upgraded %v", es[0].Rewrite, upgraded)
+			}
+		})
+	}
+}
+
+// Issue 21: what a batched request "would have paid" is the sync route's
+// bill with the sync route's cache state. A forced batch of a turn whose
+// prefix the sync cache holds misses in the batch cache and writes it
+// again; sync would have read it: the entry's OtherRouteUSD is the bill
+// of that read, not its own writes priced at sync rates (which would show
+// a saving that was never made), and its MissUSD is the writes its route
+// caused.
+func TestWouldHavePaidIsSyncsCacheState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.turnaround = func(string) time.Duration { return time.Minute }
+		f.usage = func(bool) llmfleet.Usage { // the batch writes the prefix again
+			u := llmfleet.Usage{InputTokens: 10, CacheCreationInputTokens: 16_000, OutputTokens: 800}
+			u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreation.Ephemeral5mInputTokens = 10_000, 6_000
+			return u
+		}
+		prices := pricing.Default()
+		var l ledgerOf
+		d := &Dispatcher{Providers: []llmfleet.Provider{f}, Prices: priced, Observe: l.observe,
+			Price: func(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
+				return ledger.Make(func(_, m string, u llmfleet.Usage, r llmfleet.Route) (float64, bool) {
+					return prices.Cost("anthropic", m, u, r)
+				}, e)
+			},
+			Policy: Policy{BatchMinSize: 1, TurnaroundPrior: time.Minute}}
+		if err := d.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close(t.Context())
+		cred := llmfleet.Credential{APIKey: "k"}
+		u := llmfleet.Usage{InputTokens: 10, CacheCreationInputTokens: 11_500, OutputTokens: 800}
+		u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreation.Ephemeral5mInputTokens = 10_000, 1_500
+		d.ObserveCache(&llmfleet.Request{Credential: cred, Body: agentTurn("h1", "c", 0)}, llmfleet.RouteSync, u, time.Now())
+		if _, err := d.SubmitBatch(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: agentTurn("h1", "c", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		es := l.all()
+		if len(es) != 1 {
+			t.Fatalf("entries %+v", es)
+		}
+		e := es[0]
+		ownAtSync, _ := prices.Cost("anthropic", "claude-sonnet-4-6", e.Usage, llmfleet.RouteSync)
+		p, _ := prices.Lookup("anthropic", "claude-sonnet-4-6")
+		// Sync: 11.5k read (what turn 0 wrote), 4.5k written (5m), 10 in, 800 out.
+		want := (11_500*p.CacheRead + 4_500*p.CacheWrite5m + 10*p.Input + 800*p.Output) / 1e6
+		if !near(e.OtherRouteUSD, want) || e.OtherRouteUSD >= ownAtSync {
+			t.Errorf("would have paid $%.6f, want $%.6f (its own usage at sync prices: $%.6f)", e.OtherRouteUSD, want, ownAtSync)
+		}
+		if wantMiss := 11_500 * (p.CacheWrite1h*10_000/11_500 + p.CacheWrite5m*1_500/11_500 - p.CacheRead) / 1e6 * 0.5; e.MissUSD <= 0 || e.MissUSD > wantMiss*1.5 {
+			t.Errorf("miss $%.6f, want about $%.6f", e.MissUSD, wantMiss)
+		}
+	})
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

@@ -38,6 +38,9 @@ type fakeProvider struct {
 	createHang bool
 	// sendDelay is how long a sync call takes.
 	sendDelay time.Duration
+	// usage, if set, is the usage of answers (batch: of batch items);
+	// nil: 10 input and 5 output tokens.
+	usage func(batch bool) llmfleet.Usage
 	// flexDelay, if set, is how long a flex call takes instead.
 	flexDelay time.Duration
 	// flexRefusals refuses that many flex calls for capacity (-1: all);
@@ -127,7 +130,7 @@ func (f *fakeProvider) Send(ctx context.Context, req *llmfleet.Request) (*llmfle
 			return nil, ctx.Err()
 		}
 	}
-	return &llmfleet.Response{StatusCode: 200, Body: message(req.Body), Model: modelOf(req.Body), Usage: llmfleet.Usage{InputTokens: 10, OutputTokens: 5}, Tier: tier}, nil
+	return &llmfleet.Response{StatusCode: 200, Body: message(req.Body), Model: modelOf(req.Body), Usage: f.usageOf(false), Tier: tier}, nil
 }
 
 func (f *fakeProvider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCloser, error) {
@@ -314,7 +317,7 @@ func (f *fakeProvider) ListBatches(ctx context.Context, cred llmfleet.Credential
 }
 
 // resultFor decides one item's result from directives in its prompt.
-func resultFor(it llmfleet.BatchItem) llmfleet.BatchResult {
+func (f *fakeProvider) resultFor(it llmfleet.BatchItem) llmfleet.BatchResult {
 	a := answerText(it.Params)
 	switch {
 	case strings.Contains(a, "[errored]"):
@@ -328,7 +331,7 @@ func resultFor(it llmfleet.BatchItem) llmfleet.BatchResult {
 		return llmfleet.BatchResult{}
 	}
 	return llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultSucceeded, Message: message(it.Params),
-		Model: modelOf(it.Params), Usage: llmfleet.Usage{InputTokens: 10, OutputTokens: 5}}
+		Model: modelOf(it.Params), Usage: f.usageOf(true)}
 }
 
 func (f *fakeProvider) Results(ctx context.Context, cred llmfleet.Credential, id string, fn func(llmfleet.BatchResult) error) error {
@@ -343,7 +346,7 @@ func (f *fakeProvider) Results(ctx context.Context, cred llmfleet.Credential, id
 	f.rng.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
 	f.mu.Unlock()
 	for _, it := range items {
-		r := resultFor(it)
+		r := f.resultFor(it)
 		if r.CustomID == "" {
 			continue
 		}
@@ -373,4 +376,12 @@ func (f *fakeProvider) batchSizes() []int {
 		n = append(n, len(f.batches[id].items))
 	}
 	return n
+}
+
+// usageOf returns the usage an answer reports.
+func (f *fakeProvider) usageOf(batch bool) llmfleet.Usage {
+	if f.usage != nil {
+		return f.usage(batch)
+	}
+	return llmfleet.Usage{InputTokens: 10, OutputTokens: 5}
 }

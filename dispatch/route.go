@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"math"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -203,9 +202,10 @@ func syncBill(v *costView, u llmfleet.Usage) float64 {
 	r.Points = append([]cachecost.Point(nil), r.Points...)
 	if n := len(r.Points); n > 0 {
 		if cached := u.CacheReadInputTokens + u.CacheCreationInputTokens; cached > 0 {
-			scale := float64(cached) / float64(max(r.Points[n-1].Tokens, 1))
+			// The last breakpoint's prefix is what the usage says; the
+			// shorter ones are as the Book knew them, within it.
 			for i := range r.Points {
-				r.Points[i].Tokens = int64(math.Round(float64(r.Points[i].Tokens) * scale))
+				r.Points[i].Tokens = min(r.Points[i].Tokens, cached)
 			}
 			r.Points[n-1].Tokens = cached
 		}
