@@ -39,6 +39,8 @@ type batch struct {
 	deleted  bool
 	counts   llmfleet.RequestCounts
 	results  []byte // JSONL, shuffled
+	order    []int  // items by finish time
+	next     int    // how many of order have run
 }
 
 // batchItem is one request of a batch.
@@ -46,6 +48,7 @@ type batchItem struct {
 	customID string
 	params   json.RawMessage
 	done     time.Time // when its processing finishes
+	ran      *ranItem  // its answer, once it has run
 }
 
 // handleCreate serves POST /v1/messages/batches.
@@ -229,6 +232,7 @@ func (s *Server) newBatch(key string, now time.Time, items []*batchItem) *batch 
 		}
 	}
 	b.end = now.Add(min(natural, batchLifetime))
+	b.orderItems()
 	st.batches[b.id] = b
 	st.byKey[key] = append(st.byKey[key], b)
 	st.pending = append(st.pending, b)
@@ -248,118 +252,6 @@ func paramsHash(p json.RawMessage) string {
 	}
 	sum := sha256.Sum256(buf.Bytes())
 	return hex.EncodeToString(sum[:])
-}
-
-// advance creates the late batches due by now, then ends every batch whose
-// end time has come, in order of end time. The caller holds mu.
-func (s *Server) advance(now time.Time) {
-	s.land(now)
-	st := s.st
-	var due []*batch
-	keep := st.pending[:0]
-	for _, b := range st.pending {
-		if !now.Before(b.end) {
-			due = append(due, b)
-		} else {
-			keep = append(keep, b)
-		}
-	}
-	clear(st.pending[len(keep):])
-	st.pending = keep
-	sort.Slice(due, func(i, j int) bool {
-		if !due[i].end.Equal(due[j].end) {
-			return due[i].end.Before(due[j].end)
-		}
-		return due[i].seq < due[j].seq
-	})
-	for _, b := range due {
-		s.settle(b)
-	}
-}
-
-// settle computes the results of a batch that has ended. The caller holds
-// mu.
-func (s *Server) settle(b *batch) {
-	order := make([]int, len(b.items))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(i, j int) bool { return b.items[order[i]].done.Before(b.items[order[j]].done) })
-	lines := make([][]byte, len(b.items))
-	b.counts = llmfleet.RequestCounts{}
-	for _, i := range order {
-		it := b.items[i]
-		var res any
-		switch {
-		case it.done.After(b.end) && !b.cancelAt.IsZero():
-			res = map[string]string{"type": "canceled"}
-			b.counts.Canceled++
-		case it.done.After(b.end):
-			res = map[string]string{"type": "expired"}
-			b.counts.Expired++
-		default:
-			res = s.runBatchItem(b, it)
-			switch res.(type) {
-			case erroredResult:
-				b.counts.Errored++
-			case succeededResult:
-				b.counts.Succeeded++
-			default:
-				b.counts.Expired++
-			}
-		}
-		line, err := json.Marshal(struct {
-			CustomID string `json:"custom_id"`
-			Result   any    `json:"result"`
-		}{it.customID, res})
-		if err != nil {
-			panic(err)
-		}
-		lines[i] = line
-	}
-	r := s.rng("results", b.id)
-	r.Shuffle(len(lines), func(i, j int) { lines[i], lines[j] = lines[j], lines[i] })
-	var buf bytes.Buffer
-	for _, l := range lines {
-		buf.Write(l)
-		buf.WriteByte('\n')
-	}
-	b.results = buf.Bytes()
-	b.settled = true
-	b.items = nil // the results hold all that is left to serve
-}
-
-type succeededResult struct {
-	Type    string      `json:"type"`
-	Message messageJSON `json:"message"`
-}
-
-type erroredResult struct {
-	Type  string          `json:"type"`
-	Error json.RawMessage `json:"error"`
-}
-
-// runBatchItem answers one request of a batch. The caller holds mu.
-func (s *Server) runBatchItem(b *batch, it *batchItem) any {
-	p, e := parseParams(it.params, modeBatch)
-	if e == nil {
-		d := parseDirectives(p.lastUserText())
-		if d.expire {
-			return map[string]string{"type": "expired"}
-		}
-		if d.errorType != "" {
-			e = directiveError(d.errorType)
-		}
-	}
-	if e != nil {
-		return erroredResult{Type: "errored", Error: envelope(e, s.requestIDLocked())}
-	}
-	fp, _ := promptBlocks(p)
-	rep := buildReply(p)
-	in := s.useCache(b.key, fp, it.done)
-	u := makeUsage(in, rep.outputTokens, "batch")
-	s.st.stats.bills = append(s.st.stats.bills, billOf(true, p, u))
-	return succeededResult{Type: "succeeded", Message: rep.message(u)}
 }
 
 // batchJSON is the MessageBatch object.
