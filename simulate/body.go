@@ -20,6 +20,10 @@ type Body struct {
 	// CacheRead and CacheWrite are prompt cache reads and 5-minute writes.
 	CacheRead  int64 `json:"cache_read_input_tokens,omitempty"`
 	CacheWrite int64 `json:"cache_creation_input_tokens,omitempty"`
+	// Prompt, when not nil, is the prompt's structure: the answer's input
+	// usage then comes from the provider's prompt cache (Provider.Cache),
+	// not from the members above.
+	Prompt *BodyPrompt `json:"prompt,omitempty"`
 
 	text string // the answer's text
 }
@@ -38,6 +42,11 @@ func parseBody(raw []byte) (Body, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if dec.Decode(&own) == nil && own.Model != "" && !dec.More() {
+		if own.Prompt != nil {
+			if err := own.Prompt.check(own.InputTokens); err != nil {
+				return Body{}, apiError("invalid_request_error", err.Error())
+			}
+		}
 		own.text = "ok"
 		return own, nil
 	}
@@ -117,9 +126,15 @@ func parseOwn(raw []byte) (Body, bool) {
 	return b, err1 == nil && err2 == nil && err3 == nil && err4 == nil
 }
 
-// message is the answer to a body: a Messages API message.
+// message is the answer to a body: a Messages API message, with the
+// usage the body names.
 func message(b Body) (json.RawMessage, llmfleet.Usage) {
 	u := usageOf(b)
+	return messageOf(b, u), u
+}
+
+// messageOf is the answer to a body reporting usage u.
+func messageOf(b Body, u llmfleet.Usage) json.RawMessage {
 	id := b.ID
 	if !strings.HasPrefix(id, "msg_") {
 		id = "msg_sim_" + id
@@ -135,17 +150,18 @@ func message(b Body) (json.RawMessage, llmfleet.Usage) {
 	m = strconv.AppendInt(m, u.InputTokens, 10)
 	m = append(m, `,"output_tokens":`...)
 	m = strconv.AppendInt(m, u.OutputTokens, 10)
-	if b.CacheRead != 0 || b.CacheWrite != 0 {
+	if u.CacheReadInputTokens != 0 || u.CacheCreationInputTokens != 0 {
 		m = append(m, `,"cache_read_input_tokens":`...)
-		m = strconv.AppendInt(m, b.CacheRead, 10)
+		m = strconv.AppendInt(m, u.CacheReadInputTokens, 10)
 		m = append(m, `,"cache_creation_input_tokens":`...)
-		m = strconv.AppendInt(m, b.CacheWrite, 10)
+		m = strconv.AppendInt(m, u.CacheCreationInputTokens, 10)
 		m = append(m, `,"cache_creation":{"ephemeral_5m_input_tokens":`...)
-		m = strconv.AppendInt(m, b.CacheWrite, 10)
-		m = append(m, `,"ephemeral_1h_input_tokens":0}`...)
+		m = strconv.AppendInt(m, u.CacheCreation.Ephemeral5mInputTokens, 10)
+		m = append(m, `,"ephemeral_1h_input_tokens":`...)
+		m = strconv.AppendInt(m, u.CacheCreation.Ephemeral1hInputTokens, 10)
+		m = append(m, '}')
 	}
-	m = append(m, `}}`...)
-	return m, u
+	return append(m, `}}`...)
 }
 
 // usageOf is the usage the answer to b reports.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/claudewire"
 )
@@ -45,6 +46,10 @@ type Provider struct {
 	FlexRefusal float64
 	// Seed seeds the draws.
 	Seed uint64
+	// Cache, if not nil, is the behaviour of the provider's prompt cache,
+	// which computes the input usage of the bodies with a prompt
+	// structure (Body.Prompt); nil means cachesim.Default().
+	Cache *cachesim.Config
 
 	once    sync.Once
 	mu      sync.Mutex
@@ -54,6 +59,10 @@ type Provider struct {
 	n       int                    // batches made
 	// Calls counts the calls made to it, by method.
 	calls map[string]int
+	// The prompt cache, and the batch requests waiting to use it, by time.
+	cache  *cachesim.Cache
+	runs   []*itemRun
+	runSeq int
 }
 
 // Straggler describes the batches that take much longer than their
@@ -73,6 +82,9 @@ type simBatch struct {
 	canceled bool
 	// counts are its results' once ended (unless canceled).
 	counts llmfleet.RequestCounts
+	// usage holds, for its requests with a prompt structure, their usage
+	// once they ran.
+	usage []*llmfleet.Usage
 }
 
 func (p *Provider) init() {
@@ -81,6 +93,7 @@ func (p *Provider) init() {
 		p.batches = map[string]*simBatch{}
 		p.byCred = map[string][]*simBatch{}
 		p.calls = map[string]int{}
+		p.cache = cachesim.New(p.cacheConfig())
 	})
 }
 
@@ -153,7 +166,8 @@ func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.R
 	if err := p.Clock.Sleep(ctx, lat); err != nil {
 		return nil, err
 	}
-	m, u := message(b)
+	u := p.syncUsage(req.Credential, b)
+	m := messageOf(b, u)
 	return &llmfleet.Response{Route: llmfleet.RouteSync, StatusCode: 200, Header: http.Header{}, Body: m, Usage: u, Model: b.Model, Tier: tier}, nil
 }
 
@@ -208,7 +222,11 @@ func (p *Provider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, error) 
 		return llmfleet.RequestInfo{Model: b.Model}, nil
 	}
 	if b, err := parseBody(req.Body); err == nil && len(req.Header) == 0 && b.text == "ok" {
-		return llmfleet.RequestInfo{Model: b.Model}, nil
+		info := llmfleet.RequestInfo{Model: b.Model}
+		if b.Prompt != nil {
+			info.Prompt = b.Prompt.Prompt(b.Model, b.InputTokens)
+		}
+		return info, nil
 	}
 	return messagesShape.Inspect(req)
 }
@@ -270,6 +288,7 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 	}
 	p.batches[id] = sb
 	p.byCred[k] = append(p.byCred[k], sb)
+	p.scheduleLocked(sb)
 	b := p.viewLocked(sb, now)
 	return &b, nil
 }
@@ -375,11 +394,12 @@ func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id str
 	if err == nil && p.Clock.Now().Before(sb.b.EndedAt) {
 		err = apiError("invalid_request_error", "batch "+id+" has not ended")
 	}
+	p.runDueLocked(p.Clock.Now())
 	p.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	for _, it := range sb.items {
+	for i, it := range sb.items {
 		r := llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultSucceeded}
 		if sb.canceled {
 			r.Type = llmfleet.ResultCanceled
@@ -388,8 +408,10 @@ func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id str
 			if err != nil {
 				r.Type, r.Error = llmfleet.ResultErrored, err.(*llmfleet.Error)
 			} else {
-				r.Message, r.Usage = message(b)
-				r.Model = b.Model
+				p.mu.Lock()
+				r.Usage = sb.batchUsage(i, b)
+				p.mu.Unlock()
+				r.Message, r.Model = messageOf(b, r.Usage), b.Model
 			}
 		}
 		if err := fn(r); err != nil {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/ledger"
@@ -62,6 +63,13 @@ type Config struct {
 	// FlexRefusal is the fraction of flex calls refused for lack of
 	// capacity (429, unbilled, at once).
 	FlexRefusal float64
+	// Cache is the behaviour of the provider's prompt cache, which
+	// computes the usage of the turns with a prompt structure
+	// (Turn.Prompted); nil means cachesim.Default().
+	Cache *cachesim.Config
+	// Entries, if not nil, receives each ledger entry of the run (what
+	// the report sums), one at a time.
+	Entries func(llmfleet.LedgerEntry)
 }
 
 // SeedPolicy returns base as the seed policy, the naive router llmfleet
@@ -153,6 +161,38 @@ type Report struct {
 	Latency map[string]Percentiles `json:"latency"`
 	// Simulated is the virtual time the run spanned.
 	SimulatedMS int64 `json:"simulated_ms"`
+	// Cache counts the prompt cache's reads and writes by route ("sync",
+	// "flex", "batch"), for a workload with prompt structures (nil
+	// otherwise).
+	Cache map[string]CacheStats `json:"cache,omitempty"`
+}
+
+// CacheStats are the prompt cache's reads and writes on one route.
+type CacheStats struct {
+	// Answers counts the answers billed on the route; Reads those that
+	// read from the cache.
+	Answers int `json:"answers"`
+	Reads   int `json:"reads"`
+	// ReadTokens and WriteTokens are the tokens read from and written to
+	// the cache (cache_read_input_tokens, cache_creation_input_tokens).
+	ReadTokens  int64 `json:"read_tokens"`
+	WriteTokens int64 `json:"write_tokens"`
+	// HitRate is the share of the cached prefixes' tokens that were read
+	// rather than written: ReadTokens / (ReadTokens + WriteTokens).
+	HitRate float64 `json:"hit_rate"`
+}
+
+// add counts one answer's usage.
+func (c *CacheStats) add(u llmfleet.Usage) {
+	c.Answers++
+	if u.CacheReadInputTokens > 0 {
+		c.Reads++
+	}
+	c.ReadTokens += u.CacheReadInputTokens
+	c.WriteTokens += u.CacheCreationInputTokens
+	if all := c.ReadTokens + c.WriteTokens; all > 0 {
+		c.HitRate = float64(c.ReadTokens) / float64(all)
+	}
 }
 
 // Percentiles are latency percentiles, in milliseconds.
@@ -197,7 +237,7 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 	clock := NewClock(start)
 	prov := &Provider{ProviderName: cfg.Provider, Clock: clock, Turnaround: drawFrom(cfg.Turnaround, cfg.TurnaroundRange),
 		SyncLatency: drawFrom(cfg.SyncLatency, cfg.SyncLatencyRange), Straggler: cfg.Straggler, Seed: cfg.Seed,
-		FlexLatency: drawFrom(cfg.FlexLatency, cfg.FlexLatencyRange), FlexRefusal: cfg.FlexRefusal}
+		FlexLatency: drawFrom(cfg.FlexLatency, cfg.FlexLatencyRange), FlexRefusal: cfg.FlexRefusal, Cache: cfg.Cache}
 	var (
 		mu        sync.Mutex
 		costNano  int64 // nano-USD, summed exactly whatever the order
@@ -206,7 +246,11 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 		lat       = map[string][]time.Duration{}
 		rep       = Report{Policy: cfg.Name, Routes: map[string]int{"sync": 0, "flex": 0, "batch": 0}, Latency: map[string]Percentiles{}}
 		end       = start
+		cache     map[string]*CacheStats
 	)
+	if slices.ContainsFunc(turns, Turn.Prompted) {
+		cache = map[string]*CacheStats{}
+	}
 	nano := func(usd float64) int64 { return int64(math.Round(usd * 1e9)) }
 	d := &dispatch.Dispatcher{
 		Providers: []llmfleet.Provider{prov},
@@ -223,6 +267,17 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 			if e.Rescue == llmfleet.RescueSync {
 				rescued++
 			}
+			if cache != nil {
+				c := cache[string(e.Route)]
+				if c == nil {
+					c = &CacheStats{}
+					cache[string(e.Route)] = c
+				}
+				c.add(e.Usage)
+			}
+			if cfg.Entries != nil {
+				cfg.Entries(e)
+			}
 		},
 	}
 	if err := d.Open(); err != nil {
@@ -236,7 +291,7 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 		budget := time.Duration(t.BudgetMS) * time.Millisecond
 		routed := d.Policy.Budget(budget)
 		req := &llmfleet.Request{Provider: prov.Name(), Credential: llmfleet.Credential{APIKey: t.Key},
-			Body: bodyOf(t.Model, fmt.Sprintf("%s/%d", t.Agent, t.Turn), t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens)}
+			Body: turnBody(t)}
 		err := d.SubmitFunc(context.Background(), budget, req, func(resp *llmfleet.Response, err error) {
 			now := clock.Now()
 			l := now.Sub(arrived)
@@ -300,6 +355,12 @@ func Run(cfg Config, turns []Turn) (Report, error) {
 		}
 	}
 	rep.Rescued = rescued
+	if cache != nil {
+		rep.Cache = map[string]CacheStats{}
+		for r, c := range cache {
+			rep.Cache[r] = *c
+		}
+	}
 	rep.SimulatedMS = end.Sub(start).Milliseconds()
 	for c, ls := range lat {
 		sort.Slice(ls, func(i, j int) bool { return ls[i] < ls[j] })
