@@ -113,6 +113,12 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		listeners = append(listeners, oln)
 		fmt.Fprintf(stdout, "openai emulator listening on http://%s\n", oln.Addr())
 	}
+	return serveUntil(ctx, servers, listeners)
+}
+
+// serveUntil serves each server on its listener until ctx ends (then
+// shuts them all down) or one fails (then closes them all).
+func serveUntil(ctx context.Context, servers []*http.Server, listeners []net.Listener) error {
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
 		go func() { errc <- hs.Serve(listeners[i]) }()
@@ -127,6 +133,7 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	var err error
 	for _, hs := range servers {
 		if serr := hs.Shutdown(shutCtx); err == nil {
 			err = serr
