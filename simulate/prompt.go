@@ -93,7 +93,12 @@ func turnBody(t Turn) json.RawMessage {
 	if p == nil {
 		return bodyOf(t.Model, id, t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens)
 	}
-	b := bodyOf(t.Model, id, t.InputTokens, t.OutputTokens, 0, 0)
+	return promptBody(t.Model, id, t.InputTokens, t.OutputTokens, p)
+}
+
+// promptBody is the synthetic body of a prompt p of in tokens.
+func promptBody(model, id string, in, out int64, p *BodyPrompt) json.RawMessage {
+	b := bodyOf(model, id, in, out, 0, 0)
 	j, err := json.Marshal(p)
 	if err != nil {
 		panic(err) // strings and numbers always marshal

@@ -203,3 +203,30 @@ func FuzzReadWorkload(f *testing.F) {
 		}
 	})
 }
+
+// UpgradeTTL raises a batch request's 5-minute breakpoints to an hour,
+// and leaves other params as they were.
+func TestUpgradeTTL(t *testing.T) {
+	p := &Provider{Clock: NewClock(start)}
+	tn := cachedTurn("a", 1) // 1h, 5m (default), 5m
+	up, n, err := p.UpgradeTTL(turnBody(tn))
+	if err != nil || n != 2 {
+		t.Fatalf("%d raised, %v", n, err)
+	}
+	b, err := parseBody(up)
+	if err != nil || b.Prompt == nil || b.ID != "a/1" || b.InputTokens != tn.InputTokens || b.OutputTokens != tn.OutputTokens {
+		t.Fatalf("upgraded body %s: %+v %v", up, b, err)
+	}
+	for _, bp := range b.Prompt.Prompt(b.Model, b.InputTokens).Breakpoints {
+		if bp.TTL != time.Hour {
+			t.Errorf("breakpoint %+v", bp)
+		}
+	}
+	if again, n, err := p.UpgradeTTL(up); err != nil || n != 0 || string(again) != string(up) {
+		t.Errorf("upgraded twice: %d %v", n, err)
+	}
+	plain := turnBody(Turn{Agent: "x", Model: "m", InputTokens: 5})
+	if same, n, err := p.UpgradeTTL(plain); err != nil || n != 0 || string(same) != string(plain) {
+		t.Errorf("plain body: %s %d %v", same, n, err)
+	}
+}

@@ -3,8 +3,10 @@ package simulate
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -114,4 +116,30 @@ func (sb *simBatch) batchUsage(i int, b Body) llmfleet.Usage {
 		return usageOf(b)
 	}
 	return *sb.usage[i]
+}
+
+// UpgradeTTL returns the params of a batch request with every 5-minute
+// cache breakpoint of its prompt structure raised to an hour, and how
+// many it raised: what the engine may do to a batched request whose wait
+// outlasts five minutes (the shape of llmfleet.TTLUpgrader). Params
+// without a prompt structure (Messages API bodies included) come back as
+// they were.
+func (p *Provider) UpgradeTTL(params json.RawMessage) (json.RawMessage, int, error) {
+	b, err := parseBody(params)
+	if err != nil || b.Prompt == nil {
+		return params, 0, nil
+	}
+	up := *b.Prompt
+	up.Breakpoints = slices.Clone(up.Breakpoints)
+	n := 0
+	for i := range up.Breakpoints {
+		if up.Breakpoints[i].TTL != "1h" {
+			up.Breakpoints[i].TTL = "1h"
+			n++
+		}
+	}
+	if n == 0 {
+		return params, 0, nil
+	}
+	return promptBody(b.Model, b.ID, b.InputTokens, b.OutputTokens, &up), n, nil
 }
