@@ -10,6 +10,13 @@
 // a time and moves time to the next timer only when no task runs, so a run
 // takes as long as the work it does, not the time it simulates, and the
 // same seed gives the same figures.
+//
+// Turns may carry their prompt's structure (Turn.Prompted; AgentsCached
+// generates such a workload): the provider then answers Inspect with the
+// prompt's cache breakpoints and computes each answer's usage from its
+// prompt cache (package cachesim, the emulator's), and Compare measures
+// the policies against sending every turn sync and against the best
+// router that knows the cache model (BestCached).
 package simulate
 
 import (
