@@ -11,8 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -39,6 +37,8 @@ type batch struct {
 	deleted  bool
 	counts   llmfleet.RequestCounts
 	results  []byte // JSONL, shuffled
+	order    []int  // items by finish time
+	next     int    // how many of order have run
 }
 
 // batchItem is one request of a batch.
@@ -46,6 +46,7 @@ type batchItem struct {
 	customID string
 	params   json.RawMessage
 	done     time.Time // when its processing finishes
+	ran      *ranItem  // its answer, once it has run
 }
 
 // handleCreate serves POST /v1/messages/batches.
@@ -229,6 +230,7 @@ func (s *Server) newBatch(key string, now time.Time, items []*batchItem) *batch 
 		}
 	}
 	b.end = now.Add(min(natural, batchLifetime))
+	b.orderItems()
 	st.batches[b.id] = b
 	st.byKey[key] = append(st.byKey[key], b)
 	st.pending = append(st.pending, b)
@@ -248,118 +250,6 @@ func paramsHash(p json.RawMessage) string {
 	}
 	sum := sha256.Sum256(buf.Bytes())
 	return hex.EncodeToString(sum[:])
-}
-
-// advance creates the late batches due by now, then ends every batch whose
-// end time has come, in order of end time. The caller holds mu.
-func (s *Server) advance(now time.Time) {
-	s.land(now)
-	st := s.st
-	var due []*batch
-	keep := st.pending[:0]
-	for _, b := range st.pending {
-		if !now.Before(b.end) {
-			due = append(due, b)
-		} else {
-			keep = append(keep, b)
-		}
-	}
-	clear(st.pending[len(keep):])
-	st.pending = keep
-	sort.Slice(due, func(i, j int) bool {
-		if !due[i].end.Equal(due[j].end) {
-			return due[i].end.Before(due[j].end)
-		}
-		return due[i].seq < due[j].seq
-	})
-	for _, b := range due {
-		s.settle(b)
-	}
-}
-
-// settle computes the results of a batch that has ended. The caller holds
-// mu.
-func (s *Server) settle(b *batch) {
-	order := make([]int, len(b.items))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(i, j int) bool { return b.items[order[i]].done.Before(b.items[order[j]].done) })
-	lines := make([][]byte, len(b.items))
-	b.counts = llmfleet.RequestCounts{}
-	for _, i := range order {
-		it := b.items[i]
-		var res any
-		switch {
-		case it.done.After(b.end) && !b.cancelAt.IsZero():
-			res = map[string]string{"type": "canceled"}
-			b.counts.Canceled++
-		case it.done.After(b.end):
-			res = map[string]string{"type": "expired"}
-			b.counts.Expired++
-		default:
-			res = s.runBatchItem(b, it)
-			switch res.(type) {
-			case erroredResult:
-				b.counts.Errored++
-			case succeededResult:
-				b.counts.Succeeded++
-			default:
-				b.counts.Expired++
-			}
-		}
-		line, err := json.Marshal(struct {
-			CustomID string `json:"custom_id"`
-			Result   any    `json:"result"`
-		}{it.customID, res})
-		if err != nil {
-			panic(err)
-		}
-		lines[i] = line
-	}
-	r := s.rng("results", b.id)
-	r.Shuffle(len(lines), func(i, j int) { lines[i], lines[j] = lines[j], lines[i] })
-	var buf bytes.Buffer
-	for _, l := range lines {
-		buf.Write(l)
-		buf.WriteByte('\n')
-	}
-	b.results = buf.Bytes()
-	b.settled = true
-	b.items = nil // the results hold all that is left to serve
-}
-
-type succeededResult struct {
-	Type    string      `json:"type"`
-	Message messageJSON `json:"message"`
-}
-
-type erroredResult struct {
-	Type  string          `json:"type"`
-	Error json.RawMessage `json:"error"`
-}
-
-// runBatchItem answers one request of a batch. The caller holds mu.
-func (s *Server) runBatchItem(b *batch, it *batchItem) any {
-	p, e := parseParams(it.params, modeBatch)
-	if e == nil {
-		d := parseDirectives(p.lastUserText())
-		if d.expire {
-			return map[string]string{"type": "expired"}
-		}
-		if d.errorType != "" {
-			e = directiveError(d.errorType)
-		}
-	}
-	if e != nil {
-		return erroredResult{Type: "errored", Error: envelope(e, s.requestIDLocked())}
-	}
-	fp, _ := promptBlocks(p)
-	rep := buildReply(p)
-	in := s.useCache(b.key, fp, it.done)
-	u := makeUsage(in, rep.outputTokens, "batch")
-	s.st.stats.bills = append(s.st.stats.bills, billOf(true, p, u))
-	return succeededResult{Type: "succeeded", Message: rep.message(u)}
 }
 
 // batchJSON is the MessageBatch object.
@@ -420,216 +310,4 @@ func (s *Server) lookup(c *call, id string) (*batch, *apiError) {
 		return nil, notFound("No message batch found with id %q", id)
 	}
 	return b, nil
-}
-
-// handleRetrieve serves GET /v1/messages/batches/{id}.
-func (s *Server) handleRetrieve(c *call) {
-	s.mu.Lock()
-	now := s.now()
-	s.advance(now)
-	b, e := s.lookup(c, batchIDOf(c))
-	if e != nil {
-		s.mu.Unlock()
-		writeError(c.w, e, c.id)
-		return
-	}
-	out := s.batchJSON(b, now, c.r)
-	s.mu.Unlock()
-	writeJSON(c.w, http.StatusOK, out)
-}
-
-// handleCancel serves POST /v1/messages/batches/{id}/cancel.
-func (s *Server) handleCancel(c *call) {
-	s.mu.Lock()
-	now := s.now()
-	s.advance(now)
-	b, e := s.lookup(c, batchIDOf(c))
-	if e == nil && b.settled {
-		e = invalid("Message batch %s has already ended and can no longer be canceled", b.id)
-	}
-	if e != nil {
-		s.mu.Unlock()
-		writeError(c.w, e, c.id)
-		return
-	}
-	if b.cancelAt.IsZero() {
-		b.cancelAt = now
-		delay := s.CancelDelay
-		if delay == 0 {
-			delay = time.Second
-		}
-		b.end = minTime(b.end, now.Add(max(delay, 0)))
-	}
-	out := s.batchJSON(b, now, c.r)
-	s.mu.Unlock()
-	writeJSON(c.w, http.StatusOK, out)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-// handleDelete serves DELETE /v1/messages/batches/{id}.
-func (s *Server) handleDelete(c *call) {
-	s.mu.Lock()
-	now := s.now()
-	s.advance(now)
-	b, e := s.lookup(c, batchIDOf(c))
-	if e == nil && !b.settled {
-		e = invalid("Message batch %s is still being processed; cancel it and wait for it to end before deleting it", b.id)
-	}
-	if e != nil {
-		s.mu.Unlock()
-		writeError(c.w, e, c.id)
-		return
-	}
-	b.deleted = true
-	b.results = nil
-	list := s.st.byKey[b.key]
-	if i := slices.Index(list, b); i >= 0 {
-		s.st.byKey[b.key] = slices.Delete(list, i, i+1)
-	}
-	s.mu.Unlock()
-	writeJSON(c.w, http.StatusOK, map[string]string{"id": b.id, "type": "message_batch_deleted"})
-}
-
-// handleResults serves GET /v1/messages/batches/{id}/results.
-func (s *Server) handleResults(c *call) {
-	s.mu.Lock()
-	now := s.now()
-	s.advance(now)
-	b, e := s.lookup(c, batchIDOf(c))
-	switch {
-	case e != nil:
-	case !b.settled:
-		e = invalid("Message batch %s has not ended yet; results are available once processing_status is \"ended\"", b.id)
-	case !now.Before(b.created.Add(resultsKeptFor)):
-		e = notFound("The results of message batch %s are no longer available", b.id)
-	}
-	if e != nil {
-		s.mu.Unlock()
-		writeError(c.w, e, c.id)
-		return
-	}
-	data := b.results
-	s.mu.Unlock()
-	ct := "application/x-jsonl"
-	if strings.Contains(c.r.Header.Get("Accept"), "application/binary") {
-		ct = "application/binary"
-	}
-	c.w.Header().Set("Content-Type", ct)
-	c.w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	c.w.WriteHeader(http.StatusOK)
-	c.w.Write(data)
-}
-
-// listJSON is a page of the batch listing.
-type listJSON struct {
-	Data    []batchJSON `json:"data"`
-	HasMore bool        `json:"has_more"`
-	FirstID *string     `json:"first_id"`
-	LastID  *string     `json:"last_id"`
-}
-
-// handleList serves GET /v1/messages/batches.
-func (s *Server) handleList(c *call) {
-	q := c.r.URL.Query()
-	limit, ok := listLimit(c)
-	if !ok {
-		return
-	}
-	after, before := q.Get("after_id"), q.Get("before_id")
-	if after != "" && before != "" {
-		writeError(c.w, invalid("after_id and before_id cannot both be given"), c.id)
-		return
-	}
-	s.mu.Lock()
-	now := s.now()
-	s.advance(now)
-	cursor := func(id string) (int64, *apiError) {
-		b, ok := s.st.batches[id]
-		if !ok || b.key != c.key {
-			return 0, invalid("%q is not a valid batch id for pagination", id)
-		}
-		return b.seq, nil
-	}
-	all := s.st.byKey[c.key] // oldest first
-	var page []*batch
-	hasMore := false
-	switch {
-	case before != "":
-		seq, e := cursor(before)
-		if e != nil {
-			s.mu.Unlock()
-			writeError(c.w, e, c.id)
-			return
-		}
-		// The limit batches just newer than the cursor, newest first.
-		var newer []*batch
-		for _, b := range all {
-			if b.seq > seq {
-				newer = append(newer, b)
-			}
-		}
-		if len(newer) > limit {
-			newer, hasMore = newer[:limit], true
-		}
-		page = newer
-		slices.Reverse(page)
-	default:
-		seq := int64(1 << 62)
-		if after != "" {
-			var e *apiError
-			if seq, e = cursor(after); e != nil {
-				s.mu.Unlock()
-				writeError(c.w, e, c.id)
-				return
-			}
-		}
-		for i := len(all) - 1; i >= 0; i-- {
-			if all[i].seq >= seq {
-				continue
-			}
-			if len(page) == limit {
-				hasMore = true
-				break
-			}
-			page = append(page, all[i])
-		}
-	}
-	out := listJSON{Data: make([]batchJSON, 0, len(page)), HasMore: hasMore}
-	for _, b := range page {
-		out.Data = append(out.Data, s.batchJSON(b, now, c.r))
-	}
-	if len(page) > 0 {
-		out.FirstID = &page[0].id
-		out.LastID = &page[len(page)-1].id
-	}
-	s.mu.Unlock()
-	writeJSON(c.w, http.StatusOK, out)
-}
-
-// batchIDOf is the batch id in the call's path.
-func batchIDOf(c *call) string {
-	rest := strings.TrimPrefix(c.r.URL.Path, "/v1/messages/batches/")
-	id, _, _ := strings.Cut(rest, "/")
-	return id
-}
-
-// listLimit reads the limit of a list call (1 to 1000, default 20); false
-// means it was invalid and the call is answered.
-func listLimit(c *call) (int, bool) {
-	v := c.r.URL.Query().Get("limit")
-	if v == "" {
-		return 20, true
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 1000 {
-		writeError(c.w, invalid("limit: Input should be an integer between 1 and 1000"), c.id)
-		return 0, false
-	}
-	return n, true
 }

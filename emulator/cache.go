@@ -4,18 +4,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"math/rand/v2"
 	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachesim"
 )
 
-// Prompt caching, simplified (see the package documentation):
+// Prompt caching (see the package documentation):
 //
 // The prompt is flattened into blocks in the order tools, system, messages
 // (each tool, each system block, each message content block; a string
 // content is one block). A block of n bytes of JSON costs ceil(n/4) tokens.
 // A block carrying cache_control is a breakpoint; a top-level cache_control
 // marks the last block. The prefix up to and including a breakpoint is
-// identified by a chained hash of the model and its blocks, and cached per
-// API key with the breakpoint's TTL.
+// identified by a chained hash of the model and its blocks. The cache
+// itself, per API key and route, is package cachesim's.
 
 // cacheLookback is how many block positions a breakpoint looks back for an
 // entry written by an earlier request.
@@ -25,12 +29,6 @@ const cacheLookback = 20
 type pblock struct {
 	tokens int64
 	ttl    string // breakpoint TTL, "" if not a breakpoint
-}
-
-// cacheEntry is one cached prefix.
-type cacheEntry struct {
-	expires time.Time
-	ttl     time.Duration
 }
 
 // flatPrompt is the flattened prompt of a request.
@@ -137,79 +135,36 @@ func ttlDuration(ttl string) time.Duration {
 	return 5 * time.Minute
 }
 
-// inputUsage is the input side of a request's usage.
-type inputUsage struct {
-	input, cacheRead, write5m, write1h int64
-}
-
-// useCache computes the input usage of a request with prompt fp for the API
-// key fingerprint key at time now, reading and writing the cache. The caller
+// useCache computes the input usage of a request with prompt fp, for the
+// API key fingerprint key, processed on route at time now, through the
+// prompt cache (package cachesim), drawing from r. Each breakpoint also
+// reads the prefixes up to cacheLookback-1 blocks before it. The caller
 // holds s.mu.
-func (s *Server) useCache(key string, fp *flatPrompt, now time.Time) inputUsage {
-	st := s.st
-	prefix := key + "|"
-	hit := -1 // highest block position with a live cache entry
-	last := -1
+func (s *Server) useCache(key string, route cachesim.Route, fp *flatPrompt, now time.Time, r *rand.Rand) cachesim.Usage {
+	l := cachesim.Lookup{Key: key, Route: route, Now: now, Prompt: llmfleet.Prompt{Tokens: fp.total}}
 	for i, b := range fp.blocks {
-		if b.ttl == "" || fp.cum[i] < int64(s.CacheMinTokens) {
+		if b.ttl == "" {
 			continue
 		}
-		last = i
-		for j := i; j >= 0 && j > i-cacheLookback; j-- {
-			if e, ok := st.cache[prefix+fp.hash[j]]; ok && e.expires.After(now) {
-				if j > hit {
-					hit = j
-				}
-				break
-			}
+		l.Prompt.Breakpoints = append(l.Prompt.Breakpoints, llmfleet.Breakpoint{Hash: fp.hash[i], Tokens: fp.cum[i], TTL: ttlDuration(b.ttl)})
+		var back []cachesim.Prefix
+		for j := i - 1; j >= 0 && j > i-cacheLookback; j-- {
+			back = append(back, cachesim.Prefix{Hash: fp.hash[j], Tokens: fp.cum[j]})
 		}
+		l.Lookback = append(l.Lookback, back)
 	}
-	var u inputUsage
-	covered := int64(0)
-	if hit >= 0 {
-		e := st.cache[prefix+fp.hash[hit]]
-		e.expires = now.Add(e.ttl) // a hit refreshes the TTL
-		st.cache[prefix+fp.hash[hit]] = e
-		u.cacheRead = fp.cum[hit]
-		covered = u.cacheRead
-	}
-	if last > hit {
-		// Billing points: B = the last 1h breakpoint after the hit, C =
-		// the last breakpoint. 1h writes cover hit..B, 5m writes B..C.
-		b := -1
-		for i := hit + 1; i <= last; i++ {
-			bl := fp.blocks[i]
-			if bl.ttl == "" || fp.cum[i] < int64(s.CacheMinTokens) {
-				continue
-			}
-			d := ttlDuration(bl.ttl)
-			st.cache[prefix+fp.hash[i]] = cacheEntry{expires: now.Add(d), ttl: d}
-			if bl.ttl == "1h" {
-				b = i
-			}
-		}
-		from := covered
-		if b >= 0 {
-			u.write1h = fp.cum[b] - covered
-			from = fp.cum[b]
-		}
-		u.write5m = fp.cum[last] - from
-		covered = fp.cum[last]
-		s.pruneCache(now)
-	}
-	u.input = max(fp.total-covered, 1)
-	return u
+	return s.st.cache.Use(l, r)
 }
 
-// pruneCache drops expired entries now and then. The caller holds s.mu.
-func (s *Server) pruneCache(now time.Time) {
-	s.st.cacheOps++
-	if s.st.cacheOps%256 != 0 {
-		return
+// cacheConfig is the configuration of the Server's prompt cache: Cache,
+// or cachesim.Default(), with CacheMinTokens when it is set.
+func (s *Server) cacheConfig() cachesim.Config {
+	cfg := cachesim.Default()
+	if s.Cache != nil {
+		cfg = *s.Cache
 	}
-	for k, e := range s.st.cache {
-		if !e.expires.After(now) {
-			delete(s.st.cache, k)
-		}
+	if s.CacheMinTokens != 0 {
+		cfg.MinTokens = int64(s.CacheMinTokens)
 	}
+	return cfg
 }

@@ -68,12 +68,19 @@
 //
 // A block with cache_control {"type":"ephemeral","ttl":"5m"|"1h"} is a
 // breakpoint (a top-level cache_control marks the last block; at most four
-// breakpoints). The prefix up to a breakpoint, keyed by API key, model and
-// the exact bytes of its blocks, is cached with the breakpoint's TTL. For
-// each request: the hit is the longest live cached prefix found by looking
-// back at most 20 blocks from each breakpoint; its tokens are reported as
-// cache_read_input_tokens and its TTL is refreshed. The breakpoints past
-// the hit are written: tokens up to the last 1h breakpoint count as
+// breakpoints; a 1h one may not follow a 5m one). The prefix up to a
+// breakpoint is identified by the model and the exact bytes of its
+// blocks; the cache is package cachesim's: per API key, a sync cache (sync
+// and streamed messages) and a batch cache (batch requests, at the time
+// each finishes), entries apart. For each request: the hit is the longest
+// live prefix found, by looking back at most 20 blocks from each
+// breakpoint, in a cache the request reaches: its own route's with
+// probability SyncHitRate or BatchHitRate (best effort on the real API),
+// the other route's with probability CrossRate (Server.Cache; by default
+// 1, 1 and 0), drawn from a source seeded by Seed and the request. Its
+// tokens are reported as cache_read_input_tokens and its TTL is
+// refreshed. The breakpoints past the hit are written, into the request's
+// own route's cache: tokens up to the last 1h breakpoint count as
 // ephemeral_1h_input_tokens, the rest up to the last breakpoint as
 // ephemeral_5m_input_tokens (their sum is cache_creation_input_tokens).
 // input_tokens is what lies after the last breakpoint or hit, at least 1.
@@ -86,8 +93,9 @@
 // Batch state is derived from Server.Now on each request, with no
 // background goroutines. A batch ends Server.Turnaround after its creation
 // (the longest over its distinct models); its requests stay "processing"
-// until then and finish at random points within that time, which matters
-// only for cancel: a canceled batch stays "canceling" for
+// until then and finish at random points within that time, when they run
+// (in time order with every other request, for the prompt cache), which
+// matters for the cache and for cancel: a canceled batch stays "canceling" for
 // Server.CancelDelay, requests finished by then succeed and the others are
 // "canceled". A batch still running 24h after creation ends as expired:
 // unfinished requests are "expired". Batch params are validated when the
@@ -97,11 +105,12 @@
 // Results are kept 29 days after creation (archived_at).
 //
 // Deviations from the real API: batches and the prompt cache are scoped per
-// API key, not per workspace; both API versions get the same rules (the
-// stricter request checks of 2026-10-21, such as refusing temperature,
-// top_p and top_k, are not enforced); batch results are computed when the batch
-// ends, in order of their finish time; replies are canned text; ids are
-// deterministic; token counts are the byte-based estimate above.
+// API key, not per workspace; a request reaches a cache with a fixed
+// probability, whatever the traffic; both API versions get the same rules
+// (the stricter request checks of 2026-10-21, such as refusing
+// temperature, top_p and top_k, are not enforced); replies are canned
+// text; ids are deterministic; token counts are the byte-based estimate
+// above.
 //
 // # Faults
 //

@@ -2,6 +2,8 @@ package emulator
 
 import (
 	"net/http"
+
+	"github.com/llmfleet/llmfleet/cachesim"
 )
 
 // handleMessages serves POST /v1/messages.
@@ -37,7 +39,7 @@ func (s *Server) handleMessages(c *call) {
 	s.mu.Lock()
 	now := s.now()
 	s.advance(now)
-	in := s.useCache(c.key, fp, now)
+	in := s.useCache(c.key, cachesim.Sync, fp, now, s.rng("cache", "sync", p.digest, c.id))
 	u := makeUsage(in, rep.outputTokens, "standard")
 	s.st.stats.bills = append(s.st.stats.bills, billOf(false, p, u))
 	s.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/claudewire"
 )
 
@@ -263,12 +264,12 @@ type cacheCreationJSON struct {
 	Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
 }
 
-func makeUsage(in inputUsage, output int64, tier string) usageJSON {
+func makeUsage(in cachesim.Usage, output int64, tier string) usageJSON {
 	return usageJSON{
-		InputTokens:              in.input,
-		CacheCreationInputTokens: in.write5m + in.write1h,
-		CacheReadInputTokens:     in.cacheRead,
-		CacheCreation:            cacheCreationJSON{Ephemeral5m: in.write5m, Ephemeral1h: in.write1h},
+		InputTokens:              in.Input,
+		CacheCreationInputTokens: in.Writes(),
+		CacheReadInputTokens:     in.CacheRead,
+		CacheCreation:            cacheCreationJSON{Ephemeral5m: in.Write5m, Ephemeral1h: in.Write1h},
 		OutputTokens:             output,
 		ServiceTier:              tier,
 	}

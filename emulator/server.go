@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmfleet/llmfleet/cachesim"
 )
 
 // Size limits of the Anthropic API.
@@ -85,6 +87,15 @@ type Server struct {
 	// does per model. Zero means no minimum.
 	CacheMinTokens int
 
+	// Cache, if not nil, sets the prompt cache's behaviour (see package
+	// cachesim): the probability that a sync call reads what the sync
+	// route cached (SyncHitRate), that a batch request reads what batch
+	// requests cached (BatchHitRate: best effort on the real API), and
+	// that either reads what the other route cached (CrossRate). Nil means
+	// cachesim.Default(): 1, 1 and 0, the sync and batch caches apart.
+	// CacheMinTokens, when not zero, overrides its MinTokens.
+	Cache *cachesim.Config
+
 	// Models are the model ids GET /v1/models lists and GET
 	// /v1/models/{model_id} knows. Nil means the Anthropic models of the
 	// default price table (pricing.Default).
@@ -104,8 +115,7 @@ type state struct {
 	byKey    map[string][]*batch // by key fingerprint, in creation order
 	pending  []*batch            // not yet settled
 	landings []*landing          // late creates, by landing time
-	cache    map[string]cacheEntry
-	cacheOps int
+	cache    *cachesim.Cache
 	stats    statsState
 }
 
@@ -114,7 +124,7 @@ func (s *Server) init() {
 		s.st = &state{
 			batches: map[string]*batch{},
 			byKey:   map[string][]*batch{},
-			cache:   map[string]cacheEntry{},
+			cache:   cachesim.New(s.cacheConfig()),
 			stats:   newStatsState(),
 		}
 	})

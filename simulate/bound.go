@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -18,7 +19,9 @@ var (
 // Bound returns what the best router with a sync fallback could expect to
 // save on turns under cfg, in USD, and whether it is known: false when a
 // draw function (Config.Turnaround or Config.SyncLatency) is set without
-// its range, whose distribution is then unknown.
+// its range, whose distribution is then unknown, and for a workload with
+// prompt structures, whose cost depends on the prompt cache (see
+// BestCached).
 //
 // That router knows each model's turnaround distribution (uniform over
 // its TurnaroundRange, times Straggler.Factor with probability
@@ -52,7 +55,7 @@ var (
 // engine has to learn.
 func Bound(cfg Config, turns []Turn) (usd float64, known bool) {
 	if (cfg.Turnaround != nil && cfg.TurnaroundRange == nil) || (cfg.SyncLatency != nil && cfg.SyncLatencyRange == nil) ||
-		(cfg.FlexLatency != nil && cfg.FlexLatencyRange == nil) {
+		(cfg.FlexLatency != nil && cfg.FlexLatencyRange == nil) || slices.ContainsFunc(turns, Turn.Prompted) {
 		return 0, false
 	}
 	prices := cfg.Prices

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,24 +14,10 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/claudewire"
-	"github.com/llmfleet/llmfleet/emulator"
 )
-
-// Body is the synthetic request body the simulated provider reads: the
-// model, and the usage its answer reports.
-type Body struct {
-	Model        string `json:"model"`
-	ID           string `json:"id,omitempty"`
-	InputTokens  int64  `json:"input_tokens"`
-	OutputTokens int64  `json:"output_tokens"`
-	// CacheRead and CacheWrite are prompt cache reads and 5-minute writes.
-	CacheRead  int64 `json:"cache_read_input_tokens,omitempty"`
-	CacheWrite int64 `json:"cache_creation_input_tokens,omitempty"`
-
-	text string // the answer's text
-}
 
 // Provider is a simulated provider on a Clock: sync calls take a drawn
 // latency on the clock, batches end a drawn turnaround after their
@@ -61,6 +46,10 @@ type Provider struct {
 	FlexRefusal float64
 	// Seed seeds the draws.
 	Seed uint64
+	// Cache, if not nil, is the behaviour of the provider's prompt cache,
+	// which computes the input usage of the bodies with a prompt
+	// structure (Body.Prompt); nil means cachesim.Default().
+	Cache *cachesim.Config
 
 	once    sync.Once
 	mu      sync.Mutex
@@ -70,6 +59,10 @@ type Provider struct {
 	n       int                    // batches made
 	// Calls counts the calls made to it, by method.
 	calls map[string]int
+	// The prompt cache, and the batch requests waiting to use it, by time.
+	cache  *cachesim.Cache
+	runs   []*itemRun
+	runSeq int
 }
 
 // Straggler describes the batches that take much longer than their
@@ -89,6 +82,9 @@ type simBatch struct {
 	canceled bool
 	// counts are its results' once ended (unless canceled).
 	counts llmfleet.RequestCounts
+	// usage holds, for its requests with a prompt structure, their usage
+	// once they ran.
+	usage []*llmfleet.Usage
 }
 
 func (p *Provider) init() {
@@ -97,6 +93,7 @@ func (p *Provider) init() {
 		p.batches = map[string]*simBatch{}
 		p.byCred = map[string][]*simBatch{}
 		p.calls = map[string]int{}
+		p.cache = cachesim.New(p.cacheConfig())
 	})
 }
 
@@ -125,40 +122,6 @@ func (p *Provider) Limits() llmfleet.BatchLimits {
 	return llmfleet.BatchLimits{MaxRequests: 100_000, MaxBytes: 256 << 20}
 }
 
-// parseBody reads a body: the simulator's own (see bodyOf), or a Messages
-// API create-message body, answered as llmfleet's emulator answers it
-// (its reply text, its input tokens, a quarter of the text's characters
-// as output tokens).
-func parseBody(raw []byte) (Body, error) {
-	if b, ok := parseOwn(raw); ok {
-		b.text = "ok"
-		return b, nil
-	}
-	// The simulator's own body, laid out otherwise (escapes in its id).
-	var own Body
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if dec.Decode(&own) == nil && own.Model != "" && !dec.More() {
-		own.text = "ok"
-		return own, nil
-	}
-	text, err := emulator.ReplyText(raw)
-	if err != nil {
-		typ, msg, _ := strings.Cut(err.Error(), ": ")
-		return Body{}, apiError(typ, msg)
-	}
-	var m struct {
-		Model     string `json:"model"`
-		MaxTokens int64  `json:"max_tokens"`
-	}
-	_ = json.Unmarshal(raw, &m)
-	if m.MaxTokens < 1 {
-		return Body{}, apiError("invalid_request_error", "max_tokens: must be greater than or equal to 1")
-	}
-	in, _ := emulator.InputTokens(raw)
-	return Body{Model: m.Model, ID: emulator.MessageID(raw), InputTokens: in, OutputTokens: int64(len(text)/4 + 1), text: text}, nil
-}
-
 // apiError is an error answer of the API.
 func apiError(typ, msg string) *llmfleet.Error {
 	return &llmfleet.Error{StatusCode: claudewire.StatusForType(typ), Type: typ, Message: msg,
@@ -178,123 +141,6 @@ func (p *Provider) draw(f func(string, *rand.Rand) time.Duration, def [2]time.Du
 		return f(model, p.rng)
 	}
 	return def[0] + time.Duration(p.rng.Int64N(int64(def[1]-def[0])+1))
-}
-
-// parseOwn reads a body exactly as bodyOf writes it, without the cost of
-// encoding/json (the simulator reads each body several times); false for
-// any other.
-func parseOwn(raw []byte) (Body, bool) {
-	var b Body
-	s := string(raw)
-	field := func(name string, quoted bool) (string, bool) {
-		pre := `"` + name + `":`
-		if !strings.HasPrefix(s, pre) {
-			return "", false
-		}
-		s = s[len(pre):]
-		end := strings.IndexAny(s, ",}")
-		if end < 0 {
-			return "", false
-		}
-		v := s[:end]
-		s = s[end+1:]
-		if quoted {
-			u, err := strconv.Unquote(v)
-			return u, err == nil && !strings.ContainsAny(u, `",}\`)
-		}
-		return v, true
-	}
-	if !strings.HasPrefix(s, "{") {
-		return b, false
-	}
-	s = s[1:]
-	var ok bool
-	var in, out string
-	if b.Model, ok = field("model", true); !ok || b.Model == "" {
-		return b, false
-	}
-	if b.ID, ok = field("id", true); !ok {
-		return b, false
-	}
-	if in, ok = field("input_tokens", false); !ok {
-		return b, false
-	}
-	if out, ok = field("output_tokens", false); !ok {
-		return b, false
-	}
-	var err1, err2, err3, err4 error
-	b.InputTokens, err1 = strconv.ParseInt(in, 10, 64)
-	b.OutputTokens, err2 = strconv.ParseInt(out, 10, 64)
-	if s != "" {
-		var cr, cw string
-		if cr, ok = field("cache_read_input_tokens", false); !ok {
-			return b, false
-		}
-		if cw, ok = field("cache_creation_input_tokens", false); !ok || s != "" {
-			return b, false
-		}
-		b.CacheRead, err3 = strconv.ParseInt(cr, 10, 64)
-		b.CacheWrite, err4 = strconv.ParseInt(cw, 10, 64)
-	}
-	return b, err1 == nil && err2 == nil && err3 == nil && err4 == nil
-}
-
-// message is the answer to a body: a Messages API message.
-func message(b Body) (json.RawMessage, llmfleet.Usage) {
-	u := usageOf(b)
-	id := b.ID
-	if !strings.HasPrefix(id, "msg_") {
-		id = "msg_sim_" + id
-	}
-	m := make([]byte, 0, 256)
-	m = append(m, `{"id":`...)
-	m = appendString(m, id)
-	m = append(m, `,"type":"message","role":"assistant","model":`...)
-	m = appendString(m, b.Model)
-	m = append(m, `,"content":[{"type":"text","text":`...)
-	m = appendString(m, b.text)
-	m = append(m, `}],"stop_reason":"end_turn","usage":{"input_tokens":`...)
-	m = strconv.AppendInt(m, u.InputTokens, 10)
-	m = append(m, `,"output_tokens":`...)
-	m = strconv.AppendInt(m, u.OutputTokens, 10)
-	if b.CacheRead != 0 || b.CacheWrite != 0 {
-		m = append(m, `,"cache_read_input_tokens":`...)
-		m = strconv.AppendInt(m, b.CacheRead, 10)
-		m = append(m, `,"cache_creation_input_tokens":`...)
-		m = strconv.AppendInt(m, b.CacheWrite, 10)
-		m = append(m, `,"cache_creation":{"ephemeral_5m_input_tokens":`...)
-		m = strconv.AppendInt(m, b.CacheWrite, 10)
-		m = append(m, `,"ephemeral_1h_input_tokens":0}`...)
-	}
-	m = append(m, `}}`...)
-	return m, u
-}
-
-// usageOf is the usage the answer to b reports.
-func usageOf(b Body) llmfleet.Usage {
-	u := llmfleet.Usage{InputTokens: b.InputTokens, OutputTokens: b.OutputTokens,
-		CacheReadInputTokens: b.CacheRead, CacheCreationInputTokens: b.CacheWrite}
-	u.CacheCreation.Ephemeral5mInputTokens = b.CacheWrite
-	return u
-}
-
-// appendString appends s as a JSON string.
-func appendString(m []byte, s string) []byte {
-	if !strings.ContainsAny(s, "\"\\<>&") && isPlain(s) {
-		return append(append(append(m, '"'), s...), '"')
-	}
-	q, _ := json.Marshal(s)
-	return append(m, q...)
-}
-
-// isPlain reports whether s is printable ASCII.
-func isPlain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // Send takes the model's drawn sync latency on the clock and answers.
@@ -320,7 +166,8 @@ func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.R
 	if err := p.Clock.Sleep(ctx, lat); err != nil {
 		return nil, err
 	}
-	m, u := message(b)
+	u := p.syncUsage(req.Credential, b)
+	m := messageOf(b, u)
 	return &llmfleet.Response{Route: llmfleet.RouteSync, StatusCode: 200, Header: http.Header{}, Body: m, Usage: u, Model: b.Model, Tier: tier}, nil
 }
 
@@ -375,7 +222,11 @@ func (p *Provider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, error) 
 		return llmfleet.RequestInfo{Model: b.Model}, nil
 	}
 	if b, err := parseBody(req.Body); err == nil && len(req.Header) == 0 && b.text == "ok" {
-		return llmfleet.RequestInfo{Model: b.Model}, nil
+		info := llmfleet.RequestInfo{Model: b.Model}
+		if b.Prompt != nil {
+			info.Prompt = b.Prompt.Prompt(b.Model, b.InputTokens)
+		}
+		return info, nil
 	}
 	return messagesShape.Inspect(req)
 }
@@ -437,100 +288,9 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 	}
 	p.batches[id] = sb
 	p.byCred[k] = append(p.byCred[k], sb)
+	p.scheduleLocked(sb)
 	b := p.viewLocked(sb, now)
 	return &b, nil
-}
-
-// viewLocked is the batch as the provider shows it at now.
-func (p *Provider) viewLocked(sb *simBatch, now time.Time) llmfleet.Batch {
-	b := sb.b
-	if now.Before(b.EndedAt) {
-		b.EndedAt, b.ResultsURL = time.Time{}, ""
-		if sb.canceled {
-			b.Status = llmfleet.BatchCanceling
-		}
-		return b
-	}
-	b.Status = llmfleet.BatchEnded
-	b.Counts = sb.counts
-	if sb.canceled {
-		b.Counts = llmfleet.RequestCounts{Canceled: len(sb.items)}
-	}
-	return b
-}
-
-func (p *Provider) get(cred llmfleet.Credential, id string) (*simBatch, error) {
-	sb := p.batches[id]
-	if sb == nil || sb.cred != credKey(cred) {
-		return nil, apiError("not_found_error", "batch "+id+" not found")
-	}
-	return sb, nil
-}
-
-// FindBatch looks for the credential's batch created with q.Tag.
-func (p *Provider) FindBatch(ctx context.Context, cred llmfleet.Credential, q llmfleet.BatchQuery) (*llmfleet.Batch, error) {
-	p.init()
-	p.count("find")
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	list := p.byCred[credKey(cred)]
-	for i := len(list) - 1; i >= 0; i-- {
-		sb := list[i]
-		if sb.b.CreatedAt.Before(q.Since) {
-			break
-		}
-		if sb.tag == q.Tag {
-			b := p.viewLocked(sb, p.Clock.Now())
-			return &b, nil
-		}
-	}
-	return nil, nil
-}
-
-// GetBatch retrieves one batch.
-func (p *Provider) GetBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
-	p.init()
-	p.count("get")
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	sb, err := p.get(cred, id)
-	if err != nil {
-		return nil, err
-	}
-	b := p.viewLocked(sb, p.Clock.Now())
-	return &b, nil
-}
-
-// ListBatches lists the credential's batches, newest first.
-func (p *Provider) ListBatches(ctx context.Context, cred llmfleet.Credential, afterID string, limit int) (*llmfleet.BatchPage, error) {
-	p.init()
-	p.count("list")
-	if limit <= 0 {
-		limit = 20
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k, now := credKey(cred), p.Clock.Now()
-	list := p.byCred[k]
-	from := len(list) - 1
-	if afterID != "" {
-		after, err := p.get(cred, afterID)
-		if err != nil {
-			return nil, err
-		}
-		from = after.pos - 1
-	}
-	page := &llmfleet.BatchPage{Batches: make([]llmfleet.Batch, 0, min(limit, max(from+1, 0)))}
-	for i := from; i >= 0; i-- {
-		sb := list[i]
-		if len(page.Batches) == limit {
-			page.HasMore = true
-			break
-		}
-		page.Batches = append(page.Batches, p.viewLocked(sb, now))
-		page.LastID = sb.b.ID
-	}
-	return page, nil
 }
 
 // Results streams an ended batch's results.
@@ -542,11 +302,12 @@ func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id str
 	if err == nil && p.Clock.Now().Before(sb.b.EndedAt) {
 		err = apiError("invalid_request_error", "batch "+id+" has not ended")
 	}
+	p.runDueLocked(p.Clock.Now())
 	p.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	for _, it := range sb.items {
+	for i, it := range sb.items {
 		r := llmfleet.BatchResult{CustomID: it.CustomID, Type: llmfleet.ResultSucceeded}
 		if sb.canceled {
 			r.Type = llmfleet.ResultCanceled
@@ -555,8 +316,10 @@ func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id str
 			if err != nil {
 				r.Type, r.Error = llmfleet.ResultErrored, err.(*llmfleet.Error)
 			} else {
-				r.Message, r.Usage = message(b)
-				r.Model = b.Model
+				p.mu.Lock()
+				r.Usage = sb.batchUsage(i, b)
+				p.mu.Unlock()
+				r.Message, r.Model = messageOf(b, r.Usage), b.Model
 			}
 		}
 		if err := fn(r); err != nil {
@@ -601,25 +364,5 @@ func validCustomID(id string) bool {
 // credKey tells the credentials apart (the simulator's keys are no
 // secrets).
 func credKey(c llmfleet.Credential) string { return c.APIKey + "\x00" + c.AuthToken }
-
-// bodyOf is the synthetic body of one turn.
-func bodyOf(model, id string, in, out, cacheRead, cacheWrite int64) json.RawMessage {
-	b := make([]byte, 0, 128)
-	b = append(b, `{"model":`...)
-	b = appendString(b, model)
-	b = append(b, `,"id":`...)
-	b = appendString(b, id)
-	b = append(b, `,"input_tokens":`...)
-	b = strconv.AppendInt(b, in, 10)
-	b = append(b, `,"output_tokens":`...)
-	b = strconv.AppendInt(b, out, 10)
-	if cacheRead != 0 || cacheWrite != 0 {
-		b = append(b, `,"cache_read_input_tokens":`...)
-		b = strconv.AppendInt(b, cacheRead, 10)
-		b = append(b, `,"cache_creation_input_tokens":`...)
-		b = strconv.AppendInt(b, cacheWrite, 10)
-	}
-	return append(b, '}')
-}
 
 var _ llmfleet.Provider = (*Provider)(nil)

@@ -10,23 +10,23 @@
 // a time and moves time to the next timer only when no task runs, so a run
 // takes as long as the work it does, not the time it simulates, and the
 // same seed gives the same figures.
+//
+// Turns may carry their prompt's structure (Turn.Prompted; AgentsCached
+// generates such a workload): the provider then answers Inspect with the
+// prompt's cache breakpoints and computes each answer's usage from its
+// prompt cache (package cachesim, the emulator's), and Compare measures
+// the policies against sending every turn sync and against the best
+// router that knows the cache model (BestCached).
 package simulate
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"math"
 	"math/rand/v2"
-	"slices"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/emulator"
-	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/pricing"
 )
 
@@ -62,6 +62,13 @@ type Config struct {
 	// FlexRefusal is the fraction of flex calls refused for lack of
 	// capacity (429, unbilled, at once).
 	FlexRefusal float64
+	// Cache is the behaviour of the provider's prompt cache, which
+	// computes the usage of the turns with a prompt structure
+	// (Turn.Prompted); nil means cachesim.Default().
+	Cache *cachesim.Config
+	// Entries, if not nil, receives each ledger entry of the run (what
+	// the report sums), one at a time.
+	Entries func(llmfleet.LedgerEntry)
 }
 
 // SeedPolicy returns base as the seed policy, the naive router llmfleet
@@ -153,6 +160,38 @@ type Report struct {
 	Latency map[string]Percentiles `json:"latency"`
 	// Simulated is the virtual time the run spanned.
 	SimulatedMS int64 `json:"simulated_ms"`
+	// Cache counts the prompt cache's reads and writes by route ("sync",
+	// "flex", "batch"), for a workload with prompt structures (nil
+	// otherwise).
+	Cache map[string]CacheStats `json:"cache,omitempty"`
+}
+
+// CacheStats are the prompt cache's reads and writes on one route.
+type CacheStats struct {
+	// Answers counts the answers billed on the route; Reads those that
+	// read from the cache.
+	Answers int `json:"answers"`
+	Reads   int `json:"reads"`
+	// ReadTokens and WriteTokens are the tokens read from and written to
+	// the cache (cache_read_input_tokens, cache_creation_input_tokens).
+	ReadTokens  int64 `json:"read_tokens"`
+	WriteTokens int64 `json:"write_tokens"`
+	// HitRate is the share of the cached prefixes' tokens that were read
+	// rather than written: ReadTokens / (ReadTokens + WriteTokens).
+	HitRate float64 `json:"hit_rate"`
+}
+
+// add counts one answer's usage.
+func (c *CacheStats) add(u llmfleet.Usage) {
+	c.Answers++
+	if u.CacheReadInputTokens > 0 {
+		c.Reads++
+	}
+	c.ReadTokens += u.CacheReadInputTokens
+	c.WriteTokens += u.CacheCreationInputTokens
+	if all := c.ReadTokens + c.WriteTokens; all > 0 {
+		c.HitRate = float64(c.ReadTokens) / float64(all)
+	}
 }
 
 // Percentiles are latency percentiles, in milliseconds.
@@ -166,145 +205,3 @@ type Percentiles struct {
 
 // start is the virtual time a simulation starts at.
 var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// agent is one agent's turns and where it is.
-type agent struct {
-	idx   int
-	turns []Turn
-}
-
-// Run simulates turns under cfg.
-func Run(cfg Config, turns []Turn) (Report, error) {
-	prices := cfg.Prices
-	if prices == nil {
-		prices = pricing.Default()
-	}
-	byAgent := map[string]*agent{}
-	var agents []*agent
-	for _, t := range turns {
-		a := byAgent[t.Agent]
-		if a == nil {
-			a = &agent{idx: len(agents)}
-			byAgent[t.Agent] = a
-			agents = append(agents, a)
-		}
-		a.turns = append(a.turns, t)
-	}
-	for _, a := range agents {
-		slices.SortStableFunc(a.turns, func(x, y Turn) int { return x.Turn - y.Turn })
-	}
-
-	clock := NewClock(start)
-	prov := &Provider{ProviderName: cfg.Provider, Clock: clock, Turnaround: drawFrom(cfg.Turnaround, cfg.TurnaroundRange),
-		SyncLatency: drawFrom(cfg.SyncLatency, cfg.SyncLatencyRange), Straggler: cfg.Straggler, Seed: cfg.Seed,
-		FlexLatency: drawFrom(cfg.FlexLatency, cfg.FlexLatencyRange), FlexRefusal: cfg.FlexRefusal}
-	var (
-		mu        sync.Mutex
-		costNano  int64 // nano-USD, summed exactly whatever the order
-		equivNano int64
-		rescued   int
-		lat       = map[string][]time.Duration{}
-		rep       = Report{Policy: cfg.Name, Routes: map[string]int{"sync": 0, "flex": 0, "batch": 0}, Latency: map[string]Percentiles{}}
-		end       = start
-	)
-	nano := func(usd float64) int64 { return int64(math.Round(usd * 1e9)) }
-	d := &dispatch.Dispatcher{
-		Providers: []llmfleet.Provider{prov},
-		Policy:    cfg.Policy,
-		Clock:     clock,
-		Go:        clock.Go,
-		Flex:      prices.Flex,
-		Price:     func(e llmfleet.LedgerEntry) llmfleet.LedgerEntry { return ledger.Make(prices.Cost, e) },
-		Observe: func(e llmfleet.LedgerEntry, _ bool) {
-			mu.Lock()
-			defer mu.Unlock()
-			costNano += nano(e.CostUSD)
-			equivNano += nano(ledger.SyncEquivalent(e))
-			if e.Rescue == llmfleet.RescueSync {
-				rescued++
-			}
-		},
-	}
-	if err := d.Open(); err != nil {
-		return Report{}, err
-	}
-	var submit func(a *agent, i int)
-	var failed error
-	submit = func(a *agent, i int) {
-		t := a.turns[i]
-		arrived := clock.Now()
-		budget := time.Duration(t.BudgetMS) * time.Millisecond
-		routed := d.Policy.Budget(budget)
-		req := &llmfleet.Request{Provider: prov.Name(), Credential: llmfleet.Credential{APIKey: t.Key},
-			Body: bodyOf(t.Model, fmt.Sprintf("%s/%d", t.Agent, t.Turn), t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens)}
-		err := d.SubmitFunc(context.Background(), budget, req, func(resp *llmfleet.Response, err error) {
-			now := clock.Now()
-			l := now.Sub(arrived)
-			mu.Lock()
-			rep.Requests++
-			route := "batch"
-			switch {
-			case resp != nil && resp.Route == llmfleet.RouteFlex:
-				route = "flex"
-			case resp != nil && resp.Route == llmfleet.RouteSync && resp.RequestID == "":
-				route = "sync"
-			case resp == nil && !errors.Is(err, llmfleet.ErrBudgetExceeded):
-				route = "sync"
-			}
-			rep.Routes[route]++
-			if err != nil {
-				rep.Errors++
-			}
-			if routed > 0 && (errors.Is(err, llmfleet.ErrBudgetExceeded) || l > routed) {
-				rep.BudgetMisses++
-			}
-			c := classOf(routed)
-			lat[c] = append(lat[c], l)
-			if now.After(end) {
-				end = now
-			}
-			mu.Unlock()
-			if i+1 < len(a.turns) {
-				next := a.turns[i+1]
-				clock.afterKeyed(time.Duration(next.ThinkMS)*time.Millisecond, uint64(a.idx), func() { submit(a, i+1) })
-			}
-		})
-		if err != nil {
-			mu.Lock()
-			failed = errors.Join(failed, fmt.Errorf("%s turn %d: %w", t.Agent, t.Turn, err))
-			mu.Unlock()
-		}
-	}
-	for _, a := range agents {
-		clock.afterKeyed(time.Duration(a.turns[0].AtMS)*time.Millisecond, uint64(a.idx), func() { submit(a, 0) })
-	}
-	clock.Run()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // nothing is left to wait for
-	d.Close(ctx)
-
-	mu.Lock()
-	defer mu.Unlock()
-	if failed != nil {
-		return Report{}, failed
-	}
-	s := d.Stats()
-	rep.Batches, rep.ManagementCalls = s.BatchesSubmitted, s.ManagementCalls
-	rep.FlexFallbacks = s.FlexFallbacks
-	rep.CostUSD, rep.SyncEquivalentUSD = float64(costNano)/1e9, float64(equivNano)/1e9
-	rep.SavedUSD = float64(equivNano-costNano) / 1e9
-	if bound, ok := Bound(cfg, turns); ok {
-		rep.BoundSavedUSD = bound
-		if bound > 0 {
-			rep.SavedOfBound = rep.SavedUSD / bound
-		}
-	}
-	rep.Rescued = rescued
-	rep.SimulatedMS = end.Sub(start).Milliseconds()
-	for c, ls := range lat {
-		sort.Slice(ls, func(i, j int) bool { return ls[i] < ls[j] })
-		q := func(f float64) int64 { return ls[int(math.Ceil(f*float64(len(ls))))-1].Milliseconds() }
-		rep.Latency[c] = Percentiles{Count: len(ls), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: ls[len(ls)-1].Milliseconds()}
-	}
-	return rep, nil
-}

@@ -30,6 +30,83 @@ type Turn struct {
 	// (5-minute) writes, which are priced apart from InputTokens.
 	CacheReadTokens  int64 `json:"cache_read_input_tokens,omitempty"`
 	CacheWriteTokens int64 `json:"cache_creation_input_tokens,omitempty"`
+
+	// The prompt's structure, for a turn whose usage the simulated
+	// provider's prompt cache computes (see Prompted; the cache fields
+	// above are then 0): SystemTokens of the system prompt System
+	// (shared by the agents that send it with one key and model), then
+	// HistoryTokens of the agent's conversation so far (its earlier
+	// turns' prompts and answers), then NewTokens of new input;
+	// InputTokens is their sum. Breakpoints are its cache breakpoints.
+	System        string         `json:"system,omitempty"`
+	SystemTokens  int64          `json:"system_tokens,omitempty"`
+	HistoryTokens int64          `json:"history_tokens,omitempty"`
+	NewTokens     int64          `json:"new_tokens,omitempty"`
+	Breakpoints   []BreakpointAt `json:"breakpoints,omitempty"`
+}
+
+// BreakpointAt is a cache breakpoint of a Turn's prompt: cache_control
+// on the block that ends its first Tokens tokens.
+type BreakpointAt struct {
+	Tokens int64 `json:"tokens"`
+	// TTL is "5m" (or empty: the default) or "1h".
+	TTL string `json:"ttl,omitempty"`
+}
+
+// Prompted reports whether the turn carries its prompt's structure.
+func (t Turn) Prompted() bool { return t.System != "" || len(t.Breakpoints) > 0 }
+
+// check reports what is wrong with a turn.
+func (t Turn) check() error {
+	if t.Agent == "" || t.Model == "" {
+		return fmt.Errorf("agent and model are required")
+	}
+	for _, v := range []int64{t.AtMS, t.ThinkMS, t.BudgetMS, t.InputTokens, t.OutputTokens, t.CacheReadTokens,
+		t.CacheWriteTokens, t.SystemTokens, t.HistoryTokens, t.NewTokens} {
+		if v < 0 {
+			return fmt.Errorf("negative field")
+		}
+	}
+	if !t.Prompted() {
+		if t.SystemTokens != 0 || t.HistoryTokens != 0 || t.NewTokens != 0 {
+			return fmt.Errorf("system_tokens, history_tokens and new_tokens need a system or breakpoints")
+		}
+		return nil
+	}
+	if t.CacheReadTokens != 0 || t.CacheWriteTokens != 0 {
+		return fmt.Errorf("a turn with a prompt structure gets its cache usage from the simulated cache: no cache_read_input_tokens or cache_creation_input_tokens")
+	}
+	if sum := t.SystemTokens + t.HistoryTokens + t.NewTokens; sum != t.InputTokens {
+		return fmt.Errorf("input_tokens %d is not system_tokens + history_tokens + new_tokens (%d)", t.InputTokens, sum)
+	}
+	return checkBreakpoints(t.Breakpoints, t.InputTokens)
+}
+
+// checkBreakpoints reports what is wrong with a prompt's breakpoints, as
+// the API would: at most 4, each within the prompt and past the one
+// before, with a TTL of 5m or 1h, no 1h after a 5m.
+func checkBreakpoints(bps []BreakpointAt, total int64) error {
+	if len(bps) > 4 {
+		return fmt.Errorf("a maximum of 4 blocks with cache_control may be provided, found %d", len(bps))
+	}
+	prev, short := int64(0), false
+	for _, b := range bps {
+		if b.Tokens <= prev || b.Tokens > total {
+			return fmt.Errorf("breakpoint at %d tokens: breakpoints must grow, within the prompt's %d tokens", b.Tokens, total)
+		}
+		prev = b.Tokens
+		switch b.TTL {
+		case "", "5m":
+			short = true
+		case "1h":
+			if short {
+				return fmt.Errorf("a ttl='1h' breakpoint must not come after a ttl='5m' one")
+			}
+		default:
+			return fmt.Errorf("breakpoint ttl %q is not 5m or 1h", b.TTL)
+		}
+	}
+	return nil
 }
 
 // FromLedger turns recorded ledger entries into a workload to replay:
@@ -77,11 +154,8 @@ func ReadWorkload(r io.Reader) ([]Turn, error) {
 		if err := json.Unmarshal(line, &t); err != nil {
 			return nil, fmt.Errorf("workload line %d: %v", n, err)
 		}
-		if t.Agent == "" || t.Model == "" {
-			return nil, fmt.Errorf("workload line %d: agent and model are required", n)
-		}
-		if t.AtMS < 0 || t.ThinkMS < 0 || t.BudgetMS < 0 || t.InputTokens < 0 || t.OutputTokens < 0 || t.CacheReadTokens < 0 || t.CacheWriteTokens < 0 {
-			return nil, fmt.Errorf("workload line %d: negative field", n)
+		if err := t.check(); err != nil {
+			return nil, fmt.Errorf("workload line %d: %v", n, err)
 		}
 		out = append(out, t)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/openaiemu"
 	"github.com/llmfleet/llmfleet/simulate"
@@ -21,10 +22,36 @@ import (
 
 func init() { commands["emulate"] = runEmulate }
 
+const emulateUsage = `usage: llmfleet emulate [flags]
+
+Serves a local stand-in for the Anthropic Messages and Message Batches APIs
+(and, with --openai-addr, the OpenAI API) until interrupted: wire formats,
+batch turnarounds, usage and prompt caching as the real APIs have them,
+for tests and demos offline.
+
+Prompt caching: blocks with cache_control are cached per API key, in two
+caches: the sync cache (messages, streamed or not) and the batch cache
+(batch requests, when each finishes). A request reads the longest live
+cached prefix of its prompt in a cache it reaches: its own route's with
+probability --cache-sync-hit-rate or --cache-batch-hit-rate (batch hits
+are best effort on the real API, "30% to 98%"), the other route's with
+probability --cache-cross-rate (0: a batch never reads what a sync call
+wrote, as measured). It writes the breakpoints past what it read,
+billed as cache_creation.ephemeral_5m_input_tokens and
+ephemeral_1h_input_tokens. The draws are seeded by --seed and the request.
+
+` + envUsage + `
+flags:
+`
+
 // runEmulate runs the provider emulator until ctx ends.
 func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("emulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), emulateUsage)
+		fs.PrintDefaults()
+	}
 	listen := fs.String("listen", "127.0.0.1:8788", "address to listen on")
 	turn := fs.String("turnaround", "2s-6s", `batch turnaround: a duration ("5s") or a uniform range ("2s-6s"), for every model, then model=range pairs for some ("2s-6s,claude-opus-4-6=30s-90s")`)
 	seed := fs.Int64("seed", 0, "seed of the emulator's random choices")
@@ -33,6 +60,7 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	openaiAddr := fs.String("openai-addr", "", `address of a second listener serving the OpenAI API emulator (chat completions, responses, embeddings, flex, files and batches); "" for none, "127.0.0.1:0" for any free port`)
 	openaiTurn := fs.Duration("openai-turnaround", openaiemu.DefaultBatchTurnaround, "how long an OpenAI batch takes")
 	verbose := fs.Bool("v", false, "log every request")
+	cf := addCacheFlags(fs, cachesim.Default())
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
@@ -52,6 +80,10 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	turnaround = withStragglers(turnaround, strag.Fraction, strag.Factor)
+	cache, err := cf.config()
+	if err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -62,6 +94,7 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		SyncLatency: syncLatency,
 		Logger:      logger,
 		Turnaround:  turnaround,
+		Cache:       &cache,
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -80,6 +113,12 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		listeners = append(listeners, oln)
 		fmt.Fprintf(stdout, "openai emulator listening on http://%s\n", oln.Addr())
 	}
+	return serveUntil(ctx, servers, listeners)
+}
+
+// serveUntil serves each server on its listener until ctx ends (then
+// shuts them all down) or one fails (then closes them all).
+func serveUntil(ctx context.Context, servers []*http.Server, listeners []net.Listener) error {
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
 		go func() { errc <- hs.Serve(listeners[i]) }()
@@ -94,6 +133,7 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	var err error
 	for _, hs := range servers {
 		if serr := hs.Shutdown(shutCtx); err == nil {
 			err = serr
@@ -135,4 +175,42 @@ func withStragglers(draw func(string, *rand.Rand) time.Duration, fraction, facto
 		}
 		return d
 	}
+}
+
+// cacheFlags are the prompt cache flags of emulate and simulate, which
+// set a cachesim.Config.
+type cacheFlags struct {
+	syncHit, batchHit, cross *float64
+	minTokens                *int64
+}
+
+// addCacheFlags adds the prompt cache flags to fs, with def's values as
+// their defaults.
+func addCacheFlags(fs *flag.FlagSet, def cachesim.Config) *cacheFlags {
+	return &cacheFlags{
+		syncHit: fs.Float64("cache-sync-hit-rate", def.SyncHitRate,
+			"probability that a sync (or flex) call reads what the sync route cached, from 0 to 1"),
+		batchHit: fs.Float64("cache-batch-hit-rate", def.BatchHitRate,
+			"probability that a batch request reads what batch requests cached, from 0 to 1 (best effort on the real API: 0.3 to 0.98 reported)"),
+		cross: fs.Float64("cache-cross-rate", def.CrossRate,
+			"probability that a request reads what the other route cached (a batch what a sync call wrote, or the reverse), from 0 to 1"),
+		minTokens: fs.Int64("cache-min-tokens", def.MinTokens,
+			"shortest prefix the prompt cache holds, in tokens (the real API's is per model, 1024 to 4096)"),
+	}
+}
+
+// config returns the cache configuration the flags set.
+func (f *cacheFlags) config() (cachesim.Config, error) {
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"--cache-sync-hit-rate", *f.syncHit}, {"--cache-batch-hit-rate", *f.batchHit}, {"--cache-cross-rate", *f.cross}} {
+		if !(r.v >= 0 && r.v <= 1) {
+			return cachesim.Config{}, fmt.Errorf("%s %v is not a probability from 0 to 1", r.name, r.v)
+		}
+	}
+	if *f.minTokens < 0 {
+		return cachesim.Config{}, fmt.Errorf("--cache-min-tokens %d is negative", *f.minTokens)
+	}
+	return cachesim.Config{SyncHitRate: *f.syncHit, BatchHitRate: *f.batchHit, CrossRate: *f.cross, MinTokens: *f.minTokens}, nil
 }

@@ -10,11 +10,13 @@ import (
 	iofs "io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/simulate"
@@ -23,7 +25,7 @@ import (
 
 func init() { commands["simulate"] = runSimulate }
 
-const simulateUsage = `usage: llmfleet simulate (--workload FILE | --fleet AGENTSxTURNS | --from-ledger [--db PATH] [--since D]) [flags]
+const simulateUsage = `usage: llmfleet simulate (--workload FILE|GENERATOR | --fleet AGENTSxTURNS | --from-ledger [--db PATH] [--since D]) [flags]
 
 Runs the dispatcher (the engine of llmfleet serve: policy, pools, polling,
 rescue) on a virtual clock against a simulated provider, and prints what
@@ -36,20 +38,71 @@ A workload is JSON lines, one request (an agent's turn) a line:
 An agent's first turn arrives at_ms after the start; each later turn
 think_ms after the agent's previous turn was answered.
 
+A turn may carry its prompt's structure instead of cache usage: "system"
+(a system prompt its agents share), "system_tokens", "history_tokens"
+(the conversation so far), "new_tokens" (input_tokens is their sum) and
+"breakpoints" ([{"tokens": 9000, "ttl": "1h"}, ...]). The simulated
+provider's prompt cache, llmfleet emulate's, then computes its usage (see
+--cache-*). --workload agents-cached[:AGENTSxTURNS] generates such a
+workload (default 60x10; see simulate.AgentsCached; a file of that name:
+./agents-cached). On it, the policies (default cache-blind,llmfleet) are
+compared with all-sync (every turn sync, with the client's caching; run
+first) and "best", the best router that knows the cache model (see
+simulate.BestCached): "saved" is against all-sync, "% of best" over best's.
+
 --from-ledger replays the traffic a deployment recorded in its ledger
 (the database of "llmfleet serve", which must not be running): each entry
 becomes a one-turn request arriving when the recorded one arrived, with
 its model, budget and usage (sync entries carry no budget: they replay
 sync).
 
-"bound" is what the best router with a sync fallback could expect to
-save, knowing the --turnaround, --straggler and --sync-latency
-distributions but not the draws (see simulate.Bound); "% of bound" is
-"saved" over it.
+On other workloads "bound" is what the best router with a sync fallback
+could expect to save, knowing the --turnaround, --straggler and
+--sync-latency distributions but not the draws (see simulate.Bound);
+"% of bound" is "saved" over it.
 
 ` + envUsage + `
 flags:
 `
+
+// simFlags are the flags of llmfleet simulate.
+type simFlags struct {
+	workload, fleet, provider, flexLat, turn, syncLat, straggler *string
+	dbPath, since, policies                                      *string
+	flexRefusal                                                  *float64
+	seed                                                         *uint64
+	fromLedger, asJSON                                           *bool
+	pf                                                           *policyFlags
+	cf                                                           *cacheFlags
+}
+
+// simulateCacheDefaults are simulate's cache flag defaults: those of the
+// emulator but for batch hits, best effort, at 0.5.
+var simulateCacheDefaults = cachesim.Config{SyncHitRate: 1, BatchHitRate: 0.5}
+
+func addSimulateFlags(fs *flag.FlagSet) *simFlags {
+	return &simFlags{
+		workload:    fs.String("workload", "", "workload file, JSON lines ('-': standard input), or a generator: agents-cached[:AGENTSxTURNS]"),
+		fleet:       fs.String("fleet", "", "generate the workload instead: AGENTSxTURNS dependent turns (e.g. 100x6), 3 models of --provider, budgets from 5s to 24h"),
+		provider:    fs.String("provider", "anthropic", "the simulated provider, whose prices apply: anthropic, or openai (whose flex tier the engine may route to)"),
+		flexLat:     fs.String("flex-latency", "3s-30s", "latency of a flex call (--provider openai), in the shape of --turnaround"),
+		flexRefusal: fs.Float64("flex-refusal", 0, "fraction of flex calls refused for lack of capacity (429, unbilled), from 0 to 1"),
+		turn:        fs.String("turnaround", "2m-10m", `batch turnaround: a duration ("5m") or a uniform range ("2m-10m"), for every model, then model=range pairs for some ("2m-10m,claude-opus-4-6=5m-20m")`),
+		syncLat:     fs.String("sync-latency", "1s-3s", "latency of a sync call, in the shape of --turnaround"),
+		straggler:   fs.String("straggler", "", "FRACTION:FACTORx: that fraction of the batches take FACTOR times their turnaround (e.g. 0.05:10x)"),
+		seed:        fs.Uint64("seed", 1, "seed of the simulated provider's draws (and of --fleet and the workload generators)"),
+		fromLedger:  fs.Bool("from-ledger", false, "replay the ledger of --db instead of a workload"),
+		dbPath:      fs.String("db", "", "with --from-ledger: SQLite database of llmfleet serve (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share)"),
+		since:       fs.String("since", "0", `with --from-ledger: replay the last DURATION ("24h", "7d"; "0": all of it)`),
+		policies: fs.String("policy", "llmfleet", "policies to simulate, comma-separated: llmfleet (the policy the flags set: flex preferred to batch where both keep the budget), "+
+			"prefer-batch (the same, batch preferred to flex), cache-blind (the same, routing as if prompts were never cached), all-sync (every budget sync), "+
+			"seed (sync iff budget <= 5s, else batch, one pool per key flushed every 30s, no learning, no rescue); "+
+			"on a workload with prompt structures, default cache-blind,llmfleet, after all-sync"),
+		asJSON: fs.Bool("json", false, "print one JSON object per policy instead of a table"),
+		pf:     addPolicyFlags(fs),
+		cf:     addCacheFlags(fs, simulateCacheDefaults),
+	}
+}
 
 // runSimulate runs a simulation and prints its report.
 func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,114 +112,44 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprint(fs.Output(), simulateUsage)
 		fs.PrintDefaults()
 	}
-	workload := fs.String("workload", "", "workload file, JSON lines ('-': standard input)")
-	fleet := fs.String("fleet", "", "generate the workload instead: AGENTSxTURNS dependent turns (e.g. 100x6), 3 models of --provider, budgets from 5s to 24h")
-	provider := fs.String("provider", "anthropic", "the simulated provider, whose prices apply: anthropic, or openai (whose flex tier the engine may route to)")
-	flexLat := fs.String("flex-latency", "3s-30s", "latency of a flex call (--provider openai), in the shape of --turnaround")
-	flexRefusal := fs.Float64("flex-refusal", 0, "fraction of flex calls refused for lack of capacity (429, unbilled), from 0 to 1")
-	turn := fs.String("turnaround", "2m-10m", `batch turnaround: a duration ("5m") or a uniform range ("2m-10m"), for every model, then model=range pairs for some ("2m-10m,claude-opus-4-6=5m-20m")`)
-	syncLat := fs.String("sync-latency", "1s-3s", "latency of a sync call, in the shape of --turnaround")
-	straggler := fs.String("straggler", "", "FRACTION:FACTORx: that fraction of the batches take FACTOR times their turnaround (e.g. 0.05:10x)")
-	seed := fs.Uint64("seed", 1, "seed of the simulated provider's draws (and of --fleet)")
-	fromLedger := fs.Bool("from-ledger", false, "replay the ledger of --db instead of a workload")
-	dbPath := fs.String("db", "", "with --from-ledger: SQLite database of llmfleet serve (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share)")
-	since := fs.String("since", "0", `with --from-ledger: replay the last DURATION ("24h", "7d"; "0": all of it)`)
-	policies := fs.String("policy", "llmfleet", "policies to simulate, comma-separated: llmfleet (the policy the flags set: flex preferred to batch where both keep the budget), prefer-batch (the same, batch preferred to flex), seed (sync iff budget <= 5s, else batch, one pool per key flushed every 30s, no learning, no rescue)")
-	asJSON := fs.Bool("json", false, "print one JSON object per policy instead of a table")
-	pf := addPolicyFlags(fs)
+	f := addSimulateFlags(fs)
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	turnaround, err := emulator.ParseRanges("--turnaround", *turn)
+	base, err := f.baseConfig()
 	if err != nil {
 		return err
 	}
-	syncLatency, err := emulator.ParseRanges("--sync-latency", *syncLat)
+	turns, err := f.loadWorkload(ctx)
 	if err != nil {
 		return err
 	}
-	strag, err := simulate.ParseStraggler(*straggler)
-	if err != nil {
-		return err
+	cached := slices.ContainsFunc(turns, simulate.Turn.Prompted)
+	names := *f.policies
+	if cached && !flagSet(fs, "policy") {
+		names = simulate.CacheBlindName + ",llmfleet"
 	}
-	flexLatency, err := emulator.ParseRanges("--flex-latency", *flexLat)
-	if err != nil {
-		return err
-	}
-	if *flexRefusal < 0 || *flexRefusal > 1 {
-		return fmt.Errorf("--flex-refusal %v is not a fraction from 0 to 1", *flexRefusal)
-	}
-	models := simulate.FleetModels
-	switch *provider {
-	case "anthropic":
-	case "openai":
-		models = simulate.OpenAIFleetModels
-	default:
-		return fmt.Errorf("--provider: unknown provider %q (anthropic, openai)", *provider)
-	}
-	var turns []simulate.Turn
-	sources := 0
-	for _, set := range []bool{*workload != "", *fleet != "", *fromLedger} {
-		if set {
-			sources++
-		}
-	}
-	switch {
-	case sources != 1:
-		return fmt.Errorf("give one of --workload, --fleet and --from-ledger")
-	case *fromLedger:
-		if turns, err = ledgerWorkload(ctx, *dbPath, *since); err != nil {
-			return err
-		}
-	case *fleet != "":
-		a, t, ok := strings.Cut(*fleet, "x")
-		agents, err1 := strconv.Atoi(a)
-		n, err2 := strconv.Atoi(t)
-		if !ok || err1 != nil || err2 != nil || agents <= 0 || n <= 0 {
-			return fmt.Errorf("--fleet %q is not AGENTSxTURNS", *fleet)
-		}
-		turns = simulate.FleetOf(models, agents, n, *seed)
-	default:
-		var r io.Reader = os.Stdin
-		if *workload != "-" {
-			f, err := os.Open(*workload)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			r = f
-		}
-		if turns, err = simulate.ReadWorkload(r); err != nil {
-			return err
-		}
-	}
-	var reports []simulate.Report
-	for _, name := range strings.Split(*policies, ",") {
-		cfg := simulate.Config{Name: strings.TrimSpace(name), Policy: pf.policy(), TurnaroundRange: turnaround,
-			SyncLatencyRange: syncLatency, Straggler: strag, Seed: *seed, Provider: *provider,
-			FlexLatencyRange: flexLatency, FlexRefusal: *flexRefusal}
-		switch cfg.Name {
-		case "llmfleet":
-		case "prefer-batch":
-			cfg.Policy.PreferBatch = true
-		case "seed":
-			cfg.Policy = simulate.SeedPolicy(cfg.Policy)
-		default:
-			return fmt.Errorf("--policy: unknown policy %q (llmfleet, prefer-batch, seed)", cfg.Name)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rep, err := simulate.Run(cfg, turns)
+	var runs []simulate.Config
+	for _, name := range strings.Split(names, ",") {
+		cfg, err := policyConfig(base, strings.TrimSpace(name))
 		if err != nil {
-			return fmt.Errorf("policy %s: %w", cfg.Name, err)
+			return err
 		}
-		reports = append(reports, rep)
+		if !(cached && cfg.Name == simulate.AllSyncName) { // a comparison runs it first anyway
+			runs = append(runs, cfg)
+		}
 	}
-	if *asJSON {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	reports, err := runPolicies(base, turns, runs, cached)
+	if err != nil {
+		return err
+	}
+	if *f.asJSON {
 		enc := json.NewEncoder(stdout)
 		for _, r := range reports {
 			if err := enc.Encode(r); err != nil {
@@ -175,7 +158,128 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return nil
 	}
+	if cached {
+		return writeCacheComparison(stdout, base, reports)
+	}
 	return writeSimulation(stdout, reports)
+}
+
+// flagSet reports whether the flag name was set, on the command line or
+// in the environment.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// baseConfig is the simulation the flags set, before its policy.
+func (f *simFlags) baseConfig() (simulate.Config, error) {
+	var cfg simulate.Config
+	var err error
+	if cfg.TurnaroundRange, err = emulator.ParseRanges("--turnaround", *f.turn); err != nil {
+		return cfg, err
+	}
+	if cfg.SyncLatencyRange, err = emulator.ParseRanges("--sync-latency", *f.syncLat); err != nil {
+		return cfg, err
+	}
+	if cfg.Straggler, err = simulate.ParseStraggler(*f.straggler); err != nil {
+		return cfg, err
+	}
+	if cfg.FlexLatencyRange, err = emulator.ParseRanges("--flex-latency", *f.flexLat); err != nil {
+		return cfg, err
+	}
+	if *f.flexRefusal < 0 || *f.flexRefusal > 1 {
+		return cfg, fmt.Errorf("--flex-refusal %v is not a fraction from 0 to 1", *f.flexRefusal)
+	}
+	switch *f.provider {
+	case "anthropic", "openai":
+	default:
+		return cfg, fmt.Errorf("--provider: unknown provider %q (anthropic, openai)", *f.provider)
+	}
+	cache, err := f.cf.config()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Policy, cfg.Seed, cfg.Provider, cfg.FlexRefusal, cfg.Cache = f.pf.policy(), *f.seed, *f.provider, *f.flexRefusal, &cache
+	return cfg, nil
+}
+
+// loadWorkload reads or generates the workload the flags name.
+func (f *simFlags) loadWorkload(ctx context.Context) ([]simulate.Turn, error) {
+	sources := 0
+	for _, set := range []bool{*f.workload != "", *f.fleet != "", *f.fromLedger} {
+		if set {
+			sources++
+		}
+	}
+	switch {
+	case sources != 1:
+		return nil, fmt.Errorf("give one of --workload, --fleet and --from-ledger")
+	case *f.fromLedger:
+		return ledgerWorkload(ctx, *f.dbPath, *f.since)
+	case *f.fleet != "":
+		a, t, ok := strings.Cut(*f.fleet, "x")
+		agents, err1 := strconv.Atoi(a)
+		n, err2 := strconv.Atoi(t)
+		if !ok || err1 != nil || err2 != nil || agents <= 0 || n <= 0 {
+			return nil, fmt.Errorf("--fleet %q is not AGENTSxTURNS", *f.fleet)
+		}
+		models := simulate.FleetModels
+		if *f.provider == "openai" {
+			models = simulate.OpenAIFleetModels
+		}
+		return simulate.FleetOf(models, agents, n, *f.seed), nil
+	}
+	if turns, ok, err := simulate.Generate(*f.workload, *f.seed); ok {
+		return turns, err
+	}
+	var r io.Reader = os.Stdin
+	if *f.workload != "-" {
+		file, err := os.Open(*f.workload)
+		if err != nil {
+			return nil, err
+		}
+		defer file.Close()
+		r = file
+	}
+	return simulate.ReadWorkload(r)
+}
+
+// policyConfig is base under the policy name.
+func policyConfig(base simulate.Config, name string) (simulate.Config, error) {
+	cfg := base
+	cfg.Name = name
+	switch name {
+	case "llmfleet":
+	case "prefer-batch":
+		cfg.Policy.PreferBatch = true
+	case simulate.CacheBlindName:
+		cfg.Policy.CacheBlind = true
+	case simulate.AllSyncName:
+		cfg.Policy = simulate.AllSync(cfg.Policy)
+	case "seed":
+		cfg.Policy = simulate.SeedPolicy(cfg.Policy)
+	default:
+		return cfg, fmt.Errorf("--policy: unknown policy %q (llmfleet, prefer-batch, cache-blind, all-sync, seed)", name)
+	}
+	return cfg, nil
+}
+
+// runPolicies runs each of runs on turns: compared with all-sync and the
+// best router when the workload has prompt structures (cached).
+func runPolicies(base simulate.Config, turns []simulate.Turn, runs []simulate.Config, cached bool) ([]simulate.Report, error) {
+	if cached {
+		return simulate.Compare(base, turns, runs)
+	}
+	var reports []simulate.Report
+	for _, cfg := range runs {
+		rep, err := simulate.Run(cfg, turns)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: %w", cfg.Name, err)
+		}
+		reports = append(reports, rep)
+	}
+	return reports, nil
 }
 
 // ledgerWorkload reads the ledger entries of the last since from the
@@ -248,4 +352,46 @@ func ms(v int64) string {
 		return d.Round(time.Second).String()
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// writeCacheComparison prints the reports of a comparison (Compare) as a
+// table: per policy, its cost, its saving against all-sync and its share
+// of the best router's, its routes, its cache hit rates by route, its
+// rescues and its broken budgets.
+func writeCacheComparison(w io.Writer, base simulate.Config, reports []simulate.Report) error {
+	c := base.Cache
+	fmt.Fprintf(w, "prompt cache: sync hit rate %g, batch hit rate %g, cross rate %g; seed %d\n\n", c.SyncHitRate, c.BatchHitRate, c.CrossRate, base.Seed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "policy\trequests\tsync\tflex\tbatch\tcost\tsaved vs all-sync\t% of best\tsync cache hits\tbatch cache hits\trescued\tbudget misses\t")
+	for _, r := range reports {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%.0f%%\t%s\t%s\t%d\t%d\t\n", r.Policy, r.Requests, r.Routes["sync"], r.Routes["flex"], r.Routes["batch"],
+			dollars(r.CostUSD), dollars(r.SavedUSD), 100*r.SavedOfBound, hitRate(r.Cache, "sync", "flex"), hitRate(r.Cache, "batch"), r.Rescued, r.BudgetMisses)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "\ncache hits: the share of the cached prefixes' tokens read rather than written (the best router's: expected)")
+	return err
+}
+
+// hitRate formats the cache hit rate of the routes together ("-" when
+// none cached anything).
+func hitRate(cache map[string]simulate.CacheStats, routes ...string) string {
+	var read, written int64
+	for _, r := range routes {
+		read += cache[r].ReadTokens
+		written += cache[r].WriteTokens
+	}
+	if read+written == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(read)/float64(read+written))
+}
+
+// dollars formats USD to the cent, the sign first.
+func dollars(v float64) string {
+	if v < 0 {
+		return fmt.Sprintf("-$%.2f", -v)
+	}
+	return fmt.Sprintf("$%.2f", v)
 }

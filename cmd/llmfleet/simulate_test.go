@@ -132,3 +132,67 @@ func TestSimulateFromLedger(t *testing.T) {
 		t.Error("a missing database: exit 0")
 	}
 }
+
+// --workload agents-cached compares all-sync, the policies and the best
+// router, on the generated workload or the same written to a file.
+func TestSimulateAgentsCached(t *testing.T) {
+	reports := func(args ...string) []simulate.Report {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), append([]string{"simulate", "--json"}, args...), &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+		}
+		var out []simulate.Report
+		for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+			var r simulate.Report
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	policies := func(rs []simulate.Report) string {
+		var names []string
+		for _, r := range rs {
+			names = append(names, r.Policy)
+		}
+		return strings.Join(names, ",")
+	}
+	rs := reports("--workload", "agents-cached:12x4", "--cache-batch-hit-rate", "0.7", "--seed", "2")
+	if got := policies(rs); got != "all-sync,cache-blind,llmfleet,best" {
+		t.Fatalf("policies %s", got)
+	}
+	all, best := rs[0], rs[3]
+	if all.Requests != 48 || all.Routes["sync"] != 48 || best.CostUSD > all.CostUSD || rs[1].SyncEquivalentUSD != all.CostUSD ||
+		all.Cache["sync"].Answers != 48 || rs[2].BoundSavedUSD != best.SavedUSD {
+		t.Errorf("reports %+v", rs)
+	}
+	// The same workload from a file; other policies; all-sync once.
+	path := filepath.Join(t.TempDir(), "cached.jsonl")
+	var buf bytes.Buffer
+	if err := simulate.WriteWorkload(&buf, simulate.AgentsCached(12, 4, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := reports("--workload", path, "--cache-batch-hit-rate", "0.7", "--seed", "2", "--policy", "seed,all-sync,cache-blind")
+	if got := policies(fromFile); got != "all-sync,seed,cache-blind,best" {
+		t.Fatalf("policies %s", got)
+	}
+	if fromFile[0].CostUSD != all.CostUSD || fromFile[2].CostUSD != rs[1].CostUSD || fromFile[3].CostUSD != best.CostUSD {
+		t.Errorf("the file gave other figures: %+v", fromFile)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"simulate", "--workload", "agents-cached:6x2"}, &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), "saved vs all-sync") || !strings.Contains(stdout.String(), "batch hit rate 0.5") {
+		t.Errorf("table: exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	for _, bad := range [][]string{{"--workload", "agents-cached:0x3"}, {"--workload", "agents-cached:6x2", "--cache-batch-hit-rate", "2"},
+		{"--workload", "agents-cached:6x2", "--cache-cross-rate", "-0.1"}, {"--workload", "agents-cached:6x2", "--policy", "other"}} {
+		if code := run(t.Context(), append([]string{"simulate"}, bad...), &stdout, &stderr); code == 0 {
+			t.Errorf("%v: exit 0", bad)
+		}
+	}
+}
