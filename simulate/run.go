@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachecost"
 	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/pricing"
@@ -98,7 +99,11 @@ func newRunner(cfg Config, cached bool) *runner {
 		Go:        r.clock.Go,
 		Flex:      prices.Flex,
 		Price:     func(e llmfleet.LedgerEntry) llmfleet.LedgerEntry { return ledger.Make(prices.Cost, e) },
-		Observe:   func(e llmfleet.LedgerEntry, _ bool) { r.observe(e) },
+		Prices: func(provider, model string) (cachecost.Prices, bool) {
+			p, ok := prices.Lookup(provider, model)
+			return cachecost.PricesOf(p), ok
+		},
+		Observe: func(e llmfleet.LedgerEntry, _ bool) { r.observe(e) },
 	}
 	return r
 }
