@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,27 @@ func TestSnapshotHandlerNetSaving(t *testing.T) {
 		p := snap.Savings[i]
 		if p["routing_miss_usd"] != want[0] || p["net_saved_usd"] != want[1] {
 			t.Errorf("savings[%d] = %v, want routing_miss_usd %v, net_saved_usd %v", i, p, want[0], want[1])
+		}
+	}
+}
+
+// The page has a place for the net saving, the routing misses and the
+// cache hit rates, and its script reads them from v1/stats and
+// v1/dashboard under their JSON names (e2e/dashboard.sh checks the figures
+// in a browser).
+func TestPageShowsCacheFigures(t *testing.T) {
+	page, script := mustRead(t, "static/index.html"), mustRead(t, "static/app.js")
+	for _, id := range []string{"kpi-net", "kpi-routing", "cache-routes", "cache-models", "legend-netpaid"} {
+		if !strings.Contains(page, `id="`+id+`"`) {
+			t.Errorf("the page has no #%s", id)
+		}
+		if !strings.Contains(script, `$("`+id+`")`) {
+			t.Errorf("the script does not fill #%s", id)
+		}
+	}
+	for _, field := range []string{"net_saved_usd", "routing_miss_usd", "cache_hit_rate", "by_route_model", "rewrites", "estimated"} {
+		if !strings.Contains(script, "."+field) {
+			t.Errorf("the script does not read %s", field)
 		}
 	}
 }
