@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/ledger"
 )
 
 // History accumulates the dashboard's time series in memory, bounded in
@@ -31,9 +32,30 @@ type History struct {
 
 // bucket sums the entries of one time bucket.
 type bucket struct {
-	start             time.Time
-	cost, syncEq      float64
+	start time.Time
+	money
 	syncCalls, batchd int64
+}
+
+// money sums what entries cost: paid (cost), at the sync route
+// (ledger.SyncEquivalent), their routing misses (miss) and those of them
+// their saving does not count (ledger.MissNotInSaving).
+type money struct {
+	cost, syncEq, miss, notInSaving float64
+}
+
+func (m *money) add(o money) {
+	m.cost += o.cost
+	m.syncEq += o.syncEq
+	m.miss += o.miss
+	m.notInSaving += o.notInSaving
+}
+
+// point returns the savings point of the sums at t.
+func (m money) point(t time.Time) SavingsPoint {
+	saved := m.syncEq - m.cost
+	return SavingsPoint{Time: t, CostUSD: m.cost, SyncEquivalentUSD: m.syncEq, SavedUSD: saved,
+		RoutingMissUSD: m.miss, NetSavedUSD: saved - m.notInSaving}
 }
 
 // turns holds one model's recent turnarounds and, to count a batch once,
@@ -66,7 +88,9 @@ func (h *History) samples() int {
 }
 
 // Add counts a ledger entry (costs filled in) in the savings and traffic
-// series. A batched entry also adds its batch's turnaround to the model's
+// series, as the ledger's Summary counts it: what was paid, what it would
+// have cost at the sync route (ledger.SyncEquivalent), the routing misses
+// and the net saving. A batched entry also adds its batch's turnaround to the model's
 // series, once per batch: the entries of one batch carry the same
 // turnaround, and a value seen recently for the model is not added again.
 func (h *History) Add(e llmfleet.LedgerEntry) {
@@ -89,18 +113,14 @@ func (h *History) Add(e llmfleet.LedgerEntry) {
 	} else {
 		b.syncCalls++
 	}
+	b.miss += e.MissUSD
 	if e.Priced {
 		b.cost += e.CostUSD
-		if e.Route == llmfleet.RouteBatch {
-			b.syncEq += e.OtherRouteUSD
-		} else {
-			b.syncEq += e.CostUSD
-		}
+		b.syncEq += ledger.SyncEquivalent(e)
+		b.notInSaving += ledger.MissNotInSaving(e)
 	}
 	for len(h.buckets) > h.points() {
-		old := h.buckets[0]
-		h.base.cost += old.cost
-		h.base.syncEq += old.syncEq
+		h.base.add(h.buckets[0].money)
 		h.buckets = h.buckets[1:]
 	}
 	if e.Route == llmfleet.RouteBatch && e.Turnaround > 0 {
@@ -194,28 +214,26 @@ func (h *History) Snapshot(now time.Time) Snapshot {
 	if n := h.points(); last.Sub(first) >= time.Duration(n)*width {
 		first = last.Add(-time.Duration(n-1) * width)
 	}
-	cost, syncEq := h.base.cost, h.base.syncEq
+	sum := h.base.money
 	j := 0
 	for ; j < len(h.buckets) && h.buckets[j].start.Before(first); j++ {
-		cost += h.buckets[j].cost // before the window: only its money counts
-		syncEq += h.buckets[j].syncEq
+		sum.add(h.buckets[j].money) // before the window: only its money counts
 	}
 	// The savings series starts with what had been spent before the window.
-	s.Savings = append(s.Savings, SavingsPoint{Time: ms(first), CostUSD: cost, SyncEquivalentUSD: syncEq, SavedUSD: syncEq - cost})
+	s.Savings = append(s.Savings, sum.point(ms(first)))
 	for t := first; !t.After(last); t = t.Add(width) {
 		var b bucket
 		if j < len(h.buckets) && h.buckets[j].start.Equal(t) {
 			b = h.buckets[j]
 			j++
 		}
-		cost += b.cost
-		syncEq += b.syncEq
+		sum.add(b.money)
 		end := t.Add(width)
 		if end.After(now) && !t.After(now) {
 			end = now // the bucket under way ends now
 		}
 		end = ms(end)
-		s.Savings = append(s.Savings, SavingsPoint{Time: end, CostUSD: cost, SyncEquivalentUSD: syncEq, SavedUSD: syncEq - cost})
+		s.Savings = append(s.Savings, sum.point(end))
 		s.Traffic = append(s.Traffic, TrafficPoint{Time: ms(t), SyncCalls: b.syncCalls, BatchedCalls: b.batchd})
 	}
 	return s

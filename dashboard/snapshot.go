@@ -31,12 +31,18 @@ type Snapshot struct {
 	BatchesInFlight []BatchInFlight `json:"batches_in_flight"`
 }
 
-// SavingsPoint is the cumulated cost at the end of a bucket.
+// SavingsPoint is the cumulated cost at the end of a bucket, each figure
+// as the ledger's Summary has it (ledger.Summary): what was paid, what it
+// would have cost at the sync route, the difference saved, what the
+// cache writes routing caused cost (RoutingMissUSD), and the saving net
+// of those it does not count already (NetSavedUSD).
 type SavingsPoint struct {
 	Time              time.Time `json:"time"`
 	CostUSD           float64   `json:"cost_usd"`
 	SyncEquivalentUSD float64   `json:"sync_equivalent_usd"`
 	SavedUSD          float64   `json:"saved_usd"`
+	RoutingMissUSD    float64   `json:"routing_miss_usd"`
+	NetSavedUSD       float64   `json:"net_saved_usd"`
 }
 
 // TrafficPoint counts the requests of a bucket by route.

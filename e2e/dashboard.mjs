@@ -1,7 +1,8 @@
 // Clicks through the llmfleet dashboard in headless Chromium (playwright-
 // core, Debian's chromium) and checks what it shows against
-// /llmfleet/v1/stats: the totals, the by-client table, the budget-miss
-// labels, the charts (uPlot canvases), one colour per model, and that an
+// /llmfleet/v1/stats: the totals (net saving and routing misses among
+// them), the by-client table, the prompt cache by route and model, the
+// budget-miss labels, the charts (uPlot canvases), one colour per model, and that an
 // admin key entered is sent as a bearer token (and forgotten on click).
 // Prints PASS/FAIL lines; exits 1 if any check failed.
 //
@@ -56,6 +57,7 @@ try {
   // Totals.
   const kpi = async (id) => page.getAttribute("#" + id, "data-value");
   const want = { "kpi-paid": stats.cost_usd, "kpi-would": stats.sync_equivalent_usd, "kpi-saved": stats.saved_usd,
+    "kpi-net": stats.net_saved_usd, "kpi-routing": stats.routing_miss_usd,
     "kpi-calls": stats.sync_calls + (stats.flex_calls || 0) + stats.batched_calls };
   let ok = true;
   for (const [id, v] of Object.entries(want)) {
@@ -65,7 +67,46 @@ try {
       ok = false;
     }
   }
-  if (ok) pass(`totals as /llmfleet/v1/stats: paid ${stats.cost_usd.toFixed(6)}, would have paid ${stats.sync_equivalent_usd.toFixed(6)}, saved ${stats.saved_usd.toFixed(6)}`);
+  if (ok) pass(`totals as /llmfleet/v1/stats: paid ${stats.cost_usd.toFixed(6)}, would have paid ${stats.sync_equivalent_usd.toFixed(6)}, saved ${stats.saved_usd.toFixed(6)}, net ${stats.net_saved_usd.toFixed(6)}, routing misses ${stats.routing_miss_usd.toFixed(6)}`);
+
+  // The prompt cache: the hit rate and routing misses of each route, and
+  // each cached model's hit rate by route, as /llmfleet/v1/stats says.
+  const cache = await page.evaluate(() => ({
+    routes: [...document.querySelectorAll("#cache-routes tr[data-route]")].map((tr) => ({
+      route: tr.dataset.route, values: [...tr.querySelectorAll("td[data-value]")].map((td) => td.dataset.value),
+    })),
+    models: [...document.querySelectorAll("#cache-models tr[data-model]")].map((tr) => ({
+      model: tr.dataset.model, cells: Object.fromEntries([...tr.querySelectorAll("td[data-route]")].map((td) => [td.dataset.route, td.textContent])),
+      values: [...tr.querySelectorAll("td[data-value]")].map((td) => td.dataset.value),
+    })),
+  }));
+  ok = cache.routes.length === Object.keys(stats.by_route || {}).length && cache.routes.some((r) => Number(r.values[0]) > 0);
+  for (const r of cache.routes) {
+    const b = stats.by_route[r.route];
+    if (!b || !close(r.values[0], b.cache_hit_rate) || !close(r.values[1], b.routing_miss_usd)) {
+      fail(`cache route ${r.route}: shows ${r.values}, stats ${JSON.stringify(b)}`);
+      ok = false;
+    }
+  }
+  const fmtHit = (b) => page.evaluate((b) => window.llmfleetDashboard.fmtHit(b), b);
+  for (const m of cache.models) {
+    const b = stats.by_model[m.model];
+    if (!b || !close(m.values[0], b.cache_hit_rate) || !close(m.values[1], b.routing_miss_usd)) {
+      fail(`cache model ${m.model}: shows ${m.values}, stats ${JSON.stringify(b)}`);
+      ok = false;
+    }
+    for (const route of ["sync", "flex", "batch"]) {
+      const want = await fmtHit(((stats.by_route_model || {})[route] || {})[m.model] || null);
+      if (m.cells[route] !== want) {
+        fail(`cache model ${m.model} on ${route}: shows ${m.cells[route]}, want ${want}`);
+        ok = false;
+      }
+    }
+  }
+  if (ok && cache.models.length >= 2) {
+    pass(`cache hit rates as /llmfleet/v1/stats: ${cache.routes.map((r) => r.route + " " + (100 * r.values[0]).toFixed(1) + "%").join(", ")}; ` +
+      cache.models.map((m) => m.model + " " + JSON.stringify(m.cells)).join(", "));
+  } else if (ok) fail(`cache by model: ${JSON.stringify(cache.models)}`);
 
   // By client.
   const rows = await page.$$eval("#clients tr[data-client]", (trs) => trs.map((tr) => ({

@@ -7,9 +7,10 @@
 # /llmfleet/ in headless Chromium (e2e/dashboard.mjs: playwright-core,
 # installed into e2e/out/pw unless PLAYWRIGHT_CORE_DIR names one; Debian's
 # chromium package), checking the numbers it shows against
-# /llmfleet/v1/stats (totals and by client), and keeps the screenshot at
-# e2e/out/dashboard.png. Two keys (alice's and bob's) send the traffic, so
-# that the by-client breakdown has two rows. Prints one PASS/FAIL line per
+# /llmfleet/v1/stats (totals, by client, the prompt cache by route and
+# model), and keeps the screenshot at e2e/out/dashboard.png. Two keys
+# (alice's and bob's) send the traffic, so that the by-client breakdown
+# has two rows. Prints one PASS/FAIL line per
 # check and exits non-zero if any failed. .ci/run runs it after
 # e2e/run.sh.
 #
@@ -104,7 +105,8 @@ message claude-sonnet-4-6 c "[turnaround:10m] a long one" -H "llmfleet-route: ba
 PIDS+=($!)
 
 stats=$(curl -fsS "$PROXY/llmfleet/v1/stats")
-for want in '"sync_calls":5' '"flex_calls":1' '"errors":1' '"batched_calls":6' '"budget_misses":1' '"claude-sonnet-4-6"' '"claude-haiku-4-5"' '"gpt-5-mini"' '"openai":{'; do
+for want in '"sync_calls":5' '"flex_calls":1' '"errors":1' '"batched_calls":6' '"budget_misses":1' '"claude-sonnet-4-6"' '"claude-haiku-4-5"' '"gpt-5-mini"' '"openai":{' \
+	'"cache_hit_rate":0.' '"routing_miss_usd":' '"net_saved_usd":' '"by_route_model":{' '"rewrites":{' '"estimated":'; do
 	if [[ "$stats" != *"$want"* ]]; then
 		fail "/llmfleet/v1/stats lacks $want: $stats"
 	fi
@@ -120,11 +122,11 @@ metrics=$(curl -fsS "$PROXY/metrics")
 missing=""
 for name in llmfleet_requests_total llmfleet_tokens_total llmfleet_cost_usd_total llmfleet_saved_usd_total \
 	llmfleet_queue_depth llmfleet_batches_in_flight llmfleet_batch_turnaround_seconds \
-	llmfleet_budget_misses_total llmfleet_upstream_errors_total; do
+	llmfleet_budget_misses_total llmfleet_upstream_errors_total llmfleet_net_saved_usd; do
 	grep -q "^# TYPE $name " <<<"$metrics" || missing+=" $name"
 done
 if [ -z "$missing" ]; then
-	pass "/metrics has the nine llmfleet metrics"
+	pass "/metrics has the ten llmfleet metrics"
 else
 	fail "/metrics lacks$missing"
 fi

@@ -8,8 +8,11 @@
 // Summarize and Totals aggregate entries into the Summary served as JSON at
 // GET /llmfleet/v1/stats: calls by route, what was paid, what the same
 // traffic would have cost at the sync route, what was saved, budget misses,
-// and breakdowns by model and by route. WriteTable renders a Summary for
-// the terminal.
+// and breakdowns by model and by route; and the prompt cache's truth: the
+// cache hit rates by route and model, what the cache writes that routing
+// caused cost (routing misses), and the saving net of them (see
+// Summary.NetSavedUSD and MissNotInSaving). WriteTable renders a Summary
+// for the terminal.
 //
 // ParsePeriod reads the period options shared by "llmfleet stats" and the
 // stats endpoint (?since=, ?from=, ?to=), and SummarizePeriod summarizes a

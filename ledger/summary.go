@@ -59,6 +59,19 @@ type Breakdown struct {
 	// UnpricedRequests counts the entries of models missing from the price
 	// table; their cost is unknown and not included above.
 	UnpricedRequests int64 `json:"unpriced_requests"`
+	// CacheHitRate is the share of the cacheable tokens of Tokens read
+	// from the prompt cache (Tokens.CacheHitRate): from 0 to 1, 0 when
+	// none was cacheable.
+	CacheHitRate float64 `json:"cache_hit_rate"`
+	// RoutingMissUSD is what the entries paid for cache writes their
+	// route caused (the sum of LedgerEntry.MissUSD): prefixes the other
+	// route's cache held, written again.
+	RoutingMissUSD float64 `json:"routing_miss_usd"`
+	// NetSavedUSD is SavedUSD less the routing misses it does not count
+	// already (MissNotInSaving): see Summary.NetSavedUSD.
+	NetSavedUSD float64 `json:"net_saved_usd"`
+
+	missNotInSaving float64 // the sum of MissNotInSaving
 }
 
 // add counts one entry.
@@ -76,6 +89,8 @@ func (b *Breakdown) add(e llmfleet.LedgerEntry, tok Tokens) {
 		b.Errors++
 	}
 	b.Tokens.add(tok)
+	b.CacheHitRate = b.Tokens.CacheHitRate()
+	b.RoutingMissUSD += e.MissUSD
 	if IsBudgetMiss(e) {
 		b.BudgetMisses++
 	}
@@ -86,6 +101,8 @@ func (b *Breakdown) add(e llmfleet.LedgerEntry, tok Tokens) {
 	b.CostUSD += e.CostUSD
 	b.SyncEquivalentUSD += SyncEquivalent(e)
 	b.SavedUSD = b.SyncEquivalentUSD - b.CostUSD
+	b.missNotInSaving += MissNotInSaving(e)
+	b.NetSavedUSD = b.SavedUSD - b.missNotInSaving
 }
 
 // Summary is the aggregate of ledger entries served at GET
@@ -125,6 +142,39 @@ type Summary struct {
 	UnpricedTokens   Tokens `json:"unpriced_tokens"`
 	// Tokens counts all tokens by kind.
 	Tokens Tokens `json:"tokens"`
+	// CacheHitRate is the share of the cacheable tokens read from the
+	// prompt cache, over every entry (Tokens.CacheHitRate: read / (read
+	// + written), from 0 to 1; 0 when none was cacheable). The
+	// breakdowns have theirs, ByRoute and ByRouteModel the routes'.
+	CacheHitRate float64 `json:"cache_hit_rate"`
+	// RoutingMissUSD is what every entry (priced or not, discounted or
+	// not) paid for cache writes its route caused: the sum of
+	// LedgerEntry.MissUSD, a prefix the other route's cache held written
+	// again (a batched turn of a conversation warm in the sync cache, a
+	// sync turn of one warm in the batch cache). It is included in
+	// CostUSD.
+	RoutingMissUSD float64 `json:"routing_miss_usd"`
+	// NetSavedUSD is SavedUSD less the routing misses of the priced
+	// entries that are not discounted (MissNotInSaving): what routing
+	// saved once the cache writes it caused on the standard-price routes
+	// are paid for. Those of a discounted entry (flex, batch) are not
+	// taken off, as its saving is net of them already: its would-have-
+	// paid is the sync route's bill with the sync cache's own state, not
+	// its own usage at sync prices, so its saving compares what it paid,
+	// its misses included, with what sync would have paid. Those of a
+	// late rescue answer neither: its whole cost is counted as lost in
+	// SavedUSD. NetSavedUSD is below SavedUSD by at most RoutingMissUSD,
+	// and may be negative.
+	NetSavedUSD float64 `json:"net_saved_usd"`
+	// Rewrites counts the entries whose request body llmfleet rewrote,
+	// by kind (LedgerEntry.Rewrite: "cache_ttl_1h" for cache TTLs raised
+	// to an hour for a batch); empty when none was.
+	Rewrites map[string]int64 `json:"rewrites"`
+	// Estimated counts the entries whose usage llmfleet estimated
+	// (LedgerEntry.Estimated: a call cut before its usage came, which
+	// the provider may bill all the same); their tokens and costs are in
+	// the figures above.
+	Estimated int64 `json:"estimated"`
 	// ByModel and ByRoute break the figures down by model and by route
 	// (sync, flex, batch); ByProvider by provider; ByTier by the tier the
 	// provider served (standard, flex, batch, priority), which costs
@@ -140,9 +190,15 @@ type Summary struct {
 	// paid, SyncEquivalentUSD what it would have paid at the sync route,
 	// SavedUSD what batching saved it.
 	ByClient map[string]Breakdown `json:"by_client"`
+	// ByRouteModel breaks ByRoute down by model: ByRouteModel["batch"]
+	// ["claude-sonnet-4-6"] is that model's traffic on the batch route,
+	// its cache hit rate and routing misses included.
+	ByRouteModel map[string]map[string]Breakdown `json:"by_route_model"`
 	// RecentBudgetMisses holds the latest entries that missed their
 	// budget, newest first.
 	RecentBudgetMisses []llmfleet.LedgerEntry `json:"recent_budget_misses"`
+
+	missNotInSaving float64 // the sum of MissNotInSaving
 }
 
 // IsBudgetMiss reports whether an entry had a budget and missed it: it
@@ -236,6 +292,8 @@ func (s Summary) clone() Summary {
 	s.ByProvider = maps.Clone(s.ByProvider)
 	s.ByTier = maps.Clone(s.ByTier)
 	s.ByClient = maps.Clone(s.ByClient)
+	s.ByRouteModel = cloneByRouteModel(s.ByRouteModel)
+	s.Rewrites = maps.Clone(s.Rewrites)
 	s.RecentBudgetMisses = slices.Clone(s.RecentBudgetMisses)
 	return s
 }

@@ -10,9 +10,11 @@ import (
 	"time"
 )
 
-// WriteTable renders s for the terminal: the totals, then what was paid,
+// WriteTable renders s for the terminal: the totals (the routing misses,
+// the net saving and the cache hit rate among them), then what was paid,
 // what it would have cost at the sync route and what was saved, by model
-// by route and by client. Models missing from the price table are flagged.
+// by route and by client, and the prompt cache's figures by route and
+// model. Models missing from the price table are flagged.
 func WriteTable(w io.Writer, s Summary) error {
 	var b strings.Builder
 	if !s.From.IsZero() || !s.To.IsZero() {
@@ -31,6 +33,7 @@ func WriteTable(w io.Writer, s Summary) error {
 	fmt.Fprintf(&b, "Paid:             %s\n", usd(s.CostUSD))
 	fmt.Fprintf(&b, "Would have paid:  %s (every request at the sync route)\n", usd(s.SyncEquivalentUSD))
 	fmt.Fprintf(&b, "Saved:            %s (%.1f%%)\n", usd(s.SavedUSD), s.SavedPercent)
+	writeCacheLines(&b, s)
 	if s.UnpricedRequests > 0 {
 		fmt.Fprintf(&b, "Unpriced:         %s %s of models missing from the price table (%s tokens), not included above\n",
 			count(s.UnpricedRequests), plural(s.UnpricedRequests, "request", "requests"), count(s.UnpricedTokens.Total()))
@@ -57,6 +60,15 @@ func WriteTable(w io.Writer, s Summary) error {
 			return err
 		}
 		if err := writeBreakdowns(w, "CLIENT", s.ByClient, total); err != nil {
+			return err
+		}
+	}
+	var cache strings.Builder
+	if err := writeCache(&cache, s); err != nil {
+		return err
+	}
+	if cache.Len() > 0 {
+		if _, err := io.WriteString(w, "\n"+cache.String()); err != nil {
 			return err
 		}
 	}

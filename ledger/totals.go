@@ -38,6 +38,8 @@ func (t *Totals) add(e llmfleet.LedgerEntry) {
 		s.ByProvider = map[string]Breakdown{}
 		s.ByTier = map[string]Breakdown{}
 		s.ByClient = map[string]Breakdown{}
+		s.ByRouteModel = map[string]map[string]Breakdown{}
+		s.Rewrites = map[string]int64{}
 	}
 	route := e.Route
 	if route == "" {
@@ -71,18 +73,12 @@ func (t *Totals) add(e llmfleet.LedgerEntry) {
 		s.UnpricedRequests++
 		s.UnpricedTokens.add(tok)
 	}
-	b := s.ByModel[e.Model]
-	b.add(e, tok)
-	s.ByModel[e.Model] = b
-	b = s.ByRoute[string(route)]
-	b.add(e, tok)
-	s.ByRoute[string(route)] = b
+	addTo(s.ByModel, e.Model, e, tok)
+	addTo(s.ByRoute, string(route), e, tok)
 	addTo(s.ByProvider, providerOf(e), e, tok)
 	addTo(s.ByTier, string(e.PricedTier()), e, tok)
-	client := ClientOf(e)
-	b = s.ByClient[client]
-	b.add(e, tok)
-	s.ByClient[client] = b
+	addTo(s.ByClient, ClientOf(e), e, tok)
+	s.addCache(e, string(route), tok)
 	if IsBudgetMiss(e) {
 		s.BudgetMisses++
 		t.misses = append(t.misses, e)
@@ -124,7 +120,15 @@ func (t *Totals) Summary() Summary {
 	if s.ByClient == nil {
 		s.ByClient = map[string]Breakdown{}
 	}
+	if s.ByRouteModel == nil {
+		s.ByRouteModel = map[string]map[string]Breakdown{}
+	}
+	if s.Rewrites == nil {
+		s.Rewrites = map[string]int64{}
+	}
 	s.SavedUSD = s.SyncEquivalentUSD - s.CostUSD
+	s.NetSavedUSD = s.SavedUSD - s.missNotInSaving
+	s.CacheHitRate = s.Tokens.CacheHitRate()
 	if s.SyncEquivalentUSD > 0 {
 		s.SavedPercent = 100 * s.SavedUSD / s.SyncEquivalentUSD
 	}

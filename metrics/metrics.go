@@ -7,6 +7,8 @@
 //	llmfleet_tokens_total{route,model,kind}           counter (kind: input, output, cache_write_5m, cache_write_1h, cache_read)
 //	llmfleet_cost_usd_total{route,model}              counter
 //	llmfleet_saved_usd_total                          counter
+//	llmfleet_routing_miss_usd_total{route,model}      counter
+//	llmfleet_net_saved_usd                            gauge
 //	llmfleet_queue_depth                              gauge
 //	llmfleet_batches_in_flight                        gauge
 //	llmfleet_batch_turnaround_seconds{model}          histogram
@@ -14,6 +16,22 @@
 //	llmfleet_upstream_errors_total{kind}              counter
 //	llmfleet_request_duration_seconds{route}          histogram (route: sync, batch)
 //	llmfleet_build_info{version,revision,goversion}   gauge, always 1
+//
+// The prompt cache's tokens are those of llmfleet_tokens_total whose kind
+// is cache_read (read from the cache), cache_write_5m or cache_write_1h
+// (written to it), by route and model; the cache hit rate of a route and
+// model over a range is its read tokens over its read and written ones:
+//
+//	sum by (route, model) (rate(llmfleet_tokens_total{kind="cache_read"}[1h]))
+//	  / sum by (route, model) (rate(llmfleet_tokens_total{kind=~"cache_.*"}[1h]))
+//
+// llmfleet_routing_miss_usd_total is what requests paid for cache writes
+// their route caused (LedgerEntry.MissUSD: a prefix the other route's
+// cache held, written again). llmfleet_net_saved_usd is what the
+// requests this process counted saved net of the routing misses their
+// saving does not count already (ledger.NetSaving; the running figure of
+// ledger.Summary.NetSavedUSD): a gauge, since a sync request that paid
+// for a routing miss takes it down.
 //
 // The model label takes at most 200 distinct values, and with a model
 // filter (SetModelFilter) only the models it knows, such as those of the
@@ -29,6 +47,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -52,6 +71,8 @@ type Metrics struct {
 	tokens       *prometheus.CounterVec
 	cost         *prometheus.CounterVec
 	saved        prometheus.Counter
+	routingMiss  *prometheus.CounterVec
+	netSaved     prometheus.Gauge
 	turnaround   *prometheus.HistogramVec
 	budgetMisses prometheus.Counter
 	upstream     *prometheus.CounterVec
@@ -84,6 +105,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "llmfleet_saved_usd_total",
 			Help: "USD saved by batching: what batched requests would have cost at the sync route, minus what they cost.",
 		}),
+		routingMiss: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llmfleet_routing_miss_usd_total",
+			Help: "USD paid for cache writes a request's route caused (a prompt prefix the other route's cache held, written again), by route and model.",
+		}, []string{"route", "model"}),
+		netSaved: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "llmfleet_net_saved_usd",
+			Help: "USD saved since the start net of routing misses: what the requests would have cost at the sync route, minus what they cost, minus the cache writes routing caused on requests paid at the sync price.",
+		}),
 		turnaround: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "llmfleet_batch_turnaround_seconds",
 			Help:    "Time from a batch's creation to its end at the provider, by model.",
@@ -104,7 +133,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"route"}),
 		gauges: newGauges(),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.tokens, m.cost, m.saved, m.turnaround, m.budgetMisses, m.upstream, m.duration, m.gauges, buildInfo()} {
+	for _, c := range []prometheus.Collector{m.requests, m.tokens, m.cost, m.saved, m.routingMiss, m.netSaved, m.turnaround, m.budgetMisses, m.upstream, m.duration, m.gauges, buildInfo()} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -121,7 +150,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // Observe counts one ledger entry: the request, its tokens, its cost, what
-// batching saved, and whether it missed its budget.
+// batching saved, its routing miss and its net saving, and whether it
+// missed its budget.
 func (m *Metrics) Observe(e llmfleet.LedgerEntry) {
 	route := string(e.Route)
 	if route == "" {
@@ -155,6 +185,10 @@ func (m *Metrics) Observe(e llmfleet.LedgerEntry) {
 		if saved := e.OtherRouteUSD - e.CostUSD; e.Discounted() && saved > 0 {
 			m.saved.Add(saved)
 		}
+		m.netSaved.Add(ledger.NetSaving(e))
+	}
+	if e.MissUSD > 0 {
+		m.routingMiss.WithLabelValues(route, model).Add(e.MissUSD)
 	}
 	if e.Budget > 0 && !e.BudgetMet {
 		m.budgetMisses.Inc()

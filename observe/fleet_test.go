@@ -35,8 +35,13 @@ func TestFleetTotals(t *testing.T) {
 	since := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	m := &memLedger{}
 	entry := func(at time.Time, i int) llmfleet.LedgerEntry {
-		return llmfleet.LedgerEntry{Time: at, Provider: "anthropic", Model: "m", Route: llmfleet.RouteBatch, Outcome: "ok",
-			CostUSD: float64(i), OtherRouteUSD: float64(2 * i), Priced: true, BatchID: fmt.Sprintf("b%d", i%3), RequestID: fmt.Sprint(i)}
+		e := llmfleet.LedgerEntry{Time: at, Provider: "anthropic", Model: "m", Route: llmfleet.RouteBatch, Outcome: "ok",
+			CostUSD: float64(i), OtherRouteUSD: float64(2 * i), Priced: true, BatchID: fmt.Sprintf("b%d", i%3), RequestID: fmt.Sprint(i),
+			MissUSD: float64(i) / 8}
+		if i%4 == 0 { // a sync call, whose routing miss is taken off the net saving
+			e.Route, e.BatchID = llmfleet.RouteSync, ""
+		}
+		return e
 	}
 	for i := range 10 {
 		m.entries = append(m.entries, entry(since.Add(time.Duration(i)*time.Hour), i))
@@ -51,9 +56,10 @@ func TestFleetTotals(t *testing.T) {
 		}
 		want := ledger.Summarize(m.entries, since, now.Add(time.Hour))
 		if got.BatchedCalls != want.BatchedCalls || got.CostUSD != want.CostUSD || got.SyncEquivalentUSD != want.SyncEquivalentUSD ||
-			got.BatchesSubmitted != want.BatchesSubmitted {
-			t.Errorf("at %v: calls %d cost %v sync %v batches %d; want %d %v %v %d", now, got.BatchedCalls, got.CostUSD,
-				got.SyncEquivalentUSD, got.BatchesSubmitted, want.BatchedCalls, want.CostUSD, want.SyncEquivalentUSD, want.BatchesSubmitted)
+			got.BatchesSubmitted != want.BatchesSubmitted || got.RoutingMissUSD != want.RoutingMissUSD || got.NetSavedUSD != want.NetSavedUSD {
+			t.Errorf("at %v: calls %d cost %v sync %v batches %d misses %v net %v; want %d %v %v %d %v %v", now, got.BatchedCalls,
+				got.CostUSD, got.SyncEquivalentUSD, got.BatchesSubmitted, got.RoutingMissUSD, got.NetSavedUSD, want.BatchedCalls,
+				want.CostUSD, want.SyncEquivalentUSD, want.BatchesSubmitted, want.RoutingMissUSD, want.NetSavedUSD)
 		}
 	}
 	now := since.Add(12 * time.Hour)

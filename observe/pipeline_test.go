@@ -161,11 +161,12 @@ func TestCloseLogsTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Observe(llmfleet.LedgerEntry{Outcome: "ok"})
+	p.Observe(llmfleet.LedgerEntry{Outcome: "ok", MissUSD: 0.25})
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.stored()) != 1 || !strings.Contains(logs.String(), "cost ledger") || !strings.Contains(logs.String(), "sync_calls=1") {
+	if len(st.stored()) != 1 || !strings.Contains(logs.String(), "cost ledger") || !strings.Contains(logs.String(), "sync_calls=1") ||
+		!strings.Contains(logs.String(), "routing_miss_usd=0.25 net_saved_usd=-0.25 cache_hit_rate=0") {
 		t.Fatalf("stored %d entries; log: %s", len(st.stored()), logs)
 	}
 	p.Observe(llmfleet.LedgerEntry{RequestID: "lfr_late"})

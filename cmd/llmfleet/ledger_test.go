@@ -63,6 +63,8 @@ type expected struct {
 	cost, syncEquivalent float64
 	byModel              map[string]float64
 	tokens1h             int64 // 1-hour cache writes of claude-sonnet-4-6 at the sync route
+	// cache holds the cache tokens by route and model ("sync/" + model).
+	cache map[string]ledger.Tokens
 }
 
 func (x *expected) add(t *testing.T, model string, u anthropic.Usage, batch bool) {
@@ -89,6 +91,46 @@ func (x *expected) add(t *testing.T, model string, u anthropic.Usage, batch bool
 	x.byModel[model] += paid
 	if model == "claude-sonnet-4-6" && !batch {
 		x.tokens1h += w1
+	}
+	route := "sync"
+	if batch {
+		route = "batch"
+	}
+	if x.cache == nil {
+		x.cache = map[string]ledger.Tokens{}
+	}
+	c := x.cache[route+"/"+model]
+	c.CacheRead += u.CacheReadInputTokens
+	c.CacheWrite5m += w5
+	c.CacheWrite1h += w1
+	x.cache[route+"/"+model] = c
+}
+
+// checkCache checks the cache figures of a summary: each route and
+// model's cache tokens and hit rate against the usage the client got, and
+// the net saving against the saving and the routing misses of the entries
+// paid at the sync price.
+func checkCache(t *testing.T, where string, s ledger.Summary, want expected) {
+	t.Helper()
+	for key, c := range want.cache {
+		route, model, _ := strings.Cut(key, "/")
+		b := s.ByRouteModel[route][model]
+		rate := float64(c.CacheRead) / float64(c.CacheRead+c.CacheWrite5m+c.CacheWrite1h)
+		if b.Tokens.CacheRead != c.CacheRead || b.Tokens.CacheWrite5m != c.CacheWrite5m || b.Tokens.CacheWrite1h != c.CacheWrite1h ||
+			math.Abs(b.CacheHitRate-rate) > 1e-12 {
+			t.Errorf("%s: %s cache %+v hit rate %v, want %+v %v", where, key, b.Tokens, b.CacheHitRate, c, rate)
+		}
+	}
+	var syncMiss float64 // the routing misses of the priced sync entries
+	for _, b := range s.ByRouteModel["sync"] {
+		if b.UnpricedRequests == 0 {
+			syncMiss += b.RoutingMissUSD
+		}
+	}
+	checkUSD(t, where+" net_saved_usd", s.NetSavedUSD, s.SavedUSD-syncMiss)
+	if s.RoutingMissUSD < syncMiss || s.CacheHitRate <= 0 || s.CacheHitRate >= 1 || s.ByRoute["batch"].CacheHitRate <= 0 {
+		t.Errorf("%s: routing misses %v (sync %v), hit rate %v, batch's %v", where, s.RoutingMissUSD, syncMiss,
+			s.CacheHitRate, s.ByRoute["batch"].CacheHitRate)
 	}
 }
 
@@ -312,6 +354,9 @@ func TestLedgerFigures(t *testing.T) {
 		}
 	}
 	checkSummary("stats", s, true)
+	checkCache(t, "stats", s, want)
+	t.Logf("cache hit rate %.3f (sync %.3f, batch %.3f), routing misses $%.6f, net saved $%.6f", s.CacheHitRate,
+		s.ByRoute["sync"].CacheHitRate, s.ByRoute["batch"].CacheHitRate, s.RoutingMissUSD, s.NetSavedUSD)
 	if want.cost < 0.5 || want.syncEquivalent-want.cost < 0.1 {
 		t.Fatalf("workload too cheap to check to the cent: $%f", want.cost)
 	}
@@ -320,6 +365,11 @@ func TestLedgerFigures(t *testing.T) {
 	var stored ledger.Summary
 	getJSON(t, base+"/llmfleet/v1/stats?since=1h", &stored)
 	checkSummary("stats?since=1h", stored, false)
+	checkCache(t, "stats?since=1h", stored, want)
+	checkUSD(t, "stats?since=1h routing_miss_usd", stored.RoutingMissUSD, s.RoutingMissUSD)
+	if stored.Estimated != s.Estimated || fmt.Sprint(stored.Rewrites) != fmt.Sprint(s.Rewrites) {
+		t.Errorf("stats?since=1h: estimated %d rewrites %v; the running totals %d %v", stored.Estimated, stored.Rewrites, s.Estimated, s.Rewrites)
+	}
 
 	// Prometheus metrics.
 	text, _ := getText(t, base+"/metrics")
@@ -347,6 +397,15 @@ func TestLedgerFigures(t *testing.T) {
 	}
 	saved := metricValue(t, text, "llmfleet_saved_usd_total")
 	checkUSD(t, "llmfleet_saved_usd_total", saved, want.syncEquivalent-want.cost)
+	checkUSD(t, "llmfleet_net_saved_usd", metricValue(t, text, "llmfleet_net_saved_usd"), s.NetSavedUSD)
+	var misses float64
+	for _, l := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(l, "llmfleet_routing_miss_usd_total{"); ok {
+			v, _ := strconv.ParseFloat(rest[strings.LastIndex(rest, " ")+1:], 64)
+			misses += v
+		}
+	}
+	checkUSD(t, "llmfleet_routing_miss_usd_total", misses, s.RoutingMissUSD)
 
 	// The dashboard.
 	page, h := getText(t, base+"/llmfleet/")
@@ -374,6 +433,7 @@ func TestLedgerFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTable(t, tbl.String(), want)
+	checkCacheTable(t, tbl.String(), s)
 
 	cancel()
 	if err := <-done; err != nil {
@@ -386,6 +446,7 @@ func TestLedgerFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTable(t, tbl.String(), want)
+	checkCacheTable(t, tbl.String(), s)
 	if !strings.Contains(tbl.String(), "CLIENT ") || !strings.Contains(tbl.String(), " cred_") {
 		t.Errorf("llmfleet stats --db: no by-client table")
 	}
@@ -399,6 +460,7 @@ func TestLedgerFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSummary("stats --db --json", js, false)
+	checkCache(t, "stats --db --json", js, want)
 
 	// JSON logs, one line per batch lifecycle event, no key, no body.
 	var created, delivered int
@@ -435,6 +497,38 @@ func checkTable(t *testing.T, tbl string, want expected) {
 			t.Errorf("stats table lacks %q:\n%s", s, tbl)
 		}
 	}
+}
+
+// checkCacheTable checks the cache lines and rows of "llmfleet stats"
+// against the summary the proxy served.
+func checkCacheTable(t *testing.T, tbl string, s ledger.Summary) {
+	t.Helper()
+	pct := func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" }
+	for _, want := range []string{
+		"Routing misses:   $" + strconv.FormatFloat(s.RoutingMissUSD, 'f', 4, 64),
+		"Net saved:        $" + strconv.FormatFloat(s.NetSavedUSD, 'f', 4, 64),
+		"Cache hit rate:   " + pct(s.CacheHitRate),
+	} {
+		if !strings.Contains(tbl, want) {
+			t.Errorf("stats table lacks %q:\n%s", want, tbl)
+		}
+	}
+	for _, route := range []string{"sync", "batch"} {
+		b := s.ByRoute[route]
+		row := fmt.Sprintf("%s %s %s %s %s", route, group(b.Tokens.CacheRead), group(b.Tokens.CacheWrite5m), group(b.Tokens.CacheWrite1h), pct(b.CacheHitRate))
+		if !strings.Contains(strings.Join(strings.Fields(tbl), " "), row) {
+			t.Errorf("stats table lacks the cache row %q:\n%s", row, tbl)
+		}
+	}
+}
+
+// group writes n with thousands separators, as the stats table does.
+func group(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // metricValue returns the value of an unlabelled sample.

@@ -25,7 +25,11 @@ func init() { commands["stats"] = runStats }
 const statsUsage = `usage: llmfleet stats [--db PATH | --url URL] [--since DURATION | --from TIME [--to TIME]] [--json]
 
 Prints what the fleet paid, what the same traffic would have cost at the
-sync route, and what batching saved, by model and by route, over a period.
+sync route, and what batching saved, by model and by route, over a period;
+and the prompt cache's figures: the cache hit rate by route and model
+(tokens read from the cache of those read or written), what the cache
+writes that routing caused cost (routing misses), and the saving net of
+them.
 
 It reads the cost ledger from the database of "llmfleet serve" (--db;
 default: the one "llmfleet serve" uses without --db), which a running

@@ -203,20 +203,32 @@
     return [xs, ...cols];
   }
 
+  // netPaid is what a savings point's requests paid plus the routing
+  // misses their saving does not count: the net saving is what lies
+  // between it and what they would have paid.
+  function netPaid(p) {
+    const net = p.net_saved_usd == null ? p.saved_usd : p.net_saved_usd;
+    return p.sync_equivalent_usd - net;
+  }
+
   function drawSavings(el, snap) {
     const pts = (snap && snap.savings) || [];
+    const withMisses = pts.some((p) => netPaid(p) - p.cost_usd > 1e-9);
+    $("legend-netpaid").hidden = !withMisses;
     if (pts.length < 2 || pts[pts.length - 1].sync_equivalent_usd <= 0) {
       return empty(el, "No priced traffic yet");
     }
     const data = [pts.map((p) => secs(p.time)), pts.map((p) => p.sync_equivalent_usd), pts.map((p) => p.cost_usd)];
+    if (withMisses) data.push(pts.map(netPaid));
     xRange[el.id] = [data[0][0], Math.max(data[0][data[0].length - 1], data[0][0] + 60)];
-    plot(el, "savings", () => ({
+    plot(el, withMisses ? "savings+misses" : "savings", () => ({
       scales: { x: xScale(el.id), y: { range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1] } },
       axes: [timeAxis(), axis(fmtAxisUSD)],
       series: [
         {},
         { label: "would have paid", stroke: cssVar("--would"), width: 2, dash: [5, 4], value: (u, v) => fmtUSD(v) },
         { label: "paid", stroke: cssVar("--paid"), width: 2.25, value: (u, v) => fmtUSD(v) },
+        ...(withMisses ? [{ label: "paid + routing misses", stroke: cssVar("--miss"), width: 1.5, dash: [2, 3], points: { show: false }, value: (u, v) => fmtUSD(v) }] : []),
       ],
       bands: [{ series: [1, 2], fill: cssVar("--saved") }],
     }), data);
@@ -494,6 +506,78 @@
     }
   }
 
+  // ---- prompt cache ----------------------------------------------------
+
+  const ROUTES = ["sync", "flex", "batch"];
+
+  // cacheable returns the tokens read from the cache or written to it.
+  function cacheable(b) {
+    const t = (b && b.tokens) || {};
+    return (t.cache_read || 0) + (t.cache_write_5m || 0) + (t.cache_write_1h || 0);
+  }
+
+  // fmtHit formats a breakdown's cache hit rate; "–" when nothing was
+  // cacheable (no hit rate to speak of).
+  function fmtHit(b) {
+    return b && cacheable(b) > 0 ? (100 * (b.cache_hit_rate || 0)).toFixed(1) + "%" : "–";
+  }
+
+  function drawCacheRoutes(tbody, stats) {
+    const by = (stats && stats.by_route) || {};
+    const routes = [...ROUTES.filter((r) => by[r]), ...Object.keys(by).filter((r) => !ROUTES.includes(r)).sort()];
+    const notes = [];
+    const rewrites = Object.entries((stats && stats.rewrites) || {});
+    for (const [kind, n] of rewrites) notes.push(plural(n, "request", "requests") + " rewritten (" + kind + ")");
+    if (stats && stats.estimated) notes.push(plural(stats.estimated, "usage", "usages") + " estimated");
+    $("cache-count").textContent = notes.join(" · ");
+    tbody.replaceChildren();
+    if (routes.length === 0) return emptyRow(tbody, 5, "No requests yet");
+    for (const r of routes) {
+      const b = by[r], t = b.tokens || {};
+      const tr = document.createElement("tr");
+      tr.dataset.route = r;
+      tag(cell(tr, ""), r, r === "sync" ? "sync" : "batch");
+      const td = cell(tr, "", "hit");
+      td.dataset.value = b.cache_hit_rate || 0;
+      const bar = document.createElement("div");
+      bar.className = "hitbar";
+      const track = document.createElement("div");
+      track.className = "track";
+      const fill = document.createElement("div");
+      fill.className = "fill";
+      fill.style.width = (cacheable(b) > 0 ? 100 * (b.cache_hit_rate || 0) : 0).toFixed(1) + "%";
+      track.appendChild(fill);
+      const label = document.createElement("span");
+      label.textContent = fmtHit(b);
+      bar.append(track, label);
+      td.appendChild(bar);
+      cell(tr, fmtInt(t.cache_read), "num");
+      cell(tr, fmtInt((t.cache_write_5m || 0) + (t.cache_write_1h || 0)), "num").title =
+        fmtInt(t.cache_write_5m) + " for 5 minutes, " + fmtInt(t.cache_write_1h) + " for an hour";
+      cell(tr, fmtUSD(b.routing_miss_usd), b.routing_miss_usd > 0 ? "num miss" : "num").dataset.value = b.routing_miss_usd || 0;
+      tbody.appendChild(tr);
+    }
+  }
+
+  function drawCacheModels(tbody, stats) {
+    const by = (stats && stats.by_model) || {};
+    const byRoute = (stats && stats.by_route_model) || {};
+    const models = Object.keys(by).filter((m) => cacheable(by[m]) > 0 || by[m].routing_miss_usd > 0).sort();
+    tbody.replaceChildren();
+    if (models.length === 0) return emptyRow(tbody, 6, "No prompt has been cached yet");
+    for (const m of models) {
+      const tr = document.createElement("tr");
+      tr.dataset.model = m;
+      const td = cell(tr, "");
+      td.append(swatch(modelColour(m)), " ", m || "(unknown)");
+      for (const r of ROUTES) cell(tr, fmtHit((byRoute[r] || {})[m]), "num").dataset.route = r;
+      cell(tr, fmtHit(by[m]), "num").dataset.value = by[m].cache_hit_rate || 0;
+      const miss = by[m].routing_miss_usd || 0;
+      cell(tr, fmtUSD(miss), miss > 0 ? "num miss" : "num").dataset.value = miss;
+      tbody.appendChild(tr);
+    }
+  }
+
   // ---- KPIs ------------------------------------------------------------
 
   function drawKPIs(stats, snap) {
@@ -505,6 +589,16 @@
       $("kpi-saved").textContent = fmtUSD(stats.saved_usd);
       $("kpi-saved").dataset.value = stats.saved_usd;
       $("kpi-saved-note").textContent = (stats.saved_percent || 0).toFixed(1) + "% of the sync price";
+      const net = stats.net_saved_usd == null ? stats.saved_usd : stats.net_saved_usd;
+      $("kpi-net").textContent = fmtUSD(net);
+      $("kpi-net").dataset.value = net;
+      $("kpi-net").classList.toggle("bad", net < 0);
+      $("kpi-net-note").textContent = stats.sync_equivalent_usd > 0
+        ? ((100 * net) / stats.sync_equivalent_usd).toFixed(1) + "% of the sync price" : "\u00a0";
+      $("kpi-routing").textContent = fmtUSD(stats.routing_miss_usd);
+      $("kpi-routing").dataset.value = stats.routing_miss_usd || 0;
+      $("kpi-routing-note").textContent = stats.cache_hit_rate != null && cacheable(stats) > 0
+        ? (100 * stats.cache_hit_rate).toFixed(1) + "% cache hit rate" : "no prompt cached";
       $("kpi-paid-note").textContent = stats.unpriced_requests
         ? "+ " + plural(stats.unpriced_requests, "unpriced request", "unpriced requests")
         : "at list prices";
@@ -536,6 +630,8 @@
     assignColours([...Object.keys((stats && stats.by_model) || {}), ...Object.keys((snap && snap.turnaround) || {})]);
     drawKPIs(stats, snap);
     drawSavings($("chart-savings"), snap);
+    drawCacheRoutes($("cache-routes"), stats);
+    drawCacheModels($("cache-models"), stats);
     drawDonut($("chart-donut"), stats);
     drawTraffic($("chart-traffic"), snap);
     drawQueue($("chart-queue"), snap);
@@ -650,7 +746,7 @@
   });
 
   // For the browser check (e2e/dashboard.mjs): the pure helpers.
-  window.llmfleetDashboard = { withGaps, missLabel, modelColour };
+  window.llmfleetDashboard = { withGaps, missLabel, modelColour, fmtHit, netPaid };
 
   render();
   poll();
