@@ -30,6 +30,9 @@ type Book struct {
 	stats    map[statKey]*counts        // hit counts
 	convs    map[prefixKey]conversation // by credential and conversation
 	output   map[string]float64         // average output tokens, by model
+	sharing  map[prefixKey]*sharing     // who uses each prefix, by credential and hash
+	think    map[string][]time.Duration // recent times from a turn's answer to the next turn, by credential
+	tried    map[statKey]int64          // turns batched to measure the batch cache's rate
 	observed int                        // observations since the last prune
 }
 
@@ -43,8 +46,9 @@ type statKey struct {
 type counts struct{ lookups, hits int64 }
 
 type conversation struct {
-	class llmfleet.Route
-	at    time.Time
+	class    llmfleet.Route
+	at       time.Time // when its last turn was routed
+	answered time.Time // when its last turn was answered (zero: not yet)
 }
 
 // defaultPerByte is the tokens a byte of prompt JSON is taken to make
@@ -60,6 +64,8 @@ func (b *Book) init() {
 		b.tokens, b.perByte = map[string]int64{}, map[string]float64{}
 		b.entries, b.stats = map[prefixKey]Entry{}, map[statKey]*counts{}
 		b.convs, b.output = map[prefixKey]conversation{}, map[string]float64{}
+		b.sharing, b.think = map[prefixKey]*sharing{}, map[string][]time.Duration{}
+		b.tried = map[statKey]int64{}
 	}
 }
 
@@ -109,6 +115,29 @@ func (b *Book) Rates(provider, model, cred string) Rates {
 		// The cross rate pools both directions.
 		Cross: (rate(sync, batch, pr.Cross) + rate(batch, sync, pr.Cross)) / 2,
 	}
+}
+
+// Measuring reports whether the batch cache's rate of a provider, model
+// and credential is still to be measured: fewer than trials lookups of
+// batch-written entries by batch items counted, and fewer than trials
+// turns batched for the sake of it (Tried) by this process.
+func (b *Book) Measuring(provider, model, cred string, trials int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	k := statKey{provider, model, cred, llmfleet.RouteBatch, llmfleet.RouteBatch}
+	if c := b.stats[k]; c != nil && c.lookups >= trials {
+		return false
+	}
+	return b.tried[k] < trials
+}
+
+// Tried counts a turn batched to measure the batch cache's rate.
+func (b *Book) Tried(provider, model, cred string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	b.tried[statKey{provider, model, cred, llmfleet.RouteBatch, llmfleet.RouteBatch}]++
 }
 
 // Request returns the cost model's form of a request of model whose
@@ -193,8 +222,35 @@ func (b *Book) Routed(cred, conv string, route llmfleet.Route, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.init()
-	b.convs[prefixKey{cred, conv}] = conversation{class: classOf(route), at: now}
+	k := prefixKey{cred, conv}
+	if c, ok := b.convs[k]; ok && !c.answered.IsZero() && now.After(c.answered) {
+		th := append(b.think[cred], now.Sub(c.answered))
+		if len(th) > thinkSamples {
+			th = th[len(th)-thinkSamples:]
+		}
+		b.think[cred] = th
+	}
+	b.convs[k] = conversation{class: classOf(route), at: now}
 	b.pruneLocked(now)
+}
+
+// thinkSamples is how many think times are kept per credential.
+const thinkSamples = 256
+
+// defaultThink is the think time assumed before any is seen.
+const defaultThink = time.Minute
+
+// Think returns the recent times from a turn's answer to its
+// conversation's next turn under a credential (defaultThink alone before
+// any is seen).
+func (b *Book) Think(cred string) []time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	if th := b.think[cred]; len(th) > 0 {
+		return append([]time.Duration(nil), th...)
+	}
+	return []time.Duration{defaultThink}
 }
 
 // Merge takes in what the store holds of prefixes (another replica's
@@ -250,4 +306,63 @@ func (b *Book) pruneLocked(now time.Time) {
 			delete(b.convs, k)
 		}
 	}
+}
+
+// sharing is what the Book knows of the conversations that use a prefix:
+// how many in turn (a count of changes of conversation), the last, and
+// when it was last used.
+type sharing struct {
+	conv  string
+	convs int
+	at    time.Time
+}
+
+// sharedTTL bounds how long a prefix counts as shared after it was last
+// used.
+const sharedTTL = time.Hour
+
+// use records that conversation conv's request used the prompt p at at.
+func (b *Book) use(cred, conv string, p llmfleet.Prompt, at time.Time) {
+	if conv == "" {
+		return
+	}
+	for _, bp := range p.Breakpoints {
+		k := prefixKey{cred, bp.Hash}
+		s := b.sharing[k]
+		if s == nil {
+			b.sharing[k] = &sharing{conv: conv, convs: 1, at: at}
+			continue
+		}
+		if s.conv != conv {
+			s.conv, s.convs = conv, s.convs+1
+		}
+		s.at = later(s.at, at)
+	}
+}
+
+// Presume returns r, a request under cred as Request returned it, as the
+// batch route sees it at now: a prefix that other conversations share (a
+// harness's system prompt), used within its TTL, and that the batch cache
+// is not known to hold, is presumed held there, as the batch turns of
+// the conversations sharing it keep it. Without it, a fleet whose
+// short-budget turns keep the sync cache warm would never batch a turn:
+// the first would write the shared prefix again, at half price, for all
+// the others to read. Presumed points are marked, and never count as a
+// lookup of a live entry (Observe).
+func (b *Book) Presume(r Request, cred string, now time.Time) Request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	out := r
+	out.Points = append([]Point(nil), r.Points...)
+	for i, pt := range out.Points {
+		s := b.sharing[prefixKey{cred, pt.Hash}]
+		ttl := max(pt.TTL, 5*time.Minute)
+		if s == nil || s.convs < 2 || now.Sub(s.at) > min(ttl, sharedTTL) || pt.Cache.BatchUntil.After(now) {
+			continue
+		}
+		out.Points[i].Cache.BatchUntil = now.Add(ttl)
+		out.Points[i].Presumed = true
+	}
+	return out
 }

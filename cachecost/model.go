@@ -79,7 +79,7 @@ type Rates struct {
 // Priors are the Rates assumed before any is learned: sync calls read
 // what sync calls wrote; batch items read batch-written entries half the
 // time; across the caches, seldom.
-var Priors = Rates{Sync: 1, Batch: 0.5, Cross: 0.2}
+var Priors = Rates{Sync: 1, Batch: 0.5, Cross: 0}
 
 // own returns the rate of a lookup on route r of an entry r's cache
 // holds.
@@ -114,6 +114,9 @@ type Point struct {
 	TTL time.Duration
 	// Cache is what is known of its entries.
 	Cache Entry
+	// Presumed tells that its batch cache entry is presumed, not known
+	// (see Book.Presume).
+	Presumed bool
 }
 
 // written reports whether a lookup that misses writes the point: a
@@ -157,6 +160,10 @@ type Estimate struct {
 	Read, Write5m, Write1h, Input float64
 	// Hit is the probability that the lookup reads a cached prefix.
 	Hit float64
+	// Ahead is the weighted expected bill of the conversation's next
+	// turn's prefix from the state this option leaves (see Ahead); the
+	// options are compared on USD + Ahead.
+	Ahead float64
 }
 
 // Model is the cost model of one model's requests: its prices and the
@@ -166,30 +173,42 @@ type Model struct {
 	Rates  Rates
 }
 
-// Cost returns the expected bill of sending r as o.
+// Cost returns the expected bill of sending r as o. A lookup reaches
+// its own cache (at the Rates' own-cache rate) and the other cache (at
+// the cross rate), each once for all its prefixes, and reads the longest
+// prefix alive in a cache it reached; it writes from there to its last
+// breakpoint.
 func (m Model) Cost(r Request, o Option) Estimate {
 	e := Estimate{Option: o}
 	class := o.Route
 	if class == llmfleet.RouteFlex {
 		class = llmfleet.RouteSync // flex calls use the sync cache
 	}
-	miss := 1.0 // the probability that no longer prefix was hit
-	for i := len(r.Points) - 1; i >= 0 && miss > 0; i-- {
-		p := m.hitProb(r.Points[i], class, o.At)
-		if p <= 0 {
+	own, other := m.longest(r.Points, class, o.At)
+	a, c := m.Rates.own(class), m.Rates.Cross
+	if own < 0 {
+		a = 0
+	}
+	if other < 0 {
+		c = 0
+	}
+	for _, outcome := range []struct {
+		p   float64
+		hit int
+	}{
+		{a * c, max(own, other)}, {a * (1 - c), own}, {(1 - a) * c, other}, {(1 - a) * (1 - c), -1},
+	} {
+		if outcome.p <= 0 {
 			continue
 		}
-		hit := miss * p
-		e.Hit += hit
-		e.Read += hit * float64(r.Points[i].Tokens)
-		w5, w1 := writes(r.Points, i, o.TTL1h)
-		e.Write5m += hit * w5
-		e.Write1h += hit * w1
-		miss -= hit
+		if outcome.hit >= 0 {
+			e.Hit += outcome.p
+			e.Read += outcome.p * float64(r.Points[outcome.hit].Tokens)
+		}
+		w5, w1 := writes(r.Points, outcome.hit, o.TTL1h)
+		e.Write5m += outcome.p * w5
+		e.Write1h += outcome.p * w1
 	}
-	w5, w1 := writes(r.Points, -1, o.TTL1h)
-	e.Write5m += miss * w5
-	e.Write1h += miss * w1
 	last := int64(0)
 	if n := len(r.Points); n > 0 {
 		last = r.Points[n-1].Tokens
@@ -204,21 +223,23 @@ func (m Model) Cost(r Request, o Option) Estimate {
 	return e
 }
 
-// hitProb returns the probability that a lookup of class (sync or
-// batch) at t hits the entry of point pt.
-func (m Model) hitProb(pt Point, class llmfleet.Route, t time.Time) float64 {
-	syncCache, batchCache := pt.Cache.alive(t)
-	own, other := syncCache, batchCache
-	if class == llmfleet.RouteBatch {
-		own, other = batchCache, syncCache
+// longest returns the longest point alive at t in the cache of lookups
+// of class (own), and in the other cache (other); -1 for none.
+func (m Model) longest(pts []Point, class llmfleet.Route, t time.Time) (own, other int) {
+	own, other = -1, -1
+	for i, pt := range pts {
+		syncCache, batchCache := pt.Cache.alive(t)
+		if class == llmfleet.RouteBatch {
+			syncCache, batchCache = batchCache, syncCache
+		}
+		if syncCache {
+			own = i
+		}
+		if batchCache {
+			other = i
+		}
 	}
-	switch {
-	case own:
-		return m.Rates.own(class)
-	case other:
-		return m.Rates.Cross
-	}
-	return 0
+	return own, other
 }
 
 // writes returns the tokens written, at the 5-minute and the 1-hour
@@ -276,4 +297,130 @@ func (m Model) MissCost(r Request, route llmfleet.Route, at time.Time, u llmflee
 		return float64(again) * (write - m.Prices.Read) * m.Prices.multiplier(route)
 	}
 	return 0
+}
+
+// Ahead is what the cost model assumes of a conversation's turns to
+// come, to weigh the cache state each option leaves: a turn sent sync
+// leaves its prompt in the sync cache, a batched one in the batch cache,
+// and the next turn, which continues that prompt, reads it there or
+// writes it again, and leaves it in turn. The options are compared on
+// their expected bill plus the expected bill of the prompt prefix over
+// the conversation's turns to come (Estimate.Ahead): the value of the
+// state each option leaves, as a small Markov decision process over the
+// states of the prefix (warm in the sync cache, warm in the batch cache,
+// cold), its turns following one another with probability Weight.
+type Ahead struct {
+	// Weight is the chance that a conversation's turn has a next one;
+	// 0: no look-ahead.
+	Weight float64
+	// Think are times from a turn's answer to its next turn's lookup, as
+	// seen lately (their distribution: the next turn finds the prefix
+	// warm with the share of them under its TTL).
+	Think []time.Duration
+	// Batchable tells whether the turns to come may be batched (their
+	// budget, like this one's, allows it); Late is then a batch's chance
+	// to be rescued.
+	Batchable bool
+	Late      float64
+	// SyncLatency and BatchLatency are the expected times from a turn's
+	// arrival to its answer on each route.
+	SyncLatency, BatchLatency time.Duration
+}
+
+// AheadOf returns the expected bill of the prompt prefix e's option
+// leaves cached (its last breakpoint's) over the conversation's turns to
+// come, from the state it leaves (see Ahead); the turns' new tokens are
+// left out (the same whatever the state).
+func (m Model) AheadOf(r Request, e Estimate, a Ahead) float64 {
+	n := len(r.Points)
+	if a.Weight <= 0 || n == 0 {
+		return 0
+	}
+	last := r.Points[n-1]
+	ttl := last.TTL
+	if e.TTL1h {
+		ttl = time.Hour
+	}
+	// Each turn to come writes what it adds to the prompt (about what
+	// this one added to the last) and gets its answer: at the price of
+	// the route it takes.
+	grown := last.Tokens
+	if n > 1 {
+		grown -= r.Points[n-2].Tokens
+	}
+	write := m.Prices.Write5m
+	if ttl >= time.Hour {
+		write = m.Prices.Write1h
+	}
+	rest := float64(max(grown, 0))*write + float64(r.Output)*m.Prices.Output
+	v := m.values(float64(last.Tokens), rest, ttl, a)
+	if classOf(e.Route) == llmfleet.RouteBatch {
+		return a.Weight * v.after(v.warmBatch, stateBatch)
+	}
+	return a.Weight * v.after(v.warmSync, stateSync)
+}
+
+// The states of a conversation's prefix between its turns.
+const (
+	stateSync = iota
+	stateBatch
+	stateCold
+)
+
+// prefixValues is the value (expected bill over the turns to come) of
+// each state of a prefix, and the chance a turn's successor finds it
+// warm after a sync and after a batched turn.
+type prefixValues struct {
+	v                   [3]float64
+	warmSync, warmBatch float64
+}
+
+// after returns the value of the state a turn leaves: state with
+// probability warm, else cold.
+func (pv prefixValues) after(warm float64, state int) float64 {
+	return warm*pv.v[state] + (1-warm)*pv.v[stateCold]
+}
+
+// values solves the decision process of a prefix of t tokens with ttl,
+// each turn paying rest besides (at the route's price).
+func (m Model) values(t, rest float64, ttl time.Duration, a Ahead) prefixValues {
+	p := m.Prices
+	write := p.Write5m
+	if ttl >= time.Hour {
+		write = p.Write1h
+	}
+	look := func(rate float64) float64 { return rate*t*p.Read + (1-rate)*t*write }
+	// cost[state][action]: action 0 sync, 1 batch.
+	syncFrom := [3]float64{look(m.Rates.Sync), look(m.Rates.Cross), t * write}
+	batchFrom := [3]float64{look(m.Rates.Cross), look(m.Rates.Batch), t * write}
+	pv := prefixValues{warmSync: warmShare(a.Think, a.SyncLatency, ttl), warmBatch: warmShare(a.Think, a.BatchLatency, ttl)}
+	for range 40 {
+		var next [3]float64
+		for s := range 3 {
+			best := syncFrom[s] + rest + a.Weight*pv.after(pv.warmSync, stateSync)
+			if a.Batchable {
+				b := p.Batch*(batchFrom[s]+rest) + a.Late*(syncFrom[s]+rest) + a.Weight*pv.after(pv.warmBatch, stateBatch)
+				best = min(best, b)
+			}
+			next[s] = best
+		}
+		pv.v = next
+	}
+	return pv
+}
+
+// warmShare returns the share of think times after which a prefix
+// written (or read) halfway through a wait of latency is still alive,
+// with ttl.
+func warmShare(think []time.Duration, latency, ttl time.Duration) float64 {
+	if len(think) == 0 {
+		return 1
+	}
+	n := 0
+	for _, th := range think {
+		if th+latency/2 < ttl {
+			n++
+		}
+	}
+	return float64(n) / float64(len(think))
 }

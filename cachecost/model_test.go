@@ -147,3 +147,56 @@ func TestMissCost(t *testing.T) {
 		}
 	}
 }
+
+// The look-ahead weighs the state an option leaves a conversation in: at
+// a poor batch cache a batched turn leaves its prefix where the turns to
+// come read it seldom (they pay more ahead than from the sync cache), at
+// a good one where they read it at half price (they pay less).
+func TestAheadOf(t *testing.T) {
+	r := Request{Points: []Point{{Tokens: 38_000, TTL: 5 * time.Minute}, {Tokens: 40_000, TTL: 5 * time.Minute}},
+		Tokens: 40_010, Output: 800} // a turn that adds 2k tokens to its conversation
+	a := Ahead{Weight: 0.9, Think: []time.Duration{time.Minute}, Batchable: true, Late: 0.05,
+		SyncLatency: 2 * time.Second, BatchLatency: 3 * time.Minute}
+	for _, tc := range []struct {
+		rate          float64
+		batchIsBetter bool
+	}{{0.3, false}, {0.95, true}} {
+		m := Model{Prices: sonnet, Rates: Rates{Sync: 1, Batch: tc.rate, Cross: 0}}
+		s := m.AheadOf(r, Estimate{Option: Option{Route: llmfleet.RouteSync}}, a)
+		b := m.AheadOf(r, Estimate{Option: Option{Route: llmfleet.RouteBatch}}, a)
+		if s <= 0 || b <= 0 || (b < s) != tc.batchIsBetter {
+			t.Errorf("batch rate %.2f: ahead of sync $%.4f, of batch $%.4f", tc.rate, s, b)
+		}
+	}
+	// Think times past the TTL leave nothing warm: the state does not matter.
+	a.Think = []time.Duration{20 * time.Minute}
+	m := Model{Prices: sonnet, Rates: Rates{Sync: 1, Batch: 0.3}}
+	s := m.AheadOf(r, Estimate{Option: Option{Route: llmfleet.RouteSync}}, a)
+	b := m.AheadOf(r, Estimate{Option: Option{Route: llmfleet.RouteBatch}}, a)
+	if !near(s, b) {
+		t.Errorf("nothing warm ahead: $%.4f vs $%.4f", s, b)
+	}
+	if got := m.AheadOf(r, Estimate{}, Ahead{}); got != 0 {
+		t.Errorf("no look-ahead: %v", got)
+	}
+}
+
+func TestExplore(t *testing.T) {
+	sync := Estimate{Option: Option{Route: llmfleet.RouteSync}, USD: 1.0}
+	batch := Estimate{Option: Option{Route: llmfleet.RouteBatch}, USD: 0.9, Ahead: 0.3}
+	for _, tc := range []struct {
+		name      string
+		measuring bool
+		batch     Estimate
+		want      llmfleet.Route
+	}{
+		{"measuring, within the margin", true, batch, llmfleet.RouteBatch},
+		{"measured", false, batch, llmfleet.RouteSync},
+		{"dearer than sync this turn", true, Estimate{Option: batch.Option, USD: 1.1}, llmfleet.RouteSync},
+		{"beyond the margin", true, Estimate{Option: batch.Option, USD: 0.9, Ahead: 0.5}, llmfleet.RouteSync},
+	} {
+		if got := Explore(sync, sync, tc.batch, tc.measuring, 0.3); got.Route != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got.Route, tc.want)
+		}
+	}
+}

@@ -47,6 +47,11 @@ func (b *Book) Observe(l Lookup) (*llmfleet.CacheStat, []llmfleet.PrefixState) {
 		b.learnPerByteLocked(l.Model, float64(total)/float64(l.Prompt.Bytes))
 	}
 	b.learnOutputLocked(l.Model, u.OutputTokens)
+	b.use(l.Cred, l.Prompt.Conversation, l.Prompt, l.At)
+	if c, ok := b.convs[prefixKey{l.Cred, l.Prompt.Conversation}]; ok && l.Prompt.Conversation != "" {
+		c.answered = later(c.answered, l.At)
+		b.convs[prefixKey{l.Cred, l.Prompt.Conversation}] = c
+	}
 	pts := l.Believed
 	if len(pts) == 0 || cached == 0 {
 		return nil, nil // nothing was cacheable (or the provider cached nothing)
@@ -145,6 +150,9 @@ func (b *Book) closestLocked(pts []Point, n int64) int {
 func (b *Book) hitLocked(l Lookup, readAt int) *llmfleet.CacheStat {
 	class := classOf(l.Route)
 	for j := len(l.Believed) - 1; j >= 0; j-- {
+		if l.Believed[j].Presumed {
+			continue // not known live: no observation of the rates
+		}
 		syncCache, batchCache := l.Believed[j].Cache.alive(l.At)
 		if !syncCache && !batchCache {
 			continue

@@ -21,7 +21,7 @@ func (d *Dispatcher) cacheRequest(p llmfleet.Provider, req *llmfleet.Request, in
 	if d.pol.CacheBlind || !info.Prompt.Cached() {
 		return nil
 	}
-	v, ok := d.costView(p, req, info, budget, feasible{batch: true})
+	v, ok := d.costView(p, req, info, budget, feasible{batch: true}, false)
 	if !ok {
 		return nil
 	}

@@ -51,7 +51,8 @@ func TestRoutingByCacheState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		f.turnaround = func(string) time.Duration { return time.Minute }
-		d := &Dispatcher{Providers: []llmfleet.Provider{f}, Prices: priced, Policy: Policy{TurnaroundPrior: time.Minute}}
+		// Batch items read what batch items wrote 90% of the time here.
+		d := &Dispatcher{Providers: []llmfleet.Provider{f}, Prices: priced, Policy: Policy{TurnaroundPrior: time.Minute, CacheBatchRate: 0.9}}
 		if err := d.Open(); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func TestTTLUpgradeOfASlowBatch(t *testing.T) {
 			f.turnaround = func(string) time.Duration { return 20 * time.Minute }
 			var l ledgerOf
 			d := &Dispatcher{Providers: []llmfleet.Provider{f}, Prices: priced, Observe: l.observe,
-				Policy: Policy{BatchMinSize: 1, TurnaroundPrior: 20 * time.Minute, NoTTLUpgrade: off}}
+				Policy: Policy{BatchMinSize: 1, TurnaroundPrior: 20 * time.Minute, NoTTLUpgrade: off, CacheBatchRate: 0.9}}
 			if err := d.Open(); err != nil {
 				t.Fatal(err)
 			}

@@ -241,6 +241,7 @@ func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now ti
 		if e.Route == llmfleet.RouteBatch {
 			e.Rewrite = w.rewrite
 			e.SyncUSD = syncBill(w.cost, resp.Usage)
+
 		}
 	} else if w.sentSync {
 		e.Route = llmfleet.RouteSync

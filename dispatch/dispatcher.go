@@ -177,7 +177,7 @@ func (d *Dispatcher) Open() error {
 	d.predictor = newPredictor(d.pol.TurnaroundPrior, d.pol.TurnaroundPriors, d.pol.OnTimeQuantile(), d.pol.TurnaroundSamples)
 	d.syncLat = newPredictor(d.pol.SyncLatencyPrior, nil, syncLatencyQuantile, d.pol.TurnaroundSamples)
 	d.flex = newFlexTier(d.pol)
-	d.book = &cachecost.Book{}
+	d.book = &cachecost.Book{Priors: cachecost.Rates{Sync: cachecost.Priors.Sync, Batch: d.pol.CacheBatchRate, Cross: cachecost.Priors.Cross}}
 	d.cacheLog = &cacheLog{store: d.Store, run: d.goOwned, sleep: d.sleep, log: d.log}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.pools = map[string]*pool{}

@@ -65,6 +65,28 @@
 // Its ledger entry is route flex, priced at the tier the provider says it
 // served.
 //
+// A request whose prompt carries cache breakpoints (Anthropic
+// cache_control), with Dispatcher.Prices set and Policy.CacheBlind off,
+// is then routed by the cost model (package cachecost): of the routes its
+// budget allows, the one of least expected bill, this turn's and that of
+// the conversation's turns to come from the cache state it leaves (a
+// turn sent sync leaves its prompt in the sync cache, a batched one in
+// the batch cache, and the next turn reads it there or writes it again),
+// never one expected to cost more than sync this turn, the conversation
+// kept on its cache unless the other is clearly cheaper. The cost model
+// reads what the Dispatcher learned of prompt caching from every answer's
+// usage (prefix sizes, entries and their expiry, hit rates of each cache,
+// per provider, model and credential; stored and shared by replicas):
+// the batch cache's rate starts at Policy.CacheBatchRate and is measured
+// as turns are batched (Policy.CacheTrials lets routing batch a few to
+// measure it). Requests that share their prompt's first breakpoint pool
+// together. A batched request whose batch waits longer than 5 minutes
+// has its cache TTLs raised to an hour when the turns to come are
+// expected to read it (Policy.NoTTLUpgrade turns it off; its ledger entry
+// names the rewrite). The ledger's "would have paid" of a discounted
+// request is the sync route's expected bill with the sync cache's state
+// (LedgerEntry.SyncUSD), and MissUSD what its route's cache writes cost.
+//
 // Turnarounds are learned per provider and model
 // from every batch (ended_at - created_at), stored, and restored at start;
 // a model starts from its prior (Policy.TurnaroundPrior, or

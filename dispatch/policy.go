@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachecost"
 )
 
 // Policy holds the dispatcher's knobs and the pure rules built on them:
@@ -106,6 +107,22 @@ type Policy struct {
 	// NoTTLUpgrade never raises the cache_control TTLs of a batched
 	// request to an hour (see Dispatcher; serve's --cache-ttl-upgrade).
 	NoTTLUpgrade bool
+	// CacheBatchRate is the batch cache's hit rate assumed before any is
+	// measured (batch items reading what batch items wrote; the vendor
+	// says 30% to 98%, best effort). Default 0.5. Set it to the rate your
+	// own usage shows: a router that does not batch never measures it.
+	CacheBatchRate float64
+	// CacheTrials, if above 0, lets routing try the batch route on up to
+	// that many turns per provider, model and credential, each expected
+	// to cost at most 30% more than the route it replaces, to measure the
+	// batch cache's rate (until as many lookups are counted). Off by
+	// default: on workloads whose batch cache is poor the trials cost
+	// more than they teach (see docs/simulation.md).
+	CacheTrials int
+	// CacheLookAhead is the weight the cost model gives a conversation's
+	// next turn when it compares routes (the chance it comes: see
+	// cachecost.Ahead). Default 0.9; negative: no look-ahead.
+	CacheLookAhead float64
 	// ExploreFloor is the share of a model's turnaround prior that a
 	// budget, less its rescue's reserve and the delivery slack, must
 	// leave for a request to be sent to batch to learn the model's
@@ -154,6 +171,12 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.FlushQuantile <= 0 || p.FlushQuantile > 1 {
 		p.FlushQuantile = 0.97
+	}
+	if p.CacheBatchRate <= 0 || p.CacheBatchRate > 1 {
+		p.CacheBatchRate = cachecost.Priors.Batch
+	}
+	if p.CacheLookAhead == 0 {
+		p.CacheLookAhead = 0.9
 	}
 	if p.ExploreFloor <= 0 {
 		p.ExploreFloor = 0.5

@@ -70,7 +70,7 @@ func (d *Dispatcher) route(p llmfleet.Provider, req *llmfleet.Request, info llmf
 	f := d.feasibleRoutes(provider, model, budget)
 	r := f.blind
 	if !d.pol.CacheBlind && info.Prompt.Cached() && (f.batch || f.flex) {
-		if v, ok := d.costView(p, req, info, budget, f); ok {
+		if v, ok := d.costView(p, req, info, budget, f, true); ok {
 			r = v.choice.Route
 			d.book.Routed(d.fingerprint(req.Credential), info.Prompt.Conversation, r, d.clock.Now())
 		}
@@ -100,7 +100,11 @@ type costView struct {
 
 // costView estimates a request's routes with the cost model; false when
 // its model is not priced. f tells which routes its budget allows.
-func (d *Dispatcher) costView(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration, f feasible) (costView, bool) {
+//
+// With decide, it is the routing decision: the batch route may be tried
+// to measure the batch cache's rate (cachecost.Explore), and the trial is
+// counted; otherwise it only looks.
+func (d *Dispatcher) costView(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration, f feasible, decide bool) (costView, bool) {
 	if d.Prices == nil {
 		return costView{}, false
 	}
@@ -116,21 +120,54 @@ func (d *Dispatcher) costView(p llmfleet.Provider, req *llmfleet.Request, info l
 	}
 	now := d.clock.Now()
 	v := costView{model: cachecost.Model{Prices: prices, Rates: d.book.Rates(provider, model, cred)}, believed: believed, at: now}
+	ahead := d.ahead(provider, model, cred, budget, f)
 	v.sync = v.model.Cost(believed, cachecost.Option{Route: llmfleet.RouteSync, At: now})
+	v.sync.Ahead = v.model.AheadOf(believed, v.sync, ahead)
 	var opts []cachecost.Estimate
 	if f.flex {
-		opts = append(opts, v.model.Cost(believed, cachecost.Option{Route: llmfleet.RouteFlex, At: now}))
+		e := v.model.Cost(believed, cachecost.Option{Route: llmfleet.RouteFlex, At: now})
+		e.Ahead = v.model.AheadOf(believed, e, ahead)
+		opts = append(opts, e)
 	}
 	if f.batch {
-		b := v.model.Cost(believed, d.batchOption(provider, model, budget, now, v.sync.USD))
+		b := v.model.Cost(d.book.Presume(believed, cred, now), d.batchOption(provider, model, budget, now, v.sync.USD))
+		b.Ahead = v.model.AheadOf(believed, b, ahead)
 		v.batch = &b
 		opts = append(opts, b)
 	}
 	v.choice = cachecost.Choose(d.book.Current(cred, info.Prompt.Conversation, now), cachecost.DefaultMargin, v.sync, opts...)
-	if v.choice.Route == llmfleet.RouteBatch {
+	if v.batch != nil && decide && !f.explore && d.pol.CacheTrials > 0 {
+		measuring := d.book.Measuring(provider, model, cred, int64(d.pol.CacheTrials))
+		if c := cachecost.Explore(v.choice, v.sync, *v.batch, measuring, cacheTrialMargin); c.Route != v.choice.Route {
+			v.choice = c
+			d.book.Tried(provider, model, cred)
+		}
+	}
+	if v.batch != nil { // (whatever routing chose: a forced batch is batched too)
 		v.ttl1h = d.upgradeTTL(provider, model, v)
 	}
 	return v, true
+}
+
+// cacheTrialMargin is how much more than the route chosen a trial of the
+// batch route may be expected to cost (see Policy.CacheTrials).
+const cacheTrialMargin = 0.3
+
+// ahead is what the cost model assumes of the next turn of a
+// conversation of model under cred whose budget allows f (see
+// cachecost.Ahead).
+func (d *Dispatcher) ahead(provider, model, cred string, budget time.Duration, f feasible) cachecost.Ahead {
+	if d.pol.CacheLookAhead < 0 {
+		return cachecost.Ahead{}
+	}
+	median := d.predictor.at(provider, model, 0.5)
+	a := cachecost.Ahead{Weight: d.pol.CacheLookAhead, Think: d.book.Think(cred), Batchable: f.batch,
+		SyncLatency: d.syncLat.at(provider, model, 0.5), BatchLatency: median + d.pol.BatchWindow/2}
+	if f.batch {
+		avail := budget - d.pol.Reserve(d.syncLat.predict(provider, model)) - d.pol.Slack() - d.pol.BatchWindow/2
+		a.Late = d.predictor.lateShare(provider, model, avail)
+	}
+	return a
 }
 
 // batchOption is the batch route's Option for a request of model with

@@ -90,7 +90,7 @@ func (d *Dispatcher) observeCall(p llmfleet.Provider, req *llmfleet.Request, rou
 			e.Model = resp.Model
 		}
 		if route == llmfleet.RouteFlex && !d.pol.CacheBlind && info.Prompt.Cached() {
-			if v, ok := d.costView(p, req, info, budget, feasible{}); ok {
+			if v, ok := d.costView(p, req, info, budget, feasible{}, false); ok {
 				e.SyncUSD = syncBill(&v, resp.Usage)
 			}
 		}

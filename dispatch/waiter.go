@@ -51,22 +51,22 @@ type outcome struct {
 
 // waiter is one batched request and its caller.
 type waiter struct {
-	id       string // llmfleet's request id
-	req      *llmfleet.Request
-	prov     llmfleet.Provider
-	info     llmfleet.RequestInfo
-	params   json.RawMessage // the body it is batched with
-	plain    json.RawMessage // the body a sync call of it sends (params, but for a TTL upgrade)
-	cost     *costView       // what the cost model knew of it when it was routed; nil: nothing
-	rewrite  string          // LedgerEntry.Rewrite of its batch's answer
-	learnt   learnt          // what its answers taught the cost model
+	id      string // llmfleet's request id
+	req     *llmfleet.Request
+	prov    llmfleet.Provider
+	info    llmfleet.RequestInfo
+	params  json.RawMessage // the body it is batched with
+	plain   json.RawMessage // the body a sync call of it sends (params, but for a TTL upgrade)
+	cost    *costView       // what the cost model knew of it when it was routed; nil: nothing
+	rewrite string          // LedgerEntry.Rewrite of its batch's answer
+	learnt  learnt          // what its answers taught the cost model
 	// cacheBlind: routed cache-blind (Policy.CacheBlind): pooled by the
 	// provider's pool key alone.
 	cacheBlind bool
-	budget   time.Duration
-	arrived  time.Time // when it reached the dispatcher: budgets count from here
-	accepted time.Time // when it was durably accepted: pool windows count from here
-	deadline time.Time // arrived + budget; zero: no budget
+	budget     time.Duration
+	arrived    time.Time // when it reached the dispatcher: budgets count from here
+	accepted   time.Time // when it was durably accepted: pool windows count from here
+	deadline   time.Time // arrived + budget; zero: no budget
 	// reply answers the caller (SubmitFunc's done); nil when no caller
 	// waits (detached).
 	reply func(*llmfleet.Response, error)

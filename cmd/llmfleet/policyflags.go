@@ -16,6 +16,8 @@ type policyFlags struct {
 	syncPrior, rescueMargin, settle                                 *time.Duration
 	minSize, maxSize                                                *int
 	ttlUpgrade                                                      *onOff
+	batchRate                                                       *float64
+	trials                                                          *int
 }
 
 func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
@@ -32,6 +34,8 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 		syncPrior:     fs.Duration("sync-latency-prior", 0, "predicted sync latency before any is observed (0: dispatcher default, 30s)"),
 		rescueMargin:  fs.Duration("rescue-margin", 0, "margin kept before a batched request's deadline when it is rescued (0: dispatcher default, 2s)"),
 		settle:        fs.Duration("settle-delay", 0, "how long after a create the provider's batch list is trusted to show the batch (0: dispatcher default, 2s)"),
+		batchRate:     fs.Float64("cache-batch-rate-prior", 0, "the batch cache's hit rate the cost model assumes until it measures it: the share of batch items that read what batch items wrote (the vendor says 30% to 98%); set it to what your own usage shows (0: 0.5)"),
+		trials:        fs.Int("cache-trials", 0, "turns per model and key the router may batch to measure the batch cache's rate, each expected to cost at most 30% more than the route it replaces (0: none)"),
 		ttlUpgrade:    onOffFlag(fs, "cache-ttl-upgrade", true, "raise the cache_control TTLs of a batched request to 1h where its batch's wait outlasts 5 minutes and the conversation's next turn is expected to repay the dearer write (each rewrite is named in its ledger entry): on or off"),
 	}
 }
@@ -84,5 +88,7 @@ func (f *policyFlags) policy() dispatch.Policy {
 		RescueMargin:     *f.rescueMargin,
 		SettleDelay:      *f.settle,
 		NoTTLUpgrade:     !f.ttlUpgrade.on,
+		CacheBatchRate:   *f.batchRate,
+		CacheTrials:      *f.trials,
 	}
 }
