@@ -316,10 +316,11 @@ type LedgerEntry struct {
 	Tier Tier `json:"tier,omitempty"`
 	// SyncUSD, when above 0, is what the sync route would have paid for
 	// a request served at a discount, by the cost model: the sync route's
-	// expected bill with the sync route's cache state (the prefix it held
-	// read, the rest written), rather than the request's own usage at
-	// sync prices, which would count its batch's cache misses as if sync
-	// had missed too. Pricing makes it the entry's OtherRouteUSD when it
+	// expected bill with the cache state it would have had without
+	// llmfleet (the prefix the conversation's earlier turns cached read,
+	// the rest written), rather than the request's own usage at sync
+	// prices, which would count its batch's cache misses as if sync had
+	// missed too. Pricing makes it the entry's OtherRouteUSD when it
 	// is the lower of the two (a cache state the cost model does not
 	// know is taken as cold, so its bill alone could show too much
 	// saved).

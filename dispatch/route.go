@@ -228,15 +228,24 @@ func (d *Dispatcher) providerUpgrader(name string) (llmfleet.TTLUpgrader, bool) 
 }
 
 // syncBill returns what the sync route would have paid for a request
-// answered with usage u, by the cost model: with the cache state the
-// Book believed when it was routed (v), the sizes its usage reports.
-// 0 when the cost model has nothing to say.
+// answered with usage u, had llmfleet not been used: by the cost model,
+// with the cache state the Book believed when it was routed (v), every
+// prefix held by either cache taken as the sync cache's (without
+// llmfleet every turn goes sync, so what a batched turn of the
+// conversation left in the batch cache would be in the sync cache), the
+// sizes its usage reports. 0 when the cost model has nothing to say.
 func syncBill(v *costView, u llmfleet.Usage) float64 {
 	if v == nil {
 		return 0
 	}
 	r := v.believed
 	r.Points = append([]cachecost.Point(nil), r.Points...)
+	for i := range r.Points {
+		c := &r.Points[i].Cache
+		if c.BatchUntil.After(c.SyncUntil) {
+			c.SyncUntil = c.BatchUntil
+		}
+	}
 	if n := len(r.Points); n > 0 {
 		if cached := u.CacheReadInputTokens + u.CacheCreationInputTokens; cached > 0 {
 			// The last breakpoint's prefix is what the usage says; the

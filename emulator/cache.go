@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/cachesim"
+	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
 // Prompt caching (see the package documentation):
@@ -49,7 +50,7 @@ func promptBlocks(p *params) (*flatPrompt, *apiError) {
 		hh := sha256.New()
 		hh.Write(h[:])
 		hh.Write([]byte(kind))
-		hh.Write(raw)
+		hh.Write(cacheContent(raw, cc != nil))
 		copy(h[:], hh.Sum(nil))
 		b := pblock{tokens: blockTokens(raw)}
 		if cc != nil {
@@ -111,6 +112,20 @@ func promptBlocks(p *params) (*flatPrompt, *apiError) {
 		return nil, invalid("A maximum of 4 blocks with cache_control may be provided. Found %d.", n)
 	}
 	return fp, nil
+}
+
+// cacheContent returns what the cache keys a block by: the block without
+// its cache_control (marked, when it has one), so that the prefix a turn
+// cached is found by the next turn, which moves the breakpoint on to its
+// own last block (as the API's multi-turn caching does).
+func cacheContent(raw json.RawMessage, marked bool) []byte {
+	if !marked {
+		return raw
+	}
+	if plain, err := jsonmember.Delete(raw, "cache_control"); err == nil {
+		return plain
+	}
+	return raw
 }
 
 // blockCache returns the cache_control of a block, if it has a valid one.

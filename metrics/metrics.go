@@ -25,6 +25,12 @@
 //	sum by (route, model) (rate(llmfleet_tokens_total{kind="cache_read"}[1h]))
 //	  / sum by (route, model) (rate(llmfleet_tokens_total{kind=~"cache_.*"}[1h]))
 //
+// llmfleet_saved_usd_total counts what each request served at a discount
+// saved when it saved: a counter cannot go down, so a batched request that
+// cost more than the sync route would have (its prefix warm in the sync
+// cache, written again in the batch's) is left out of it, and is in
+// llmfleet_net_saved_usd, whose figure is ledger.Summary's.
+//
 // llmfleet_routing_miss_usd_total is what requests paid for cache writes
 // their route caused (LedgerEntry.MissUSD: a prefix the other route's
 // cache held, written again). llmfleet_net_saved_usd is what the
@@ -103,7 +109,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"route", "model"}),
 		saved: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "llmfleet_saved_usd_total",
-			Help: "USD saved by batching: what batched requests would have cost at the sync route, minus what they cost.",
+			Help: "USD saved by the discounted requests that saved: what each would have cost at the sync route, minus what it cost, when positive (see llmfleet_net_saved_usd for the figure net of those that cost more).",
 		}),
 		routingMiss: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llmfleet_routing_miss_usd_total",

@@ -285,6 +285,13 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	if c.body == nil {
 		fullDuplex(w)
+		if sc != nil && r.Body != nil {
+			if _, ok := s.Submitter.(llmfleet.CacheObserver); ok && s.Observe != nil {
+				// Kept as it streams upstream, for the cost model to
+				// learn the prompt cache's state from the answer.
+				r.Body = sc.tee(r.Body)
+			}
+		}
 	}
 	if sc == nil || s.Observe == nil {
 		s.rp.ServeHTTP(w, r)

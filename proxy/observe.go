@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -28,6 +29,7 @@ type syncCall struct {
 	start    time.Time // the request's arrival at the proxy
 	budget   time.Duration
 	body     []byte              // the request body, if it was read
+	teed     *teeBody            // the request body as it streamed upstream, if kept
 	cred     llmfleet.Credential // the credential it went upstream with
 	observed bool                // Observe or UpstreamError is set
 	client   *clientName         // names the caller in the ledger
@@ -169,10 +171,14 @@ func (s *Server) reportSync(sc *syncCall, model string, u llmfleet.Usage, outcom
 // what its route's cache writes cost (LedgerEntry.MissUSD).
 func (s *Server) noteCache(sc *syncCall, e *llmfleet.LedgerEntry) {
 	co, ok := s.Submitter.(llmfleet.CacheObserver)
-	if !ok || sc.body == nil || e.Outcome != "ok" {
+	body := sc.body
+	if body == nil && sc.teed != nil {
+		body = sc.teed.kept()
+	}
+	if !ok || body == nil || e.Outcome != "ok" || !bytes.Contains(body, cacheControlKey) {
 		return
 	}
-	req := &llmfleet.Request{Provider: s.Provider, Credential: sc.cred, Body: sc.body}
+	req := &llmfleet.Request{Provider: s.Provider, Credential: sc.cred, Body: body}
 	e.MissUSD = co.ObserveCache(req, llmfleet.RouteSync, e.Usage, e.Time)
 }
 
@@ -330,4 +336,56 @@ func (t *usageTap) report() {
 	}
 	noteModel(t.ctx, model)
 	t.s.reportSync(t.call, model, u, outcome)
+}
+
+// cacheControlKey is what a body with prompt-cache breakpoints contains.
+var cacheControlKey = []byte(`"cache_control"`)
+
+// maxTeed bounds the bytes of a streamed request body kept for the cost
+// model; a longer body is not kept.
+const maxTeed = MaxBodyBytes
+
+// tee returns rc, a request body streamed upstream, keeping a copy of
+// what is read of it.
+func (sc *syncCall) tee(rc io.ReadCloser) io.ReadCloser {
+	t := &teeBody{ReadCloser: rc}
+	sc.teed = t
+	return t
+}
+
+// teeBody keeps what is read of a body, up to maxTeed bytes.
+type teeBody struct {
+	io.ReadCloser
+	mu   sync.Mutex
+	buf  []byte
+	over bool
+	eof  bool
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	t.mu.Lock()
+	if !t.over {
+		if len(t.buf)+n > maxTeed {
+			t.over, t.buf = true, nil
+		} else {
+			t.buf = append(t.buf, p[:n]...)
+		}
+	}
+	if err == io.EOF {
+		t.eof = true
+	}
+	t.mu.Unlock()
+	return n, err
+}
+
+// kept returns the whole body if it was read to its end and kept; nil
+// otherwise.
+func (t *teeBody) kept() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.eof || t.over {
+		return nil
+	}
+	return t.buf
 }

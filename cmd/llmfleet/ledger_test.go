@@ -61,13 +61,27 @@ var listPrices = map[string]listPrice{
 // usage the emulator reported to the client.
 type expected struct {
 	cost, syncEquivalent float64
+	// positiveSaved sums the savings of the batched calls that saved.
+	positiveSaved float64
 	byModel              map[string]float64
+	// calls are the calls answered, in order, for the sync world's replay
+	// (see replaySync).
+	calls []answered
 	tokens1h             int64 // 1-hour cache writes of claude-sonnet-4-6 at the sync route
 	// cache holds the cache tokens by route and model ("sync/" + model).
 	cache map[string]ledger.Tokens
 }
 
-func (x *expected) add(t *testing.T, model string, u anthropic.Usage, batch bool) {
+// answered is a call answered: its request, its route and what its usage
+// costs at the sync price.
+type answered struct {
+	params anthropic.MessageNewParams
+	batch  bool
+	sync   float64
+}
+
+// syncPrice is what usage u of model costs at the sync route's list price.
+func syncPrice(t *testing.T, model string, u anthropic.Usage) float64 {
 	t.Helper()
 	p, ok := listPrices[model]
 	if !ok {
@@ -77,14 +91,23 @@ func (x *expected) add(t *testing.T, model string, u anthropic.Usage, batch bool
 	if w5+w1 != u.CacheCreationInputTokens {
 		t.Fatalf("%s: cache writes split %d+%d of %d", model, w5, w1, u.CacheCreationInputTokens)
 	}
-	sync := (float64(u.InputTokens)*p.input + float64(u.OutputTokens)*p.output +
+	return (float64(u.InputTokens)*p.input + float64(u.OutputTokens)*p.output +
 		float64(w5)*p.write5m + float64(w1)*p.write1h + float64(u.CacheReadInputTokens)*p.read) / 1e6
+}
+
+// add counts a call answered with usage u. Its sync equivalent is counted
+// by replaySync.
+func (x *expected) add(t *testing.T, params anthropic.MessageNewParams, u anthropic.Usage, batch bool) {
+	t.Helper()
+	model := string(params.Model)
+	sync := syncPrice(t, model, u)
+	w5, w1 := u.CacheCreation.Ephemeral5mInputTokens, u.CacheCreation.Ephemeral1hInputTokens
 	paid := sync
 	if batch {
 		paid = sync / 2
 	}
 	x.cost += paid
-	x.syncEquivalent += sync
+	x.calls = append(x.calls, answered{params: params, batch: batch, sync: sync})
 	if x.byModel == nil {
 		x.byModel = map[string]float64{}
 	}
@@ -104,6 +127,35 @@ func (x *expected) add(t *testing.T, model string, u anthropic.Usage, batch bool
 	c.CacheWrite5m += w5
 	c.CacheWrite1h += w1
 	x.cache[route+"/"+model] = c
+}
+
+// replaySync counts what the calls answered would have paid at the sync
+// route: each sync call what it paid, each batched call the lesser of its
+// own usage at the sync price and what it costs when every call answered
+// is sent sync, in order, to a fresh emulator (whose sync cache then holds
+// what a sync-only client's would: a batched call may find its prefix warm
+// there, or cold where the batch cache had it).
+func (x *expected) replaySync(t *testing.T) {
+	t.Helper()
+	ts := httptest.NewServer(&emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 }})
+	defer ts.Close()
+	client := anthropic.NewClient(option.WithBaseURL(ts.URL), option.WithAPIKey("sk-replay"), option.WithMaxRetries(0))
+	for _, c := range x.calls {
+		msg, err := client.Messages.New(context.Background(), c.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replayed := syncPrice(t, string(c.params.Model), msg.Usage)
+		switch {
+		case !c.batch && math.Abs(replayed-c.sync) > 1e-12:
+			t.Fatalf("sync call replayed at $%v, paid $%v", replayed, c.sync)
+		case c.batch:
+			x.syncEquivalent += min(replayed, c.sync)
+			x.positiveSaved += max(0, min(replayed, c.sync)-c.sync/2)
+		default:
+			x.syncEquivalent += c.sync
+		}
+	}
 }
 
 // checkCache checks the cache figures of a summary: each route and
@@ -250,7 +302,7 @@ func TestLedgerFigures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want.add(t, string(params.Model), msg.Usage, isBatch)
+		want.add(t, params, msg.Usage, isBatch)
 		return msg.Usage
 	}
 	stream := func(params anthropic.MessageNewParams, isBatch bool) anthropic.Usage {
@@ -270,7 +322,7 @@ func TestLedgerFigures(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Close()
-		want.add(t, string(params.Model), msg.Usage, isBatch)
+		want.add(t, params, msg.Usage, isBatch)
 		return msg.Usage
 	}
 
@@ -287,6 +339,10 @@ func TestLedgerFigures(t *testing.T) {
 	call(cachedPrompt("claude-sonnet-4-6", "third question, batched", "a", true), true)
 	if u = call(cachedPrompt("claude-sonnet-4-6", "fourth question, batched", "b", true), true); u.CacheCreation.Ephemeral1hInputTokens == 0 {
 		t.Fatalf("no 1h cache write in a batch: %+v", u)
+	}
+	// (a long question: the batch's half price shows in cents)
+	if u = call(cachedPrompt("claude-sonnet-4-6", strings.Repeat("Grade this answer, batched. ", 20000), "b", true), true); u.CacheReadInputTokens == 0 {
+		t.Fatalf("no read of the batch cache: %+v", u)
 	}
 	stream(cachedPrompt("claude-haiku-4-5", "fifth question, batched", "a", false), true)
 	// A sync call whose 1ms budget runs out before the upstream answers:
@@ -305,7 +361,7 @@ func TestLedgerFigures(t *testing.T) {
 	if _, err := client.Messages.New(context.Background(), cachedPrompt("claude-test", "unpriced", "a", true)); err != nil {
 		t.Fatal(err)
 	}
-	const calls = 9
+	const calls = 10
 
 	// The proxy reports a sync call once the upstream body has ended,
 	// which may be a moment after the client has the last byte.
@@ -317,14 +373,15 @@ func TestLedgerFigures(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	want.replaySync(t)
 	t.Logf("paid $%s, would have paid $%s, saved $%s", cents(want.cost), cents(want.syncEquivalent), cents(want.syncEquivalent-want.cost))
 	checkSummary := func(where string, s ledger.Summary, batches bool) {
 		t.Helper()
-		if s.SyncCalls != 6 || s.BatchedCalls != 3 || s.Errors != 2 || s.BudgetMisses != 1 || s.UnpricedRequests != 1 {
+		if s.SyncCalls != 6 || s.BatchedCalls != 4 || s.Errors != 2 || s.BudgetMisses != 1 || s.UnpricedRequests != 1 {
 			t.Errorf("%s: calls %d sync %d batched, %d errors, %d budget misses, %d unpriced", where,
 				s.SyncCalls, s.BatchedCalls, s.Errors, s.BudgetMisses, s.UnpricedRequests)
 		}
-		if batches && s.BatchesSubmitted != 3 {
+		if batches && s.BatchesSubmitted != 4 {
 			t.Errorf("%s: %d batches submitted", where, s.BatchesSubmitted)
 		}
 		checkUSD(t, where+" cost_usd", s.CostUSD, want.cost)
@@ -333,7 +390,7 @@ func TestLedgerFigures(t *testing.T) {
 		for model, cost := range want.byModel {
 			checkUSD(t, where+" by_model "+model, s.ByModel[model].CostUSD, cost)
 		}
-		if b := s.ByRoute["batch"]; b.Calls != 3 || b.SavedUSD <= 0 || s.ByRoute["sync"].SavedUSD != 0 {
+		if b := s.ByRoute["batch"]; b.Calls != 4 || b.SavedUSD <= 0 || s.ByRoute["sync"].SavedUSD != 0 {
 			t.Errorf("%s: by route %+v", where, s.ByRoute)
 		}
 		if len(s.RecentBudgetMisses) != 1 || s.RecentBudgetMisses[0].Model != "claude-haiku-4-5" {
@@ -386,7 +443,7 @@ func TestLedgerFigures(t *testing.T) {
 		`llmfleet_requests_total{model="claude-haiku-4-5",outcome="timeout_error",route="sync"} 1`,
 		`llmfleet_requests_total{model="claude-haiku-4-5",outcome="ok",route="batch"} 1`,
 		fmt.Sprintf(`llmfleet_tokens_total{kind="cache_write_1h",model="claude-sonnet-4-6",route="sync"} %d`, want.tokens1h),
-		`llmfleet_batch_turnaround_seconds_count{model="claude-sonnet-4-6"} 2`,
+		`llmfleet_batch_turnaround_seconds_count{model="claude-sonnet-4-6"} 3`,
 		`llmfleet_batch_turnaround_seconds_count{model="claude-haiku-4-5"} 1`,
 		"llmfleet_queue_depth 0", "llmfleet_batches_in_flight 0", "llmfleet_budget_misses_total 1",
 		`llmfleet_upstream_errors_total{kind="overloaded_error"} 1`,
@@ -396,7 +453,7 @@ func TestLedgerFigures(t *testing.T) {
 		}
 	}
 	saved := metricValue(t, text, "llmfleet_saved_usd_total")
-	checkUSD(t, "llmfleet_saved_usd_total", saved, want.syncEquivalent-want.cost)
+	checkUSD(t, "llmfleet_saved_usd_total", saved, want.positiveSaved)
 	checkUSD(t, "llmfleet_net_saved_usd", metricValue(t, text, "llmfleet_net_saved_usd"), s.NetSavedUSD)
 	var misses float64
 	for _, l := range strings.Split(text, "\n") {
@@ -414,7 +471,7 @@ func TestLedgerFigures(t *testing.T) {
 	}
 	var snap dashboard.Snapshot
 	getJSON(t, base+"/llmfleet/v1/dashboard", &snap)
-	if snap.Stats.BatchesSubmitted != 3 || len(snap.Turnaround["claude-sonnet-4-6"]) != 2 || len(snap.Savings) == 0 {
+	if snap.Stats.BatchesSubmitted != 4 || len(snap.Turnaround["claude-sonnet-4-6"]) != 3 || len(snap.Savings) == 0 {
 		t.Errorf("dashboard snapshot %+v", snap)
 	}
 	// Async tickets still reach the proxy past the dashboard's subtree.
@@ -476,8 +533,8 @@ func TestLedgerFigures(t *testing.T) {
 			delivered++
 		}
 	}
-	if created != 3 || delivered != 3 {
-		t.Errorf("%d batch created and %d results delivered lines, want 3 each", created, delivered)
+	if created != 4 || delivered != 4 {
+		t.Errorf("%d batch created and %d results delivered lines, want 4 each", created, delivered)
 	}
 	if all := logs.String(); strings.Contains(all, key) || strings.Contains(all, "first question") {
 		t.Errorf("logs hold a key or a body:\n%s", all)
