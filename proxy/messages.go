@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -33,6 +34,8 @@ type call struct {
 	// async reports whether the caller asked for a ticket at once
 	// (Prefer: respond-async) rather than for the answer.
 	async bool
+	// hard reports whether the budget is a hard deadline (HeaderDeadline).
+	hard bool
 	// client names the caller in the ledger (see clientOf).
 	client *clientName
 }
@@ -43,27 +46,11 @@ type call struct {
 // route is the one the error is reported under.
 func (s *Server) plan(r *http.Request) (*call, *apiError) {
 	c := &call{route: llmfleet.RouteSync, arrived: s.clock.Now()}
-	var force llmfleet.Route
-	switch v := r.Header.Get(HeaderRoute); v {
-	case "":
-	case string(llmfleet.RouteSync), string(llmfleet.RouteBatch):
-		force = llmfleet.Route(v)
-	default:
-		return c, invalidRequest("The llmfleet-route header must be sync or batch.")
+	force, e := s.planHeaders(r, c)
+	if e != nil {
+		return c, e
 	}
-
-	budget, given := llmfleet.BudgetFrom(r.Context())
-	if v := r.Header.Get(HeaderBudget); v != "" {
-		b, err := parseBudget(v)
-		if err != nil {
-			return c, invalidRequest("The llmfleet-latency-budget-ms header must be a non-negative integer number of milliseconds.")
-		}
-		budget, given = b, true
-	}
-	if !given {
-		budget = s.DefaultBudget
-	}
-	c.budget = budget
+	budget := c.budget
 
 	cred := credentialFrom(r.Header)
 	if s.Observe != nil || s.Submitter != nil {
@@ -132,9 +119,47 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 			return c, nil
 		}
 	}
-	params, stream, e := batchBody(body)
+	return c, s.batchRequest(r, c, req)
+}
+
+// planHeaders reads into c the budget and deadline a create-message call
+// asks for (its headers, its path prefix, else DefaultBudget) and
+// returns the route it forces, if any.
+func (s *Server) planHeaders(r *http.Request, c *call) (llmfleet.Route, *apiError) {
+	var force llmfleet.Route
+	switch v := r.Header.Get(HeaderRoute); v {
+	case "":
+	case string(llmfleet.RouteSync), string(llmfleet.RouteBatch):
+		force = llmfleet.Route(v)
+	default:
+		return "", invalidRequest("The llmfleet-route header must be sync or batch.")
+	}
+	budget, given := llmfleet.BudgetFrom(r.Context())
+	if v := r.Header.Get(HeaderBudget); v != "" {
+		b, err := parseBudget(v)
+		if err != nil {
+			return "", invalidRequest("The llmfleet-latency-budget-ms header must be a non-negative integer number of milliseconds.")
+		}
+		budget, given = b, true
+	}
+	if !given {
+		budget = s.DefaultBudget
+	}
+	c.budget = budget
+	hard, ok := hardDeadline(r.Header)
+	if !ok {
+		return "", invalidRequest(badDeadline)
+	}
+	c.hard = hard
+	return force, nil
+}
+
+// batchRequest readies req, the Request of c, a call routed to batch,
+// for the Submitter: its body checked and stripped of "stream", its id.
+func (s *Server) batchRequest(r *http.Request, c *call, req *llmfleet.Request) *apiError {
+	params, stream, e := batchBody(req.Body)
 	if e != nil {
-		return c, e
+		return e
 	}
 	req.Body = params
 	req.ID = llmfleet.NewID("lfr_") // known before the answer, for the stream's headers
@@ -150,7 +175,7 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		req.Header.Set(clientHeader, s.ownerName(credentialFrom(r.Header)))
 	}
 	c.req, c.stream, c.body = req, stream, nil // a parked request holds one copy of its body
-	return c, nil
+	return nil
 }
 
 // readBody reads a request body of at most MaxBodyBytes, within the body
@@ -231,9 +256,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 
 // serveSync sends a routed call straight upstream through the reverse
 // proxy. A call with a budget has its body read whole first (as routing
-// may have done), so that it can be sent again (syncbudget.go); the budget
-// then bounds the wait for the upstream's answer, counted from the
-// request's arrival.
+// may have done), so that it can be sent again (syncbudget.go). The
+// budget does not cut the call unless it is a hard deadline (c.hard);
+// the upstream timeout does (deadline.go).
 func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	if c.budget > 0 && c.body == nil {
 		body, e := s.readBody(r)
@@ -261,23 +286,22 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		if sc != nil {
 			ctx = context.WithValue(ctx, syncCallKey{}, sc)
-			if c.budget > 0 {
-				left := sc.deadline.Sub(s.clock.Now())
-				if left <= 0 {
-					s.budgetTimeout(w, r, sc)
+			hard := time.Duration(0)
+			if c.hard && c.budget > 0 {
+				if hard = sc.deadline.Sub(s.clock.Now()); hard <= 0 {
+					s.callCut(w, r, sc, callCutHard, false)
 					return
 				}
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithCancel(ctx)
-				defer cancel()
-				sc.arm(s.clock, left, cancel)
-				defer sc.disarm()
 			}
+			ctx, sc.bound = s.bound(ctx, hard, s.upstreamTimeout)
+			defer sc.bound.release()
 		}
 		r = r.WithContext(ctx)
 		if c.body != nil {
 			r.Body = io.NopCloser(bytes.NewReader(c.body))
 			r.ContentLength = int64(len(c.body))
+		} else if sc != nil && r.Body != nil && r.Body != http.NoBody {
+			r.Body = countedBody{r.Body, &sc.sentBytes}
 		}
 	}
 	if c.body == nil {
@@ -294,6 +318,18 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	defer s.release(sc)
 	s.rp.ServeHTTP(w, r)
 	flushWhole(w)
+}
+
+// countedBody is a request body that counts the bytes read from it.
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }
 
 // remaining returns what is left of c's budget now, counted from the

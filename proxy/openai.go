@@ -44,6 +44,8 @@ type openAICall struct {
 	// async reports whether the caller asked for a ticket at once
 	// (Prefer: respond-async) rather than for the answer.
 	async bool
+	// hard reports whether the budget is a hard deadline (HeaderDeadline).
+	hard bool
 }
 
 // writeOpenAIError answers with the OpenAI error envelope.
@@ -142,6 +144,11 @@ func (s *Server) planOpenAI(r *http.Request, endpoint string) (*openAICall, *ope
 		budget = s.DefaultBudget
 	}
 	c.budget = budget
+	hard, ok := hardDeadline(r.Header)
+	if !ok {
+		return nil, &openAIError{http.StatusBadRequest, "invalid_request_error", "", "llmfleet-deadline", badDeadline}
+	}
+	c.hard = hard
 	cred := credentialFrom(r.Header)
 	if cred.AuthToken == "" {
 		return nil, &openAIError{http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "",
@@ -319,6 +326,8 @@ func openAIFailure(err error) (status int, typ, code, msg string) {
 	switch {
 	case errors.As(err, &pe):
 		return pe.StatusCode, pe.Type, "", pe.Message
+	case errors.Is(err, llmfleet.ErrUpstreamTimeout):
+		return http.StatusGatewayTimeout, "timeout_error", "", "The provider did not answer llmfleet's call within its upstream timeout."
 	case errors.Is(err, llmfleet.ErrBudgetExceeded):
 		return http.StatusGatewayTimeout, "timeout_error", "", "The request's latency budget ran out before its batch answered."
 	case isStoreFailure(err):

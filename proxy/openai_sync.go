@@ -19,23 +19,27 @@ import (
 // upstream, its answer streamed back, its usage read for the ledger.
 
 // serveOpenAISync makes the call upstream, flex or standard, and streams
-// its answer back, reading its usage for the ledger.
+// its answer back, reading its usage for the ledger. Its budget does not
+// cut it unless it is a hard deadline (c.hard); the upstream timeout
+// does, while no answer has come (deadline.go).
 func (s *Server) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *openAICall) {
-	ctx := r.Context()
-	if c.budget > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, c.arrived.Add(c.budget))
-		defer cancel()
-	}
-	body := []byte(c.req.Body)
-	res, served, err := s.openAIUpstreamCall(ctx, r, c, body)
-	if err != nil {
-		status, typ, msg := http.StatusBadGateway, "api_error", "The upstream OpenAI API could not be reached."
-		if ctx.Err() != nil && r.Context().Err() == nil {
-			status, typ, msg = http.StatusGatewayTimeout, "timeout_error", "The request's latency budget ran out before the upstream answered."
+	hard := time.Duration(0)
+	if c.hard && c.budget > 0 {
+		if hard = c.budget - s.clock.Now().Sub(c.arrived); hard <= 0 {
+			s.reportOpenAI(c, "", nil, "timeout_error", false)
+			writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", s.cutMessage(callCutHard, c.budget, "upstream OpenAI API"))
+			return
 		}
-		s.reportOpenAI(c, served, nil, typ)
-		writeOpenAIError(w, status, typ, "", "", msg)
+	}
+	ctx, b := s.bound(r.Context(), hard, s.upstreamTimeout)
+	defer b.release()
+	res, served, err := s.openAIUpstreamCall(ctx, r, c, []byte(c.req.Body))
+	if err == nil && !b.answered() {
+		res.Body.Close()
+		err = errCut
+	}
+	if err != nil {
+		s.openAICallFailed(w, r, c, served, b.cutBy())
 		return
 	}
 	if c.owner != "" && res.StatusCode == http.StatusOK {
@@ -54,28 +58,57 @@ func (s *Server) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *open
 	}
 	w.WriteHeader(res.StatusCode)
 	tap := &openAITap{sse: strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream")}
+	whole := copyAnswer(w, res.Body, tap)
+	switch {
+	case res.StatusCode >= 400:
+		s.reportOpenAI(c, served, tap, openaiwire.ErrorOf(res.StatusCode, tap.raw.Bytes(), "").Type, false)
+	case !whole && r.Context().Err() != nil:
+		// The caller left during the answer, which is billed all the same.
+		s.reportOpenAI(c, served, tap, "caller_canceled", true)
+	default:
+		s.reportOpenAI(c, served, tap, "ok", false)
+	}
+}
+
+// copyAnswer passes body on to w as it comes, through tap, and reports
+// whether it came whole.
+func copyAnswer(w http.ResponseWriter, body io.Reader, tap *openAITap) bool {
 	buf := make([]byte, 32<<10)
 	flusher, _ := w.(http.Flusher)
 	for {
-		n, rerr := res.Body.Read(buf)
+		n, rerr := body.Read(buf)
 		if n > 0 {
 			tap.write(buf[:n])
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				break
+				return false
 			}
 			if tap.sse && flusher != nil {
 				flusher.Flush()
 			}
 		}
 		if rerr != nil {
-			break
+			return rerr == io.EOF
 		}
 	}
-	outcome := "ok"
-	if res.StatusCode >= 400 {
-		outcome = openaiwire.ErrorOf(res.StatusCode, tap.raw.Bytes(), "").Type
+}
+
+// openAICallFailed answers and reports a sync or flex call that got no
+// answer: cut by state (callCutHard, callCutTimeout: 504 timeout_error),
+// left by its caller, or failed to reach the upstream (502). A call cut
+// after it was sent may be billed: its usage is estimated.
+func (s *Server) openAICallFailed(w http.ResponseWriter, r *http.Request, c *openAICall, served llmfleet.Tier, state int32) {
+	switch {
+	case state == callCutHard || state == callCutTimeout:
+		s.log.Info("sync call cut before the upstream answered", "path", r.URL.Path, "route", c.route,
+			"budget", c.budget, "upstream_timeout", state == callCutTimeout)
+		s.reportOpenAI(c, served, nil, "timeout_error", true)
+		writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", s.cutMessage(state, c.budget, "upstream OpenAI API"))
+	case r.Context().Err() != nil:
+		s.reportOpenAI(c, served, nil, "caller_canceled", true)
+	default:
+		s.reportOpenAI(c, served, nil, "api_error", false)
+		writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "The upstream OpenAI API could not be reached.")
 	}
-	s.reportOpenAI(c, served, tap, outcome)
 }
 
 // openAIUpstreamCall sends the call, in the flex tier on the flex route:
@@ -120,8 +153,8 @@ func (s *Server) openAIUpstreamCall(ctx context.Context, r *http.Request, c *ope
 			fo.ObserveFlex(openAIProvider, c.model, s.clock.Now().Sub(start), reason)
 		}
 		if errors.Is(reason, llmfleet.ErrFlexUnavailable) {
-			deadline, has := ctx.Deadline()
-			if !has || s.clock.Now().Add(wait+openAIStandardReserve).Before(deadline) {
+			// A wait llmfleet adds: the budget bounds it.
+			if c.budget <= 0 || s.clock.Now().Add(wait+openAIStandardReserve).Before(c.arrived.Add(c.budget)) {
 				tick, stop := s.after(wait)
 				select {
 				case <-tick:
@@ -205,23 +238,30 @@ func (t *openAITap) result() openaiwire.Answer {
 	return t.answer
 }
 
-// reportOpenAI hands the ledger entry of a sync or flex call to Observe.
-func (s *Server) reportOpenAI(c *openAICall, asked llmfleet.Tier, tap *openAITap, outcome string) {
+// reportOpenAI hands the ledger entry of a sync or flex call to Observe:
+// the usage its answer's tap read (outcome ok, or a caller gone during
+// the answer), in the tier served or else asked. A call cut after it was
+// sent (cut) and whose usage is not known has it estimated from its body
+// (LedgerEntry.Estimated): the upstream may bill it.
+func (s *Server) reportOpenAI(c *openAICall, asked llmfleet.Tier, tap *openAITap, outcome string, cut bool) {
 	if s.Observe == nil {
 		return
 	}
 	now := s.clock.Now()
 	e := llmfleet.LedgerEntry{Time: now, Provider: openAIProvider, Model: c.model, Route: c.route, Outcome: outcome,
 		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client}
-	if tap != nil && outcome == "ok" {
+	if tap != nil && (outcome == "ok" || cut) {
 		a := tap.result()
 		e.Usage, e.Tier = a.Usage, a.Tier
 		if a.Model != "" {
 			e.Model = a.Model
 		}
-		if e.Tier == "" {
-			e.Tier = asked
-		}
+	}
+	if cut && e.Usage == (llmfleet.Usage{}) {
+		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
+	}
+	if e.Tier == "" && (outcome == "ok" || cut) {
+		e.Tier = asked
 	}
 	e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, c.budget)
 	s.Observe(e)

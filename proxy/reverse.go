@@ -77,9 +77,11 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 // connection whose handler left its body so.
 func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Connection", "close")
-	if sc := syncCallOf(r); sc.expired() {
-		s.budgetTimeout(w, r, sc)
-		return
+	if sc := syncCallOf(r); sc != nil {
+		if state := sc.bound.cutBy(); state == callCutHard || state == callCutTimeout {
+			s.callCut(w, r, sc, state, true)
+			return
+		}
 	}
 	if bodyTimedOut(r) {
 		s.observeFailure(r)

@@ -61,8 +61,8 @@ type Server struct {
 
 	// DefaultBudget is the latency budget of a request that carries none.
 	// Zero (the default) sends such requests to the sync route: an unmarked
-	// request is never made slow. A positive one also bounds the wait of
-	// those that go sync, as any budget does (see the package doc).
+	// request is never made slow. A positive one routes those that go
+	// sync as any budget does, without cutting them (see the package doc).
 	DefaultBudget time.Duration
 
 	// ToolResultsSync, if set, sends to the sync route every turn whose last
@@ -120,9 +120,9 @@ type Server struct {
 	// result arriving before it is answered exactly as the sync API would.
 	PingInterval time.Duration
 
-	// Clock times the pings and the latency budgets (their start at a
-	// request's arrival, the sync route's timeout and its retry waits);
-	// nil means the real clock.
+	// Clock times the pings, the latency budgets (their start at a
+	// request's arrival, a hard deadline, the sync route's retry waits)
+	// and the upstream timeout; nil means the real clock.
 	Clock llmfleet.Clock
 
 	// Logger receives one debug line per routed request and warnings for
@@ -133,8 +133,11 @@ type Server struct {
 	// sync route, which goes upstream through the reverse proxy rather than
 	// the Submitter, with its ledger entry (costs not filled in): model,
 	// usage, outcome ("ok" or the error type; "timeout_error" for a call
-	// whose budget ran out first), latency (from the request's arrival)
-	// and budget. A call retried within its budget is one entry. The
+	// cut by its hard deadline or the upstream timeout, "caller_canceled"
+	// for one its caller left), latency (from the request's arrival) and
+	// budget. A cut call whose usage was not read has it estimated
+	// (LedgerEntry.Estimated): the upstream may bill it. A call retried
+	// within its budget is one entry. The
 	// usage is read off the response as it streams to the caller (the
 	// Message's usage, or message_start's updated by message_delta's),
 	// without holding it. Observe is called when the response has been
@@ -147,7 +150,8 @@ type Server struct {
 	// response or of an error event in a stream, "http_<status>" when the
 	// type is unknown, "network" when the upstream was unreachable or the
 	// response broke off. An error answer retried within the budget
-	// counts too; a budget running out is no upstream failure.
+	// counts too; a call cut by its hard deadline or the upstream
+	// timeout is no upstream failure.
 	UpstreamError func(kind string)
 
 	// Access, if set, is called once for every request the Handler
@@ -167,6 +171,15 @@ type Server struct {
 	// the OpenAI face makes that was refused for capacity; it doubles at
 	// each retry. 0 means 1s.
 	FlexRetryBackoff time.Duration
+
+	// UpstreamTimeout bounds the wait for the upstream's answer to a
+	// routed sync or flex call, whatever its budget: a call whose
+	// response headers have not come by then is cut and answered 504
+	// timeout_error, in the face's envelope. 0 means
+	// DefaultUpstreamTimeout, negative none. An answer that has begun is
+	// not cut, however long it streams. The SDK middlewares leave it to
+	// the SDK's own timeout.
+	UpstreamTimeout time.Duration
 
 	// BodyReadTimeout bounds the time a client takes to send a request
 	// body, from the end of its headers: a body not received in time is
@@ -191,8 +204,9 @@ type Server struct {
 	rp       *httputil.ReverseProxy
 	mux      *http.ServeMux
 
-	batchOwners BatchOwners
-	bodyTimeout time.Duration
+	batchOwners     BatchOwners
+	bodyTimeout     time.Duration
+	upstreamTimeout time.Duration
 
 	openAIUpstream *url.URL
 	openAIRP       *httputil.ReverseProxy
@@ -282,6 +296,7 @@ func (s *Server) init() {
 			s.batchOwners = &memOwners{}
 		}
 		s.bodyTimeout = durationSetting(s.BodyReadTimeout, DefaultBodyReadTimeout)
+		s.upstreamTimeout = durationSetting(s.UpstreamTimeout, DefaultUpstreamTimeout)
 		s.bodies.max = s.MaxBodyBytesInFlight
 		if s.bodies.max == 0 {
 			s.bodies.max = DefaultMaxBodyBytesInFlight
