@@ -374,4 +374,8 @@ func TestSyncHardDeadlineOnClock(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatal("no answer once the budget ran out")
 	}
+	if e := st.entry(t); e.Outcome != "timeout_error" || e.BudgetMet || e.Latency != 3*time.Second || !e.Estimated ||
+		e.Usage != llmfleet.EstimatedUsage(int64(len(hangingBody))) {
+		t.Fatalf("ledger entry %+v", e)
+	}
 }
