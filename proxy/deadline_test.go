@@ -247,3 +247,18 @@ func TestMiddlewareSyncDeadline(t *testing.T) {
 		}
 	}
 }
+
+// llmfleet-deadline, like every llmfleet-* header, does not go upstream;
+// a hard deadline the upstream answers within changes nothing.
+func TestDeadlineHeaderNotSentUpstream(t *testing.T) {
+	up := newUpstream(t)
+	ts := newProxy(t, &proxy.Server{}, up)
+	resp := post(t, ts.URL+"/v1/messages", simpleBody, "llmfleet-latency-budget-ms", "600000", "llmfleet-deadline", "hard")
+	body := readAll(t, resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "sync answer") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if rs := up.requests(); len(rs) != 1 || rs[0].header.Get("Llmfleet-Deadline") != "" {
+		t.Fatalf("upstream got %+v", rs)
+	}
+}
