@@ -19,6 +19,11 @@ var (
 	// ErrBudgetExceeded is returned when a request's latency budget ran out
 	// before its answer arrived.
 	ErrBudgetExceeded = errors.New("llmfleet: latency budget exceeded")
+	// ErrUpstreamTimeout is returned for a call the provider did not
+	// answer within the upstream timeout (dispatch.Policy.UpstreamTimeout,
+	// serve's --upstream-timeout), which bounds a hung call whatever its
+	// budget. The faces answer it 504 timeout_error.
+	ErrUpstreamTimeout = errors.New("llmfleet: the upstream did not answer within the upstream timeout")
 	// ErrUnknownProvider is returned for a request naming no configured provider.
 	ErrUnknownProvider = errors.New("llmfleet: unknown provider")
 	// ErrResultMissing is returned when an ended batch carried no result

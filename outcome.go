@@ -23,6 +23,8 @@ func Outcome(err error) string {
 		return "http_" + strconv.Itoa(pe.StatusCode)
 	case errors.Is(err, ErrBudgetExceeded):
 		return "budget_exceeded"
+	case errors.Is(err, ErrUpstreamTimeout):
+		return "timeout_error"
 	case errors.Is(err, ErrBatchCanceled):
 		return "canceled"
 	case errors.Is(err, ErrBatchExpired):

@@ -13,3 +13,12 @@ func (u Usage) CacheWrites() (fiveMin, oneHour int64) {
 	}
 	return fiveMin, oneHour
 }
+
+// EstimatedUsage is llmfleet's estimate of the usage of a call cut before
+// the provider reported any (LedgerEntry.Estimated), from the size of its
+// request body: input tokens about a quarter of its bytes, no output (none
+// was seen). The provider may bill such a call all the same; the estimate
+// puts its input in the ledger.
+func EstimatedUsage(bodyBytes int64) Usage {
+	return Usage{InputTokens: (max(bodyBytes, 0) + 3) / 4}
+}

@@ -1,6 +1,9 @@
 package llmfleet
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestUsageCacheWrites(t *testing.T) {
 	split := func(total, m5, h1 int64) Usage {
@@ -25,5 +28,22 @@ func TestUsageCacheWrites(t *testing.T) {
 		if m5 != c.m5 || h1 != c.h1 {
 			t.Errorf("%s: got %d/%d, want %d/%d", c.describe, m5, h1, c.m5, c.h1)
 		}
+	}
+}
+
+// A cut call's estimate is a quarter of its body's bytes in input tokens,
+// rounded up, and no output.
+func TestEstimatedUsage(t *testing.T) {
+	for n, want := range map[int64]int64{-1: 0, 0: 0, 1: 1, 4: 1, 5: 2, 4000: 1000} {
+		if u := EstimatedUsage(n); u != (Usage{InputTokens: want}) {
+			t.Errorf("EstimatedUsage(%d) = %+v, want %d input tokens", n, u, want)
+		}
+	}
+}
+
+// A call cut by the upstream timeout has the outcome of the faces' 504.
+func TestOutcomeUpstreamTimeout(t *testing.T) {
+	if got := Outcome(fmt.Errorf("sync: %w", ErrUpstreamTimeout)); got != "timeout_error" {
+		t.Fatalf("outcome %q", got)
 	}
 }

@@ -46,8 +46,15 @@
 // Policy.NoRescue, the Policy.TurnaroundQuantile must fit.) A model with
 // no observed turnaround yet sends one request at a time to batch, when
 // its budget leaves room for a rescue, to learn from. Budgets count from
-// the request's arrival, on both routes: a sync call still unanswered at
-// the budget is given up.
+// the request's arrival, on every route. A budget routes; it does not
+// cut a call already sent, which the provider bills whether or not its
+// answer is waited for: a sync or flex call still unanswered when its
+// budget runs out is answered late (its ledger entry's BudgetMet false, a
+// budget miss). Policy.HardDeadline makes the budget a deadline instead:
+// such a call is cut then, with llmfleet.ErrBudgetExceeded, and its
+// ledger entry carries an estimate of its usage (LedgerEntry.Estimated).
+// Policy.UpstreamTimeout (10 minutes) bounds every call the dispatcher
+// sends synchronously, whatever its budget (llmfleet.ErrUpstreamTimeout).
 //
 // A model with a flex tier (Dispatcher.Flex, the price table's word, less
 // the models the provider refused the tier for) goes flex
@@ -108,7 +115,13 @@
 // batched, whatever asked for it (a ticket, a forced batch): it is sent
 // sync at once, stored (with a Store) as submitted without a batch, so
 // that no pool takes it; one a restart finds so is answered with an
-// interruption, not sent again.
+// interruption, not sent again. The caller of a batched request is
+// answered at its deadline (llmfleet.ErrBudgetExceeded) if no answer came
+// by then, but its sync call (a rescue's, or one sent at once) is not cut
+// there: its answer, when it comes, is stored and recorded. Under
+// Policy.HardDeadline that call is cut at the deadline, and a cut
+// rescue's call is recorded as paid and not delivered, its usage
+// estimated.
 //
 // # Flushing
 //

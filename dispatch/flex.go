@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -94,10 +93,13 @@ var _ llmfleet.FlexObserver = (*Dispatcher)(nil)
 // standard tier; a call refused because the model has no flex tier
 // (llmfleet.ErrFlexUnsupported) goes to the standard tier at once, and
 // an attempt still unanswered when the budget has only a standard call's
-// time left (its predicted latency and RescueMargin) is given up for one. The
-// answer's Route is RouteFlex, its Tier the tier the provider served (a
-// fallback's is the standard one). A budget that runs out first gives
-// llmfleet.ErrBudgetExceeded.
+// time left (its predicted latency and RescueMargin) is given up for one.
+// The answer's Route is RouteFlex, its Tier the tier the provider served
+// (a fallback's is the standard one). The budget routes and does not cut:
+// a call still unanswered when it runs out is answered late (a budget
+// miss), unless Policy.HardDeadline makes it a deadline, when the call is
+// cut then with llmfleet.ErrBudgetExceeded. Policy.UpstreamTimeout bounds
+// the whole of it (llmfleet.ErrUpstreamTimeout).
 func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
 	p, err := d.callProvider(req)
 	if err != nil {
@@ -105,22 +107,15 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 	}
 	budget = d.pol.Budget(budget)
 	start := d.clock.Now()
-	sctx := ctx
-	if budget > 0 {
-		var cancel context.CancelFunc
-		sctx, cancel = d.withTimeout(ctx, budget)
-		defer cancel()
-	}
+	b := d.bound(ctx, llmfleet.RouteFlex, budget, d.hardAfter(budget))
 	model := ""
 	if info, err := p.Inspect(req); err == nil {
 		model = info.Model
 	}
 	d.stats.flexCalls.Add(1)
-	resp, err := d.flexCall(sctx, p, req, model, start, budget)
-	if err != nil && budget > 0 && ctx.Err() == nil && context.Cause(sctx) == errTimedOut {
-		d.stats.budgetMisses.Add(1)
-		err = fmt.Errorf("%w (budget %s, flex): %w", llmfleet.ErrBudgetExceeded, budget, err)
-	}
+	resp, err := d.flexCall(b.ctx, p, req, model, start, budget)
+	err = b.end(err)
+	d.missed(start, budget, err)
 	d.observeCall(p, req, llmfleet.RouteFlex, start, budget, resp, err)
 	if err != nil {
 		d.stats.errors.Add(1)

@@ -152,6 +152,67 @@ func TestFlexTooSlowGoesStandard(t *testing.T) {
 	})
 }
 
+// TestFlexFallbackAnsweredLate: the flex call too slow for its budget is
+// still given up for a standard call in time (routing), but the standard
+// call, slow too, is not cut when the budget runs out: it is answered
+// late, a budget miss.
+func TestFlexFallbackAnsweredLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.flexDelay, f.sendDelay = 10*time.Minute, 2*time.Minute
+		var l ledgerOf
+		d := openFlex(t, f, &l)
+		start := time.Now()
+		resp, err := d.SubmitFlex(t.Context(), 2*time.Minute, req("k", "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 88*time.Second+2*time.Minute {
+			t.Errorf("answered after %s, want 3m28s (the fallback at 88s, then its 2m)", took)
+		}
+		if resp.Route != llmfleet.RouteFlex || resp.Tier != llmfleet.TierStandard {
+			t.Fatalf("route %s tier %s", resp.Route, resp.Tier)
+		}
+		if es := l.all(); len(es) != 1 || es[0].BudgetMet || es[0].Outcome != "ok" || es[0].Estimated || es[0].Usage.OutputTokens == 0 {
+			t.Fatalf("entries %+v", es)
+		}
+		if s := d.Stats(); s.FlexFallbacks != 1 || s.BudgetMisses != 1 || s.Errors != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
+// TestFlexHardDeadline: under Policy.HardDeadline the same call is cut at
+// its budget with ErrBudgetExceeded, its usage estimated in the ledger.
+func TestFlexHardDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.flexDelay, f.sendDelay = 10*time.Minute, 2*time.Minute
+		var l ledgerOf
+		d := &Dispatcher{Providers: []llmfleet.Provider{f}, Observe: l.observe,
+			Flex:   func(provider, model string) bool { return true },
+			Policy: Policy{BatchMinSize: 1, HardDeadline: true}}
+		if err := d.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close(t.Context())
+		start := time.Now()
+		r := req("k", "a")
+		_, err := d.SubmitFlex(t.Context(), 2*time.Minute, r)
+		if !errors.Is(err, llmfleet.ErrBudgetExceeded) || time.Since(start) != 2*time.Minute {
+			t.Fatalf("after %s: %v, want ErrBudgetExceeded at the budget", time.Since(start), err)
+		}
+		es := l.all()
+		if len(es) != 1 || es[0].BudgetMet || es[0].Outcome != "budget_exceeded" || !es[0].Estimated ||
+			es[0].Usage != llmfleet.EstimatedUsage(int64(len(r.Body))) {
+			t.Fatalf("entries %+v", es)
+		}
+		if s := d.Stats(); s.FlexFallbacks != 1 || s.BudgetMisses != 1 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
 // TestFlexUnsupportedIsLearnt: a model the provider refuses the tier for
 // goes standard at once, and is not routed flex again.
 func TestFlexUnsupportedIsLearnt(t *testing.T) {

@@ -68,6 +68,20 @@ type Policy struct {
 	RescueMargin time.Duration
 	// NoRescue turns deadline rescue off.
 	NoRescue bool
+	// HardDeadline makes the budget of a call the dispatcher sends
+	// synchronously (the sync and flex routes, a batched request's rescue
+	// or sending at once) a deadline: a call still unanswered when its
+	// budget runs out is cut, with llmfleet.ErrBudgetExceeded. Default
+	// false: the budget routes and never cuts a call already sent, which
+	// is answered late and counted a budget miss (the provider bills a
+	// cut call all the same). A flex attempt too slow for its budget is
+	// given up for a standard call in time either way.
+	HardDeadline bool
+	// UpstreamTimeout bounds every call the dispatcher sends
+	// synchronously, whatever its budget: a call the provider has not
+	// answered by then is cut, with llmfleet.ErrUpstreamTimeout. Default
+	// 10m, as the providers' SDKs; negative: none.
+	UpstreamTimeout time.Duration
 	// NoLearning keeps the predictions at their priors (TurnaroundPrior,
 	// TurnaroundPriors, SyncLatencyPrior): observed turnarounds and sync
 	// latencies are not learned from, and no batch goes out to explore a
@@ -131,6 +145,9 @@ type Policy struct {
 	ExploreFloor float64
 }
 
+// DefaultUpstreamTimeout is Policy.UpstreamTimeout's default.
+const DefaultUpstreamTimeout = 10 * time.Minute
+
 func (p Policy) withDefaults() Policy {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -148,6 +165,9 @@ func (p Policy) withDefaults() Policy {
 	def(&p.RescueMargin, 2*time.Second)
 	def(&p.FlexLatencyPrior, time.Minute)
 	def(&p.FlexRetryBackoff, time.Second)
+	if p.UpstreamTimeout == 0 {
+		p.UpstreamTimeout = DefaultUpstreamTimeout
+	}
 	if p.FlexMaxRefusal <= 0 || p.FlexMaxRefusal > 1 {
 		p.FlexMaxRefusal = 0.5
 	}

@@ -1,8 +1,9 @@
 package dispatch
 
 import (
-	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/llmfleet/llmfleet"
 )
@@ -81,9 +82,13 @@ func (d *Dispatcher) rescue(w *waiter) {
 	if d.answeredInStore(w) {
 		return
 	}
+	start := d.clock.Now()
 	a := d.callSync(w)
 	if a.err != nil {
 		d.log.Warn("rescue failed; the request waits for its batch", "request_id", w.id, "err", a.err)
+		if mayBeBilled(a.err) {
+			d.recordCutRescue(w, a.err, start)
+		}
 		d.mu.Lock()
 		if w.state == stateQueued && !w.pool.has(w) {
 			if eerr := d.enqueueLocked(w); eerr != nil {
@@ -128,29 +133,29 @@ func (d *Dispatcher) answeredInStore(w *waiter) bool {
 }
 
 // callSync makes the sync call of a batched request (its rescue, or its
-// sending at once), with its batch params, bounded by its deadline (or
-// RescueMargin when that has passed), and returns its answer: the
-// Response, route sync, or the error (wrapping
-// llmfleet.ErrBudgetExceeded when the deadline cut it).
+// sending at once), with its batch params, and returns its answer: the
+// Response, route sync, or the error. Its deadline does not cut it: a
+// call already sent goes on, and its answer is delivered and recorded
+// (its caller, answered at the deadline, reads it by its ticket), unless
+// Policy.HardDeadline makes the deadline (or RescueMargin, when that has
+// passed) cut it, with llmfleet.ErrBudgetExceeded. Policy.UpstreamTimeout
+// bounds it (llmfleet.ErrUpstreamTimeout).
 func (d *Dispatcher) callSync(w *waiter) answer {
-	ctx, cancel := d.ctx, context.CancelFunc(func() {})
-	if !w.deadline.IsZero() {
-		wait := w.deadline.Sub(d.clock.Now())
-		if wait <= 0 {
-			wait = d.pol.RescueMargin
+	cutAfter := time.Duration(0)
+	if d.pol.HardDeadline && !w.deadline.IsZero() {
+		if cutAfter = w.deadline.Sub(d.clock.Now()); cutAfter <= 0 {
+			cutAfter = d.pol.RescueMargin
 		}
-		ctx, cancel = d.withTimeout(d.ctx, wait)
 	}
+	b := d.bound(d.ctx, llmfleet.RouteSync, w.budget, cutAfter)
 	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header, Endpoint: w.req.Endpoint, Body: w.plain, Client: w.req.Client}
 	start := d.clock.Now()
 	d.stats.syncCalls.Add(1)
-	resp, err := w.prov.Send(ctx, req)
-	cut := err != nil && d.ctx.Err() == nil && context.Cause(ctx) == errTimedOut
-	cancel()
+	resp, err := w.prov.Send(b.ctx, req)
+	err = b.end(err)
 	if err != nil {
-		if cut {
+		if errors.Is(err, llmfleet.ErrBudgetExceeded) {
 			d.stats.budgetMisses.Add(1)
-			err = fmt.Errorf("%w (budget %s, sync): %w", llmfleet.ErrBudgetExceeded, w.budget, err)
 		}
 		return answer{w: w, err: err}
 	}
@@ -176,6 +181,24 @@ func (d *Dispatcher) recordLate(answers []answer) {
 		e.Budget, e.BudgetMet = 0, true // its request is judged by the answer it got
 		entries = append(entries, e)
 	}
+	d.recordPaid(entries)
+}
+
+// recordCutRescue records the sync call of w's rescue, made at start and
+// cut with err after it may have reached the provider, as paid and not
+// delivered, its usage estimated from its body (LedgerEntry.Estimated).
+func (d *Dispatcher) recordCutRescue(w *waiter, err error, start time.Time) {
+	now := d.clock.Now()
+	e := llmfleet.LedgerEntry{Rescue: llmfleet.RescueLate, RequestID: w.id, Time: now, Provider: w.prov.Name(),
+		Model: w.info.Model, Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err), Latency: now.Sub(start),
+		Client: w.req.Client, Usage: llmfleet.EstimatedUsage(int64(len(w.plain))), Estimated: true,
+		BudgetMet: true} // its request is judged by the answer it gets
+	d.recordPaid([]llmfleet.LedgerEntry{d.price(e)})
+}
+
+// recordPaid records entries of calls paid apart from their request's
+// answer, and hands them to Observe.
+func (d *Dispatcher) recordPaid(entries []llmfleet.LedgerEntry) {
 	if len(entries) == 0 {
 		return
 	}

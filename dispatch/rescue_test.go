@@ -106,13 +106,14 @@ func TestBatchAnswerBeatsTheRescue(t *testing.T) {
 	})
 }
 
-// The sync route honours the budget: a sync call still unanswered when
-// the budget runs out is given up with ErrBudgetExceeded at the budget.
-func TestSyncRouteTimesOutAtTheBudget(t *testing.T) {
+// Under Policy.HardDeadline the sync route cuts at the budget: a sync
+// call still unanswered when the budget runs out is given up with
+// ErrBudgetExceeded at the budget.
+func TestSyncRouteTimesOutAtAHardDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
 		f.sendDelay = 40 * time.Second // the upstream hangs
-		d := open(t, f, Policy{})
+		d := open(t, f, Policy{HardDeadline: true})
 		start := time.Now()
 		_, err := d.Submit(t.Context(), 3*time.Second, req("k", "hurry"))
 		if !errors.Is(err, llmfleet.ErrBudgetExceeded) {
@@ -123,6 +124,96 @@ func TestSyncRouteTimesOutAtTheBudget(t *testing.T) {
 		}
 		if s := d.Stats(); s.BudgetMisses != 1 || s.SyncCalls != 1 {
 			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
+// Without a hard deadline the budget routes and does not cut: the sync
+// call is answered when the upstream answers, late, a budget miss.
+func TestSyncRouteAnsweredLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.sendDelay = 40 * time.Second
+		d := open(t, f, Policy{})
+		start := time.Now()
+		resp, err := d.Submit(t.Context(), 3*time.Second, req("k", "hurry"))
+		if err != nil || resp.Route != llmfleet.RouteSync || !strings.Contains(string(resp.Body), "re: hurry") {
+			t.Fatalf("%+v %v", resp, err)
+		}
+		if took := time.Since(start); took != 40*time.Second {
+			t.Fatalf("answered after %s, want when the upstream answered", took)
+		}
+		if s := d.Stats(); s.BudgetMisses != 1 || s.SyncCalls != 1 || s.Errors != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
+// rescueAtTheDeadline submits a straggler whose rescue's sync call (made
+// at 9m38s, taking a minute) is still under way when its 10m budget runs
+// out, and returns the ledger after its batch has ended.
+func rescueAtTheDeadline(t *testing.T, pol Policy) ([]llmfleet.LedgerEntry, llmfleet.Stats) {
+	f := newFake()
+	f.turnaround = func(string) time.Duration { return 30 * time.Minute }
+	f.sendDelay = time.Minute
+	var l ledgerOf
+	pol.BatchMinSize, pol.SyncLatencyPrior, pol.RescueMargin = 1, 20*time.Second, 2*time.Second
+	d := &Dispatcher{Providers: []llmfleet.Provider{f}, Observe: l.observe, Policy: pol}
+	if err := d.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(t.Context())
+	start := time.Now()
+	// The batch route's caller is answered at its deadline either way.
+	if _, err := d.SubmitBatch(t.Context(), 10*time.Minute, req("k", "late")); !errors.Is(err, llmfleet.ErrBudgetExceeded) || time.Since(start) != 10*time.Minute {
+		t.Fatalf("after %s: %v", time.Since(start), err)
+	}
+	time.Sleep(time.Hour)
+	if f.count("send") != 1 || f.count("create") != 1 {
+		t.Fatalf("%d sends, %d creates", f.count("send"), f.count("create"))
+	}
+	return l.all(), d.Stats()
+}
+
+// A rescue's sync call under way when the deadline passes is not cut: its
+// answer is delivered (stored, with a Store) and recorded, late; the
+// batch's, later, is recorded as late.
+func TestRescueNotCutAtTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		es, s := rescueAtTheDeadline(t, Policy{})
+		if len(es) != 2 {
+			t.Fatalf("entries %+v", es)
+		}
+		rescue, late := es[0], es[1]
+		if rescue.Rescue != llmfleet.RescueSync || rescue.Route != llmfleet.RouteSync || rescue.Outcome != "ok" ||
+			rescue.BudgetMet || rescue.Estimated || rescue.Usage.OutputTokens == 0 {
+			t.Errorf("rescue entry %+v", rescue)
+		}
+		if late.Rescue != llmfleet.RescueLate || late.Route != llmfleet.RouteBatch {
+			t.Errorf("late entry %+v", late)
+		}
+		if s.BudgetMisses != 1 {
+			t.Errorf("stats %+v", s)
+		}
+	})
+}
+
+// Under Policy.HardDeadline the rescue's sync call is cut at the deadline;
+// the provider may bill it, so it is recorded as paid and not delivered,
+// its usage estimated. The batch answers the request.
+func TestRescueCutAtAHardDeadlineIsRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		es, _ := rescueAtTheDeadline(t, Policy{HardDeadline: true})
+		if len(es) != 2 {
+			t.Fatalf("entries %+v", es)
+		}
+		cut, batch := es[0], es[1]
+		if cut.Rescue != llmfleet.RescueLate || cut.Route != llmfleet.RouteSync || cut.Outcome != "budget_exceeded" ||
+			!cut.Estimated || cut.Usage.InputTokens == 0 || cut.Usage.OutputTokens != 0 || cut.Latency != 22*time.Second {
+			t.Errorf("cut rescue's entry %+v", cut)
+		}
+		if batch.Route != llmfleet.RouteBatch || batch.Outcome != "ok" || batch.Rescue != llmfleet.RescueNone {
+			t.Errorf("batch entry %+v", batch)
 		}
 	})
 }

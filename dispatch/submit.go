@@ -11,9 +11,14 @@ import (
 )
 
 // Submit routes req by its latency budget (0: Policy.DefaultBudget) and
-// waits for its answer. The budget counts from now on either route: a sync
-// call still unanswered when it runs out is given up with
-// llmfleet.ErrBudgetExceeded.
+// waits for its answer. The budget counts from now on every route. On the
+// sync and flex routes it routes and does not cut: a call still
+// unanswered when it runs out goes on and is answered late (its ledger
+// entry's BudgetMet false, counted in Stats.BudgetMisses), unless
+// Policy.HardDeadline makes the budget a deadline, when the call is cut
+// then with llmfleet.ErrBudgetExceeded. Policy.UpstreamTimeout bounds
+// every call (llmfleet.ErrUpstreamTimeout). A batched request's caller is
+// answered at its deadline (see SubmitBatch).
 func (d *Dispatcher) Submit(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
 	budget = d.pol.Budget(budget)
 	switch d.Plan(budget, req) {
@@ -22,32 +27,32 @@ func (d *Dispatcher) Submit(ctx context.Context, budget time.Duration, req *llmf
 	case llmfleet.RouteFlex:
 		return d.SubmitFlex(ctx, budget, req)
 	}
-	if budget <= 0 {
-		return d.SubmitSync(ctx, req)
-	}
-	sctx, cancel := d.withTimeout(ctx, budget)
-	defer cancel()
-	resp, err := d.SubmitSync(sctx, req)
-	if err != nil && ctx.Err() == nil && context.Cause(sctx) == errTimedOut {
-		d.stats.budgetMisses.Add(1)
-		return nil, fmt.Errorf("%w (budget %s, sync): %w", llmfleet.ErrBudgetExceeded, budget, err)
-	}
-	return resp, err
+	return d.submitSync(ctx, budget, req)
 }
 
-// SubmitSync sends req to the provider's synchronous endpoint.
+// SubmitSync sends req to the provider's synchronous endpoint, with no
+// budget; Policy.UpstreamTimeout bounds the call.
 func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*llmfleet.Response, error) {
+	return d.submitSync(ctx, 0, req)
+}
+
+// submitSync sends req to the provider's synchronous endpoint with budget
+// (0: none), as Submit's sync route does.
+func (d *Dispatcher) submitSync(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
 	p, err := d.callProvider(req)
 	if err != nil {
 		return nil, err
 	}
 	d.stats.syncCalls.Add(1)
 	start := d.clock.Now()
-	resp, err := p.Send(ctx, req)
+	b := d.bound(ctx, llmfleet.RouteSync, budget, d.hardAfter(budget))
+	resp, err := p.Send(b.ctx, req)
+	err = b.end(err)
 	if err == nil && !d.pol.NoLearning {
 		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(start))
 	}
-	d.observeCall(p, req, llmfleet.RouteSync, start, 0, resp, err)
+	d.missed(start, budget, err)
+	d.observeCall(p, req, llmfleet.RouteSync, start, budget, resp, err)
 	if err != nil {
 		d.stats.errors.Add(1)
 		return nil, err
@@ -77,7 +82,9 @@ func (d *Dispatcher) callProvider(req *llmfleet.Request) (llmfleet.Provider, err
 // observeCall hands the ledger entry of a synchronous call (the sync
 // route's, or the flex route's) to Observe, if set.
 // It teaches the cost model the call's answer, and prices what the sync
-// route would have paid for a flex call with the sync cache's state.
+// route would have paid for a flex call with the sync cache's state. A
+// call cut after it was sent (mayBeBilled) gets its usage estimated from
+// its body (LedgerEntry.Estimated): the provider may bill it.
 func (d *Dispatcher) observeCall(p llmfleet.Provider, req *llmfleet.Request, route llmfleet.Route, start time.Time, budget time.Duration, resp *llmfleet.Response, err error) {
 	info, _ := p.Inspect(req)
 	e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: info.Model,
@@ -95,6 +102,8 @@ func (d *Dispatcher) observeCall(p llmfleet.Provider, req *llmfleet.Request, rou
 			}
 		}
 		e.MissUSD = d.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, e.Time, nil, resp.Usage)
+	} else if mayBeBilled(err) {
+		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(req.Body))), true
 	}
 	if d.Observe != nil {
 		d.Observe(d.price(e), false)
@@ -168,9 +177,11 @@ func (d *Dispatcher) SubmitBatchFunc(ctx context.Context, budget time.Duration, 
 }
 
 // SubmitFunc routes req like Submit without waiting for its answer: done
-// is called exactly once, with the answer, or with an error wrapping
-// llmfleet.ErrBudgetExceeded when the budget (counted from now) runs out
-// first, or with ctx's error when ctx ends first. A batched request that
+// is called exactly once, with the answer (late, on the sync and flex
+// routes, if the budget ran out first and Policy.HardDeadline is not
+// set), or with an error wrapping llmfleet.ErrBudgetExceeded when the
+// budget (counted from now) runs out first on the batch route or under
+// a hard deadline, or with ctx's error when ctx ends first. A batched request that
 // its caller stops waiting for behaves as under SubmitBatch: without a
 // Store a queued one leaves its pool, any other goes on and its answer is
 // kept with a Store (dropped without). The sync and flex routes run
@@ -194,7 +205,7 @@ func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *
 		d.goOwned(func() { done(d.SubmitFlex(ctx, budget, req)) })
 		return nil
 	}
-	d.goOwned(func() { done(d.SubmitSync(ctx, req)) })
+	d.goOwned(func() { done(d.submitSync(ctx, d.pol.Budget(budget), req)) })
 	return nil
 }
 

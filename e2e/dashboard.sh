@@ -63,12 +63,14 @@ message() {
 }
 
 # Sync calls: the first writes the cache, the next read it; one misses
-# its 1 ms budget (the proxy gives it up at the budget: 504 timeout_error).
+# its 1 ms budget, a hard deadline (the proxy gives it up at the budget:
+# 504 timeout_error; without llmfleet-deadline: hard it would be answered
+# late).
 codes=""
 codes+=$(message claude-sonnet-4-6 a "first question")
 codes+=$(message claude-sonnet-4-6 a "second question")
 codes+=$(message claude-haiku-4-5 a "third question")
-codes+=$(message claude-haiku-4-5 a "[slow:50ms] in a hurry" -H "llmfleet-latency-budget-ms: 1")
+codes+=$(message claude-haiku-4-5 a "[slow:50ms] in a hurry" -H "llmfleet-latency-budget-ms: 1" -H "llmfleet-deadline: hard")
 # An upstream error (529), which the proxy passes on and counts.
 if [ "$(message claude-sonnet-4-6 a "[error:overloaded_error]")" = 529 ]; then
 	pass "an overloaded upstream answered 529"
@@ -87,7 +89,7 @@ done
 wait "${callers[@]}"
 codes+=$(cat "$tmp".*)
 if [ "$codes" = "200200200504$(printf '200%.0s' $(seq 1 6))" ]; then
-	pass "4 sync calls (one timed out at its 1 ms budget) and 6 batched calls answered"
+	pass "4 sync calls (one cut at its 1 ms hard deadline) and 6 batched calls answered"
 else
 	fail "calls answered with $codes"
 fi

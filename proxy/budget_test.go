@@ -74,25 +74,38 @@ func TestBatchBudgetFromArrival(t *testing.T) {
 }
 
 // A budget spent before the request could be handed on is answered 504
-// timeout_error at once: on the batch route (streaming or not) without
-// reaching the Submitter, on the sync route without going upstream.
+// timeout_error at once on the batch route (streaming or not), without
+// reaching the Submitter, and on the sync route under a hard deadline,
+// without going upstream. Without one the sync call is sent, late: the
+// budget routes, it does not refuse.
 func TestBudgetSpentOnArrival(t *testing.T) {
 	streamBody := `{"model":"claude-test","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	for _, c := range []struct {
-		name, route, body string
+		name, route, body, deadline string
+		sent                        bool
 	}{
-		{"batch", "batch", simpleBody},
-		{"batch stream", "batch", streamBody},
-		{"sync", "sync", simpleBody},
-		{"sync stream", "sync", streamBody},
+		{"batch", "batch", simpleBody, "", false},
+		{"batch stream", "batch", streamBody, "", false},
+		{"sync hard", "sync", simpleBody, "hard", false},
+		{"sync stream hard", "sync", streamBody, "hard", false},
+		{"sync", "sync", simpleBody, "", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := newManualClock()
 			sub := &fakeSubmitter{}
 			up := newUpstream(t)
 			ts := newProxy(t, &proxy.Server{Submitter: sub, Clock: clock}, up)
-			resp, body := postSlowly(t, ts.URL, clock, c.body, 2*time.Second,
-				"llmfleet-latency-budget-ms", "1000", "llmfleet-route", c.route)
+			hdr := []string{"llmfleet-latency-budget-ms", "1000", "llmfleet-route", c.route}
+			if c.deadline != "" {
+				hdr = append(hdr, "llmfleet-deadline", c.deadline)
+			}
+			resp, body := postSlowly(t, ts.URL, clock, c.body, 2*time.Second, hdr...)
+			if c.sent {
+				if resp.StatusCode != http.StatusOK || len(up.requests()) != 1 {
+					t.Fatalf("%d %s; upstream got %d", resp.StatusCode, body, len(up.requests()))
+				}
+				return
+			}
 			checkTimeout(t, resp, body)
 			if resp.Header.Get("llmfleet-route") != c.route || len(sub.requests()) != 0 || len(up.requests()) != 0 {
 				t.Fatalf("route %q; submitter got %d, upstream %d", resp.Header.Get("llmfleet-route"), len(sub.requests()), len(up.requests()))

@@ -95,3 +95,27 @@ func (k *ClientKeys) Map(presented llmfleet.Credential) (llmfleet.Credential, bo
 	}
 	return llmfleet.Credential{}, false
 }
+
+// fingerprint names a client credential (see Server.Fingerprint).
+func (s *Server) fingerprint(c llmfleet.Credential) string {
+	if s.Fingerprint != nil {
+		return s.Fingerprint(c)
+	}
+	return c.Fingerprint(nil)
+}
+
+// ownerName names the client presenting c in proxy-held-key mode: the
+// fingerprint of its key, whichever header carried it.
+func (s *Server) ownerName(c llmfleet.Credential) string {
+	return s.fingerprint(clientKey(c))
+}
+
+var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key"}
+
+// missingKey answers a routed call that carries no credential, as the API
+// answers one.
+var missingKey = &apiError{http.StatusUnauthorized, "authentication_error", "x-api-key header is required"}
+
+// upstreamCredential is the context key of the credential that replaces
+// the client's on the way upstream.
+type upstreamCredential struct{}

@@ -16,12 +16,15 @@
 // path works under the prefix too. The header wins over the prefix. A
 // request with no budget gets Server.DefaultBudget, by default 0, and a
 // budget of 0 always means the sync route. Otherwise the Submitter's Plan
-// chooses. The header llmfleet-route: sync|batch forces a route. Every
-// /v1/messages response, errors included, carries llmfleet-route with the
-// route taken (a request rejected before it could be routed reports sync);
-// batched ones carry llmfleet-batch-id, sent as a trailer when a stream had
-// to begin before the batch ended. No llmfleet-* header goes upstream. A
-// malformed budget or route header is a 400 invalid_request_error.
+// chooses. The header llmfleet-route: sync|batch forces a route, and
+// llmfleet-deadline: hard makes the budget a hard deadline (see Latency
+// budgets). Every /v1/messages response, errors included, carries
+// llmfleet-route with the route taken (a request rejected before it could
+// be routed reports sync); batched ones carry llmfleet-batch-id, sent as a
+// trailer when a stream had to begin before the batch ended. No
+// llmfleet-* header goes upstream. A malformed budget, route or deadline
+// header (llmfleet-deadline takes "hard" only) is a 400
+// invalid_request_error.
 //
 // The sync route and every other /v1/ path go upstream through
 // httputil.ReverseProxy: bodies stream both ways, server-sent events are
@@ -86,15 +89,33 @@
 // headers are read), on Server.Clock, whichever route it takes; reading
 // and checking its body uses it up too.
 //
-// On the sync route, a request with a budget (from the header, the path
-// prefix or DefaultBudget) waits for the upstream's response headers only
-// until the budget runs out. Then the upstream call is canceled and the
-// caller gets 504 with the API's envelope, error type timeout_error, and
-// x-should-retry: false; a budget spent before the call could be sent is
-// answered so at once. Once the response headers have come, the answer
-// is under way and the budget no longer cuts it, however long its body or
-// stream takes: a stream whose first event came in time is passed on to
-// its end, and an error event inside it is passed on as it comes.
+// The budget routes; it does not kill. A sync call (or, on the OpenAI
+// face, a flex call) already sent is not cut when its budget runs out:
+// the upstream bills it whether or not its answer is waited for, and the
+// answer is usually a moment away. It is answered when the upstream
+// answers, late, and counted a budget miss (its ledger entry's BudgetMet
+// false). A call whose budget was spent before it could be sent (a body
+// slow to arrive) is sent all the same.
+//
+// A caller who wants a hard deadline asks for one with the header
+// llmfleet-deadline: hard. Its sync or flex call then waits for the
+// upstream's response headers only until the budget runs out; then the
+// upstream call is canceled and the caller gets 504 with the face's
+// envelope, error type timeout_error, and x-should-retry: false; a budget
+// spent before the call could be sent is answered so at once, without
+// going upstream. On the batch route the header changes nothing: its
+// caller is answered at its budget either way (see below).
+//
+// Server.UpstreamTimeout (serve's --upstream-timeout, 10 minutes by
+// default, as the SDKs wait) bounds every sync or flex call, with a
+// budget or without: a call whose response headers have not come by then
+// is canceled and answered 504 timeout_error in the face's envelope,
+// saying the upstream did not answer within the upstream timeout.
+//
+// Once the response headers have come, the answer is under way and
+// nothing cuts it, however long its body or stream takes: a stream whose
+// first event came is passed on to its end, and an error event inside it
+// is passed on as it comes.
 //
 // Before that, an upstream 429, 529 or other error of type
 // overloaded_error is waited out and the request sent again, with the
@@ -106,8 +127,9 @@
 // call is one ledger entry; each error answer it got counts in
 // UpstreamError.
 //
-// A request without a budget (0) has no timeout and is never retried: the
-// client's SDK retries it itself, as it would without the proxy.
+// These waits are llmfleet's own, so the budget bounds them. A request
+// without a budget (0) is never retried: the client's SDK retries it
+// itself, as it would without the proxy.
 //
 // On the batch route, the Submitter gets what is left of the budget when
 // the request is handed to it, and starts its own timer with that; a
@@ -177,6 +199,9 @@
 // the proxy maps them:
 //
 //	llmfleet.ErrBudgetExceeded      504 timeout_error, x-should-retry: false
+//	llmfleet.ErrUpstreamTimeout     504 timeout_error (a sync call the
+//	                                Submitter made for the request was not
+//	                                answered within its upstream timeout)
 //	llmfleet.ErrBatchExpired        529 overloaded_error
 //	llmfleet.ErrClosed              529 overloaded_error (shutting down)
 //	llmfleet.ErrBatchCanceled       500 api_error
@@ -189,9 +214,13 @@
 // batch route that carries no x-api-key or Authorization is a 401
 // authentication_error, a forced batch route with no Submitter is a
 // 503 api_error, an unreachable upstream a 502 api_error, an unknown path
-// outside /v1/ a 404 not_found_error, a budget that ran out before the
-// upstream answered (or before a batched request could be queued) a 504
-// timeout_error with x-should-retry: false.
+// outside /v1/ a 404 not_found_error, a malformed llmfleet-* header a 400
+// invalid_request_error. A 504 timeout_error answers a call with a hard
+// deadline (llmfleet-deadline: hard) that ran out before the upstream
+// answered, and a batched request whose budget ran out before it could be
+// queued, both with x-should-retry: false; and a call the upstream did
+// not answer within Server.UpstreamTimeout (--upstream-timeout), which a
+// retry may see answered.
 //
 // A request whose path has a dot segment, "." or "..", is refused with
 // 400 invalid_request_error before anything looks at its path, on every
@@ -243,7 +272,10 @@
 // budget (sync, flex or batch; llmfleet-route: sync|flex|batch forces
 // one), every other path passes through to Server.OpenAIUpstream. Its
 // errors are in OpenAI's envelope {"error":{"message","type","param",
-// "code"}}.
+// "code"}}. Its sync and flex calls keep the budgets' rules above: not
+// cut by the budget unless llmfleet-deadline: hard, cut by the upstream
+// timeout; a flex call refused for capacity is retried only while the
+// budget leaves room for the wait and a standard call after it.
 //
 // In proxy-held-key mode (Server.OpenAICredentials) only reads of the
 // models pass through under the shared key; files and batches made
@@ -306,6 +338,13 @@
 // route's failed upstream calls: error answers, error events in a stream,
 // unreachable upstreams and streams that broke off.
 //
+// Every call the upstream may bill is in the ledger: a call cut by its
+// hard deadline or the upstream timeout (outcome timeout_error) or left
+// by its caller (caller_canceled) has an entry too, budget not met, with
+// the usage read off its answer so far if any, else an estimate flagged
+// LedgerEntry.Estimated: input tokens a quarter of its body's bytes, no
+// output. The OpenAI face records its sync and flex calls alike.
+//
 // # SDK middleware
 //
 //	srv := &proxy.Server{Submitter: dispatcher}
@@ -316,7 +355,10 @@
 //
 // Calls whose context carries no budget take Server.DefaultBudget (0, the
 // default: they go through unchanged, apart from llmfleet-route). Calls
-// routed sync go through the SDK's own HTTP client: the proxy's budget
-// timeout and retries do not apply to them; the context and the SDK's
-// retries do.
+// routed sync go through the SDK's own HTTP client: the proxy's retries
+// and Server.UpstreamTimeout do not apply to them; the context, the SDK's
+// timeout and its retries do. Their budget does not cut them, unless the
+// call asks for a hard deadline (option.WithHeader("llmfleet-deadline",
+// "hard")): it is then answered 504 timeout_error when its budget runs
+// out.
 package proxy

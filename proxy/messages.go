@@ -3,16 +3,14 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // call is a create-message call once routed.
@@ -36,6 +34,8 @@ type call struct {
 	// async reports whether the caller asked for a ticket at once
 	// (Prefer: respond-async) rather than for the answer.
 	async bool
+	// hard reports whether the budget is a hard deadline (HeaderDeadline).
+	hard bool
 	// client names the caller in the ledger (see clientOf).
 	client *clientName
 }
@@ -46,27 +46,11 @@ type call struct {
 // route is the one the error is reported under.
 func (s *Server) plan(r *http.Request) (*call, *apiError) {
 	c := &call{route: llmfleet.RouteSync, arrived: s.clock.Now()}
-	var force llmfleet.Route
-	switch v := r.Header.Get(HeaderRoute); v {
-	case "":
-	case string(llmfleet.RouteSync), string(llmfleet.RouteBatch):
-		force = llmfleet.Route(v)
-	default:
-		return c, invalidRequest("The llmfleet-route header must be sync or batch.")
+	force, e := s.planHeaders(r, c)
+	if e != nil {
+		return c, e
 	}
-
-	budget, given := llmfleet.BudgetFrom(r.Context())
-	if v := r.Header.Get(HeaderBudget); v != "" {
-		b, err := parseBudget(v)
-		if err != nil {
-			return c, invalidRequest("The llmfleet-latency-budget-ms header must be a non-negative integer number of milliseconds.")
-		}
-		budget, given = b, true
-	}
-	if !given {
-		budget = s.DefaultBudget
-	}
-	c.budget = budget
+	budget := c.budget
 
 	cred := credentialFrom(r.Header)
 	if s.Observe != nil || s.Submitter != nil {
@@ -135,9 +119,47 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 			return c, nil
 		}
 	}
-	params, stream, e := batchBody(body)
+	return c, s.batchRequest(r, c, req)
+}
+
+// planHeaders reads into c the budget and deadline a create-message call
+// asks for (its headers, its path prefix, else DefaultBudget) and
+// returns the route it forces, if any.
+func (s *Server) planHeaders(r *http.Request, c *call) (llmfleet.Route, *apiError) {
+	var force llmfleet.Route
+	switch v := r.Header.Get(HeaderRoute); v {
+	case "":
+	case string(llmfleet.RouteSync), string(llmfleet.RouteBatch):
+		force = llmfleet.Route(v)
+	default:
+		return "", invalidRequest("The llmfleet-route header must be sync or batch.")
+	}
+	budget, given := llmfleet.BudgetFrom(r.Context())
+	if v := r.Header.Get(HeaderBudget); v != "" {
+		b, err := parseBudget(v)
+		if err != nil {
+			return "", invalidRequest("The llmfleet-latency-budget-ms header must be a non-negative integer number of milliseconds.")
+		}
+		budget, given = b, true
+	}
+	if !given {
+		budget = s.DefaultBudget
+	}
+	c.budget = budget
+	hard, ok := hardDeadline(r.Header)
+	if !ok {
+		return "", invalidRequest(badDeadline)
+	}
+	c.hard = hard
+	return force, nil
+}
+
+// batchRequest readies req, the Request of c, a call routed to batch,
+// for the Submitter: its body checked and stripped of "stream", its id.
+func (s *Server) batchRequest(r *http.Request, c *call, req *llmfleet.Request) *apiError {
+	params, stream, e := batchBody(req.Body)
 	if e != nil {
-		return c, e
+		return e
 	}
 	req.Body = params
 	req.ID = llmfleet.NewID("lfr_") // known before the answer, for the stream's headers
@@ -153,7 +175,7 @@ func (s *Server) plan(r *http.Request) (*call, *apiError) {
 		req.Header.Set(clientHeader, s.ownerName(credentialFrom(r.Header)))
 	}
 	c.req, c.stream, c.body = req, stream, nil // a parked request holds one copy of its body
-	return c, nil
+	return nil
 }
 
 // readBody reads a request body of at most MaxBodyBytes, within the body
@@ -234,9 +256,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 
 // serveSync sends a routed call straight upstream through the reverse
 // proxy. A call with a budget has its body read whole first (as routing
-// may have done), so that it can be sent again (syncbudget.go); the budget
-// then bounds the wait for the upstream's answer, counted from the
-// request's arrival.
+// may have done), so that it can be sent again (syncbudget.go). The
+// budget does not cut the call unless it is a hard deadline (c.hard);
+// the upstream timeout does (deadline.go).
 func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	if c.budget > 0 && c.body == nil {
 		body, e := s.readBody(r)
@@ -264,23 +286,22 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		if sc != nil {
 			ctx = context.WithValue(ctx, syncCallKey{}, sc)
-			if c.budget > 0 {
-				left := sc.deadline.Sub(s.clock.Now())
-				if left <= 0 {
-					s.budgetTimeout(w, r, sc)
+			hard := time.Duration(0)
+			if c.hard && c.budget > 0 {
+				if hard = sc.deadline.Sub(s.clock.Now()); hard <= 0 {
+					s.callCut(w, r, sc, callCutHard, false)
 					return
 				}
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithCancel(ctx)
-				defer cancel()
-				sc.arm(s.clock, left, cancel)
-				defer sc.disarm()
 			}
+			ctx, sc.bound = s.bound(ctx, hard, s.upstreamTimeout)
+			defer sc.bound.release()
 		}
 		r = r.WithContext(ctx)
 		if c.body != nil {
 			r.Body = io.NopCloser(bytes.NewReader(c.body))
 			r.ContentLength = int64(len(c.body))
+		} else if sc != nil && r.Body != nil && r.Body != http.NoBody {
+			r.Body = countedBody{r.Body, &sc.sentBytes}
 		}
 	}
 	if c.body == nil {
@@ -306,20 +327,22 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	flushWhole(w)
 }
 
+// countedBody is a request body that counts the bytes read from it.
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
 // remaining returns what is left of c's budget now, counted from the
 // request's arrival; it is 0 or less once the budget is spent.
 func (s *Server) remaining(c *call) time.Duration {
 	return c.budget - s.clock.Now().Sub(c.arrived)
-}
-
-// budgetSpent answers a batched call whose budget ran out before it could
-// be handed to the Submitter (reading and checking its body took it all).
-func budgetSpent(w http.ResponseWriter, c *call) {
-	id := llmfleet.NewID("req_")
-	msg := "The request's latency budget of " + strconv.FormatInt(c.budget.Milliseconds(), 10) +
-		" ms ran out before llmfleet could queue it."
-	writeErrorBody(w, failure{status: http.StatusGatewayTimeout, requestID: id, noRetry: true,
-		body: claudewire.Envelope("timeout_error", msg, id)})
 }
 
 // fullDuplex lets a handler that has not read its request body yet keep
@@ -329,135 +352,4 @@ func budgetSpent(w http.ResponseWriter, c *call) {
 // request is being sent (golang/go#40747).
 func fullDuplex(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).EnableFullDuplex()
-}
-
-// serveBatch pools a routed call into a batch and answers with its result:
-// the Message as JSON, or a synthesised event stream for a streaming caller.
-//
-// The Submitter gets what is left of the budget, counted from the
-// request's arrival, and starts its own timer with it; a budget already
-// spent is answered 504 timeout_error at once.
-func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
-	ctx := r.Context()
-	w.Header().Set(HeaderRequestID, c.req.ID)
-	budget := c.budget
-	if budget > 0 {
-		if budget = s.remaining(c); budget <= 0 {
-			budgetSpent(w, c)
-			return
-		}
-	}
-	if !c.stream {
-		if s.parkConn(w, r, c, budget) {
-			return // answered later, on the connection taken over
-		}
-		resp, err := s.Submitter.SubmitBatch(ctx, budget, c.req)
-		s.writeBatchAnswer(ctx, w, c, resp, err)
-		return
-	}
-
-	p := &parkedStream{w: w, rc: http.NewResponseController(w), clock: s.clock, interval: s.PingInterval}
-	if p.interval <= 0 {
-		p.interval = DefaultPingInterval
-	}
-	p.arm()
-	resp, err := s.Submitter.SubmitBatch(ctx, budget, c.req)
-	begun := p.stop()
-	if err != nil {
-		s.logFailure(ctx, err)
-		setBatchID(w, err) // a trailer if the stream had begun
-		f := s.batchFailure(ctx, c, err)
-		if !begun {
-			writeErrorBody(w, f)
-			return
-		}
-		writeErrorEvent(w, f.eventData())
-		p.rc.Flush()
-		return
-	}
-	if resp.BatchID != "" {
-		w.Header().Set(HeaderBatchID, resp.BatchID) // a trailer if the stream had begun
-	}
-	if !begun {
-		p.begin(false)
-	}
-	if err := writeMessageEvents(w, resp.Body); err != nil {
-		s.log.Warn("batch result is not a Message", "batch", resp.BatchID, "err", err)
-		writeErrorEvent(w, claudewire.Envelope("api_error", "llmfleet got a malformed batch result", llmfleet.NewID("req_")))
-	}
-	p.rc.Flush()
-}
-
-// writeBatchAnswer answers a non-streaming batched call with what the
-// Submitter returned: the Message as JSON, or the error as the sync API
-// would have answered it. ctx is the caller's.
-func (s *Server) writeBatchAnswer(ctx context.Context, w http.ResponseWriter, c *call, resp *llmfleet.Response, err error) {
-	if err != nil {
-		s.logFailure(ctx, err)
-		setBatchID(w, err)
-		writeErrorBody(w, s.batchFailure(ctx, c, err))
-		return
-	}
-	h := w.Header()
-	if resp.RequestID != "" {
-		h.Set(HeaderRequestID, resp.RequestID)
-	}
-	if resp.Route != "" {
-		h.Set(HeaderRoute, string(resp.Route)) // sync when a rescue answered
-	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
-	h.Set("Request-Id", llmfleet.NewID("req_"))
-	if resp.BatchID != "" {
-		h.Set(HeaderBatchID, resp.BatchID)
-	}
-	w.WriteHeader(http.StatusOK)
-	w.Write(resp.Body)
-}
-
-// setBatchID names the batch of a batched request that failed in it.
-func setBatchID(w http.ResponseWriter, err error) {
-	var be *llmfleet.BatchError
-	if errors.As(err, &be) && be.BatchID != "" {
-		w.Header().Set(HeaderBatchID, be.BatchID)
-	}
-}
-
-// batchFailure is the answer to a batched call that failed with err. If
-// the Submitter stored an answer for the request (llmfleet.Tickets), that
-// very answer is given, so that fetching the request again later gets the
-// same bytes, request_id included.
-func (s *Server) batchFailure(ctx context.Context, c *call, err error) failure {
-	f := failureFor(err)
-	t, ok := s.Submitter.(llmfleet.Tickets)
-	if !ok || ctx.Err() != nil {
-		return f
-	}
-	sr, lerr := t.Lookup(ctx, c.req.ID, c.req.Credential)
-	if lerr != nil || sr.State != llmfleet.RequestDone || sr.Result == nil || sr.Result.Err == nil {
-		return f
-	}
-	f.status, f.body = resultAnswer(sr.Result)
-	var env struct {
-		RequestID string `json:"request_id"`
-	}
-	if json.Unmarshal(f.body, &env) == nil && env.RequestID != "" {
-		f.requestID = env.RequestID
-	}
-	return f
-}
-
-// writeFailure answers err, from the Submitter, as the sync API would have.
-func (s *Server) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
-	s.logFailure(r.Context(), err)
-	f := failureFor(err)
-	writeErrorBody(w, f)
-}
-
-func (s *Server) logFailure(ctx context.Context, err error) {
-	var pe *llmfleet.Error
-	if ctx.Err() != nil || errors.As(err, &pe) {
-		return // the caller left, or the provider answered: nothing wrong here
-	}
-	s.log.Warn("batched request failed", "err", err)
 }

@@ -20,10 +20,13 @@ import (
 // Message or as a synthesised event stream. A call without a budget takes
 // Server.DefaultBudget, as in the proxy (0, the default: sync, unchanged);
 // every other call goes on unchanged. Upstream and Transport are not used.
-// A call routed sync is the SDK's own: its context and the SDK's retries
-// govern it, not the proxy's budget timeout and retries; a batched one's
-// budget counts from the middleware's entry, as the proxy's from a
-// request's arrival.
+// A call routed sync is the SDK's own: its context, the SDK's timeout and
+// its retries govern it, not the proxy's retries nor Server.UpstreamTimeout,
+// and its budget does not cut it unless the call asks for a hard deadline
+// (option.WithHeader("llmfleet-deadline", "hard")), when it is answered
+// 504 timeout_error once its budget has run out; a batched one's budget
+// counts from the middleware's entry, as the proxy's from a request's
+// arrival.
 func (s *Server) Middleware() option.Middleware {
 	s.init()
 	return s.middleware
@@ -64,7 +67,9 @@ func (s *Server) middleware(req *http.Request, next option.MiddlewareNext) (*htt
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		req.ContentLength = int64(len(body))
 	}
-	resp, err := next(req)
+	resp, err := s.nextWithin(req, c.hard && c.budget > 0, s.remaining(c), next, func(w http.ResponseWriter, _ *http.Request) {
+		s.writeCut(w, callCutHard, c.budget)
+	})
 	if resp != nil {
 		resp.Header.Set(HeaderRoute, string(llmfleet.RouteSync))
 	}

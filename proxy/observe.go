@@ -43,12 +43,13 @@ type syncCall struct {
 	pending *llmfleet.LedgerEntry
 	tap     *usageTap // a tap that ended while held: its report is due
 
-	// With a budget (syncbudget.go): when it ends, its timer and the
-	// cancel of the upstream call's context, and where the call stands.
+	// deadline is when its budget ends (syncbudget.go); bound cuts the
+	// call at its hard deadline or the upstream timeout (deadline.go).
 	deadline time.Time
-	timer    llmfleet.Timer
-	cancel   context.CancelFunc
-	state    atomic.Int32
+	bound    *callBound
+	// sentBytes counts the bytes of a body not read whole (body nil) as
+	// they go upstream, for the estimate of a cut call's usage.
+	sentBytes atomic.Int64
 }
 
 type syncCallKey struct{}
@@ -57,10 +58,10 @@ type syncCallKey struct{}
 func (s *Server) observing() bool { return s.Observe != nil || s.UpstreamError != nil }
 
 // newSyncCall returns the syncCall of c, a call routed sync, or nil if it
-// is neither observed nor has a budget.
+// is not observed, has no budget and no upstream timeout bounds it.
 func (s *Server) newSyncCall(c *call) *syncCall {
 	observed := s.observing()
-	if !observed && c.budget <= 0 {
+	if !observed && c.budget <= 0 && s.upstreamTimeout <= 0 {
 		return nil
 	}
 	return &syncCall{start: c.arrived, budget: c.budget, body: c.body, observed: observed, client: c.client,
@@ -112,24 +113,47 @@ func (s *Server) tapResponse(resp *http.Response) error {
 }
 
 // observeFailure reports an observed call whose upstream call failed
-// before any response: "caller_canceled" if the caller left, else an
-// api_error (the 502 the caller gets) and a network upstream error.
+// before any response: "caller_canceled" if the caller left (the call may
+// be billed: its usage is estimated), else an api_error (the 502 the
+// caller gets) and a network upstream error.
 func (s *Server) observeFailure(r *http.Request) {
 	sc := observedCallOf(r)
 	if sc == nil {
 		return
 	}
-	outcome := "api_error"
 	if r.Context().Err() != nil {
-		outcome = "caller_canceled"
-	} else if s.UpstreamError != nil {
+		s.reportCut(sc, "", llmfleet.Usage{}, "caller_canceled")
+		return
+	}
+	if s.UpstreamError != nil {
 		s.UpstreamError("network")
 	}
-	s.reportSync(sc, "", llmfleet.Usage{}, outcome)
+	s.reportSync(sc, "", llmfleet.Usage{}, "api_error")
+}
+
+// reportCut reports a sync call cut after it went upstream (its hard
+// deadline, the upstream timeout, its caller leaving), which the
+// upstream may bill: with u, the usage read off its answer so far, or,
+// if none was, an estimate from its body's size (LedgerEntry.Estimated).
+func (s *Server) reportCut(sc *syncCall, model string, u llmfleet.Usage, outcome string) {
+	estimated := u == (llmfleet.Usage{})
+	if estimated {
+		n := int64(len(sc.body))
+		if sc.body == nil {
+			n = sc.sentBytes.Load()
+		}
+		u = llmfleet.EstimatedUsage(n)
+	}
+	s.report(sc, model, u, outcome, estimated)
 }
 
 // reportSync hands the ledger entry of a sync call to Observe, once.
 func (s *Server) reportSync(sc *syncCall, model string, u llmfleet.Usage, outcome string) {
+	s.report(sc, model, u, outcome, false)
+}
+
+// report is reportSync, the usage estimated or not.
+func (s *Server) report(sc *syncCall, model string, u llmfleet.Usage, outcome string, estimated bool) {
 	sc.once.Do(func() {
 		if s.Observe == nil {
 			return
@@ -143,14 +167,15 @@ func (s *Server) reportSync(sc *syncCall, model string, u llmfleet.Usage, outcom
 			model = m.Model
 		}
 		e := llmfleet.LedgerEntry{
-			Time:     now,
-			Provider: s.Provider,
-			Model:    model,
-			Route:    llmfleet.RouteSync,
-			Outcome:  outcome,
-			Usage:    u,
-			Latency:  now.Sub(sc.start),
-			Budget:   sc.budget,
+			Time:      now,
+			Provider:  s.Provider,
+			Model:     model,
+			Route:     llmfleet.RouteSync,
+			Outcome:   outcome,
+			Usage:     u,
+			Latency:   now.Sub(sc.start),
+			Budget:    sc.budget,
+			Estimated: estimated,
 		}
 		e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, sc.budget)
 		sc.mu.Lock()
@@ -335,6 +360,10 @@ func (t *usageTap) report() {
 		t.s.UpstreamError(upstreamErr)
 	}
 	noteModel(t.ctx, model)
+	if outcome == "caller_canceled" {
+		t.s.reportCut(t.call, model, u, outcome) // the usage read so far, else estimated
+		return
+	}
 	t.s.reportSync(t.call, model, u, outcome)
 }
 

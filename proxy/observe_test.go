@@ -176,15 +176,17 @@ func TestObserveSyncRoute(t *testing.T) {
 		t.Fatalf("error entry %+v", e)
 	}
 
-	// A budget the upstream does not answer within is missed: the caller
-	// gets 504 timeout_error, which is no upstream error.
+	// A hard deadline the upstream does not answer within is missed: the
+	// caller gets 504 timeout_error, which is no upstream error, and the
+	// call, which the upstream may bill, has its usage estimated.
 	_, err = client.Messages.New(ctx, cachedParams("claude-haiku-4-5", "[slow:10m] hurry"),
-		option.WithHeader("llmfleet-latency-budget-ms", "1"))
+		option.WithHeader("llmfleet-latency-budget-ms", "1"), option.WithHeader("llmfleet-deadline", "hard"))
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusGatewayTimeout {
 		t.Fatalf("err %v, want a 504", err)
 	}
-	if e = one(t, o, "timeout_error"); e.Budget != time.Millisecond || e.BudgetMet {
+	if e = one(t, o, "timeout_error"); e.Budget != time.Millisecond || e.BudgetMet || !e.Estimated ||
+		e.Usage.InputTokens < 500 || e.Usage.OutputTokens != 0 || e.Model != "claude-haiku-4-5" {
 		t.Fatalf("budget entry %+v", e)
 	}
 }

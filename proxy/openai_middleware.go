@@ -23,7 +23,10 @@ import (
 // batch, as the endpoint's body or, for a chat stream, as its chunks. A
 // call without a budget takes Server.DefaultBudget (0, the default: sync,
 // unchanged); every other call goes on unchanged. The llmfleet-route
-// header of each answer says its route.
+// header of each answer says its route. A sync or flex call's budget does
+// not cut it unless the call asks for a hard deadline (llmfleet-deadline:
+// hard), when it is answered 504 timeout_error once its budget has run
+// out; the SDK's own timeout bounds it otherwise.
 func (s *Server) OpenAIMiddleware() option.Middleware {
 	s.init()
 	return s.openAIMiddleware
@@ -44,54 +47,65 @@ func (s *Server) openAIMiddleware(req *http.Request, next option.MiddlewareNext)
 		return serveInProcess(req, func(w http.ResponseWriter, _ *http.Request) { e.write(w) }), nil
 	}
 	body := []byte(c.req.Body)
-	setBody := func(b []byte) {
-		req.Body = io.NopCloser(bytes.NewReader(b))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-		req.ContentLength = int64(len(b))
-	}
 	for k := range req.Header {
 		if len(k) > 9 && strings.EqualFold(k[:9], "llmfleet-") {
 			req.Header.Del(k)
 		}
 	}
-	switch c.route {
-	case llmfleet.RouteBatch:
+	if c.route == llmfleet.RouteBatch {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
 			s.serveOpenAIBatch(w, r, c)
 		}), nil
-	case llmfleet.RouteFlex:
-		flexBody, err := jsonmember.Set(body, "service_tier", []byte(`"flex"`))
-		if err != nil {
-			flexBody = body
-		}
-		setBody(flexBody)
-		start := s.clock.Now()
-		resp, err := next(req)
-		if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadRequest) {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			reason := openaiwire.Reason(resp.StatusCode, b)
-			if fo, ok := s.Submitter.(llmfleet.FlexObserver); ok && reason != nil {
-				fo.ObserveFlex(openAIProvider, c.model, s.clock.Now().Sub(start), reason)
-			}
-			if reason == nil {
-				resp.Body = io.NopCloser(bytes.NewReader(b))
-			} else {
-				setBody(body) // the standard tier
-				resp, err = next(req)
-			}
-		}
-		if resp != nil {
-			resp.Header.Set(HeaderRoute, string(c.route))
-		}
-		return resp, err
-	default:
-		setBody(body)
-		resp, err := next(req)
-		if resp != nil {
-			resp.Header.Set(HeaderRoute, string(c.route))
-		}
-		return resp, err
 	}
+	call := func(req *http.Request) (*http.Response, error) {
+		setBody(req, body)
+		return next(req)
+	}
+	if c.route == llmfleet.RouteFlex {
+		call = func(req *http.Request) (*http.Response, error) { return s.flexThrough(req, c, body, next) }
+	}
+	resp, err := s.nextWithin(req, c.hard && c.budget > 0, c.budget-s.clock.Now().Sub(c.arrived), call,
+		func(w http.ResponseWriter, _ *http.Request) {
+			writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", s.cutMessage(callCutHard, c.budget, "upstream OpenAI API"))
+		})
+	if resp != nil {
+		resp.Header.Set(HeaderRoute, string(c.route))
+	}
+	return resp, err
+}
+
+// flexThrough sends a flex call of the middleware on with service_tier
+// "flex" and, if the API refuses the tier or its capacity, once more in
+// the standard tier.
+func (s *Server) flexThrough(req *http.Request, c *openAICall, body []byte, next option.MiddlewareNext) (*http.Response, error) {
+	flexBody, err := jsonmember.Set(body, "service_tier", []byte(`"flex"`))
+	if err != nil {
+		flexBody = body
+	}
+	setBody(req, flexBody)
+	start := s.clock.Now()
+	resp, err := next(req)
+	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadRequest) {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		reason := openaiwire.Reason(resp.StatusCode, b)
+		if fo, ok := s.Submitter.(llmfleet.FlexObserver); ok && reason != nil {
+			fo.ObserveFlex(openAIProvider, c.model, s.clock.Now().Sub(start), reason)
+		}
+		if reason == nil {
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+		} else {
+			setBody(req, body) // the standard tier
+			resp, err = next(req)
+		}
+	}
+	return resp, err
+}
+
+// setBody sets b as req's body, which the SDK may read again.
+func setBody(req *http.Request, b []byte) {
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	req.ContentLength = int64(len(b))
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -247,6 +248,7 @@ func TestBatchErrorsSDK(t *testing.T) {
 			Body: []byte(`{"type":"error","error":{"type":"invalid_request_error","message":"bad thing"},"request_id":"req_x"}`)}, 400, "invalid_request_error"},
 		{&llmfleet.Error{Type: "rate_limit_error", Message: "slow down"}, 429, "rate_limit_error"},
 		{llmfleet.ErrBudgetExceeded, 504, "timeout_error"},
+		{fmt.Errorf("%w (10m0s, sync): %w", llmfleet.ErrUpstreamTimeout, context.Canceled), 504, "timeout_error"},
 		{llmfleet.ErrBatchExpired, 529, "overloaded_error"},
 		{llmfleet.ErrClosed, 529, "overloaded_error"},
 		{llmfleet.ErrBatchCanceled, 500, "api_error"},
@@ -279,7 +281,7 @@ func TestBatchErrorsSDK(t *testing.T) {
 				if ae.Response.Header.Get("llmfleet-route") != "batch" || ae.RequestID == "" {
 					t.Fatalf("headers %v", ae.Response.Header)
 				}
-				if noRetry := ae.Response.Header.Get("x-should-retry") == "false"; noRetry != (c.status == 504) {
+				if noRetry := ae.Response.Header.Get("x-should-retry") == "false"; noRetry != errors.Is(c.err, llmfleet.ErrBudgetExceeded) {
 					t.Fatalf("x-should-retry %q for %d", ae.Response.Header.Get("x-should-retry"), c.status)
 				}
 			}

@@ -45,6 +45,8 @@ func errorAnswerID(err error, requestID string) (status int, body []byte) {
 	typ, msg := "api_error", "llmfleet could not reach the provider"
 	status = http.StatusBadGateway
 	switch {
+	case errors.Is(err, llmfleet.ErrUpstreamTimeout):
+		status, typ, msg = http.StatusGatewayTimeout, "timeout_error", "the provider did not answer llmfleet's call within its upstream timeout"
 	case errors.Is(err, llmfleet.ErrBudgetExceeded), errors.Is(err, context.DeadlineExceeded):
 		status, typ, msg = http.StatusGatewayTimeout, "timeout_error", "the request's latency budget ran out before its batch ended"
 	case isStoreFailure(err):

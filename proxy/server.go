@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,8 +61,8 @@ type Server struct {
 
 	// DefaultBudget is the latency budget of a request that carries none.
 	// Zero (the default) sends such requests to the sync route: an unmarked
-	// request is never made slow. A positive one also bounds the wait of
-	// those that go sync, as any budget does (see the package doc).
+	// request is never made slow. A positive one routes those that go
+	// sync as any budget does, without cutting them (see the package doc).
 	DefaultBudget time.Duration
 
 	// ToolResultsSync, if set, sends to the sync route every turn whose last
@@ -122,9 +120,9 @@ type Server struct {
 	// result arriving before it is answered exactly as the sync API would.
 	PingInterval time.Duration
 
-	// Clock times the pings and the latency budgets (their start at a
-	// request's arrival, the sync route's timeout and its retry waits);
-	// nil means the real clock.
+	// Clock times the pings, the latency budgets (their start at a
+	// request's arrival, a hard deadline, the sync route's retry waits)
+	// and the upstream timeout; nil means the real clock.
 	Clock llmfleet.Clock
 
 	// Logger receives one debug line per routed request and warnings for
@@ -135,8 +133,11 @@ type Server struct {
 	// sync route, which goes upstream through the reverse proxy rather than
 	// the Submitter, with its ledger entry (costs not filled in): model,
 	// usage, outcome ("ok" or the error type; "timeout_error" for a call
-	// whose budget ran out first), latency (from the request's arrival)
-	// and budget. A call retried within its budget is one entry. The
+	// cut by its hard deadline or the upstream timeout, "caller_canceled"
+	// for one its caller left), latency (from the request's arrival) and
+	// budget. A cut call whose usage was not read has it estimated
+	// (LedgerEntry.Estimated): the upstream may bill it. A call retried
+	// within its budget is one entry. The
 	// usage is read off the response as it streams to the caller (the
 	// Message's usage, or message_start's updated by message_delta's),
 	// without holding it. Observe is called when the response has been
@@ -149,7 +150,8 @@ type Server struct {
 	// response or of an error event in a stream, "http_<status>" when the
 	// type is unknown, "network" when the upstream was unreachable or the
 	// response broke off. An error answer retried within the budget
-	// counts too; a budget running out is no upstream failure.
+	// counts too; a call cut by its hard deadline or the upstream
+	// timeout is no upstream failure.
 	UpstreamError func(kind string)
 
 	// Access, if set, is called once for every request the Handler
@@ -169,6 +171,15 @@ type Server struct {
 	// the OpenAI face makes that was refused for capacity; it doubles at
 	// each retry. 0 means 1s.
 	FlexRetryBackoff time.Duration
+
+	// UpstreamTimeout bounds the wait for the upstream's answer to a
+	// routed sync or flex call, whatever its budget: a call whose
+	// response headers have not come by then is cut and answered 504
+	// timeout_error, in the face's envelope. 0 means
+	// DefaultUpstreamTimeout, negative none. An answer that has begun is
+	// not cut, however long it streams. The SDK middlewares leave it to
+	// the SDK's own timeout.
+	UpstreamTimeout time.Duration
 
 	// BodyReadTimeout bounds the time a client takes to send a request
 	// body, from the end of its headers: a body not received in time is
@@ -193,8 +204,9 @@ type Server struct {
 	rp       *httputil.ReverseProxy
 	mux      *http.ServeMux
 
-	batchOwners BatchOwners
-	bodyTimeout time.Duration
+	batchOwners     BatchOwners
+	bodyTimeout     time.Duration
+	upstreamTimeout time.Duration
 
 	openAIUpstream *url.URL
 	openAIRP       *httputil.ReverseProxy
@@ -284,6 +296,7 @@ func (s *Server) init() {
 			s.batchOwners = &memOwners{}
 		}
 		s.bodyTimeout = durationSetting(s.BodyReadTimeout, DefaultBodyReadTimeout)
+		s.upstreamTimeout = durationSetting(s.UpstreamTimeout, DefaultUpstreamTimeout)
 		s.bodies.max = s.MaxBodyBytesInFlight
 		if s.bodies.max == 0 {
 			s.bodies.max = DefaultMaxBodyBytesInFlight
@@ -351,173 +364,4 @@ func (s *Server) init() {
 		})
 		s.mux = mux
 	})
-}
-
-// serveBudgetPrefix serves /budget/<ms>/<path> as <path> with a budget.
-func (s *Server) serveBudgetPrefix(w http.ResponseWriter, r *http.Request) {
-	path := "/" + r.PathValue("path")
-	budget, err := parseBudget(r.PathValue("ms"))
-	if err != nil {
-		if path == "/v1/messages" {
-			w.Header().Set(HeaderRoute, string(llmfleet.RouteSync))
-		}
-		writeAPIError(w, invalidRequest("The latency budget in the path /budget/<ms>/ must be a non-negative integer number of milliseconds."))
-		return
-	}
-	// The escaped form of path: the escaped path less its first two
-	// segments, whatever the escapes in the budget.
-	rawPath := ""
-	if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/budget/"); ok {
-		if _, after, ok := strings.Cut(rest, "/"); ok {
-			rawPath = "/" + after
-		}
-	}
-	r2 := withPath(r, path, rawPath)
-	s.mux.ServeHTTP(w, r2.WithContext(llmfleet.WithBudget(r.Context(), budget)))
-}
-
-// withPath returns a shallow copy of r for another path.
-func withPath(r *http.Request, path, rawPath string) *http.Request {
-	r2 := new(http.Request)
-	*r2 = *r
-	u := *r.URL
-	u.Path, u.RawPath = path, rawPath
-	r2.URL = &u
-	r2.RequestURI = u.RequestURI()
-	return r2
-}
-
-// parseBudget parses a budget in integer milliseconds.
-func parseBudget(v string) (time.Duration, error) {
-	ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || ms < 0 || ms > int64(1<<62/time.Millisecond) {
-		return 0, strconv.ErrSyntax
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
-
-// servePassThrough passes a request upstream unchanged, apart from the
-// credential in proxy-held-key mode and the proxy's own headers.
-func (s *Server) servePassThrough(w http.ResponseWriter, r *http.Request) {
-	if s.Credentials != nil {
-		presented := credentialFrom(r.Header)
-		c, ok := s.Credentials(presented)
-		if !ok {
-			writeAPIError(w, unauthorized)
-			return
-		}
-		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, c))
-		if isBatchesPath(r.URL.Path) {
-			s.serveBatches(w, r, s.ownerName(presented))
-			return
-		}
-		if !anthropicShared(r.Method, r.URL.Path) {
-			writeAPIError(w, &apiError{http.StatusForbidden, "permission_error", "This llmfleet holds one key for all its clients: " +
-				r.Method + " " + r.URL.Path + " would reach what other clients made under it, so it is not passed on."})
-			return
-		}
-	}
-	fullDuplex(w)
-	s.rp.ServeHTTP(w, r)
-}
-
-// anthropicShared reports whether a pass-through call may go upstream
-// under a key every client shares: reads of the models and token counts.
-// Everything else the API keeps under a key (files, skills, ...) would
-// show one client what another made; Message Batches are served by owner
-// (serveBatches).
-func anthropicShared(method, path string) bool {
-	switch {
-	case method == http.MethodGet:
-		return path == "/v1/models" || strings.HasPrefix(path, "/v1/models/")
-	case method == http.MethodPost:
-		return path == "/v1/messages/count_tokens"
-	}
-	return false
-}
-
-// fingerprint names a client credential (see Server.Fingerprint).
-func (s *Server) fingerprint(c llmfleet.Credential) string {
-	if s.Fingerprint != nil {
-		return s.Fingerprint(c)
-	}
-	return c.Fingerprint(nil)
-}
-
-// ownerName names the client presenting c in proxy-held-key mode: the
-// fingerprint of its key, whichever header carried it.
-func (s *Server) ownerName(c llmfleet.Credential) string {
-	return s.fingerprint(clientKey(c))
-}
-
-var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key"}
-
-// missingKey answers a routed call that carries no credential, as the API
-// answers one.
-var missingKey = &apiError{http.StatusUnauthorized, "authentication_error", "x-api-key header is required"}
-
-// upstreamCredential is the context key of the credential that replaces
-// the client's on the way upstream.
-type upstreamCredential struct{}
-
-// rewrite prepares an upstream request of the reverse proxy.
-func (s *Server) rewrite(pr *httputil.ProxyRequest) {
-	pr.SetURL(s.upstream)
-	for k := range pr.Out.Header {
-		if len(k) >= 9 && strings.EqualFold(k[:9], "llmfleet-") {
-			delete(pr.Out.Header, k)
-		}
-	}
-	if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
-		setCredential(pr.Out.Header, c)
-	}
-	prepareObserved(pr)
-}
-
-// upstreamError answers a request whose upstream call failed.
-//
-// The answer closes the connection: the request body may be left unread
-// (a call refused at the dial never reads it), and net/http, in the full
-// duplex mode the streaming routes use (fullDuplex), panics with "invalid
-// concurrent Body.Read call" when it reads the next request of a
-// connection whose handler left its body so.
-func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
-	w.Header().Set("Connection", "close")
-	if sc := syncCallOf(r); sc.expired() {
-		s.budgetTimeout(w, r, sc)
-		return
-	}
-	if bodyTimedOut(r) {
-		s.observeFailure(r)
-		writeAPIError(w, bodyTooSlow)
-		return
-	}
-	s.observeFailure(r)
-	if r.Context().Err() != nil {
-		return // the client left
-	}
-	s.log.Warn("upstream call failed", "path", r.URL.Path, "err", err)
-	writeAPIError(w, &apiError{http.StatusBadGateway, "api_error", "llmfleet could not reach the upstream API"})
-}
-
-// bufferPool recycles the copy buffers of the reverse proxy. It pools
-// *[32 KiB]byte: a pointer to an array converts to and from a slice
-// without a new allocation at each Put (as &buf of a slice would be).
-type bufferPool struct{ p sync.Pool }
-
-// copyBuffer is the size of a copy buffer, as ReverseProxy's own.
-const copyBuffer = 32 << 10
-
-func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*[copyBuffer]byte); ok {
-		return v[:]
-	}
-	return new([copyBuffer]byte)[:]
-}
-
-func (b *bufferPool) Put(buf []byte) {
-	if cap(buf) < copyBuffer {
-		return
-	}
-	b.p.Put((*[copyBuffer]byte)(buf[:copyBuffer]))
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -15,20 +14,23 @@ import (
 	"github.com/llmfleet/llmfleet/claudewire"
 )
 
-// This file holds the latency budget of the sync route. A sync call with a
-// budget is timed from its arrival at the proxy (call.arrived): if the
-// upstream's response headers have not come when the budget runs out, the
-// upstream call is canceled and the caller gets 504 timeout_error. Once
-// they have come, the answer is under way and the budget no longer cuts
-// it, however long its body or stream takes. Before that, an upstream 429,
-// 529 or overloaded_error whose retry-after leaves retryMargin of the
-// budget is waited out and the call sent again, at most maxSyncRetries
-// times; the body of such a call was read whole (serveSync), so it can be.
+// This file holds the latency budget of the sync route. A sync call with
+// a budget is timed from its arrival at the proxy (call.arrived). The
+// budget routes and does not cut: a call whose upstream has not answered
+// when it runs out goes on and is answered late, unless the caller asked
+// for a hard deadline (HeaderDeadline), when the upstream call is then
+// canceled and the caller gets 504 timeout_error. The upstream timeout
+// (Server.UpstreamTimeout) cuts any call whose response headers have not
+// come by then (deadline.go). Once they have come, the answer is under
+// way and nothing cuts it, however long its body or stream takes. Before
+// that, an upstream 429, 529 or overloaded_error whose retry-after leaves
+// retryMargin of the budget is waited out and the call sent again, at
+// most maxSyncRetries times: waits llmfleet adds, which the budget bounds;
+// the body of such a call was read whole (serveSync), so it can be.
 //
 // The work is done in the reverse proxy's transport (budgetTransport), so
 // that the reverse proxy sees one round trip: the answer that was passed
-// on, or the error of a call the budget cut. A call without a budget goes
-// to the inner transport directly.
+// on, or the error of a call that was cut.
 
 const (
 	// maxSyncRetries is how many times a sync call with a budget is sent
@@ -37,57 +39,16 @@ const (
 	// retryMargin is how much of the budget must be left after a retry's
 	// wait for the retry to be made: the retried call needs some time to
 	// answer, and the error passed back at once is more use to the caller
-	// than a timeout a little later.
+	// than a late answer.
 	retryMargin = 500 * time.Millisecond
 	// errorPeek is the most of an upstream error body read to learn its
 	// error type.
 	errorPeek = 16 << 10
 )
 
-// States of a sync call with a budget (syncCall.state).
-const (
-	callWaiting  int32 = iota // no response headers yet
-	callAnswered              // the response headers came in time
-	callExpired               // the budget ran out first
-)
-
-// errBudgetSpent is the transport's error for a call whose budget ran out
-// as its answer came.
-var errBudgetSpent = errors.New("the latency budget ran out before the upstream answered")
-
-// arm starts the budget's timer, which cancels the call (cancel is its
-// context's) if it is still waiting when d has passed.
-func (sc *syncCall) arm(clock llmfleet.Clock, d time.Duration, cancel context.CancelFunc) {
-	sc.cancel = cancel
-	sc.timer = clock.AfterFunc(d, sc.expire)
-}
-
-func (sc *syncCall) expire() {
-	if sc.state.CompareAndSwap(callWaiting, callExpired) {
-		sc.cancel()
-	}
-}
-
-// answered marks the call answered, unless the budget ran out first, and
-// reports whether it was.
-func (sc *syncCall) answered() bool {
-	if !sc.state.CompareAndSwap(callWaiting, callAnswered) {
-		return false
-	}
-	sc.timer.Stop()
-	return true
-}
-
-// expired reports whether sc is a call whose budget ran out before it was
-// answered.
-func (sc *syncCall) expired() bool { return sc != nil && sc.state.Load() == callExpired }
-
-// disarm stops the budget's timer once the call is over.
-func (sc *syncCall) disarm() { sc.timer.Stop() }
-
-// budgetTransport is the reverse proxy's transport: it sends a sync call
-// with a budget as the budget allows (Server.sendBudgeted) and every other
-// request through next as it is.
+// budgetTransport is the reverse proxy's transport: it sends a bounded
+// sync call as its budget and bound allow (Server.sendBounded) and every
+// other request through next as it is.
 type budgetTransport struct {
 	s    *Server
 	next http.RoundTripper
@@ -95,22 +56,23 @@ type budgetTransport struct {
 
 func (t *budgetTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	sc := syncCallOf(req)
-	if sc == nil || sc.timer == nil {
+	if sc == nil || sc.bound == nil {
 		return t.next.RoundTrip(req)
 	}
-	return t.s.sendBudgeted(t.next, req, sc)
+	return t.s.sendBounded(t.next, req, sc)
 }
 
-// sendBudgeted sends req, a sync call with a budget, and returns the
-// answer to pass on: the first that is not to be retried, if it came
-// before the budget ran out. The call's context ends when the budget does.
-func (s *Server) sendBudgeted(next http.RoundTripper, req *http.Request, sc *syncCall) (*http.Response, error) {
+// sendBounded sends req, a sync call under its bound, and returns the
+// answer to pass on: the first that is not to be retried (only a call
+// with a budget is), if it came before the call was cut. The call's
+// context ends when it is cut.
+func (s *Server) sendBounded(next http.RoundTripper, req *http.Request, sc *syncCall) (*http.Response, error) {
 	for try := 0; ; try++ {
 		resp, err := next.RoundTrip(req)
 		if err != nil {
 			return nil, err
 		}
-		if try < maxSyncRetries {
+		if try < maxSyncRetries && sc.budget > 0 {
 			if wait, ok := s.retryWait(resp, sc); ok {
 				kind := discardError(resp)
 				if s.UpstreamError != nil {
@@ -124,9 +86,9 @@ func (s *Server) sendBudgeted(next http.RoundTripper, req *http.Request, sc *syn
 				continue
 			}
 		}
-		if !sc.answered() {
+		if !sc.bound.answered() {
 			resp.Body.Close()
-			return nil, errBudgetSpent
+			return nil, errCut
 		}
 		return resp, nil
 	}
@@ -223,15 +185,20 @@ func sleep(ctx context.Context, clock llmfleet.Clock, d time.Duration) error {
 	}
 }
 
-// budgetTimeout answers a sync call whose budget ran out before the
-// upstream answered: 504 timeout_error, x-should-retry: false (the same
-// call with the same budget would time out again).
-func (s *Server) budgetTimeout(w http.ResponseWriter, r *http.Request, sc *syncCall) {
-	s.log.Info("latency budget ran out before the upstream answered", "path", r.URL.Path, "budget", sc.budget)
-	s.reportSync(sc, "", llmfleet.Usage{}, "timeout_error")
-	id := llmfleet.NewID("req_")
-	msg := "The request's latency budget of " + strconv.FormatInt(sc.budget.Milliseconds(), 10) +
-		" ms ran out before the upstream API answered."
-	writeErrorBody(w, failure{status: http.StatusGatewayTimeout, requestID: id, noRetry: true,
-		body: claudewire.Envelope("timeout_error", msg, id)})
+// callCut answers a sync call cut by state (callCutHard: its hard
+// deadline, callCutTimeout: the upstream timeout) with 504 timeout_error
+// and reports it; sent says whether it went upstream, where it may be
+// billed (its entry's usage is then estimated).
+func (s *Server) callCut(w http.ResponseWriter, r *http.Request, sc *syncCall, state int32, sent bool) {
+	if state == callCutTimeout {
+		s.log.Warn("the upstream did not answer within the upstream timeout", "path", r.URL.Path, "timeout", s.upstreamTimeout)
+	} else {
+		s.log.Info("latency budget ran out before the upstream answered: cut (hard deadline)", "path", r.URL.Path, "budget", sc.budget)
+	}
+	if sent {
+		s.reportCut(sc, "", llmfleet.Usage{}, "timeout_error")
+	} else {
+		s.reportSync(sc, "", llmfleet.Usage{}, "timeout_error")
+	}
+	s.writeCut(w, state, sc.budget)
 }

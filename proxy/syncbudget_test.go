@@ -114,10 +114,11 @@ func (st *budgetStack) request(path, body string, hdr ...string) (*http.Response
 	return resp, string(b), err
 }
 
-// The upstream hangs: a call with a budget is answered 504 timeout_error
-// when the budget runs out, however the budget was given, instead of when
-// the upstream answers (it would take ten minutes).
-func TestSyncBudgetHangingUpstream(t *testing.T) {
+// The upstream hangs: a call with a budget and a hard deadline is
+// answered 504 timeout_error when the budget runs out, however the budget
+// was given, instead of when the upstream answers (it would take ten
+// minutes). The upstream may bill the call: its usage is estimated.
+func TestSyncBudgetHardDeadlineHangingUpstream(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		srv  *proxy.Server
@@ -132,12 +133,13 @@ func TestSyncBudgetHangingUpstream(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := newBudgetStack(t, c.srv, nil)
-			resp, body := st.post(t, c.path, hangingBody, c.hdr...)
+			resp, body := st.post(t, c.path, hangingBody, append(c.hdr, "llmfleet-deadline", "hard")...)
 			checkTimeout(t, resp, body)
 			if resp.Header.Get("llmfleet-route") != "sync" || st.calls() != 1 {
 				t.Fatalf("route %q, upstream saw %d calls", resp.Header.Get("llmfleet-route"), st.calls())
 			}
-			if e := st.entry(t); e.Outcome != "timeout_error" || e.BudgetMet || e.Budget != time.Second {
+			if e := st.entry(t); e.Outcome != "timeout_error" || e.BudgetMet || e.Budget != time.Second ||
+				!e.Estimated || e.Usage != llmfleet.EstimatedUsage(int64(len(hangingBody))) || e.Model != "claude-test" {
 				t.Fatalf("ledger entry %+v", e)
 			}
 			if errs := st.upstreamErrors(); len(errs) != 0 {
@@ -149,11 +151,11 @@ func TestSyncBudgetHangingUpstream(t *testing.T) {
 
 // The same through the SDK, which sees an API timeout_error it must not
 // retry.
-func TestSyncBudgetHangingUpstreamSDK(t *testing.T) {
+func TestSyncBudgetHardDeadlineHangingUpstreamSDK(t *testing.T) {
 	st := newBudgetStack(t, &proxy.Server{}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	client := newClient(st.proxy.URL + "/budget/1000")
+	client := newClient(st.proxy.URL+"/budget/1000", optHeader("llmfleet-deadline", "hard"))
 	_, err := client.Messages.New(ctx, userParams("[slow:10m] hang"))
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusGatewayTimeout || apiErr.Type() != "timeout_error" ||
@@ -329,9 +331,9 @@ func TestSyncBudgetStreamNotCut(t *testing.T) {
 	}
 }
 
-// The budget's timer is the proxy's Clock: the call is cut when the clock
-// passes the budget, not before, here while the upstream hangs.
-func TestSyncBudgetOnClock(t *testing.T) {
+// The hard deadline's timer is the proxy's Clock: the call is cut when
+// the clock passes the budget, not before, here while the upstream hangs.
+func TestSyncHardDeadlineOnClock(t *testing.T) {
 	clock := newManualClock()
 	st := newBudgetStack(t, &proxy.Server{Clock: clock}, nil)
 	type answer struct {
@@ -341,7 +343,7 @@ func TestSyncBudgetOnClock(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		resp, body, err := st.request("/v1/messages", hangingBody, "llmfleet-latency-budget-ms", "3000")
+		resp, body, err := st.request("/v1/messages", hangingBody, "llmfleet-latency-budget-ms", "3000", "llmfleet-deadline", "hard")
 		done <- answer{resp, body, err}
 	}()
 	// Once the emulator holds the call, the clock moves to just short of
@@ -371,5 +373,9 @@ func TestSyncBudgetOnClock(t *testing.T) {
 		checkTimeout(t, a.resp, a.body)
 	case <-time.After(hangGuard):
 		t.Fatal("no answer once the budget ran out")
+	}
+	if e := st.entry(t); e.Outcome != "timeout_error" || e.BudgetMet || e.Latency != 3*time.Second || !e.Estimated ||
+		e.Usage != llmfleet.EstimatedUsage(int64(len(hangingBody))) {
+		t.Fatalf("ledger entry %+v", e)
 	}
 }

@@ -260,7 +260,17 @@ func checkUSD(t *testing.T, what string, got, want float64) {
 // client and the published prices.
 func TestLedgerFigures(t *testing.T) {
 	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 }}
-	emuTS := httptest.NewServer(emu)
+	// The size of the body of the call cut by its hard deadline, whose
+	// usage the ledger estimates from it.
+	cutBody := make(chan int, 1)
+	emuTS := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if bytes.Contains(b, []byte("sixth question")) {
+			cutBody <- len(b)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		emu.ServeHTTP(w, r)
+	}))
 	defer emuTS.Close()
 
 	t.Setenv("LLMFLEET_TEST_ADMIN", testAdminKey)
@@ -345,13 +355,16 @@ func TestLedgerFigures(t *testing.T) {
 		t.Fatalf("no read of the batch cache: %+v", u)
 	}
 	stream(cachedPrompt("claude-haiku-4-5", "fifth question, batched", "a", false), true)
-	// A sync call whose 1ms budget runs out before the upstream answers:
-	// 504 timeout_error, an error and a budget miss.
+	// A sync call whose hard deadline (1s) runs out before the upstream
+	// answers: 504 timeout_error, an error and a budget miss; the upstream
+	// may bill it, so it costs its estimated input (a quarter of its
+	// body's bytes), at the sync price.
 	_, err := client.Messages.New(context.Background(), cachedPrompt("claude-haiku-4-5", "[slow:10m] sixth question", "a", false),
-		option.WithHeader("llmfleet-latency-budget-ms", "1"))
+		option.WithHeader("llmfleet-latency-budget-ms", "1000"), option.WithHeader("llmfleet-deadline", "hard"))
 	if apiErr := (*anthropic.Error)(nil); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusGatewayTimeout {
 		t.Fatalf("a spent budget answered %v, want a 504", err)
 	}
+	want.add(t, "claude-haiku-4-5", anthropic.Usage{InputTokens: (int64(<-cutBody) + 3) / 4}, false)
 	// A model priced by the config file only.
 	call(cachedPrompt("claude-custom-1", "seventh question", "a", true), false)
 	// An error answer, and a model the price table does not know.

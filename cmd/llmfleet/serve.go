@@ -54,7 +54,14 @@ const serveUsage = `usage: llmfleet serve [flags]
 Runs the batching proxy. Point clients at it as their Anthropic base URL,
 or at /openai/v1 on it as their OpenAI base URL; requests carrying a
 latency budget (header llmfleet-latency-budget-ms, or the path prefix
-/budget/<ms>) go flex or are batched when the budget allows.
+/budget/<ms>) go flex or are batched when the budget allows. A budget
+routes; it does not cut a sync or flex call already sent (the upstream
+bills it all the same): one still unanswered when its budget runs out is
+answered late, a budget miss. A caller who wants the call cut then sends
+llmfleet-deadline: hard (504 timeout_error at the budget). Every sync or
+flex call the upstream has not answered within --upstream-timeout is cut
+(504 timeout_error), and every call it may bill is in the cost ledger, a
+cut one with its usage estimated if none was read.
 
 Flags may also be set in a YAML file given with --config, one key per flag
 name (flags given on the command line win):
@@ -68,6 +75,7 @@ name (flags given on the command line win):
   batch-max-size: 100
   create-timeout: 2m
   default-budget: 0s
+  upstream-timeout: 10m
   cache-ttl-upgrade: on
   db: /var/lib/llmfleet/llmfleet.db
   retention: 696h
@@ -141,6 +149,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	toolSync := fs.Bool("tool-results-sync", false, "send turns whose last user message carries tool_result blocks sync")
 	ping := fs.Duration("ping-interval", proxy.DefaultPingInterval, "interval of ping events to a waiting streaming caller")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight batches")
+	upstreamTimeout := fs.Duration("upstream-timeout", proxy.DefaultUpstreamTimeout, "how long a sync or flex call waits for the upstream's answer to begin, whatever its budget: 504 timeout_error after (0: no limit)")
 	dbPath := fs.String("db", "", "database of the durable state: a SQLite file (default: llmfleet/llmfleet.db in $XDG_DATA_HOME or ~/.local/share), or a PostgreSQL URL postgres://user@host:port/db?sslmode=disable[&search_path=SCHEMA] (then the secret must be given)")
 	secretFile := fs.String("secret-file", "", "file of the secret sealing stored API keys, created 0600 if missing (default: llmfleet.secret beside the database; $"+SecretEnv+" wins)")
 	replicaName := fs.String("replica-name", "", "with a PostgreSQL --db, this process's name in the fleet (default: the host name and the --listen port); a process restarted under its name adopts what it owned at once")
@@ -240,9 +249,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}()
 	logger.Info("durable state", "db", state.where, "secret", state.secret, "retention", *retention)
 	provider := &claude.Provider{BaseURL: upstream.String(), Logger: logger, CredentialLabel: state.vault.Fingerprint}
+	if *upstreamTimeout <= 0 {
+		*upstreamTimeout = -1 // none, for the proxy and the dispatcher alike
+	}
+	pol := pf.policy()
+	pol.UpstreamTimeout = *upstreamTimeout
 	d := &dispatch.Dispatcher{
 		Providers:       []llmfleet.Provider{provider, &openai.Provider{BaseURL: openaiUpstream.String()}},
-		Policy:          pf.policy(),
+		Policy:          pol,
 		Logger:          logger,
 		Store:           state.db,
 		Sealer:          state.vault,
@@ -308,6 +322,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Fingerprint:          state.vault.Fingerprint,
 		BodyReadTimeout:      *bodyReadTimeout,
 		MaxBodyBytesInFlight: *bodiesInFlight,
+		UpstreamTimeout:      *upstreamTimeout,
 	}
 	if creds != nil {
 		srv.Credentials = creds.Map
