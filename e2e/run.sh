@@ -24,7 +24,11 @@ NAME=e2e
 (cd .. && go build -o "$WORK/llmfleet" ./cmd/llmfleet) || die "build llmfleet"
 pass "build llmfleet"
 
-"$WORK/llmfleet" emulate --listen 127.0.0.1:0 --turnaround 1s --openai-addr 127.0.0.1:0 --openai-turnaround 1s -v \
+# The emulator's batch cache reads what batch requests wrote 9 times in 10,
+# and the proxy's cost model is told so (--cache-batch-rate-prior, as a
+# deployment sets it from its own usage): a patient conversation's first
+# turn is then cheaper batched, whatever its turns to come.
+"$WORK/llmfleet" emulate --listen 127.0.0.1:0 --turnaround 1s --cache-batch-hit-rate 0.9 --openai-addr 127.0.0.1:0 --openai-turnaround 1s -v \
 	>"$WORK/emulator.out" 2>"$WORK/emulator.log" &
 PIDS+=($!)
 EMU=$(wait_addr "$WORK/emulator.out" "^emulator listening on") || die "emulator did not start"
@@ -32,7 +36,7 @@ OPENAI_EMU=$(wait_addr "$WORK/emulator.out" "openai emulator listening on") || d
 
 "$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --openai-url "$OPENAI_EMU" --db "$WORK/llmfleet.db" \
 	--batch-window 500ms --poll-interval 200ms --max-poll-interval 500ms \
-	--turnaround-prior 2s --ping-interval 250ms -v \
+	--turnaround-prior 2s --ping-interval 250ms --cache-batch-rate-prior 0.9 -v \
 	>"$WORK/proxy.out" 2>"$WORK/proxy.log" &
 PIDS+=($!)
 PROXY=$(wait_addr "$WORK/proxy.out" "llmfleet serving on") || die "proxy did not start"

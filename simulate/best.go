@@ -55,6 +55,7 @@ func BestCached(cfg Config, turns []Turn) (rep Report, known bool) {
 		return Report{}, false
 	}
 	b := newBest(cfg)
+	b.thinks = thinkSample(turns)
 	rep = Report{Policy: BestName, Requests: len(turns), Routes: map[string]int{"sync": 0, "flex": 0, "batch": 0},
 		Latency: map[string]Percentiles{}, Cache: map[string]CacheStats{}}
 	var order []string
@@ -99,6 +100,9 @@ type best struct {
 	delays   map[string]*[3]delays // per model, by route index
 	stats    map[string]*expStats
 	rescues  float64
+	// thinks samples the workload's think times (milliseconds), for the
+	// best router; nil for the oracle.
+	thinks []int64
 }
 
 func newBest(cfg Config) *best {
@@ -132,6 +136,12 @@ func (b *best) delaysOf(model string) *[3]delays {
 
 // agent routes one agent's turns by dynamic programming and adds its
 // routes and expected cache figures to rep; it returns its expected cost.
+//
+// The value of a state after turn i is the least expected cost of the
+// turns after it. The oracle (b.thinks nil) knows each turn's think time
+// when it weighs the turns to come; the best router weighs them over the
+// think times b.thinks samples, and knows only the think time of the turn
+// it routes (the time since the previous turn, which a router sees).
 func (b *best) agent(ts []Turn, rep *Report) float64 {
 	n := len(ts)
 	steps := make([]*step, n)
@@ -142,26 +152,76 @@ func (b *best) agent(ts []Turn, rep *Report) float64 {
 		}
 		steps[i] = b.newStep(t, prev)
 	}
-	// value[i][s]: the least expected cost of turns i.. after state s.
 	value := make([][4]float64, n+1)
-	choice := make([][4]int, n)
 	for i := n - 1; i >= 0; i-- {
 		for s := range 4 {
-			value[i][s], choice[i][s] = math.Inf(1), 0
-			for r := range bestRoutes {
-				c, ok := steps[i].cost(b, s, r)
-				if ok && c+value[i+1][r] < value[i][s] {
-					value[i][s], choice[i][s] = c+value[i+1][r], r
-				}
+			if b.thinks == nil || i == 0 {
+				value[i][s], _ = steps[i].choose(b, s, value[i+1])
+				continue
 			}
+			sum := 0.0
+			for _, think := range b.thinks {
+				v, _ := steps[i].withThink(think).choose(b, s, value[i+1])
+				sum += v
+			}
+			value[i][s] = sum / float64(len(b.thinks))
 		}
 	}
-	s := noPrevious
+	s, total := noPrevious, 0.0
 	for i := range n {
-		r := choice[i][s]
+		_, r := steps[i].choose(b, s, value[i+1])
+		c, _ := steps[i].cost(b, s, r)
+		total += c
 		rep.Routes[string(bestRoutes[r])]++
 		steps[i].account(b, s, r)
 		s = r
 	}
-	return value[0][noPrevious]
+	return total
+}
+
+// choose returns the route index of least expected cost for the turn
+// after state s, the turns after it valued by next, and that cost.
+func (st *step) choose(b *best, s int, next [4]float64) (float64, int) {
+	v, choice := math.Inf(1), 0
+	for r := range bestRoutes {
+		c, ok := st.cost(b, s, r)
+		if ok && c+next[r] < v {
+			v, choice = c+next[r], r
+		}
+	}
+	return v, choice
+}
+
+// withThink returns the step with the think time think (milliseconds).
+func (st *step) withThink(think int64) *step {
+	c := *st
+	c.t.ThinkMS = think
+	return &c
+}
+
+// thinkSamples is how many think times the best router weighs a turn
+// over.
+const thinkSamples = 64
+
+// thinkSample returns up to thinkSamples quantiles of the think times of
+// turns that follow another (none: a single 0).
+func thinkSample(turns []Turn) []int64 {
+	var all []int64
+	for _, t := range turns {
+		if t.Turn > 0 {
+			all = append(all, t.ThinkMS)
+		}
+	}
+	if len(all) == 0 {
+		return []int64{0}
+	}
+	slices.Sort(all)
+	if len(all) <= thinkSamples {
+		return all
+	}
+	out := make([]int64, thinkSamples)
+	for i := range out {
+		out[i] = all[(2*i+1)*len(all)/(2*thinkSamples)]
+	}
+	return out
 }
