@@ -10,8 +10,11 @@ import (
 	"github.com/llmfleet/llmfleet/pricing"
 )
 
-// BestName names the best router's report.
-const BestName = "best"
+// BestName names the best router's report, OracleName the oracle's.
+const (
+	BestName   = "best"
+	OracleName = "oracle"
+)
 
 // BestCached returns the report of the best router that knows the prompt
 // cache model, on a workload with prompt structures under cfg: its
@@ -26,7 +29,11 @@ const BestName = "best"
 // over the rest of the agent's turns. It knows the distributions of the
 // batch turnarounds, the sync and flex latencies (uniform over their
 // ranges, the stragglers' mixture included) and the cache's rates
-// (Config.Cache), not the draws. It assumes:
+// (Config.Cache), not the draws; it knows the distribution of the think
+// times (the workload's own, pooled over its turns), and when it routes a
+// turn the time since the agent's previous one (as a router sees it), not
+// the think times of the turns to come. It knows how many turns an agent
+// has and their sizes, which a router does not. It assumes:
 //
 //   - a turn goes out the moment it arrives, in a batch of its own that
 //     runs it at a uniform point of its turnaround and is seen to end at
@@ -50,13 +57,27 @@ const BestName = "best"
 // the warmth of shared prefixes, and ignores how rescues and budgets
 // shorten the time between turns.
 func BestCached(cfg Config, turns []Turn) (rep Report, known bool) {
+	return bestCached(cfg, turns, BestName, thinkSample(turns))
+}
+
+// OracleCached returns the report of the oracle (OracleName): the best
+// router of BestCached that knows, besides, each turn's think time when
+// it weighs the turns to come, as no router can. It bounds what any
+// router could save on the workload.
+func OracleCached(cfg Config, turns []Turn) (rep Report, known bool) {
+	return bestCached(cfg, turns, OracleName, nil)
+}
+
+// bestCached computes BestCached (thinks, the think times it weighs the
+// turns to come over) or OracleCached (thinks nil), named name.
+func bestCached(cfg Config, turns []Turn, name string, thinks []int64) (rep Report, known bool) {
 	if (cfg.Turnaround != nil && cfg.TurnaroundRange == nil) || (cfg.SyncLatency != nil && cfg.SyncLatencyRange == nil) ||
 		(cfg.FlexLatency != nil && cfg.FlexLatencyRange == nil) {
 		return Report{}, false
 	}
 	b := newBest(cfg)
-	b.thinks = thinkSample(turns)
-	rep = Report{Policy: BestName, Requests: len(turns), Routes: map[string]int{"sync": 0, "flex": 0, "batch": 0},
+	b.thinks, b.cont = thinks, continuation(turns)
+	rep = Report{Policy: name, Requests: len(turns), Routes: map[string]int{"sync": 0, "flex": 0, "batch": 0},
 		Latency: map[string]Percentiles{}, Cache: map[string]CacheStats{}}
 	var order []string
 	byAgent := map[string][]Turn{}
@@ -66,13 +87,15 @@ func BestCached(cfg Config, turns []Turn) (rep Report, known bool) {
 		}
 		byAgent[t.Agent] = append(byAgent[t.Agent], t)
 	}
-	var nanos int64
+	var nanos, syncNanos int64
 	for _, a := range order {
 		ts := byAgent[a]
 		slices.SortStableFunc(ts, func(x, y Turn) int { return x.Turn - y.Turn })
-		nanos += int64(math.Round(b.agent(ts, &rep) * 1e9))
+		cost, sync := b.agent(ts, &rep)
+		nanos += int64(math.Round(cost * 1e9))
+		syncNanos += int64(math.Round(sync * 1e9))
 	}
-	rep.CostUSD = float64(nanos) / 1e9
+	rep.CostUSD, rep.ModelSyncUSD = float64(nanos)/1e9, float64(syncNanos)/1e9
 	rep.Rescued = int(math.Round(b.rescues))
 	for r, s := range b.stats {
 		rep.Cache[r] = s.round()
@@ -101,8 +124,10 @@ type best struct {
 	stats    map[string]*expStats
 	rescues  float64
 	// thinks samples the workload's think times (milliseconds), for the
-	// best router; nil for the oracle.
+	// best router; nil for the oracle. cont is the share of the
+	// workload's turns that have a next one.
 	thinks []int64
+	cont   float64
 }
 
 func newBest(cfg Config) *best {
@@ -135,14 +160,15 @@ func (b *best) delaysOf(model string) *[3]delays {
 }
 
 // agent routes one agent's turns by dynamic programming and adds its
-// routes and expected cache figures to rep; it returns its expected cost.
+// routes and expected cache figures to rep; it returns its expected cost,
+// and that of sending every turn sync under the same model.
 //
 // The value of a state after turn i is the least expected cost of the
 // turns after it. The oracle (b.thinks nil) knows each turn's think time
 // when it weighs the turns to come; the best router weighs them over the
 // think times b.thinks samples, and knows only the think time of the turn
 // it routes (the time since the previous turn, which a router sees).
-func (b *best) agent(ts []Turn, rep *Report) float64 {
+func (b *best) agent(ts []Turn, rep *Report) (cost, sync float64) {
 	n := len(ts)
 	steps := make([]*step, n)
 	for i, t := range ts {
@@ -152,41 +178,85 @@ func (b *best) agent(ts []Turn, rep *Report) float64 {
 		}
 		steps[i] = b.newStep(t, prev)
 	}
-	value := make([][4]float64, n+1)
-	for i := n - 1; i >= 0; i-- {
+	value := b.values(steps)
+	s := noPrevious
+	for i := range n {
+		c, _ := steps[i].cost(b, syncAfter(i), 0)
+		sync += c
+	}
+	for i := range n {
+		_, r := steps[i].choose(b, s, value[i+1], b.next())
+		c, _ := steps[i].cost(b, s, r)
+		cost += c
+		rep.Routes[string(bestRoutes[r])]++
+		steps[i].account(b, s, r)
+		s = r
+	}
+	return cost, sync
+}
+
+// syncAfter is the state of turn i when every turn before it went sync.
+func syncAfter(i int) int {
+	if i == 0 {
+		return noPrevious
+	}
+	return 0
+}
+
+// extraTurns is how many turns past an agent's last the best router,
+// which does not know which turn is the last, weighs: the last one's
+// again, each with the chance that a turn has a next one.
+const extraTurns = 40
+
+// next is the weight of the turns to come: the chance that a turn has a
+// next one for the best router, 1 for the oracle (which knows).
+func (b *best) next() float64 {
+	if b.thinks == nil {
+		return 1
+	}
+	return b.cont
+}
+
+// values returns the value of each state after each turn: value[i][s],
+// the least expected cost of turns i.. after state s (the previous turn's
+// route). The oracle's are over the agent's own turns, their think times
+// known; the best router's over its turns and extraTurns more, each turn
+// to come weighed by the chance that it comes and over the think times
+// b.thinks samples.
+func (b *best) values(steps []*step) [][4]float64 {
+	all := steps
+	if b.thinks != nil {
+		all = slices.Clone(steps)
+		for range extraTurns {
+			all = append(all, steps[len(steps)-1])
+		}
+	}
+	value := make([][4]float64, len(all)+1)
+	for i := len(all) - 1; i >= 0; i-- {
 		for s := range 4 {
 			if b.thinks == nil || i == 0 {
-				value[i][s], _ = steps[i].choose(b, s, value[i+1])
+				value[i][s], _ = all[i].choose(b, s, value[i+1], b.next())
 				continue
 			}
 			sum := 0.0
 			for _, think := range b.thinks {
-				v, _ := steps[i].withThink(think).choose(b, s, value[i+1])
+				v, _ := all[i].withThink(think).choose(b, s, value[i+1], b.next())
 				sum += v
 			}
 			value[i][s] = sum / float64(len(b.thinks))
 		}
 	}
-	s, total := noPrevious, 0.0
-	for i := range n {
-		_, r := steps[i].choose(b, s, value[i+1])
-		c, _ := steps[i].cost(b, s, r)
-		total += c
-		rep.Routes[string(bestRoutes[r])]++
-		steps[i].account(b, s, r)
-		s = r
-	}
-	return total
+	return value
 }
 
 // choose returns the route index of least expected cost for the turn
 // after state s, the turns after it valued by next, and that cost.
-func (st *step) choose(b *best, s int, next [4]float64) (float64, int) {
+func (st *step) choose(b *best, s int, next [4]float64, w float64) (float64, int) {
 	v, choice := math.Inf(1), 0
 	for r := range bestRoutes {
 		c, ok := st.cost(b, s, r)
-		if ok && c+next[r] < v {
-			v, choice = c+next[r], r
+		if ok && c+w*next[r] < v {
+			v, choice = c+w*next[r], r
 		}
 	}
 	return v, choice
@@ -224,4 +294,19 @@ func thinkSample(turns []Turn) []int64 {
 		out[i] = all[(2*i+1)*len(all)/(2*thinkSamples)]
 	}
 	return out
+}
+
+// continuation returns the share of turns that have a next one (an
+// agent's turns but its first, over its turns).
+func continuation(turns []Turn) float64 {
+	next := 0
+	for _, t := range turns {
+		if t.Turn > 0 {
+			next++
+		}
+	}
+	if len(turns) == 0 {
+		return 0
+	}
+	return float64(next) / float64(len(turns))
 }

@@ -144,6 +144,10 @@ type Report struct {
 	// SavedOfBound is SavedUSD over it (0 when it is 0).
 	BoundSavedUSD float64 `json:"bound_saved_usd"`
 	SavedOfBound  float64 `json:"saved_of_bound"`
+	// ModelSyncUSD is, in BestCached's and OracleCached's reports, what
+	// sending every turn sync costs under their model, which their saving
+	// is measured against (see Compare).
+	ModelSyncUSD float64 `json:"-"`
 	// Rescued counts the batched requests answered by their rescue.
 	Rescued int `json:"rescued"`
 	// FlexFallbacks counts the flex calls that ended in the standard tier

@@ -63,11 +63,11 @@ type expected struct {
 	cost, syncEquivalent float64
 	// positiveSaved sums the savings of the batched calls that saved.
 	positiveSaved float64
-	byModel              map[string]float64
+	byModel       map[string]float64
 	// calls are the calls answered, in order, for the sync world's replay
 	// (see replaySync).
-	calls []answered
-	tokens1h             int64 // 1-hour cache writes of claude-sonnet-4-6 at the sync route
+	calls    []answered
+	tokens1h int64 // 1-hour cache writes of claude-sonnet-4-6 at the sync route
 	// cache holds the cache tokens by route and model ("sync/" + model).
 	cache map[string]ledger.Tokens
 }

@@ -160,10 +160,13 @@ func TestSimulateAgentsCached(t *testing.T) {
 		return strings.Join(names, ",")
 	}
 	rs := reports("--workload", "agents-cached:12x4", "--cache-batch-hit-rate", "0.7", "--seed", "2")
-	if got := policies(rs); got != "all-sync,cache-blind,llmfleet,best" {
+	if got := policies(rs); got != "all-sync,cache-blind,llmfleet,best,oracle" {
 		t.Fatalf("policies %s", got)
 	}
-	all, best := rs[0], rs[3]
+	all, best, oracle := rs[0], rs[3], rs[4]
+	if oracle.CostUSD > best.CostUSD || oracle.BoundSavedUSD != best.SavedUSD {
+		t.Errorf("the oracle %+v above the best router %+v", oracle, best)
+	}
 	if all.Requests != 48 || all.Routes["sync"] != 48 || best.CostUSD > all.CostUSD || rs[1].SyncEquivalentUSD != all.CostUSD ||
 		all.Cache["sync"].Answers != 48 || rs[2].BoundSavedUSD != best.SavedUSD {
 		t.Errorf("reports %+v", rs)
@@ -178,7 +181,7 @@ func TestSimulateAgentsCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	fromFile := reports("--workload", path, "--cache-batch-hit-rate", "0.7", "--seed", "2", "--policy", "seed,all-sync,cache-blind")
-	if got := policies(fromFile); got != "all-sync,seed,cache-blind,best" {
+	if got := policies(fromFile); got != "all-sync,seed,cache-blind,best,oracle" {
 		t.Fatalf("policies %s", got)
 	}
 	if fromFile[0].CostUSD != all.CostUSD || fromFile[2].CostUSD != rs[1].CostUSD || fromFile[3].CostUSD != best.CostUSD {
