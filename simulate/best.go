@@ -231,22 +231,72 @@ func (b *best) values(steps []*step) [][4]float64 {
 			all = append(all, steps[len(steps)-1])
 		}
 	}
+	tables := map[*step]*costTable{}
 	value := make([][4]float64, len(all)+1)
 	for i := len(all) - 1; i >= 0; i-- {
-		for s := range 4 {
-			if b.thinks == nil || i == 0 {
+		if b.thinks == nil || i == 0 {
+			for s := range 4 {
 				value[i][s], _ = all[i].choose(b, s, value[i+1], b.next())
-				continue
 			}
+			continue
+		}
+		tab := tables[all[i]]
+		if tab == nil {
+			tab = b.costTable(all[i])
+			tables[all[i]] = tab
+		}
+		for s := range 4 {
 			sum := 0.0
-			for _, think := range b.thinks {
-				v, _ := all[i].withThink(think).choose(b, s, value[i+1], b.next())
-				sum += v
+			for k := range b.thinks {
+				sum += tab.least(s, k, value[i+1], b.next())
 			}
 			value[i][s] = sum / float64(len(b.thinks))
 		}
 	}
 	return value
+}
+
+// costTable holds a turn's expected costs by state, route and think time
+// sampled (NaN: the route may not be taken), computed once for the turn
+// (the turns past the last are the last one's again).
+type costTable struct {
+	c [4][3][]float64
+}
+
+// costTable computes st's costs for each of b.thinks.
+func (b *best) costTable(st *step) *costTable {
+	tab := &costTable{}
+	st.prices(b) // once, for the copies
+	for s := range 4 {
+		for r := range bestRoutes {
+			tab.c[s][r] = make([]float64, len(b.thinks))
+		}
+	}
+	for k, think := range b.thinks {
+		at := st.withThink(think)
+		for s := range 4 {
+			for r := range bestRoutes {
+				c, ok := at.cost(b, s, r)
+				if !ok {
+					c = math.NaN()
+				}
+				tab.c[s][r][k] = c
+			}
+		}
+	}
+	return tab
+}
+
+// least is the least expected cost of the turn after state s with the
+// k-th think time, the turns after it valued by next with weight w.
+func (tab *costTable) least(s, k int, next [4]float64, w float64) float64 {
+	v := math.Inf(1)
+	for r := range bestRoutes {
+		if c := tab.c[s][r][k]; !math.IsNaN(c) && c+w*next[r] < v {
+			v = c + w*next[r]
+		}
+	}
+	return v
 }
 
 // choose returns the route index of least expected cost for the turn

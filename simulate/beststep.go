@@ -21,6 +21,10 @@ type step struct {
 	// batchOK and flexOK whether the routes may be taken.
 	late            float64
 	batchOK, flexOK bool
+	// priced holds, once computed, the price of each outcome (see
+	// outcomes) on each route index: shared by the step's copies
+	// (withThink), as the think time changes only their chances.
+	priced *[3][3]float64
 }
 
 // newStep reads turn t, whose agent's previous turn is prev (nil: none).
@@ -107,13 +111,28 @@ func (st *step) price(b *best, u llmfleet.Usage, r int) float64 {
 // expected is the expected cost of the turn after state s on route r,
 // without rescue.
 func (st *step) expected(b *best, s, r int) float64 {
+	priced := st.prices(b)
 	c := 0.0
-	for _, o := range st.outcomes(b, s, r) {
+	for i, o := range st.outcomes(b, s, r) {
 		if o.p > 0 {
-			c += o.p * st.price(b, st.usage(b, o.read), r)
+			c += o.p * priced[r][i]
 		}
 	}
 	return c
+}
+
+// prices returns the price of each outcome on each route index,
+// computing them the first time.
+func (st *step) prices(b *best) *[3][3]float64 {
+	if st.priced == nil {
+		st.priced = &[3][3]float64{}
+		for r := range bestRoutes {
+			for i, read := range [3]int64{st.own, st.shared, 0} {
+				st.priced[r][i] = st.price(b, st.usage(b, read), r)
+			}
+		}
+	}
+	return st.priced
 }
 
 // cost is the expected cost of the turn after state s on route r, a late
