@@ -34,7 +34,9 @@ type DB struct {
 	// URL is the database's URL: postgres://user@host:port/db?sslmode=…,
 	// with search_path=SCHEMA for a schema of the fleet's own.
 	URL string
-	// MaxConns bounds the connections to the server; 0 means 16.
+	// MaxConns bounds the connections to the server; 0 means 16, and
+	// below 2 is 2: the replica name's lock holds one for as long as the
+	// DB is open (with 1, Open waited forever for a second one).
 	MaxConns int
 	// ConnMaxLifetime bounds how long a pooled connection serves: a
 	// session keeps the settings it started with (ALTER DATABASE or ROLE
@@ -179,12 +181,12 @@ func (d *DB) pool(cfg *pgx.ConnConfig) *sql.DB {
 	return db
 }
 
-// maxConns is MaxConns or its default.
+// maxConns is MaxConns, or its default, and at least 2.
 func (d *DB) maxConns() int {
 	if d.MaxConns <= 0 {
 		return 16
 	}
-	return d.MaxConns
+	return max(d.MaxConns, 2)
 }
 
 // orDefault returns v, or def for 0; a negative v is 0 (no bound, to
