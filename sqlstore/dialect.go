@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -111,5 +112,6 @@ func (d *Dialect) missing() []string {
 			out = append(out, name)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
