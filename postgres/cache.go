@@ -44,7 +44,7 @@ func (d *DB) AddCacheStats(ctx context.Context, stats []llmfleet.CacheStat) erro
 		return nil
 	}
 	stats = storecodec.MergeCacheStats(stats)
-	return d.write(ctx, func(tx *sql.Tx) error {
+	return d.conn.Write(ctx, func(tx *sql.Tx) error {
 		for i := 0; i < len(stats); i += rowsPerStatement {
 			chunk := stats[i:min(i+rowsPerStatement, len(stats))]
 			var providers, models, creds, lookups, entries []string
@@ -62,37 +62,13 @@ func (d *DB) AddCacheStats(ctx context.Context, stats []llmfleet.CacheStat) erro
 	})
 }
 
-// CacheStats returns the counts the fleet keeps, one per provider, model,
-// credential, lookup and entry, in that order (byte order).
-func (d *DB) CacheStats(ctx context.Context) ([]llmfleet.CacheStat, error) {
-	db, err := d.conn()
-	if err != nil {
-		return nil, err
-	}
-	rows, err := db.QueryContext(ctx, `SELECT provider, model, credential_id, lookup, entry, lookups, hits FROM cache_stats
-		ORDER BY provider COLLATE "C", model COLLATE "C", credential_id COLLATE "C", lookup COLLATE "C", entry COLLATE "C"`)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: cache stats: %w", err)
-	}
-	defer rows.Close()
-	var out []llmfleet.CacheStat
-	for rows.Next() {
-		var s llmfleet.CacheStat
-		if err := rows.Scan(&s.Provider, &s.Model, &s.CredentialID, &s.Lookup, &s.Entry, &s.Lookups, &s.Hits); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
-
 // PutPrefixes records what was learned of prefixes, in one transaction.
 func (d *DB) PutPrefixes(ctx context.Context, prefixes []llmfleet.PrefixState) error {
 	if len(prefixes) == 0 {
 		return nil
 	}
 	prefixes = storecodec.MergePrefixes(prefixes)
-	return d.write(ctx, func(tx *sql.Tx) error {
+	return d.conn.Write(ctx, func(tx *sql.Tx) error {
 		for i := 0; i < len(prefixes); i += rowsPerStatement {
 			chunk := prefixes[i:min(i+rowsPerStatement, len(prefixes))]
 			var creds, hashes []string
@@ -114,7 +90,7 @@ func (d *DB) PutPrefixes(ctx context.Context, prefixes []llmfleet.PrefixState) e
 // Prefixes returns what the fleet keeps of the prefixes of hashes under a
 // credential, in one query; hashes it does not hold are left out.
 func (d *DB) Prefixes(ctx context.Context, credentialID string, hashes []string) ([]llmfleet.PrefixState, error) {
-	db, err := d.conn()
+	db, err := d.conn.Reader()
 	if err != nil {
 		return nil, err
 	}
@@ -140,11 +116,12 @@ func (d *DB) Prefixes(ctx context.Context, credentialID string, hashes []string)
 	return out, rows.Err()
 }
 
-// purgePrefixes deletes the prefixes last seen before $1, or not known to
-// have been seen (the zero time is before any). It locks them first, in
+// purgePrefixes deletes the prefixes last seen before its argument, or
+// not known to have been seen (the zero time is before any); it is
+// written, as the core's statements are, with ?. It locks them first, in
 // the order of their keys, as PutPrefixes does: a Purge and a PutPrefixes
 // that share rows wait for each other rather than deadlock (and a prefix
 // seen again meanwhile is kept).
 const purgePrefixes = `DELETE FROM prefixes WHERE (credential_id, hash) IN (
-		SELECT credential_id, hash FROM prefixes WHERE seen_at IS NULL OR seen_at < $1
+		SELECT credential_id, hash FROM prefixes WHERE seen_at IS NULL OR seen_at < ?
 		ORDER BY credential_id COLLATE "C", hash COLLATE "C" FOR UPDATE)`

@@ -4,7 +4,9 @@
 // ledger, the turnaround samples, the prompt-cache statistics and prefix
 // states, and the owners of batches made through the pass-through APIs.
 // It passes the storetest suite as the SQLite store
-// does, with the same column encoding (package storecodec).
+// does, with the same column encoding (package storecodec) and the same
+// core (package sqlstore), whose many-row writes it makes one statement
+// over arrays (unnest).
 //
 // Open applies the embedded migrations under an advisory lock, so that
 // several processes starting at once on a fresh database migrate it once.

@@ -167,3 +167,16 @@ func TestRestartAdopts(t *testing.T) {
 		t.Fatalf("the restarted replica adopted %v (%v), want lfr_1", q, err)
 	}
 }
+
+// A pool of one connection would be held by the replica name's lock: it
+// holds two, and Open does not wait forever for the second.
+func TestMaxConnsOne(t *testing.T) {
+	d := &postgres.DB{URL: pgtest.URL(t), MaxConns: 1}
+	if err := d.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := d.AddRequest(t.Context(), &llmfleet.StoredRequest{ID: "lfr_1", Provider: "anthropic", Body: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -29,3 +29,15 @@ func benchAdd(b *testing.B, callers int, syncMode string) {
 	defer d.Close()
 	storetest.BenchAdd(b, d, callers)
 }
+
+// BenchmarkCompleteRequests measures storing the results of a batch of
+// 1,000 requests, with their ledger entries, in one CompleteRequests
+// (storetest.BenchComplete).
+func BenchmarkCompleteRequests(b *testing.B) {
+	d := &sqlite.DB{Path: filepath.Join(b.TempDir(), "bench.db")}
+	if err := d.Open(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	storetest.BenchComplete(b, d, 1000)
+}

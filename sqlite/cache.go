@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/storecodec"
@@ -29,9 +28,6 @@ const (
 			seen_at = max(coalesce(seen_at, excluded.seen_at), coalesce(excluded.seen_at, seen_at))`
 )
 
-// prefixesPerQuery bounds the hashes Prefixes asks for in one query.
-const prefixesPerQuery = 500
-
 // AddCacheStats adds stats to the counts kept, in one transaction: one
 // upsert per provider, model, credential, lookup and entry, which adds
 // its counts to the stored ones.
@@ -40,7 +36,7 @@ func (d *DB) AddCacheStats(ctx context.Context, stats []llmfleet.CacheStat) erro
 		return nil
 	}
 	stats = storecodec.MergeCacheStats(stats)
-	return d.write(ctx, func(tx *sql.Tx) error {
+	return d.conn.Write(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, addCacheStat)
 		if err != nil {
 			return err
@@ -56,29 +52,6 @@ func (d *DB) AddCacheStats(ctx context.Context, stats []llmfleet.CacheStat) erro
 	})
 }
 
-// CacheStats returns the counts kept, one per provider, model,
-// credential, lookup and entry, in that order.
-func (d *DB) CacheStats(ctx context.Context) ([]llmfleet.CacheStat, error) {
-	if d.r == nil {
-		return nil, ErrClosed
-	}
-	rows, err := d.r.QueryContext(ctx, `SELECT provider, model, credential_id, lookup, entry, lookups, hits
-		FROM cache_stats ORDER BY provider, model, credential_id, lookup, entry`)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: cache stats: %w", err)
-	}
-	defer rows.Close()
-	var out []llmfleet.CacheStat
-	for rows.Next() {
-		var s llmfleet.CacheStat
-		if err := rows.Scan(&s.Provider, &s.Model, &s.CredentialID, &s.Lookup, &s.Entry, &s.Lookups, &s.Hits); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
-
 // PutPrefixes records what was learned of prefixes, in one transaction:
 // one upsert per credential and hash.
 func (d *DB) PutPrefixes(ctx context.Context, prefixes []llmfleet.PrefixState) error {
@@ -86,7 +59,7 @@ func (d *DB) PutPrefixes(ctx context.Context, prefixes []llmfleet.PrefixState) e
 		return nil
 	}
 	prefixes = storecodec.MergePrefixes(prefixes)
-	return d.write(ctx, func(tx *sql.Tx) error {
+	return d.conn.Write(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, putPrefix)
 		if err != nil {
 			return err
@@ -104,23 +77,24 @@ func (d *DB) PutPrefixes(ctx context.Context, prefixes []llmfleet.PrefixState) e
 
 // Prefixes returns what is kept of the prefixes of hashes under a
 // credential, as of one snapshot; hashes it does not hold are left out.
-// It asks for up to prefixesPerQuery hashes a query.
+// It asks for up to idsPerQuery hashes a query.
 func (d *DB) Prefixes(ctx context.Context, credentialID string, hashes []string) ([]llmfleet.PrefixState, error) {
-	if d.r == nil {
-		return nil, ErrClosed
+	db, err := d.conn.Reader()
+	if err != nil {
+		return nil, err
 	}
 	hashes = distinct(hashes)
 	if len(hashes) == 0 {
 		return nil, nil
 	}
-	tx, err := d.r.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
 	var out []llmfleet.PrefixState
 	for len(hashes) > 0 {
-		n := min(len(hashes), prefixesPerQuery)
+		n := min(len(hashes), idsPerQuery)
 		got, err := prefixesOf(ctx, tx, credentialID, hashes[:n])
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: prefixes: %w", err)
@@ -133,13 +107,8 @@ func (d *DB) Prefixes(ctx context.Context, credentialID string, hashes []string)
 // prefixesOf reads the prefixes of hashes (distinct) under a credential in
 // one query.
 func prefixesOf(ctx context.Context, tx *sql.Tx, credentialID string, hashes []string) ([]llmfleet.PrefixState, error) {
-	args := make([]any, 0, 1+len(hashes))
-	args = append(args, credentialID)
-	for _, h := range hashes {
-		args = append(args, h)
-	}
 	rows, err := tx.QueryContext(ctx, `SELECT hash, tokens, sync_until, batch_until, seen_at FROM prefixes
-		WHERE credential_id = ? AND hash IN (?`+strings.Repeat(", ?", len(hashes)-1)+`)`, args...)
+		WHERE credential_id = ? AND hash IN (`+params(len(hashes))+`)`, append([]any{credentialID}, anys(hashes)...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ func TestCachePlan(t *testing.T) {
 	}{
 		{`SELECT hash, tokens FROM prefixes WHERE credential_id = ? AND hash IN (?, ?)`, []any{"c", "h1", "h2"},
 			[]string{"SEARCH prefixes USING PRIMARY KEY (credential_id=? AND hash=?)"}},
-		{purgePrefixes, []any{1}, []string{"USING INDEX prefixes_seen (seen_at=?)", "USING INDEX prefixes_seen (seen_at<?)"}},
+		{d.dialect(nil).PurgePrefixes, []any{1}, []string{"USING INDEX prefixes_seen (seen_at=?)", "USING INDEX prefixes_seen (seen_at<?)"}},
 	} {
 		rows, err := d.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, tc.args...)
 		if err != nil {

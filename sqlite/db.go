@@ -10,16 +10,21 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/sqlstore"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
-// ErrClosed is returned by the methods of a DB that was closed.
-var ErrClosed = errors.New("sqlite: store closed")
+// ErrClosed is returned, wrapped, by the methods of a DB before Open and
+// after Close.
+var ErrClosed = sqlstore.ErrClosed
+
+// core is the llmfleet.Store methods the SQL stores share (package
+// sqlstore), which DB embeds.
+type core = sqlstore.Store
 
 // DB is the embedded SQLite llmfleet.Store. Set its fields, then call Open;
 // the zero value opens the database at DefaultPath. A DB must not be copied
@@ -52,16 +57,11 @@ type DB struct {
 	// logged.
 	Logger *slog.Logger
 
-	w    *sql.DB  // the one writing connection
-	r    *sql.DB  // the reading connections
-	lock *os.File // holds the exclusive lock (see lockFile) until Close
-
-	adds chan *addOp // AddRequest calls waiting for the group committer
-
-	mu     sync.RWMutex // guards closed against concurrent senders on adds
-	closed bool
-	quit   chan struct{}
-	wg     sync.WaitGroup
+	core                // the shared methods, over conn
+	conn *sqlstore.Conn // the database as the core uses it, from Open to Close
+	w    *sql.DB        // the one writing connection
+	r    *sql.DB        // the reading connections
+	lock *os.File       // holds the exclusive lock (see lockFile) until Close
 }
 
 var _ llmfleet.Store = (*DB)(nil)
@@ -115,14 +115,17 @@ func (d *DB) Open(ctx context.Context) error {
 		lock.Close()
 		return fmt.Errorf("sqlite: migrating %s: %w", d.Path, err)
 	}
-	d.w, d.r, d.lock = w, r, lock
 	if d.MaxGroup <= 0 {
 		d.MaxGroup = 512
 	}
-	d.adds = make(chan *addOp, d.MaxGroup)
-	d.quit = make(chan struct{})
-	d.wg.Add(1)
-	go d.groupCommitter()
+	conn, err := sqlstore.Open(w, r, d.dialect(w))
+	if err != nil {
+		w.Close()
+		r.Close()
+		lock.Close()
+		return err
+	}
+	d.w, d.r, d.lock, d.conn, d.core = w, r, lock, conn, sqlstore.NewStore(conn)
 	d.logger().Debug("sqlite store opened", "path", d.Path)
 	return nil
 }
@@ -131,15 +134,9 @@ func (d *DB) Open(ctx context.Context) error {
 // it, closes the database and then releases its lock. Calling it again
 // returns nil.
 func (d *DB) Close() error {
-	d.mu.Lock()
-	if d.closed || d.w == nil {
-		d.mu.Unlock()
+	if !d.conn.Close() {
 		return nil
 	}
-	d.closed = true
-	close(d.quit)
-	d.mu.Unlock()
-	d.wg.Wait()
 	err := errors.Join(d.r.Close(), d.w.Close())
 	return errors.Join(err, d.lock.Close())
 }

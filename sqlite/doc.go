@@ -22,7 +22,8 @@
 // was paid for.)
 //
 // One connection writes; a small pool reads, and in WAL mode readers never
-// wait for the writer. AddRequest calls are committed in groups: one
+// wait for the writer. AddRequest calls are committed in groups (the group
+// committer of package sqlstore, the core the SQL stores share): one
 // goroutine, started by Open and stopped by Close, takes every call
 // waiting, inserts them in one transaction and pays one fsync for all;
 // each caller returns once its own row is durable.

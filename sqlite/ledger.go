@@ -25,27 +25,18 @@ func addBlock(ctx context.Context, tx *sql.Tx, entries []llmfleet.LedgerEntry) e
 		first, last = min(first, t), max(last, t)
 	}
 	data := appendBlock(make([]byte, 0, 128*len(entries)), entries)
-	if _, err := tx.ExecContext(ctx, insertBlock, first, last, len(entries), data); err != nil {
-		return fmt.Errorf("sqlite: ledger: %w", err)
-	}
-	return nil
-}
-
-// AddLedger records ledger entries, in one transaction, as one block.
-func (d *DB) AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	return d.write(ctx, func(tx *sql.Tx) error { return addBlock(ctx, tx, entries) })
+	_, err := tx.ExecContext(ctx, insertBlock, first, last, len(entries), data)
+	return err
 }
 
 // Ledger returns the ledger entries whose Time is in [from, to), in time
 // order, then in the order they were added.
 func (d *DB) Ledger(ctx context.Context, from, to time.Time) ([]llmfleet.LedgerEntry, error) {
-	if d.r == nil {
-		return nil, ErrClosed
+	db, err := d.conn.Reader()
+	if err != nil {
+		return nil, err
 	}
-	rows, err := d.r.QueryContext(ctx, `SELECT time, request_id, provider, model, route, outcome, usage,
+	rows, err := db.QueryContext(ctx, `SELECT time, request_id, provider, model, route, outcome, usage,
 		cost_usd, other_route_usd, priced, queued, turnaround, latency, budget, budget_met, batch_id, rescue, client
 		FROM ledger WHERE time >= ? AND time < ? ORDER BY time, seq`, from.UnixNano(), to.UnixNano())
 	if err != nil {
@@ -76,7 +67,7 @@ func (d *DB) Ledger(ctx context.Context, from, to time.Time) ([]llmfleet.LedgerE
 		return nil, err
 	}
 	rows.Close()
-	return d.blockEntries(ctx, out, from.UnixNano(), to.UnixNano())
+	return blockEntries(ctx, db, out, from.UnixNano(), to.UnixNano())
 }
 
 // blockEntries appends to out (the entries of the ledger table, in time
@@ -84,8 +75,8 @@ func (d *DB) Ledger(ctx context.Context, from, to time.Time) ([]llmfleet.LedgerE
 // all by time, stably: entries of one time keep the order they were
 // added in (the table's first, then the blocks' by seq, then their order
 // within a block).
-func (d *DB) blockEntries(ctx context.Context, out []llmfleet.LedgerEntry, from, to int64) ([]llmfleet.LedgerEntry, error) {
-	rows, err := d.r.QueryContext(ctx, `SELECT data FROM ledger_blocks
+func blockEntries(ctx context.Context, db *sql.DB, out []llmfleet.LedgerEntry, from, to int64) ([]llmfleet.LedgerEntry, error) {
+	rows, err := db.QueryContext(ctx, `SELECT data FROM ledger_blocks
 		WHERE last_time >= ? AND first_time < ? ORDER BY seq`, from, to)
 	if err != nil {
 		return nil, err

@@ -89,10 +89,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 
 // SchemaVersion returns the schema version of the open database.
 func (d *DB) SchemaVersion(ctx context.Context) (int, error) {
-	if d.r == nil {
-		return 0, ErrClosed
+	db, err := d.conn.Reader()
+	if err != nil {
+		return 0, err
 	}
 	var v int
-	err := d.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
 	return v, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -21,27 +20,6 @@ const (
 		WHERE provider = ? AND model = ? ORDER BY at DESC, seq DESC LIMIT ?`
 )
 
-// AddTurnarounds records observed batch turnarounds, in one transaction.
-func (d *DB) AddTurnarounds(ctx context.Context, samples []llmfleet.TurnaroundSample) error {
-	if len(samples) == 0 {
-		return nil
-	}
-	return d.write(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO turnarounds (provider, model, size, turnaround, at)
-			VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, s := range samples {
-			if _, err := stmt.ExecContext(ctx, s.Provider, s.Model, s.Size, int64(s.Turnaround), s.At.UnixNano()); err != nil {
-				return fmt.Errorf("sqlite: turnaround: %w", err)
-			}
-		}
-		return nil
-	})
-}
-
 // Turnarounds returns, as of one snapshot, the latest n samples of each
 // provider and model, oldest first, by provider, then model. It reads
 // each provider and model's samples off the end of its range in the
@@ -49,13 +27,14 @@ func (d *DB) AddTurnarounds(ctx context.Context, samples []llmfleet.TurnaroundSa
 // cost grows with the number of providers and models and with n, not with
 // the number of samples kept.
 func (d *DB) Turnarounds(ctx context.Context, n int) ([]llmfleet.TurnaroundSample, error) {
-	if d.r == nil {
-		return nil, ErrClosed
+	db, err := d.conn.Reader()
+	if err != nil {
+		return nil, err
 	}
 	if n <= 0 {
 		return nil, nil
 	}
-	tx, err := d.r.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
