@@ -36,3 +36,28 @@ func (RealClock) Now() time.Time { return time.Now() }
 
 // AfterFunc calls time.AfterFunc.
 func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// Sleep waits d on clock (the real one when nil), or until ctx ends, when
+// it returns ctx's error. It is the one way code here waits on a Clock: a
+// Clock that is a Sleeper (a simulation's) sees the wait itself; any
+// other is waited on through AfterFunc.
+func Sleep(ctx context.Context, clock Clock, d time.Duration) error {
+	if clock == nil {
+		clock = RealClock{}
+	}
+	if s, ok := clock.(Sleeper); ok {
+		return s.Sleep(ctx, d)
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	done := make(chan struct{})
+	t := clock.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
