@@ -2,7 +2,7 @@ package dispatch
 
 import (
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -74,10 +74,28 @@ func (d *Dispatcher) fetch(t *tracker, f *flight) {
 		}
 		answers = append(answers, a)
 	}
-	d.mu.Unlock()
 	if len(unanswered) > 0 {
-		answers = append(answers, d.reroute(t, f, unanswered)...)
+		// The sync calls run in goroutines of their own; the last to end
+		// concludes the flight, which no poll fetches meanwhile.
+		f.rerouting = true
+		d.mu.Unlock()
+		d.reroute(t, f, unanswered, func(rerouted []answer) {
+			d.delivered(t, f, append(answers, rerouted...))
+			d.mu.Lock()
+			f.rerouting = false
+			if d.trackers[t.key] == t {
+				d.rescheduleLocked(t)
+			}
+			d.mu.Unlock()
+		})
+		return
 	}
+	d.mu.Unlock()
+	d.delivered(t, f, answers)
+}
+
+// delivered concludes a flight with its answers and logs it.
+func (d *Dispatcher) delivered(t *tracker, f *flight, answers []answer) {
 	if d.conclude(t, f, answers) {
 		d.log.Info("batch results delivered", "provider", t.prov.Name(), "batch_id", f.id, "requests", len(answers))
 	}
@@ -122,42 +140,65 @@ const rerouteConcurrency = 8
 // deadline leaves room for a sync call (its model's predicted sync latency
 // and RescueMargin) is sent sync now, and gets that call's answer; any
 // other, and one without a budget (it asked for a batch, not for the full
-// price), gets the provider's error for the batch.
-func (d *Dispatcher) reroute(t *tracker, f *flight, ws []*waiter) []answer {
+// price), gets the provider's error for the batch. The calls run in at
+// most rerouteConcurrency goroutines of the dispatcher's (its Go hook),
+// which wait for nothing but the calls; then, in the last of them (or at
+// once when no call is to be made), done gets every answer.
+func (d *Dispatcher) reroute(t *tracker, f *flight, ws []*waiter, done func([]answer)) {
 	failure := f.ended.Failure
 	d.log.Warn("batch failed as a whole; its requests go sync where their budget allows", "provider", t.prov.Name(),
 		"batch_id", f.id, "requests", len(ws), "type", failure.Type, "message", failure.Message)
 	answers := make([]answer, len(ws))
-	sem := make(chan struct{}, rerouteConcurrency)
-	var wg sync.WaitGroup
+	var todo []int
 	for i, w := range ws {
 		answers[i] = answer{w: w, err: &llmfleet.BatchError{BatchID: f.id, Err: failure}}
-		now := d.clock.Now()
-		if w.deadline.IsZero() || w.deadline.Sub(now) < d.syncLat.predict(t.prov.Name(), w.info.Model)+d.pol.RescueMargin {
+		if w.deadline.IsZero() || w.deadline.Sub(d.clock.Now()) < d.syncLat.predict(t.prov.Name(), w.info.Model)+d.pol.RescueMargin {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			ctx, cancel := d.withTimeout(d.ctx, w.deadline.Sub(d.clock.Now()))
-			defer cancel()
-			req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header,
-				Endpoint: w.req.Endpoint, Body: w.plain, Client: w.req.Client}
-			d.stats.syncCalls.Add(1)
-			start := d.clock.Now()
-			resp, err := t.prov.Send(ctx, req)
-			if err != nil {
-				answers[i].err = err
-				return
-			}
-			if !d.pol.NoLearning {
-				d.syncLat.observe(t.prov.Name(), resp.Model, d.clock.Now().Sub(start))
-			}
-			resp.Route, resp.RequestID = llmfleet.RouteSync, w.id
-			answers[i] = answer{w: w, resp: resp}
-		}()
+		todo = append(todo, i)
 	}
-	wg.Wait()
-	return answers
+	if len(todo) == 0 {
+		done(answers)
+		return
+	}
+	jobs := make(chan int, len(todo))
+	for _, i := range todo {
+		jobs <- i
+	}
+	close(jobs)
+	workers := min(rerouteConcurrency, len(todo))
+	var left atomic.Int32
+	left.Store(int32(workers))
+	for range workers {
+		d.goOwned(func() {
+			for i := range jobs { // (never blocks: filled, then closed)
+				d.rerouteOne(t.prov, &answers[i])
+			}
+			if left.Add(-1) == 0 {
+				done(answers)
+			}
+		})
+	}
+}
+
+// rerouteOne sends a's request sync, within its deadline, and makes its
+// answer that call's.
+func (d *Dispatcher) rerouteOne(p llmfleet.Provider, a *answer) {
+	w := a.w
+	ctx, cancel := d.withTimeout(d.ctx, w.deadline.Sub(d.clock.Now()))
+	defer cancel()
+	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header,
+		Endpoint: w.req.Endpoint, Body: w.plain, Client: w.req.Client}
+	d.stats.syncCalls.Add(1)
+	start := d.clock.Now()
+	resp, err := p.Send(ctx, req)
+	if err != nil {
+		a.err = err
+		return
+	}
+	if !d.pol.NoLearning {
+		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(start))
+	}
+	resp.Route, resp.RequestID = llmfleet.RouteSync, w.id
+	*a = answer{w: w, resp: resp}
 }

@@ -77,6 +77,10 @@ func (d *Dispatcher) rescheduleLocked(t *tracker) {
 		return
 	}
 	at := t.due()
+	if at.IsZero() {
+		t.stop() // every flight is being rerouted: the last reschedules
+		return
+	}
 	if t.timer != nil && t.timerAt.Equal(at) {
 		return
 	}

@@ -43,12 +43,19 @@ type flight struct {
 	// held are the answers read from its results that could not be
 	// stored yet (see holdFlightLocked).
 	held []answer
+	// rerouting is set while the requests of a batch that failed as a
+	// whole are sent sync (see reroute): no poll fetches it meanwhile.
+	rerouting bool
 }
 
-// due returns the earliest next check of the flights (zero: none).
+// due returns the earliest next check of the flights (zero: none), but
+// for those being rerouted.
 func (t *tracker) due() time.Time {
 	var at time.Time
 	for _, f := range t.flights {
+		if f.rerouting {
+			continue
+		}
 		if at.IsZero() || f.nextCheck.Before(at) {
 			at = f.nextCheck
 		}
@@ -62,6 +69,9 @@ func (t *tracker) due() time.Time {
 // simulator's runs are reproducible).
 func (t *tracker) split() (open []string, ended []*flight) {
 	for id, f := range t.flights {
+		if f.rerouting {
+			continue
+		}
 		if f.ended != nil {
 			ended = append(ended, f)
 		} else {
