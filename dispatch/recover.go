@@ -44,47 +44,79 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 // lease ended. A request waiting here for another replica's answer
 // (elsewhere) is the one picked up, its caller still waiting.
 func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []*llmfleet.StoredRequest, batches []*llmfleet.PendingBatch) error {
-	creds := map[string]llmfleet.Credential{}
-	credential := func(id string) (llmfleet.Credential, error) {
-		if c, ok := creds[id]; ok {
-			return c, nil
+	p := &pickup{d: d, ctx: ctx, store: store, creds: map[string]llmfleet.Credential{}}
+	if err := p.batches(batches); err != nil {
+		return err
+	}
+	for _, r := range queued {
+		if err := p.queued(r); err != nil {
+			return err
 		}
-		sealed, err := store.GetCredential(ctx, id)
-		if err != nil {
-			return llmfleet.Credential{}, fmt.Errorf("credential %s: %w", id, err)
-		}
-		c, err := d.Sealer.Unseal(id, sealed)
-		if err != nil {
-			return llmfleet.Credential{}, fmt.Errorf("credential %s: %w", id, err)
-		}
-		creds[id] = c
-		if sj, ok := d.journal.(*storeJournal); ok {
-			sj.markSealed(id)
-		}
+	}
+	if n := len(queued) + len(batches); n > 0 {
+		d.log.Info("picked up stored state", "queued", len(queued), "batches", len(batches))
+	}
+	return nil
+}
+
+// pickup is one run of pickUp: the store it reads and the credentials it
+// unsealed.
+type pickup struct {
+	d     *Dispatcher
+	ctx   context.Context
+	store llmfleet.Store
+	creds map[string]llmfleet.Credential // by credential id
+}
+
+// credential returns the unsealed credential of a stored id.
+func (p *pickup) credential(id string) (llmfleet.Credential, error) {
+	if c, ok := p.creds[id]; ok {
 		return c, nil
 	}
-	revive := func(r *llmfleet.StoredRequest) (*waiter, error) {
-		d.mu.Lock()
-		w := d.reuseLocked(r.ID)
-		d.mu.Unlock()
-		if w == nil {
-			cred, err := credential(r.CredentialID)
-			if err != nil {
-				return nil, err
-			}
-			d.mu.Lock()
-			w, err = d.reviveLocked(r, cred)
-			d.mu.Unlock()
-			if err != nil {
-				return nil, err
-			}
+	sealed, err := p.store.GetCredential(p.ctx, id)
+	if err != nil {
+		return llmfleet.Credential{}, fmt.Errorf("credential %s: %w", id, err)
+	}
+	c, err := p.d.Sealer.Unseal(id, sealed)
+	if err != nil {
+		return llmfleet.Credential{}, fmt.Errorf("credential %s: %w", id, err)
+	}
+	p.creds[id] = c
+	if sj, ok := p.d.journal.(*storeJournal); ok {
+		sj.markSealed(id)
+	}
+	return c, nil
+}
+
+// revive returns the waiter of a stored request: this process's own
+// (queued here or waiting elsewhere), or a new one with no caller.
+func (p *pickup) revive(r *llmfleet.StoredRequest) (*waiter, error) {
+	d := p.d
+	d.mu.Lock()
+	w := d.reuseLocked(r.ID)
+	d.mu.Unlock()
+	if w == nil {
+		cred, err := p.credential(r.CredentialID)
+		if err != nil {
+			return nil, err
 		}
 		d.mu.Lock()
-		w.customID = r.CustomID
+		w, err = d.reviveLocked(r, cred)
 		d.mu.Unlock()
-		return w, nil
+		if err != nil {
+			return nil, err
+		}
 	}
+	d.mu.Lock()
+	w.customID = r.CustomID
+	d.mu.Unlock()
+	return w, nil
+}
 
+// batches takes charge of stored batches, oldest intent first: created
+// ones are tracked again, intents reconciled.
+func (p *pickup) batches(batches []*llmfleet.PendingBatch) error {
+	d := p.d
 	d.mu.Lock()
 	for _, pb := range batches {
 		if pb.Batch.UpstreamID != "" {
@@ -94,99 +126,101 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 	d.mu.Unlock()
 	sort.Slice(batches, func(i, j int) bool { return batches[i].Batch.IntentAt.Before(batches[j].Batch.IntentAt) })
 	for _, pb := range batches {
-		sb := pb.Batch
-		d.mu.Lock()
-		here := d.creating[sb.ID] || d.trackedLocked(sb.UpstreamID)
-		d.mu.Unlock()
-		if here {
-			continue // its create, or its flight, is under way here already
+		if err := p.batch(pb); err != nil {
+			return err
 		}
-		if len(pb.Requests) == 0 {
-			// Every request of it was answered before the crash.
-			mark := store.ResolveBatch
-			if sb.State == llmfleet.BatchIntent {
-				mark = func(ctx context.Context, id string) error { return store.RecordCreateFailed(ctx, id, false) }
-			}
-			if err := mark(ctx, sb.ID); err != nil {
-				return err
-			}
-			continue
-		}
-		var ws []*waiter
-		for _, r := range pb.Requests {
-			w, err := revive(r)
-			if err != nil {
-				d.log.Error("stored request cannot be recovered", "request_id", r.ID, "err", err)
-				continue
-			}
-			ws = append(ws, w)
-		}
-		if len(ws) == 0 {
-			// Its credential cannot be unsealed (another secret?): keep
-			// the batch pending, for a start that can.
-			d.log.Error("stored batch cannot be recovered; kept for the next start", "batch", sb.ID, "requests", len(pb.Requests))
-			continue
-		}
-		c := &createCall{localID: sb.ID, prov: ws[0].prov, first: ws[0].req, ws: ws, intentAt: sb.IntentAt, deadline: sb.CreateDeadline}
-		if c.deadline.IsZero() {
-			c.deadline = sb.IntentAt.Add(d.pol.CreateTimeout)
-		}
-		d.mu.Lock()
-		if sb.State == llmfleet.BatchIntent {
-			for _, w := range ws {
-				w.state = stateReconciling
-			}
-			d.creating[sb.ID] = true
-			d.beginWorkLocked()
-			d.goOwned(func() { d.reconcile(c) })
-			d.log.Info("batch intent to reconcile", "batch", sb.ID, "requests", len(ws), "create_deadline", c.deadline)
-		} else {
-			for _, w := range ws {
-				w.state = stateSubmitting
-			}
-			b := &llmfleet.Batch{ID: sb.UpstreamID, Status: llmfleet.BatchInProgress, CreatedAt: sb.CreatedAt}
-			d.trackLocked(c.prov, c.first.Credential, sb.ID, b, ws)
-			d.log.Info("batch in flight recovered", "batch_id", b.ID, "requests", len(ws))
-		}
-		d.mu.Unlock()
 	}
-	for _, r := range queued {
-		if r.State == llmfleet.RequestSubmitted {
-			if err := d.interrupted(ctx, store, r); err != nil {
-				return err
-			}
-			continue
+	return nil
+}
+
+// batch takes charge of one stored batch, unless its create or its
+// flight is under way here already.
+func (p *pickup) batch(pb *llmfleet.PendingBatch) error {
+	d, sb := p.d, pb.Batch
+	d.mu.Lock()
+	here := d.creating[sb.ID] || d.trackedLocked(sb.UpstreamID)
+	d.mu.Unlock()
+	if here {
+		return nil
+	}
+	if len(pb.Requests) == 0 {
+		// Every request of it was answered before the crash.
+		if sb.State == llmfleet.BatchIntent {
+			return p.store.RecordCreateFailed(p.ctx, sb.ID, false)
 		}
-		w, err := revive(r)
+		return p.store.ResolveBatch(p.ctx, sb.ID)
+	}
+	var ws []*waiter
+	for _, r := range pb.Requests {
+		w, err := p.revive(r)
 		if err != nil {
-			// Kept queued, for a start that can unseal its credential.
 			d.log.Error("stored request cannot be recovered", "request_id", r.ID, "err", err)
 			continue
 		}
-		if err = d.checkSize(w); err == nil {
-			d.mu.Lock()
-			err = d.enqueueLocked(w)
-			d.mu.Unlock()
-		}
-		if errors.Is(err, llmfleet.ErrClosed) {
-			// Closing: it stays queued, for the replica that adopts it
-			// once this one's lease ends (or the next start).
-			d.mu.Lock()
-			d.finishLocked(w, nil, err, nil)
-			d.mu.Unlock()
-			continue
-		}
-		if err != nil {
-			d.log.Error("stored request cannot be queued again; answering it with the error", "request_id", r.ID, "err", err)
-			now := d.clock.Now()
-			done := []llmfleet.Completion{{RequestID: r.ID, Result: storedResult(nil, err, now)}}
-			if _, err := store.CompleteRequests(ctx, done); err != nil {
-				return err
-			}
-		}
+		ws = append(ws, w)
 	}
-	if n := len(queued) + len(batches); n > 0 {
-		d.log.Info("picked up stored state", "queued", len(queued), "batches", len(batches))
+	if len(ws) == 0 {
+		// Its credential cannot be unsealed (another secret?): keep
+		// the batch pending, for a start that can.
+		d.log.Error("stored batch cannot be recovered; kept for the next start", "batch", sb.ID, "requests", len(pb.Requests))
+		return nil
+	}
+	c := &createCall{localID: sb.ID, prov: ws[0].prov, first: ws[0].req, ws: ws, intentAt: sb.IntentAt, deadline: sb.CreateDeadline}
+	if c.deadline.IsZero() {
+		c.deadline = sb.IntentAt.Add(d.pol.CreateTimeout)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if sb.State == llmfleet.BatchIntent {
+		for _, w := range ws {
+			w.state = stateReconciling
+		}
+		d.creating[sb.ID] = true
+		d.beginWorkLocked()
+		d.goOwned(func() { d.reconcile(c) })
+		d.log.Info("batch intent to reconcile", "batch", sb.ID, "requests", len(ws), "create_deadline", c.deadline)
+		return nil
+	}
+	for _, w := range ws {
+		w.state = stateSubmitting
+	}
+	b := &llmfleet.Batch{ID: sb.UpstreamID, Status: llmfleet.BatchInProgress, CreatedAt: sb.CreatedAt}
+	d.trackLocked(c.prov, c.first.Credential, sb.ID, b, ws)
+	d.log.Info("batch in flight recovered", "batch_id", b.ID, "requests", len(ws))
+	return nil
+}
+
+// queued takes charge of one stored queued request: it is pooled again,
+// or answered with why it cannot be.
+func (p *pickup) queued(r *llmfleet.StoredRequest) error {
+	d := p.d
+	if r.State == llmfleet.RequestSubmitted {
+		return d.interrupted(p.ctx, p.store, r)
+	}
+	w, err := p.revive(r)
+	if err != nil {
+		// Kept queued, for a start that can unseal its credential.
+		d.log.Error("stored request cannot be recovered", "request_id", r.ID, "err", err)
+		return nil
+	}
+	if err = d.checkSize(w); err == nil {
+		d.mu.Lock()
+		err = d.enqueueLocked(w)
+		d.mu.Unlock()
+	}
+	switch {
+	case errors.Is(err, llmfleet.ErrClosed):
+		// Closing: it stays queued, for the replica that adopts it
+		// once this one's lease ends (or the next start).
+		d.mu.Lock()
+		d.finishLocked(w, nil, err, nil)
+		d.mu.Unlock()
+	case err != nil:
+		d.log.Error("stored request cannot be queued again; answering it with the error", "request_id", r.ID, "err", err)
+		done := []llmfleet.Completion{{RequestID: r.ID, Result: storedResult(nil, err, d.clock.Now())}}
+		if _, err := p.store.CompleteRequests(p.ctx, done); err != nil {
+			return err
+		}
 	}
 	return nil
 }
