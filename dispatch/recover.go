@@ -10,12 +10,20 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// adopter takes charge of what the Store holds that no process waits
+// for: at start, and what replicas whose lease ended owned; and purges
+// old results.
+type adopter struct {
+	d *Dispatcher
+}
+
 // recover picks up what a previous process left in the Store: created
 // batches are tracked again, intents go to the reconciler (as a create
 // that failed without an answer: nothing is concluded before its
 // deadline has passed), and queued requests are pooled again, together.
 // With a SharedStore it picks up what no live replica owns (Adopt).
-func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
+func (rv *adopter) recover(ctx context.Context, store llmfleet.Store) error {
+	d := rv.d
 	samples, err := store.Turnarounds(ctx, d.pol.TurnaroundSamples)
 	if err != nil {
 		return err
@@ -25,7 +33,7 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 			d.predictor.observe(s.Provider, s.Model, s.Turnaround)
 		}
 	}
-	d.relearnCache(ctx)
+	d.cache.relearnCache(ctx)
 	var queued []*llmfleet.StoredRequest
 	var batches []*llmfleet.PendingBatch
 	if d.shared != nil {
@@ -36,14 +44,15 @@ func (d *Dispatcher) recover(ctx context.Context, store llmfleet.Store) error {
 	if err != nil {
 		return err
 	}
-	return d.pickUp(ctx, store, queued, batches)
+	return rv.pickUp(ctx, store, queued, batches)
 }
 
 // pickUp takes charge of stored requests and batches no process of the
 // fleet waits for: at start, and with a SharedStore whenever a replica's
 // lease ended. A request waiting here for another replica's answer
 // (elsewhere) is the one picked up, its caller still waiting.
-func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []*llmfleet.StoredRequest, batches []*llmfleet.PendingBatch) error {
+func (rv *adopter) pickUp(ctx context.Context, store llmfleet.Store, queued []*llmfleet.StoredRequest, batches []*llmfleet.PendingBatch) error {
+	d := rv.d
 	p := &pickup{d: d, ctx: ctx, store: store, creds: map[string]llmfleet.Credential{}}
 	if err := p.batches(batches); err != nil {
 		return err
@@ -93,7 +102,7 @@ func (p *pickup) credential(id string) (llmfleet.Credential, error) {
 func (p *pickup) revive(r *llmfleet.StoredRequest) (*waiter, error) {
 	d := p.d
 	d.mu.Lock()
-	w := d.reuseLocked(r.ID)
+	w := d.recovery.reuseLocked(r.ID)
 	d.mu.Unlock()
 	if w == nil {
 		cred, err := p.credential(r.CredentialID)
@@ -101,7 +110,7 @@ func (p *pickup) revive(r *llmfleet.StoredRequest) (*waiter, error) {
 			return nil, err
 		}
 		d.mu.Lock()
-		w, err = d.reviveLocked(r, cred)
+		w, err = d.recovery.reviveLocked(r, cred)
 		d.mu.Unlock()
 		if err != nil {
 			return nil, err
@@ -120,7 +129,7 @@ func (p *pickup) batches(batches []*llmfleet.PendingBatch) error {
 	d.mu.Lock()
 	for _, pb := range batches {
 		if pb.Batch.UpstreamID != "" {
-			d.knownIDs[pb.Batch.UpstreamID] = true
+			d.trackers.knownIDs[pb.Batch.UpstreamID] = true
 		}
 	}
 	d.mu.Unlock()
@@ -138,7 +147,7 @@ func (p *pickup) batches(batches []*llmfleet.PendingBatch) error {
 func (p *pickup) batch(pb *llmfleet.PendingBatch) error {
 	d, sb := p.d, pb.Batch
 	d.mu.Lock()
-	here := d.creating[sb.ID] || d.trackedLocked(sb.UpstreamID)
+	here := d.creates.creating[sb.ID] || d.trackers.trackedLocked(sb.UpstreamID)
 	d.mu.Unlock()
 	if here {
 		return nil
@@ -175,9 +184,9 @@ func (p *pickup) batch(pb *llmfleet.PendingBatch) error {
 		for _, w := range ws {
 			w.state = stateReconciling
 		}
-		d.creating[sb.ID] = true
+		d.creates.creating[sb.ID] = true
 		d.beginWorkLocked()
-		d.goOwned(func() { d.reconcile(c) })
+		d.goOwned(func() { d.reconciler.reconcile(c) })
 		d.log.Info("batch intent to reconcile", "batch", sb.ID, "requests", len(ws), "create_deadline", c.deadline)
 		return nil
 	}
@@ -185,7 +194,7 @@ func (p *pickup) batch(pb *llmfleet.PendingBatch) error {
 		w.state = stateSubmitting
 	}
 	b := &llmfleet.Batch{ID: sb.UpstreamID, Status: llmfleet.BatchInProgress, CreatedAt: sb.CreatedAt}
-	d.trackLocked(c.prov, c.first.Credential, sb.ID, b, ws)
+	d.trackers.trackLocked(c.prov, c.first.Credential, sb.ID, b, ws)
 	d.log.Info("batch in flight recovered", "batch_id", b.ID, "requests", len(ws))
 	return nil
 }
@@ -195,7 +204,7 @@ func (p *pickup) batch(pb *llmfleet.PendingBatch) error {
 func (p *pickup) queued(r *llmfleet.StoredRequest) error {
 	d := p.d
 	if r.State == llmfleet.RequestSubmitted {
-		return d.interrupted(p.ctx, p.store, r)
+		return d.recovery.interrupted(p.ctx, p.store, r)
 	}
 	w, err := p.revive(r)
 	if err != nil {
@@ -203,9 +212,9 @@ func (p *pickup) queued(r *llmfleet.StoredRequest) error {
 		d.log.Error("stored request cannot be recovered", "request_id", r.ID, "err", err)
 		return nil
 	}
-	if err = d.checkSize(w); err == nil {
+	if err = d.pools.checkSize(w); err == nil {
 		d.mu.Lock()
-		err = d.enqueueLocked(w)
+		err = d.pools.enqueueLocked(w)
 		d.mu.Unlock()
 	}
 	switch {
@@ -227,7 +236,8 @@ func (p *pickup) queued(r *llmfleet.StoredRequest) error {
 
 // purgeLoop deletes stored results older than the retention period, once
 // at start and then hourly, until the dispatcher closes.
-func (d *Dispatcher) purgeLoop(store llmfleet.Store) {
+func (rv *adopter) purgeLoop(store llmfleet.Store) {
+	d := rv.d
 	for {
 		now := d.clock.Now()
 		n, err := store.Purge(d.ctx, now.Add(-d.Retention), now.Add(-d.LedgerRetention))
@@ -236,7 +246,7 @@ func (d *Dispatcher) purgeLoop(store llmfleet.Store) {
 		} else if n > 0 {
 			d.log.Info("purged old results", "records", n)
 		}
-		if !d.sleep(time.Hour) {
+		if llmfleet.Sleep(d.ctx, d.clock, time.Hour) != nil {
 			return
 		}
 	}
@@ -253,7 +263,8 @@ var errInterrupted = errors.New("llmfleet: the request's sync call was cut when 
 // call may have been billed, so sending it again could pay twice. One
 // whose call is under way in this process (a run of it whose lease ended
 // and that adopts its own) is left to that call.
-func (d *Dispatcher) interrupted(ctx context.Context, store llmfleet.Store, r *llmfleet.StoredRequest) error {
+func (rv *adopter) interrupted(ctx context.Context, store llmfleet.Store, r *llmfleet.StoredRequest) error {
+	d := rv.d
 	d.mu.Lock()
 	w := d.live[r.ID]
 	mine := w != nil && w.sentSync

@@ -8,10 +8,20 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// trackerSet holds the trackers, one per provider and credential, under
+// the dispatcher's lock, and the provider ids of the batches the store
+// knows.
+type trackerSet struct {
+	d        *Dispatcher
+	m        map[string]*tracker
+	knownIDs map[string]bool
+}
+
 // tracker follows the in-flight batches of one provider and credential,
 // so that one upstream call answers for all of them. It owns its flights
 // and their poll schedule: one timer, set to the earliest due flight.
 type tracker struct {
+	d       *Dispatcher
 	key     string
 	prov    llmfleet.Provider
 	cred    llmfleet.Credential
