@@ -180,7 +180,7 @@ func (d *Dispatcher) Open() error {
 		if d.Lease <= 0 {
 			d.Lease = 15 * time.Second
 		}
-		d.lease.until = d.clock.Now().Add(d.Lease)
+		d.lease.start(d.shared != nil, d.clock.Now().Add(d.Lease))
 		if d.Retention <= 0 {
 			d.Retention = 29 * 24 * time.Hour
 		}
@@ -206,7 +206,7 @@ func (d *Dispatcher) Open() error {
 	d.mu.Lock()
 	d.goOwned(func() { d.recovery.purgeLoop(store) })
 	if d.shared != nil {
-		d.goOwned(d.fleet.fleetLoop)
+		d.goOwned(d.fleet.loop)
 		d.goOwned(func() { d.shared.Watch(d.ctx, d.fleet.storedElsewhere) })
 	}
 	d.mu.Unlock()

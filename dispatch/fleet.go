@@ -138,42 +138,60 @@ func (rv *adopter) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Credent
 	return w, nil
 }
 
-// fleetLoop renews the lease, adopts what replicas whose lease ended
+// loop renews the lease, adopts what replicas whose lease ended
 // owned, looks at the requests waiting elsewhere and learns the fleet's
 // turnarounds, every third of the lease (or at once when a rescue waits
-// for the lease, see deferLocked), until the dispatcher closes.
-func (fl *fleet) fleetLoop() {
+// for the lease, see deferRescue), until the dispatcher closes.
+func (fl *fleet) loop() {
 	d := fl.d
 	every := d.Lease / 3
-	for d.lease.wait(every) {
+	for d.lease.wait(d.ctx, every) {
 		sent := d.clock.Now()
 		held, err := d.shared.Heartbeat(d.ctx, d.Lease)
 		if err != nil {
 			if d.ctx.Err() == nil {
 				d.log.Warn("lease not renewed", "err", err)
 			}
-			d.lease.runDeferred() // budgets first: the rescue checks the store itself
+			fl.runDeferred() // budgets first: the rescue checks the store itself
 			continue
 		}
 		if !held {
 			d.log.Warn("lease had ended: another replica may have adopted what this one owned; going on as a new owner")
 		}
 		d.mu.Lock()
-		d.lease.until = sent.Add(d.Lease)
+		d.lease.renewed(sent.Add(d.Lease))
 		if !held {
-			d.lease.relinquishLocked()
+			// What it held in memory may be another replica's now: its
+			// waiters wait elsewhere (a caller here is answered when
+			// the answer is stored, or rescued at its time); what no
+			// replica adopted meanwhile comes back by Adopt.
+			d.trackers.relinquishLocked()
+			d.pools.relinquishLocked()
 		}
 		closing := d.closed
 		d.mu.Unlock()
 		if !closing { // what it would adopt is the others' to take
 			fl.adopt()
 		}
-		d.lease.runDeferred()
+		fl.runDeferred()
 		if closing {
 			continue
 		}
 		fl.sweep()
 		fl.relearn()
+	}
+}
+
+// runDeferred makes the rescues that waited for the lease.
+func (fl *fleet) runDeferred() {
+	d := fl.d
+	ws := d.lease.takeDeferred()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, w := range ws {
+		// Renewed, or not (the store unreachable): budgets first; each
+		// rescue still looks in the store before it pays.
+		d.tryRescueLocked(w, false)
 	}
 }
 

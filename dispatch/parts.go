@@ -14,7 +14,7 @@ func (d *Dispatcher) openParts() {
 	d.creates = &creator{d: d, creating: map[string]bool{}}
 	d.reconciler = &reconciler{d: d}
 	d.trackers = &trackerSet{d: d, m: map[string]*tracker{}, knownIDs: map[string]bool{}}
-	d.lease = &leaseHolder{d: d}
+	d.lease = &leaseHolder{clock: d.clock}
 	d.fleet = &fleet{d: d}
 	d.recovery = &adopter{d: d}
 	d.router = &router{d: d}

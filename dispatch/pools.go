@@ -241,6 +241,20 @@ func (ps *poolSet) withdrawLocked(w *waiter) {
 	ps.scheduleLocked(pl)
 }
 
+// relinquishLocked gives up every pool once the lease was found ended:
+// its requests may be another replica's now, and wait elsewhere.
+func (ps *poolSet) relinquishLocked() {
+	for key, pl := range ps.m {
+		pl.stopTimer()
+		for _, w := range pl.items {
+			w.to(stateElsewhere)
+			w.pool = nil
+			ps.d.stats.queueDepth.Add(-1)
+		}
+		delete(ps.m, key)
+	}
+}
+
 // submitLocked gives ws a batch of their own, tagged with a new local id
 // that every custom_id carries, and creates it in the background.
 func (ps *poolSet) submitLocked(pl *pool, ws []*waiter) {

@@ -55,10 +55,10 @@ func (d *Dispatcher) tryRescueLocked(w *waiter, leased bool) {
 	if d.replyHeldLocked(w) {
 		return
 	}
-	if leased && !d.lease.leaseHeldLocked() {
+	if leased && !d.lease.held() {
 		// What this replica acts on may be another's by now: the rescue
 		// waits for the lease to be renewed (see fence).
-		d.lease.deferLocked(w)
+		d.lease.deferRescue(w)
 		return
 	}
 	w.rescuing = true

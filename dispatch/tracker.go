@@ -99,3 +99,22 @@ func (t *tracker) stop() {
 		t.timer = nil
 	}
 }
+
+// relinquishLocked gives up every flight once the lease was found ended:
+// its batches may be another replica's now, and their requests wait
+// elsewhere.
+func (ts *trackerSet) relinquishLocked() {
+	for key, t := range ts.m {
+		t.stop()
+		for id, f := range t.flights {
+			for _, w := range f.waiters {
+				w.to(stateElsewhere)
+			}
+			delete(t.flights, id)
+			ts.d.endWorkLocked()
+		}
+		if !t.busy {
+			delete(ts.m, key)
+		}
+	}
+}
