@@ -23,7 +23,7 @@ import (
 // stored already, must be stored before anything is sent: one the store
 // has not taken by its deadline fails with llmfleet.ErrStore.
 func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
-	if err := d.checkSize(w); err != nil {
+	if err := d.pools.checkSize(w); err != nil {
 		return err
 	}
 	now := d.clock.Now()
@@ -158,7 +158,7 @@ func (d *Dispatcher) admitLocked(w *waiter) error {
 		return nil
 	}
 	w.accepted = now
-	if err := d.enqueueLocked(w); err != nil {
+	if err := d.pools.enqueueLocked(w); err != nil {
 		return err
 	}
 	d.armRescueLocked(w)

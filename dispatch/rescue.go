@@ -55,15 +55,15 @@ func (d *Dispatcher) tryRescueLocked(w *waiter, leased bool) {
 	if d.replyHeldLocked(w) {
 		return
 	}
-	if leased && !d.leaseHeldLocked() {
+	if leased && !d.lease.held() {
 		// What this replica acts on may be another's by now: the rescue
 		// waits for the lease to be renewed (see fence).
-		d.deferLocked(w)
+		d.lease.deferRescue(w)
 		return
 	}
 	w.rescuing = true
 	if w.state == stateQueued {
-		d.withdrawLocked(w)
+		d.pools.withdrawLocked(w)
 	}
 	d.log.Info("batched request late; rescuing it sync", "request_id", w.id, "state", w.state.String(),
 		"deadline", w.deadline, "model", w.info.Model)
@@ -91,7 +91,7 @@ func (d *Dispatcher) rescue(w *waiter) {
 		}
 		d.mu.Lock()
 		if w.state == stateQueued && !w.pool.has(w) {
-			if eerr := d.enqueueLocked(w); eerr != nil {
+			if eerr := d.pools.enqueueLocked(w); eerr != nil {
 				d.finishLocked(w, nil, fmt.Errorf("%w (rescue failed: %v)", eerr, a.err), nil)
 			}
 		}
@@ -126,7 +126,7 @@ func (d *Dispatcher) answeredInStore(w *waiter) bool {
 		return false
 	}
 	if w.state == stateQueued {
-		d.withdrawLocked(w)
+		d.pools.withdrawLocked(w)
 	}
 	d.finishLocked(w, resp, rerr, nil)
 	return true

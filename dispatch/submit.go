@@ -97,11 +97,11 @@ func (d *Dispatcher) observeCall(p llmfleet.Provider, req *llmfleet.Request, rou
 			e.Model = resp.Model
 		}
 		if route == llmfleet.RouteFlex && !d.pol.CacheBlind && info.Prompt.Cached() {
-			if v, ok := d.costView(p, req, info, budget, feasible{}, false); ok {
+			if v, ok := d.router.costView(p, req, info, budget, feasible{}, false); ok {
 				e.SyncUSD = syncBill(&v, resp.Usage)
 			}
 		}
-		e.MissUSD = d.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, e.Time, nil, resp.Usage)
+		e.MissUSD = d.cache.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, e.Time, nil, resp.Usage)
 	} else if mayBeBilled(err) {
 		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(req.Body))), true
 	}
@@ -144,7 +144,7 @@ func (d *Dispatcher) newWaiter(req *llmfleet.Request, budget time.Duration, arri
 // an hour for its batch (then w.params carries them; w.plain, which a
 // sync call of it sends, does not).
 func (d *Dispatcher) priceWaiter(w *waiter) {
-	w.cost = d.cacheRequest(w.prov, w.req, w.info, w.budget)
+	w.cost = d.router.cacheRequest(w.prov, w.req, w.info, w.budget)
 	if w.cost == nil || !w.cost.ttl1h {
 		return
 	}
@@ -272,7 +272,7 @@ func (d *Dispatcher) leaveLocked(w *waiter, cause error) {
 		return
 	}
 	if w.state == stateQueued && !d.journal.durable() {
-		d.withdrawLocked(w)
+		d.pools.withdrawLocked(w)
 		w.to(stateDone)
 		d.stopRescueLocked(w)
 		if d.Observe != nil {
@@ -333,7 +333,7 @@ func (d *Dispatcher) flightAges(provider, model string) []time.Duration {
 	defer d.mu.Unlock()
 	now := d.clock.Now()
 	var ages []time.Duration
-	for _, t := range d.trackers {
+	for _, t := range d.trackers.m {
 		if t.prov.Name() != provider {
 			continue
 		}
