@@ -82,21 +82,22 @@ func (d *Dispatcher) followLocked(ctx context.Context, budget time.Duration, req
 		f.timer = d.clock.AfterFunc(budget, func() {
 			d.mu.Lock()
 			defer d.mu.Unlock()
-			f.answer(nil, missed)
+			f.answer(&d.mu, nil, missed)
 		})
 	}
 	if ctx.Done() != nil {
 		f.stopCtx = context.AfterFunc(ctx, func() {
 			d.mu.Lock()
 			defer d.mu.Unlock()
-			f.answer(nil, ctx.Err())
+			f.answer(&d.mu, nil, ctx.Err())
 		})
 	}
 	return true, nil
 }
 
-// answer replies to f once. Called with Dispatcher.mu held.
-func (f *follower) answer(resp *llmfleet.Response, err error) {
+// answer replies to f once, once l (the dispatcher's lock, held) is
+// released.
+func (f *follower) answer(l *engineLock, resp *llmfleet.Response, err error) {
 	if f.replied {
 		return
 	}
@@ -107,7 +108,7 @@ func (f *follower) answer(resp *llmfleet.Response, err error) {
 	if f.stopCtx != nil {
 		f.stopCtx()
 	}
-	f.reply(resp, err)
+	l.later(func() { f.reply(resp, err) })
 }
 
 // storedAnswer returns the answer a stored result stands for.
@@ -135,7 +136,7 @@ func (d *Dispatcher) releaseLocked(w *waiter, resp *llmfleet.Response, err error
 		delete(d.live, w.id)
 	}
 	for _, f := range w.followers {
-		f.answer(resp, err)
+		f.answer(&d.mu, resp, err)
 	}
 	w.followers = nil
 }

@@ -204,6 +204,11 @@ func (d *Dispatcher) storedRequests(ids []string) (map[string]*llmfleet.StoredRe
 // by resp's route (the batch, or a rescue's sync call), playing part
 // rescue in a rescue.
 func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now time.Time, rescue llmfleet.Rescue) llmfleet.LedgerEntry {
+	return d.price(d.entryOf(w, resp, err, now, rescue))
+}
+
+// entryOf is entry, not priced yet.
+func (d *Dispatcher) entryOf(w *waiter, resp *llmfleet.Response, err error, now time.Time, rescue llmfleet.Rescue) llmfleet.LedgerEntry {
 	e := llmfleet.LedgerEntry{
 		Rescue:    rescue,
 		RequestID: w.id,
@@ -249,7 +254,7 @@ func (d *Dispatcher) entry(w *waiter, resp *llmfleet.Response, err error, now ti
 		e.Queued = w.submitted.Sub(w.arrived)
 	}
 	e.BudgetMet = llmfleet.BudgetMet(err == nil, e.Latency, w.budget)
-	return d.price(e)
+	return e
 }
 
 // price fills in the costs of e with Price, if set.
@@ -309,7 +314,8 @@ func (d *Dispatcher) finishLocked(w *waiter, resp *llmfleet.Response, err error,
 	}
 	d.stopRescueLocked(w)
 	if e != nil && d.Observe != nil {
-		d.Observe(*e, d.journal.durable())
+		entry, durable := *e, d.journal.durable()
+		d.mu.later(func() { d.Observe(entry, durable) })
 	}
 	d.releaseLocked(w, resp, err)
 	switch {
@@ -342,5 +348,6 @@ func (d *Dispatcher) replyLocked(w *waiter, resp *llmfleet.Response, err error) 
 		w.stopCtx()
 		w.stopCtx = nil
 	}
-	w.reply(resp, err)
+	reply := w.reply
+	d.mu.later(func() { reply(resp, err) })
 }

@@ -57,8 +57,9 @@ type Dispatcher struct {
 	// final answer, with its priced ledger entry; stored tells whether
 	// the entry is in the Store already (batched requests with a Store:
 	// written with their result) or is the hook's to record (the sync
-	// route, or no Store). It is called with the dispatcher's lock held:
-	// it must be quick and must not call back into the Dispatcher.
+	// route, or no Store). It is never called with the dispatcher's lock
+	// held (see engineLock): it may block, or call back into the
+	// Dispatcher, holding up only the goroutine that reports the entry.
 	Observe func(e llmfleet.LedgerEntry, stored bool)
 	// ObserveTurnaround, if set, is called once per ended batch and model
 	// in it with the batch's turnaround (ended_at - created_at), under the
@@ -104,7 +105,7 @@ type Dispatcher struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
+	mu       engineLock // see lock.go: hooks and answers run once it is released
 	opened   bool
 	closed   bool
 	pools    map[string]*pool

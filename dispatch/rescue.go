@@ -204,11 +204,9 @@ func (d *Dispatcher) recordPaid(entries []llmfleet.LedgerEntry) {
 	}
 	d.recordLedger(entries)
 	if d.Observe != nil {
-		d.mu.Lock()
 		for _, e := range entries {
 			d.Observe(e, d.journal.durable())
 		}
-		d.mu.Unlock()
 	}
 }
 

@@ -186,8 +186,8 @@ func (d *Dispatcher) SubmitBatchFunc(ctx context.Context, budget time.Duration, 
 // Store a queued one leaves its pool, any other goes on and its answer is
 // kept with a Store (dropped without). The sync and flex routes run
 // their call in a goroutine of the Dispatcher's (see Go). An error returned means done
-// will not be called. done may run with the Dispatcher's lock held: it
-// must be quick and must not call back into the Dispatcher.
+// will not be called. done is never called with the Dispatcher's lock
+// held: it may call back into the Dispatcher.
 func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *llmfleet.Request, done func(*llmfleet.Response, error)) error {
 	route := d.Plan(budget, req)
 	if route == llmfleet.RouteBatch {
@@ -276,7 +276,8 @@ func (d *Dispatcher) leaveLocked(w *waiter, cause error) {
 		w.to(stateDone)
 		d.stopRescueLocked(w)
 		if d.Observe != nil {
-			d.Observe(d.entry(w, nil, cause, d.clock.Now(), llmfleet.RescueNone), false)
+			e := d.entryOf(w, nil, cause, d.clock.Now(), llmfleet.RescueNone)
+			d.mu.later(func() { d.Observe(d.price(e), false) })
 		}
 	} else {
 		w.abandoned = true
