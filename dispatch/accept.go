@@ -169,7 +169,7 @@ func (d *Dispatcher) admitLocked(w *waiter) error {
 // sendNowLocked sends w sync at once, in a goroutine of the dispatcher's,
 // and records its answer (settleSync).
 func (d *Dispatcher) sendNowLocked(w *waiter) {
-	w.to(stateSync)
+	w.must(stateSync, d.log)
 	w.sentSync = true
 	d.beginWorkLocked()
 	d.goOwned(func() {

@@ -56,7 +56,7 @@ func (d *Dispatcher) send(c *createCall) {
 		d.log.Warn("batch create not sent before its deadline; reconciling", "batch", c.localID, "requests", len(c.ws))
 		d.mu.Lock()
 		for _, w := range c.ws {
-			w.to(stateReconciling)
+			w.advance(stateReconciling, d.log)
 		}
 		d.mu.Unlock()
 		d.reconcile(c)
@@ -88,7 +88,7 @@ func (d *Dispatcher) send(c *createCall) {
 			"batch", c.localID, "credential", d.credLabel(c.first.Credential), "requests", len(c.ws), "answered", ue.Answered, "err", err)
 		d.mu.Lock()
 		for _, w := range c.ws {
-			w.to(stateReconciling)
+			w.advance(stateReconciling, d.log)
 		}
 		d.mu.Unlock()
 		d.reconcile(c)

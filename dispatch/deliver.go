@@ -309,9 +309,10 @@ func statusOf(k llmfleet.ErrorKind) int {
 // stored if the journal is durable; nil for an answer that concludes
 // nothing (the dispatcher closing).
 func (d *Dispatcher) finishLocked(w *waiter, resp *llmfleet.Response, err error, e *llmfleet.LedgerEntry) {
-	if !w.to(stateDone) {
-		return
+	if w.state == stateDone {
+		return // answered once
 	}
+	w.must(stateDone, d.log)
 	d.stopRescueLocked(w)
 	if e != nil && d.Observe != nil {
 		entry, durable := *e, d.journal.durable()

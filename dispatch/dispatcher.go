@@ -283,7 +283,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		if w.state == stateElsewhere {
 			// Another replica's to answer: its caller here is told the
 			// process closed; nothing is concluded (no error counted).
-			w.to(stateDone)
+			w.must(stateDone, d.log)
 			d.stopRescueLocked(w)
 			d.releaseLocked(w, nil, llmfleet.ErrClosed)
 			d.replyLocked(w, nil, llmfleet.ErrClosed)

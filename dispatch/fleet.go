@@ -53,10 +53,10 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 			} else if w = d.takeOverLocked(r, first.Credential); w == nil {
 				continue
 			}
-			if w.state != stateDone {
+			if w.state != stateSubmitting {
 				// (A rescue may have answered it meanwhile: it stays
 				// done, and the batch's answer is recorded as late.)
-				w.state = stateSubmitting
+				w.advance(stateSubmitting, d.log)
 			}
 			w.customID = r.CustomID
 			c.ws = append(c.ws, w)
@@ -72,7 +72,7 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 	}
 	d.mu.Lock()
 	for _, w := range mine {
-		w.to(stateElsewhere)
+		w.advance(stateElsewhere, d.log)
 	}
 	d.endWorkLocked()
 	d.mu.Unlock()
@@ -278,6 +278,8 @@ func (d *Dispatcher) waitElsewhereLocked(sr *llmfleet.StoredRequest, cred llmfle
 	if w == nil {
 		return false
 	}
-	w.state = stateElsewhere
+	if w.state != stateElsewhere {
+		w.must(stateElsewhere, d.log)
+	}
 	return true
 }

@@ -56,7 +56,7 @@ func (d *Dispatcher) relinquishLocked() {
 		t.stop()
 		for id, f := range t.flights {
 			for _, w := range f.waiters {
-				w.to(stateElsewhere)
+				w.advance(stateElsewhere, d.log)
 			}
 			delete(t.flights, id)
 			d.endWorkLocked()
@@ -68,7 +68,7 @@ func (d *Dispatcher) relinquishLocked() {
 	for key, pl := range d.pools {
 		pl.stopTimer()
 		for _, w := range pl.items {
-			w.to(stateElsewhere)
+			w.must(stateElsewhere, d.log)
 			w.pool = nil
 			d.stats.queueDepth.Add(-1)
 		}

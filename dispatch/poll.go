@@ -46,7 +46,7 @@ func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credentia
 	}
 	seen := map[string]bool{}
 	for _, w := range ws {
-		w.to(stateInFlight)
+		w.advance(stateInFlight, d.log)
 		w.submitted = now
 		f.waiters[w.customID] = w
 		if !seen[w.info.Model] {

@@ -86,7 +86,9 @@ func (d *Dispatcher) enqueueLocked(w *waiter) error {
 		pl = &pool{key: key, prov: w.prov, first: w.req}
 		d.pools[key] = pl
 	}
-	w.state = stateQueued
+	if w.state != stateQueued {
+		w.must(stateQueued, d.log)
+	}
 	w.customID = ""
 	pl.add(w)
 	d.stats.queueDepth.Add(1)
@@ -224,7 +226,7 @@ func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 		// The pool is the fleet's: claim in the store what every
 		// replica accepted into it by now.
 		for _, w := range ws {
-			w.to(stateSubmitting)
+			w.must(stateSubmitting, d.log)
 		}
 		d.beginWorkLocked()
 		cutoff := d.clock.Now()
@@ -236,7 +238,7 @@ func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 	c.items = make([]llmfleet.BatchItem, len(ws))
 	for i, w := range ws {
 		w.customID = c.localID + "-" + strconv.Itoa(i+1)
-		w.to(stateSubmitting)
+		w.must(stateSubmitting, d.log)
 		c.items[i] = llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint}
 	}
 	d.beginWorkLocked()

@@ -100,7 +100,7 @@ func (d *Dispatcher) requeue(c *createCall) {
 		// answers come from there.
 		d.log.Info("uncertain create adopted by another replica", "batch", c.localID)
 		for _, w := range c.ws {
-			w.to(stateElsewhere)
+			w.advance(stateElsewhere, d.log)
 		}
 		d.endWorkLocked()
 		return
@@ -114,7 +114,8 @@ func (d *Dispatcher) requeue(c *createCall) {
 			d.finishLocked(w, nil, context.Canceled, nil) // nobody will read its answer
 			continue
 		}
-		if w.to(stateQueued) {
+		if w.state != stateDone { // (answered meanwhile: by its rescue)
+			w.must(stateQueued, d.log)
 			back = append(back, w)
 		}
 	}

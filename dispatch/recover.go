@@ -134,7 +134,7 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 		d.mu.Lock()
 		if sb.State == llmfleet.BatchIntent {
 			for _, w := range ws {
-				w.state = stateReconciling
+				w.must(stateReconciling, d.log)
 			}
 			d.creating[sb.ID] = true
 			d.beginWorkLocked()
@@ -142,7 +142,7 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 			d.log.Info("batch intent to reconcile", "batch", sb.ID, "requests", len(ws), "create_deadline", c.deadline)
 		} else {
 			for _, w := range ws {
-				w.state = stateSubmitting
+				w.must(stateSubmitting, d.log)
 			}
 			b := &llmfleet.Batch{ID: sb.UpstreamID, Status: llmfleet.BatchInProgress, CreatedAt: sb.CreatedAt}
 			d.trackLocked(c.prov, c.first.Credential, sb.ID, b, ws)

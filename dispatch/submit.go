@@ -273,7 +273,7 @@ func (d *Dispatcher) leaveLocked(w *waiter, cause error) {
 	}
 	if w.state == stateQueued && !d.journal.durable() {
 		d.withdrawLocked(w)
-		w.to(stateDone)
+		w.must(stateDone, d.log)
 		d.stopRescueLocked(w)
 		if d.Observe != nil {
 			e := d.entryOf(w, nil, cause, d.clock.Now(), llmfleet.RescueNone)
