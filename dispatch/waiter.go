@@ -19,11 +19,11 @@ type waiterState int
 const (
 	// stateQueued: in a pool, or not yet in one (the zero state: a new
 	// waiter, until it is pooled, sent sync, or picked up with its batch).
-	stateQueued waiterState = iota
-	stateSubmitting                     // its batch's intent is recorded and the create is under way
-	stateReconciling                    // its batch's create failed uncertainly; the reconciler looks for it
-	stateInFlight                       // its batch was created upstream
-	stateDone                           // answered, failed, or withdrawn
+	stateQueued      waiterState = iota
+	stateSubmitting              // its batch's intent is recorded and the create is under way
+	stateReconciling             // its batch's create failed uncertainly; the reconciler looks for it
+	stateInFlight                // its batch was created upstream
+	stateDone                    // answered, failed, or withdrawn
 	// stateElsewhere: with a SharedStore, in another replica's hands (a
 	// batch it claimed, or what a replica adopted once this one's lease
 	// ended): answered when its result is stored, or taken back (queued
