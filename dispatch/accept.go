@@ -92,7 +92,7 @@ func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 func (d *Dispatcher) startAdd(ctx context.Context, w *waiter) context.CancelFunc {
 	actx, cancel := context.WithCancel(ctx)
 	w.added = make(chan struct{})
-	d.goOwned(func() {
+	d.work.run(func() {
 		w.addErr = d.journal.accept(actx, w)
 		close(w.added)
 	})
@@ -171,9 +171,9 @@ func (d *Dispatcher) admitLocked(w *waiter) error {
 func (d *Dispatcher) sendNowLocked(w *waiter) {
 	w.must(stateSync, d.log)
 	w.sentSync = true
-	d.beginWorkLocked()
-	d.goOwned(func() {
-		defer d.endWork()
+	d.work.begin()
+	d.work.run(func() {
+		defer d.work.end()
 		a := d.callSync(w)
 		d.settleSync(a)
 	})

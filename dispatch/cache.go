@@ -96,7 +96,7 @@ func (d *Dispatcher) readPrefixes(cred string, hashes []string) {
 		return
 	}
 	d.readingPrefixes = true
-	d.goOwned(func() {
+	d.work.run(func() {
 		ctx, cancel := d.withTimeout(d.ctx, 5*time.Second)
 		ps, err := d.Store.Prefixes(ctx, cred, hashes)
 		cancel()

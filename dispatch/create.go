@@ -78,7 +78,7 @@ func (d *Dispatcher) send(c *createCall) {
 		}
 		d.mu.Lock()
 		d.submittedLocked(c, b)
-		d.endWorkLocked()
+		d.work.end()
 		d.mu.Unlock()
 	case errors.As(err, &ue):
 		if ue.Answered {
@@ -111,7 +111,7 @@ func (d *Dispatcher) createFailed(c *createCall, err error, recorded bool) {
 	if recorded {
 		if !d.deliver(answers, "", nil) {
 			d.mu.Lock()
-			d.endWorkLocked()
+			d.work.end()
 			d.mu.Unlock()
 			return // not stored: the intent stays for the next start
 		}
@@ -129,7 +129,7 @@ func (d *Dispatcher) createFailed(c *createCall, err error, recorded bool) {
 	}
 	d.mu.Lock()
 	delete(d.creating, c.localID)
-	d.endWorkLocked()
+	d.work.end()
 	d.mu.Unlock()
 }
 

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,7 +102,7 @@ type Dispatcher struct {
 
 	ctx    context.Context // ends when Close gives up waiting
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	work   workGroup // the work under way and the goroutines, which Close waits for
 
 	mu       engineLock // see lock.go: hooks and answers run once it is released
 	opened   bool
@@ -113,9 +112,7 @@ type Dispatcher struct {
 	knownIDs map[string]bool // provider ids of batches the store knows
 	// live holds, with a Store, the requests waiting in this process by
 	// id, so that a call giving an id already accepted attaches to it.
-	live     map[string]*waiter
-	inflight int       // creates, reconciliations and batches under way
-	idle     chan bool // closed and replaced when inflight drops to zero
+	live map[string]*waiter
 	// recovering is set while Open picks up stored requests: their pools
 	// are scheduled once all are back, so that requests whose window
 	// passed while the process was down share batches again.
@@ -179,13 +176,13 @@ func (d *Dispatcher) Open() error {
 	d.syncLat = newPredictor(d.pol.SyncLatencyPrior, nil, syncLatencyQuantile, d.pol.TurnaroundSamples)
 	d.flex = newFlexTier(d.pol)
 	d.book = &cachecost.Book{Priors: cachecost.Rates{Sync: cachecost.Priors.Sync, Batch: d.pol.CacheBatchRate, Cross: cachecost.Priors.Cross}}
-	d.cacheLog = &cacheLog{store: d.Store, run: d.goOwned, sleep: d.sleep, log: d.log}
+	d.work.goHook = d.Go
+	d.cacheLog = &cacheLog{store: d.Store, run: d.work.run, sleep: d.sleep, log: d.log}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.pools = map[string]*pool{}
 	d.trackers = map[string]*tracker{}
 	d.knownIDs = map[string]bool{}
 	d.live = map[string]*waiter{}
-	d.idle = make(chan bool)
 	d.renew = make(chan struct{}, 1)
 	d.creating = map[string]bool{}
 	d.journal = nopJournal{}
@@ -220,10 +217,10 @@ func (d *Dispatcher) Open() error {
 		return fmt.Errorf("dispatch: recovering stored state: %w", err)
 	}
 	d.mu.Lock()
-	d.goOwned(func() { d.purgeLoop(store) })
+	d.work.run(func() { d.purgeLoop(store) })
 	if d.shared != nil {
-		d.goOwned(d.fleetLoop)
-		d.goOwned(func() { d.shared.Watch(d.ctx, d.storedElsewhere) })
+		d.work.run(d.fleetLoop)
+		d.work.run(func() { d.shared.Watch(d.ctx, d.storedElsewhere) })
 	}
 	d.mu.Unlock()
 	return nil
@@ -261,8 +258,11 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		d.flushLocked(p, true)
 	}
 	var err error
-	for d.inflight > 0 && err == nil {
-		idle := d.idle
+	for err == nil {
+		busy, idle := d.work.busy()
+		if !busy {
+			break
+		}
 		d.mu.Unlock()
 		select {
 		case <-idle:
@@ -291,7 +291,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	}
 	d.cancel() // under mu: no timer callback starts a goroutine after this
 	d.mu.Unlock()
-	d.wg.Wait()
+	d.work.wait()
 	if d.shared != nil {
 		// What is still owned here is the others' to adopt at once.
 		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -366,30 +366,4 @@ func (d *Dispatcher) provider(req *llmfleet.Request) (llmfleet.Provider, error) 
 		}
 	}
 	return nil, fmt.Errorf("%w: %q", llmfleet.ErrUnknownProvider, req.Provider)
-}
-
-// beginWorkLocked and endWorkLocked count the work under way for Close.
-func (d *Dispatcher) beginWorkLocked() { d.inflight++ }
-
-func (d *Dispatcher) endWorkLocked() {
-	d.inflight--
-	if d.inflight == 0 {
-		close(d.idle)
-		d.idle = make(chan bool)
-	}
-}
-
-// goOwned runs f in a goroutine owned by the dispatcher: Close waits for
-// it.
-func (d *Dispatcher) goOwned(f func()) {
-	d.wg.Add(1)
-	run := func() {
-		defer d.wg.Done()
-		f()
-	}
-	if d.Go != nil {
-		d.Go(run)
-		return
-	}
-	go run()
 }

@@ -63,8 +63,8 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 			c.items = append(c.items, llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint})
 		}
 		d.creating[c.localID] = true
-		d.beginWorkLocked()
-		d.goOwned(func() { d.send(c) })
+		d.work.begin()
+		d.work.run(func() { d.send(c) })
 		d.mu.Unlock()
 		if len(rows) < maxN {
 			break
@@ -74,7 +74,7 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 	for _, w := range mine {
 		w.advance(stateElsewhere, d.log)
 	}
-	d.endWorkLocked()
+	d.work.end()
 	d.mu.Unlock()
 }
 

@@ -42,22 +42,13 @@ func (d *Dispatcher) replyHeldLocked(w *waiter) bool {
 // its work, or the dispatcher closes. Close waits for it until its
 // context ends.
 func (d *Dispatcher) retry(f func() bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.beginWorkLocked()
-	d.goOwned(func() {
-		defer d.endWork()
+	d.work.begin()
+	d.work.run(func() {
+		defer d.work.end()
 		for n := 0; !f(); n++ {
 			if !d.sleep(d.pol.RetryAfter(n)) {
 				return
 			}
 		}
 	})
-}
-
-// endWork counts work under way as done (see beginWorkLocked).
-func (d *Dispatcher) endWork() {
-	d.mu.Lock()
-	d.endWorkLocked()
-	d.mu.Unlock()
 }

@@ -59,7 +59,7 @@ func (d *Dispatcher) relinquishLocked() {
 				w.advance(stateElsewhere, d.log)
 			}
 			delete(t.flights, id)
-			d.endWorkLocked()
+			d.work.end()
 		}
 		if !t.busy {
 			delete(d.trackers, key)

@@ -62,7 +62,7 @@ func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credentia
 		f.nextCheck = d.pol.NextCheck(now)
 	}
 	t.flights[f.id] = f
-	d.beginWorkLocked()
+	d.work.begin()
 	d.rescheduleLocked(t)
 }
 
@@ -90,7 +90,7 @@ func (d *Dispatcher) rescheduleLocked(t *tracker) {
 		}
 		t.timer = nil
 		t.busy = true
-		d.goOwned(func() { d.poll(t) })
+		d.work.run(func() { d.poll(t) })
 	})
 }
 
@@ -206,7 +206,7 @@ func (d *Dispatcher) endedLocked(t *tracker, f *flight, b *llmfleet.Batch, now t
 		}
 	}
 	localID, endedAt := f.localID, b.EndedAt
-	d.goOwned(func() {
+	d.work.run(func() {
 		if err := d.journal.ended(d.ctx, localID, endedAt); err != nil {
 			d.log.Warn("batch end not stored", "batch_id", b.ID, "err", err)
 		}
@@ -286,7 +286,7 @@ func (d *Dispatcher) conclude(t *tracker, f *flight, answers []answer) bool {
 	ok := d.deliver(answers, f.id, func() {
 		if t.flights[f.id] == f { // (not given up by relinquishLocked)
 			delete(t.flights, f.id)
-			d.endWorkLocked()
+			d.work.end()
 		}
 	})
 	if !ok {

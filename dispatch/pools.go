@@ -228,9 +228,9 @@ func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 		for _, w := range ws {
 			w.must(stateSubmitting, d.log)
 		}
-		d.beginWorkLocked()
+		d.work.begin()
 		cutoff := d.clock.Now()
-		d.goOwned(func() { d.claim(pl.key, pl.prov, pl.first, cutoff, ws) })
+		d.work.run(func() { d.claim(pl.key, pl.prov, pl.first, cutoff, ws) })
 		return
 	}
 	c := &createCall{localID: llmfleet.NewID("lfb_"), prov: pl.prov, first: pl.first, ws: ws}
@@ -241,6 +241,6 @@ func (d *Dispatcher) submitLocked(pl *pool, ws []*waiter) {
 		w.must(stateSubmitting, d.log)
 		c.items[i] = llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint}
 	}
-	d.beginWorkLocked()
-	d.goOwned(func() { d.create(c) })
+	d.work.begin()
+	d.work.run(func() { d.create(c) })
 }

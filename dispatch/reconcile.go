@@ -46,7 +46,7 @@ func (d *Dispatcher) reconcile(c *createCall) {
 			}
 			d.mu.Lock()
 			d.submittedLocked(c, b)
-			d.endWorkLocked()
+			d.work.end()
 			d.mu.Unlock()
 			return
 		case err == nil && !askedAt.Before(settled):
@@ -102,7 +102,7 @@ func (d *Dispatcher) requeue(c *createCall) {
 		for _, w := range c.ws {
 			w.advance(stateElsewhere, d.log)
 		}
-		d.endWorkLocked()
+		d.work.end()
 		return
 	}
 	if err != nil {
@@ -122,7 +122,7 @@ func (d *Dispatcher) requeue(c *createCall) {
 	for w, err := range d.enqueueAllLocked(back) {
 		d.finishLocked(w, nil, err, nil)
 	}
-	d.endWorkLocked()
+	d.work.end()
 }
 
 // abandon answers the waiting callers of an unresolved create when the
@@ -134,5 +134,5 @@ func (d *Dispatcher) abandon(c *createCall) {
 	for _, w := range c.ws {
 		d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
 	}
-	d.endWorkLocked()
+	d.work.end()
 }

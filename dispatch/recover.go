@@ -137,8 +137,8 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 				w.must(stateReconciling, d.log)
 			}
 			d.creating[sb.ID] = true
-			d.beginWorkLocked()
-			d.goOwned(func() { d.reconcile(c) })
+			d.work.begin()
+			d.work.run(func() { d.reconcile(c) })
 			d.log.Info("batch intent to reconcile", "batch", sb.ID, "requests", len(ws), "create_deadline", c.deadline)
 		} else {
 			for _, w := range ws {

@@ -67,8 +67,8 @@ func (d *Dispatcher) tryRescueLocked(w *waiter, leased bool) {
 	}
 	d.log.Info("batched request late; rescuing it sync", "request_id", w.id, "state", w.state.String(),
 		"deadline", w.deadline, "model", w.info.Model)
-	d.beginWorkLocked()
-	d.goOwned(func() { d.rescue(w) })
+	d.work.begin()
+	d.work.run(func() { d.rescue(w) })
 }
 
 // rescue makes the sync call of a rescue and delivers its answer, or
@@ -78,7 +78,7 @@ func (d *Dispatcher) tryRescueLocked(w *waiter, leased bool) {
 // request another replica answered meanwhile is answered from the store,
 // without a call.
 func (d *Dispatcher) rescue(w *waiter) {
-	defer d.endWork()
+	defer d.work.end()
 	if d.answeredInStore(w) {
 		return
 	}

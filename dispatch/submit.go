@@ -202,10 +202,10 @@ func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *
 		return llmfleet.ErrClosed
 	}
 	if route == llmfleet.RouteFlex {
-		d.goOwned(func() { done(d.SubmitFlex(ctx, budget, req)) })
+		d.work.run(func() { done(d.SubmitFlex(ctx, budget, req)) })
 		return nil
 	}
-	d.goOwned(func() { done(d.submitSync(ctx, d.pol.Budget(budget), req)) })
+	d.work.run(func() { done(d.submitSync(ctx, d.pol.Budget(budget), req)) })
 	return nil
 }
 
