@@ -45,7 +45,7 @@ func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 		return d.admitLocked(w)
 	}
 	d.mu.Lock()
-	reserved := d.reserveLocked(w)
+	reserved := d.ids.reserveLocked(w)
 	d.mu.Unlock()
 	if !reserved {
 		return errIDTaken
@@ -71,7 +71,7 @@ func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 	}
 	if err := w.addErr; err != nil {
 		d.mu.Lock()
-		d.releaseLocked(w, nil, err)
+		d.ids.releaseLocked(w, nil, err)
 		d.mu.Unlock()
 		switch {
 		case errors.Is(err, llmfleet.ErrExists):
@@ -174,7 +174,7 @@ func (d *Dispatcher) sendNowLocked(w *waiter) {
 	d.work.begin()
 	d.work.run(func() {
 		defer d.work.end()
-		a := d.callSync(w)
+		a := d.calls.batched(w)
 		d.settleSync(a)
 	})
 }

@@ -318,7 +318,7 @@ func (d *Dispatcher) finishLocked(w *waiter, resp *llmfleet.Response, err error,
 		entry, durable := *e, d.journal.durable()
 		d.mu.later(func() { d.Observe(entry, durable) })
 	}
-	d.releaseLocked(w, resp, err)
+	d.ids.releaseLocked(w, resp, err)
 	switch {
 	case w.detached:
 		if err != nil {

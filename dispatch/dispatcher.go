@@ -98,6 +98,7 @@ type Dispatcher struct {
 	book      *cachecost.Book
 	cacheLog  *cacheLog
 	journal   journal
+	calls     syncCaller           // the calls sent synchronously
 	shared    llmfleet.SharedStore // set when the Store is one
 
 	ctx    context.Context // ends when Close gives up waiting
@@ -110,9 +111,7 @@ type Dispatcher struct {
 	pools    map[string]*pool
 	trackers map[string]*tracker
 	knownIDs map[string]bool // provider ids of batches the store knows
-	// live holds, with a Store, the requests waiting in this process by
-	// id, so that a call giving an id already accepted attaches to it.
-	live map[string]*waiter
+	ids      requestIDs      // the requests waiting here by id
 	// recovering is set while Open picks up stored requests: their pools
 	// are scheduled once all are back, so that requests whose window
 	// passed while the process was down share batches again.
@@ -177,12 +176,13 @@ func (d *Dispatcher) Open() error {
 	d.flex = newFlexTier(d.pol)
 	d.book = &cachecost.Book{Priors: cachecost.Rates{Sync: cachecost.Priors.Sync, Batch: d.pol.CacheBatchRate, Cross: cachecost.Priors.Cross}}
 	d.work.goHook = d.Go
+	d.calls = syncCaller{d}
 	d.cacheLog = &cacheLog{store: d.Store, run: d.work.run, sleep: d.sleep, log: d.log}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.pools = map[string]*pool{}
 	d.trackers = map[string]*tracker{}
 	d.knownIDs = map[string]bool{}
-	d.live = map[string]*waiter{}
+	d.ids = requestIDs{d: d, live: map[string]*waiter{}}
 	d.renew = make(chan struct{}, 1)
 	d.creating = map[string]bool{}
 	d.journal = nopJournal{}
@@ -279,13 +279,13 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 			}
 		}
 	}
-	for _, w := range d.live {
+	for _, w := range d.ids.live {
 		if w.state == stateElsewhere {
 			// Another replica's to answer: its caller here is told the
 			// process closed; nothing is concluded (no error counted).
 			w.must(stateDone, d.log)
 			d.stopRescueLocked(w)
-			d.releaseLocked(w, nil, llmfleet.ErrClosed)
+			d.ids.releaseLocked(w, nil, llmfleet.ErrClosed)
 			d.replyLocked(w, nil, llmfleet.ErrClosed)
 		}
 	}

@@ -100,7 +100,7 @@ func (d *Dispatcher) takeOverLocked(r *llmfleet.StoredRequest, cred llmfleet.Cre
 // it does not have in hand: one queued here (taken out of its pool) or
 // waiting elsewhere, its caller still waiting; nil if it has none.
 func (d *Dispatcher) reuseLocked(id string) *waiter {
-	w := d.live[id]
+	w := d.ids.live[id]
 	switch {
 	case w == nil:
 		return nil
@@ -123,7 +123,7 @@ func (d *Dispatcher) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Crede
 		return nil, err
 	}
 	w.deadline, w.accepted, w.detached = r.Deadline, r.AcceptedAt, true
-	d.reserveLocked(w)
+	d.ids.reserveLocked(w)
 	return w, nil
 }
 
@@ -188,7 +188,7 @@ func (d *Dispatcher) storedElsewhere(ids []string) {
 	d.mu.Lock()
 	var ws []*waiter
 	for _, id := range ids {
-		if w := d.live[id]; w != nil && !w.delivering && (w.state == stateElsewhere || w.state == stateQueued) {
+		if w := d.ids.live[id]; w != nil && !w.delivering && (w.state == stateElsewhere || w.state == stateQueued) {
 			ws = append(ws, w)
 		}
 	}
@@ -201,7 +201,7 @@ func (d *Dispatcher) storedElsewhere(ids []string) {
 func (d *Dispatcher) sweep() {
 	d.mu.Lock()
 	var ws []*waiter
-	for _, w := range d.live {
+	for _, w := range d.ids.live {
 		if w.state == stateElsewhere {
 			ws = append(ws, w)
 		}

@@ -221,7 +221,7 @@ var errInterrupted = errors.New("llmfleet: the request's sync call was cut when 
 // and that adopts its own) is left to that call.
 func (d *Dispatcher) interrupted(ctx context.Context, store llmfleet.Store, r *llmfleet.StoredRequest) error {
 	d.mu.Lock()
-	w := d.live[r.ID]
+	w := d.ids.live[r.ID]
 	mine := w != nil && w.sentSync
 	d.mu.Unlock()
 	if mine {

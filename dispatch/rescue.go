@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -83,7 +82,7 @@ func (d *Dispatcher) rescue(w *waiter) {
 		return
 	}
 	start := d.clock.Now()
-	a := d.callSync(w)
+	a := d.calls.batched(w)
 	if a.err != nil {
 		d.log.Warn("rescue failed; the request waits for its batch", "request_id", w.id, "err", a.err)
 		if mayBeBilled(a.err) {
@@ -130,41 +129,6 @@ func (d *Dispatcher) answeredInStore(w *waiter) bool {
 	}
 	d.finishLocked(w, resp, rerr, nil)
 	return true
-}
-
-// callSync makes the sync call of a batched request (its rescue, or its
-// sending at once), with its batch params, and returns its answer: the
-// Response, route sync, or the error. Its deadline does not cut it: a
-// call already sent goes on, and its answer is delivered and recorded
-// (its caller, answered at the deadline, reads it by its ticket), unless
-// Policy.HardDeadline makes the deadline (or RescueMargin, when that has
-// passed) cut it, with llmfleet.ErrBudgetExceeded. Policy.UpstreamTimeout
-// bounds it (llmfleet.ErrUpstreamTimeout).
-func (d *Dispatcher) callSync(w *waiter) answer {
-	cutAfter := time.Duration(0)
-	if d.pol.HardDeadline && !w.deadline.IsZero() {
-		if cutAfter = w.deadline.Sub(d.clock.Now()); cutAfter <= 0 {
-			cutAfter = d.pol.RescueMargin
-		}
-	}
-	b := d.bound(d.ctx, llmfleet.RouteSync, w.budget, cutAfter)
-	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header, Endpoint: w.req.Endpoint, Body: w.plain, Client: w.req.Client}
-	start := d.clock.Now()
-	d.stats.syncCalls.Add(1)
-	resp, err := w.prov.Send(b.ctx, req)
-	err = b.end(err)
-	if err != nil {
-		if errors.Is(err, llmfleet.ErrBudgetExceeded) {
-			d.stats.budgetMisses.Add(1)
-		}
-		return answer{w: w, err: err}
-	}
-	if !d.pol.NoLearning {
-		d.syncLat.observe(w.prov.Name(), resp.Model, d.clock.Now().Sub(start))
-	}
-	resp.Route = llmfleet.RouteSync
-	resp.RequestID = w.id
-	return answer{w: w, resp: resp}
 }
 
 // recordLate records answers that came second as paid, not delivered, at
