@@ -161,7 +161,7 @@ func (d *Dispatcher) admitLocked(w *waiter) error {
 	if err := d.enqueueLocked(w); err != nil {
 		return err
 	}
-	d.armRescueLocked(w)
+	d.rescues.armLocked(w)
 	d.stats.batchedCalls.Add(1)
 	return nil
 }
@@ -188,21 +188,21 @@ func (d *Dispatcher) sendNowLocked(w *waiter) {
 func (d *Dispatcher) settleSync(a answer) {
 	w := a.w
 	if w.added == nil { // no durable journal
-		d.deliver([]answer{a}, "", nil)
+		d.answers.deliver([]answer{a}, "", nil)
 		return
 	}
 	select {
 	case <-w.added:
-		if w.stored() && d.deliver([]answer{a}, "", nil) {
+		if w.stored() && d.answers.deliver([]answer{a}, "", nil) {
 			return
 		}
 	default:
 	}
-	d.hold(a, true)
-	d.retry(func() bool {
+	d.answers.hold(a, true)
+	d.answers.retry(func() bool {
 		<-w.added
 		if w.stored() {
-			return d.deliver([]answer{a}, "", nil)
+			return d.answers.deliver([]answer{a}, "", nil)
 		}
 		return d.recordUnstored(a)
 	})
@@ -212,13 +212,13 @@ func (d *Dispatcher) settleSync(a answer) {
 // write the store never made, and finishes its waiter; false if the
 // entry could not be recorded.
 func (d *Dispatcher) recordUnstored(a answer) bool {
-	e := d.entry(a.w, a.resp, a.err, d.clock.Now(), llmfleet.RescueNone)
+	e := d.answers.entry(a.w, a.resp, a.err, d.clock.Now(), llmfleet.RescueNone)
 	if err := d.journal.ledger(d.ctx, []llmfleet.LedgerEntry{e}); err != nil {
 		d.log.Warn("ledger entry of a request sent sync not stored; will retry", "request_id", a.w.id, "err", err)
 		return false
 	}
 	d.mu.Lock()
-	d.finishLocked(a.w, a.resp, a.err, &e)
+	d.answers.finishLocked(a.w, a.resp, a.err, &e)
 	d.mu.Unlock()
 	return true
 }

@@ -109,7 +109,7 @@ func (d *Dispatcher) createFailed(c *createCall, err error, recorded bool) {
 		answers[i] = answer{w: w, err: cause}
 	}
 	if recorded {
-		if !d.deliver(answers, "", nil) {
+		if !d.answers.deliver(answers, "", nil) {
 			d.mu.Lock()
 			d.work.end()
 			d.mu.Unlock()
@@ -123,7 +123,7 @@ func (d *Dispatcher) createFailed(c *createCall, err error, recorded bool) {
 		// in the store; fail the callers, the next start sends them.
 		d.mu.Lock()
 		for _, w := range c.ws {
-			d.finishLocked(w, nil, cause, nil)
+			d.answers.finishLocked(w, nil, cause, nil)
 		}
 		d.mu.Unlock()
 	}

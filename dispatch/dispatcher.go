@@ -99,6 +99,8 @@ type Dispatcher struct {
 	cacheLog  *cacheLog
 	journal   journal
 	calls     syncCaller           // the calls sent synchronously
+	answers   answerer             // stores answers, then answers callers
+	rescues   rescuer              // rescues late batched requests sync
 	shared    llmfleet.SharedStore // set when the Store is one
 
 	ctx    context.Context // ends when Close gives up waiting
@@ -177,6 +179,8 @@ func (d *Dispatcher) Open() error {
 	d.book = &cachecost.Book{Priors: cachecost.Rates{Sync: cachecost.Priors.Sync, Batch: d.pol.CacheBatchRate, Cross: cachecost.Priors.Cross}}
 	d.work.goHook = d.Go
 	d.calls = syncCaller{d}
+	d.answers = answerer{d}
+	d.rescues = rescuer{d}
 	d.cacheLog = &cacheLog{store: d.Store, run: d.work.run, sleep: d.sleep, log: d.log}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.pools = map[string]*pool{}
@@ -275,7 +279,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		t.stop()
 		for _, f := range t.flights {
 			for _, w := range f.waiters {
-				d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
+				d.answers.finishLocked(w, nil, llmfleet.ErrClosed, nil)
 			}
 		}
 	}
@@ -284,9 +288,9 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 			// Another replica's to answer: its caller here is told the
 			// process closed; nothing is concluded (no error counted).
 			w.must(stateDone, d.log)
-			d.stopRescueLocked(w)
+			d.rescues.stopLocked(w)
 			d.ids.releaseLocked(w, nil, llmfleet.ErrClosed)
-			d.replyLocked(w, nil, llmfleet.ErrClosed)
+			d.answers.replyLocked(w, nil, llmfleet.ErrClosed)
 		}
 	}
 	d.cancel() // under mu: no timer callback starts a goroutine after this

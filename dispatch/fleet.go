@@ -245,10 +245,10 @@ func (d *Dispatcher) look(ws []*waiter, requeue bool) {
 					d.withdrawLocked(w)
 				}
 				resp, err := storedAnswer(sr)
-				d.finishLocked(w, resp, err, nil)
+				d.answers.finishLocked(w, resp, err, nil)
 			case requeue && sr.State == llmfleet.RequestQueued && w.state == stateElsewhere:
 				if err := d.enqueueLocked(w); err != nil {
-					d.finishLocked(w, nil, err, nil)
+					d.answers.finishLocked(w, nil, err, nil)
 				}
 			}
 		}

@@ -42,7 +42,7 @@ func (d *Dispatcher) runDeferred() {
 	for _, w := range ws {
 		// Renewed, or not (the store unreachable): budgets first; each
 		// rescue still looks in the store before it pays.
-		d.tryRescueLocked(w, false)
+		d.rescues.tryLocked(w, false)
 	}
 }
 

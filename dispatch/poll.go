@@ -283,7 +283,7 @@ func (d *Dispatcher) giveUpFlight(t *tracker, f *flight) {
 
 // conclude stores a flight's answers and, once stored, stops tracking it.
 func (d *Dispatcher) conclude(t *tracker, f *flight, answers []answer) bool {
-	ok := d.deliver(answers, f.id, func() {
+	ok := d.answers.deliver(answers, f.id, func() {
 		if t.flights[f.id] == f { // (not given up by relinquishLocked)
 			delete(t.flights, f.id)
 			d.work.end()
@@ -318,7 +318,7 @@ func (d *Dispatcher) holdFlightLocked(f *flight, answers []answer) {
 		w.held = &answers[i]
 		at := d.pol.RescueAt(w.deadline, d.syncLat.predict(w.prov.Name(), w.info.Model))
 		if !at.IsZero() && !now.Before(at) && w.rescueTimer == nil && !w.rescuing {
-			d.replyHeldLocked(w)
+			d.answers.replyHeldLocked(w)
 		}
 	}
 }

@@ -111,7 +111,7 @@ func (d *Dispatcher) requeue(c *createCall) {
 	var back []*waiter
 	for _, w := range c.ws {
 		if w.abandoned && !d.journal.durable() {
-			d.finishLocked(w, nil, context.Canceled, nil) // nobody will read its answer
+			d.answers.finishLocked(w, nil, context.Canceled, nil) // nobody will read its answer
 			continue
 		}
 		if w.state != stateDone { // (answered meanwhile: by its rescue)
@@ -120,7 +120,7 @@ func (d *Dispatcher) requeue(c *createCall) {
 		}
 	}
 	for w, err := range d.enqueueAllLocked(back) {
-		d.finishLocked(w, nil, err, nil)
+		d.answers.finishLocked(w, nil, err, nil)
 	}
 	d.work.end()
 }
@@ -132,7 +132,7 @@ func (d *Dispatcher) abandon(c *createCall) {
 	defer d.mu.Unlock()
 	delete(d.creating, c.localID)
 	for _, w := range c.ws {
-		d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
+		d.answers.finishLocked(w, nil, llmfleet.ErrClosed, nil)
 	}
 	d.work.end()
 }

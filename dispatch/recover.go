@@ -172,7 +172,7 @@ func (d *Dispatcher) pickUp(ctx context.Context, store llmfleet.Store, queued []
 			// Closing: it stays queued, for the replica that adopts it
 			// once this one's lease ends (or the next start).
 			d.mu.Lock()
-			d.finishLocked(w, nil, err, nil)
+			d.answers.finishLocked(w, nil, err, nil)
 			d.mu.Unlock()
 			continue
 		}

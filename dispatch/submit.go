@@ -168,7 +168,7 @@ func (d *Dispatcher) submitBatch(ctx context.Context, budget time.Duration, req 
 		w.budgetTimer = d.clock.AfterFunc(max(w.deadline.Sub(d.clock.Now()), 0), func() {
 			d.mu.Lock()
 			defer d.mu.Unlock()
-			if w.replied || d.replyHeldLocked(w) {
+			if w.replied || d.answers.replyHeldLocked(w) {
 				return
 			}
 			d.stats.budgetMisses.Add(1)
@@ -200,15 +200,15 @@ func (d *Dispatcher) leaveLocked(w *waiter, cause error) {
 	if w.state == stateQueued && !d.journal.durable() {
 		d.withdrawLocked(w)
 		w.must(stateDone, d.log)
-		d.stopRescueLocked(w)
+		d.rescues.stopLocked(w)
 		if d.Observe != nil {
-			e := d.entryOf(w, nil, cause, d.clock.Now(), llmfleet.RescueNone)
-			d.mu.later(func() { d.Observe(d.price(e), false) })
+			e := d.answers.entryOf(w, nil, cause, d.clock.Now(), llmfleet.RescueNone)
+			d.mu.later(func() { d.Observe(d.answers.price(e), false) })
 		}
 	} else {
 		w.abandoned = true
 	}
-	d.replyLocked(w, nil, cause)
+	d.answers.replyLocked(w, nil, cause)
 }
 
 // Enqueue accepts a request for batching without waiting for its answer

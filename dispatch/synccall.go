@@ -88,7 +88,7 @@ func (s *syncCaller) observe(p llmfleet.Provider, req *llmfleet.Request, route l
 		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(req.Body))), true
 	}
 	if d.Observe != nil {
-		d.Observe(d.price(e), false)
+		d.Observe(d.answers.price(e), false)
 	}
 }
 
