@@ -135,7 +135,7 @@ func (s *suite) batchLifecycle(t *testing.T) {
 	its = append(its, item{
 		BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-bad_params",
 			Params: s.wire().Invalid(s.model(), false)},
-		want: llmfleet.ResultErrored, errorType: "invalid_request_error",
+		want: llmfleet.ResultErrored, errorType: s.invalidType(),
 	})
 	if s.h.ErrorPrompt != nil {
 		its = append(its, item{
@@ -158,8 +158,8 @@ func (s *suite) batchLifecycle(t *testing.T) {
 		created.Counts.Processing != n || created.CreatedAt.IsZero() || !created.EndedAt.IsZero() || created.ResultsURL != "" {
 		t.Errorf("created batch %+v", created)
 	}
-	if d := created.ExpiresAt.Sub(created.CreatedAt); d != 24*time.Hour {
-		t.Errorf("expires %v after creation, want 24h", d)
+	if d := created.ExpiresAt.Sub(created.CreatedAt); d != s.batchExpiry() {
+		t.Errorf("expires %v after creation, want %v", d, s.batchExpiry())
 	}
 	got, err := e.Provider.GetBatch(ctx(t), e.Credential, created.ID)
 	if err != nil {
@@ -332,11 +332,11 @@ func (s *suite) batchCreateRejected(t *testing.T) {
 	its := s.items("dup", 2)
 	its[1].CustomID = its[0].CustomID
 	_, err := create(t, e, "dup", its)
-	wantError(t, "duplicate custom_id", err, 400, "invalid_request_error")
+	wantError(t, "duplicate custom_id", err, 400, s.invalidType())
 	its = s.items("bad", 1)
 	its[0].CustomID = "bad-not a valid id!"
 	_, err = create(t, e, "bad", its)
-	wantError(t, "bad custom_id", err, 400, "invalid_request_error")
+	wantError(t, "bad custom_id", err, 400, s.invalidType())
 	s.wantBatches(t, e, 0)
 }
 
