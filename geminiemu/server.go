@@ -17,8 +17,8 @@ import (
 const MaxBodyBytes = 32 << 20
 
 // DefaultModels are the models served when Server.Models is nil.
-var DefaultModels = []string{"gemini-3-pro-preview", "gemini-3-flash-preview", "gemini-2.5-pro",
-	"gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-2.0-flash"}
+var DefaultModels = []string{"gemini-3.1-pro-preview", "gemini-3-flash-preview", "gemini-3.1-flash-lite-preview",
+	"gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-2.0-flash"}
 
 // DropConnection is the status by which Server.Fault asks for the
 // connection to be closed without an answer.
