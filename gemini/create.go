@@ -58,7 +58,11 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %w", err)
 	}
-	if len(body) > geminiwire.MaxInlineBytes {
+	limit := p.InlineBytes
+	if limit <= 0 || limit > geminiwire.MaxInlineBytes {
+		limit = geminiwire.MaxInlineBytes
+	}
+	if len(body) > limit {
 		name, err := p.uploadInput(ctx, cred, header, tag, reqs)
 		if err != nil {
 			return nil, err

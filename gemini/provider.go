@@ -72,6 +72,10 @@ type Provider struct {
 	// Clock tells the time and times the waits before retries; nil means
 	// the real clock.
 	Clock llmfleet.Clock
+	// InlineBytes is the largest create body sent inline; a larger batch
+	// goes as a file. 0 means geminiwire.MaxInlineBytes (20 MB), the API's
+	// limit.
+	InlineBytes int
 }
 
 var _ llmfleet.Provider = (*Provider)(nil)
