@@ -18,11 +18,12 @@ import (
 var configMembers = []string{"stopSequences", "responseMimeType", "responseSchema", "responseJsonSchema",
 	"responseModalities", "candidateCount", "maxOutputTokens", "temperature", "topP", "topK", "seed",
 	"presencePenalty", "frequencyPenalty", "responseLogprobs", "logprobs", "enableEnhancedCivicAnswers",
-	"speechConfig", "thinkingConfig", "imageConfig", "mediaResolution"}
+	"speechConfig", "thinkingConfig", "imageConfig", "mediaResolution", "audioTranscriptionConfig"}
 
-// requestMembers are the members a GenerateContentRequest may have.
+// requestMembers are the members a GenerateContentRequest may have (those
+// the Go SDK sends to the Gemini API, and the model).
 var requestMembers = []string{"model", "contents", "systemInstruction", "generationConfig", "safetySettings",
-	"tools", "toolConfig", "cachedContent", "serviceTier"}
+	"tools", "toolConfig", "cachedContent", "serviceTier", "labels", "store", "continuationToken"}
 
 // call is a checked generateContent request.
 type call struct {
@@ -65,6 +66,9 @@ func check(body []byte, model string) (c call, msg string) {
 		return c, "* GenerateContentRequest.contents: contents is not specified\n"
 	}
 	for i, ct := range c.req.Contents {
+		if ct.Role != "" && ct.Role != "user" && ct.Role != "model" {
+			return c, "Please use a valid role: user, model."
+		}
 		if len(ct.Parts) == 0 {
 			return c, "* GenerateContentRequest.contents[" + itoa(i) + "].parts: contents.parts must not be empty.\n"
 		}

@@ -54,6 +54,7 @@ func TestStrict(t *testing.T) {
 		{"no contents", gen + "?key=good", `{"contents":[]}`, nil, 400, "INVALID_ARGUMENT", "contents is not specified"},
 		{"other model", gen + "?key=good", `{"model":"models/gemini-2.5-pro","contents":[{"parts":[{"text":"x"}]}]}`, nil, 400, "INVALID_ARGUMENT", "does not match"},
 		{"bad tier", gen + "?key=good", `{"contents":[{"parts":[{"text":"x"}]}],"serviceTier":"cheap"}`, nil, 400, "INVALID_ARGUMENT", "service_tier"},
+		{"bad role", gen + "?key=good", `{"contents":[{"role":"assistant","parts":[{"text":"x"}]}]}`, nil, 400, "INVALID_ARGUMENT", "valid role"},
 		{"not json", gen + "?key=good", `{nope`, nil, 400, "INVALID_ARGUMENT", "Invalid JSON payload"},
 		{"directed", gen + "?key=good", `{"contents":[{"parts":[{"text":"x [error:INTERNAL]"}]}]}`, nil, 500, "INTERNAL", "emulated"},
 		{"no batch name", "/v1beta/models/gemini-2.5-flash:batchGenerateContent?key=good", `{"batch":{"inputConfig":{"requests":{"requests":[]}}}}`, nil, 400, "INVALID_ARGUMENT", "display_name"},

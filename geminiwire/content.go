@@ -57,11 +57,6 @@ type GenerateContentRequest struct {
 	ServiceTier       string          `json:"serviceTier,omitempty"`
 }
 
-// RequestMembers are the top-level members a GenerateContentRequest may
-// have; the API refuses any other ("Unknown name").
-var RequestMembers = []string{"model", "contents", "systemInstruction", "generationConfig", "safetySettings",
-	"tools", "toolConfig", "cachedContent", "serviceTier", "labels"}
-
 // Candidate is one generated answer.
 type Candidate struct {
 	Content      *Content `json:"content,omitempty"`
