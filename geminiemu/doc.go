@@ -25,6 +25,9 @@
 //     a file's bytes at /download/v1beta/files/{id}:download?alt=media (and
 //     /v1beta/files/{id}:download?alt=media, where the Go SDK asks).
 //
+// The Server may be mounted under a path (http.StripPrefix): the URLs it
+// hands out (the upload URL, a file's uri and downloadUri) keep the prefix.
+//
 // Credentials: x-goog-api-key or ?key=; none is 403 PERMISSION_DENIED, one
 // not in Server.Keys 400 INVALID_ARGUMENT with reason API_KEY_INVALID, as
 // the API answers. Batches and files belong to the key that made them;

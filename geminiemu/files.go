@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,12 +65,19 @@ func hashed(parts ...string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// baseURL is the scheme and host the request came to.
+// baseURL is the URL the API is served at for r: the scheme and host it
+// came to, and the prefix a handler mounting the emulator under a path
+// (http.StripPrefix) took off, read from the request line.
 func baseURL(r *http.Request) string {
+	scheme := "http://"
 	if r.TLS != nil {
-		return "https://" + r.Host
+		scheme = "https://"
 	}
-	return "http://" + r.Host
+	prefix := ""
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil && strings.HasSuffix(u.Path, r.URL.Path) {
+		prefix = strings.TrimSuffix(u.Path, r.URL.Path)
+	}
+	return scheme + r.Host + prefix
 }
 
 func (s *Server) addFileLocked(f *file) {

@@ -186,6 +186,27 @@ func TestSDKBatches(t *testing.T) {
 	}
 }
 
+// TestSDKUnderPrefix: mounted under a path, the emulator serves the SDK
+// pointed at that path, the resumable upload included.
+func TestSDKUnderPrefix(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/gemini/", http.StripPrefix("/gemini", &geminiemu.Server{}))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, err := genai.NewClient(t.Context(), &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI,
+		HTTPClient: srv.Client(), HTTPOptions: genai.HTTPOptions{BaseURL: srv.URL + "/gemini"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := c.Models.GenerateContent(t.Context(), "gemini-2.5-flash", genai.Text("hi"), nil); err != nil || resp.Text() != "Answer to: hi" {
+		t.Fatalf("generate: %v", err)
+	}
+	f, err := c.Files.Upload(t.Context(), strings.NewReader("{}\n"), &genai.UploadFileConfig{MIMEType: "application/jsonl"})
+	if err != nil || !strings.HasPrefix(f.URI, srv.URL+"/gemini/v1beta/files/") {
+		t.Fatalf("upload: %+v, %v", f, err)
+	}
+}
+
 // clockOf makes a ManualClock an llmfleet.Clock (timers are not needed).
 type clockOf struct{ *providertest.ManualClock }
 
