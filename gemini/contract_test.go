@@ -91,17 +91,29 @@ func newEnv(t *testing.T) providertest.Env {
 	}
 }
 
-func TestContract(t *testing.T) {
-	providertest.Run(t, providertest.Harness{
+func TestContract(t *testing.T) { providertest.Run(t, harness(newEnv)) }
+
+// TestContractFiles runs the suite with every batch sent as a file
+// through the Files API, its results read from the responses file.
+func TestContractFiles(t *testing.T) {
+	providertest.Run(t, harness(func(t *testing.T) providertest.Env {
+		e := newEnv(t)
+		e.Provider.(*gemini.Provider).InlineBytes = 1
+		return e
+	}))
+}
+
+func harness(newEnv func(t *testing.T) providertest.Env) providertest.Harness {
+	return providertest.Harness{
 		Wire: providertest.Gemini,
 		New:  newEnv,
 		Answer: func(body []byte) string {
 			var r geminiwire.GenerateContentRequest
-			if err := json.Unmarshal(body, &r); err != nil {
-				t.Errorf("a request body: %v", err)
+			if json.Unmarshal(body, &r) != nil || len(r.Contents) == 0 {
+				return "(not a request body)"
 			}
 			return "Answer to: " + r.Contents[len(r.Contents)-1].Text()
 		},
 		ErrorPrompt: func(status string) string { return "please fail [error:" + status + "]" },
-	})
+	}
 }
