@@ -47,8 +47,10 @@
 // request's error inside a batch. Server.Fault injects errors or dropped
 // connections on any path.
 //
-// Not modelled: tools, media parts, safety blocks, countTokens, the models
-// listing, explicit caches, rate limits, batch priority and webhooks,
+// Also GET /v1beta/models, GET /v1beta/models/{model} and :countTokens
+// (word counts, as the answers count).
+//
+// Not modelled: tools, media parts, safety blocks, explicit caches, rate limits, batch priority and webhooks,
 // embeddings batches; what the real API writes for the requests a cancel or
 // the expiry stopped is unverified (here: a CANCELLED or DEADLINE_EXCEEDED
 // error per request).

@@ -87,6 +87,13 @@ func TestSDKGenerate(t *testing.T) {
 	if st := em.Stats(); st.Shed != 1 || st.Billed["shed me"] != 0 {
 		t.Errorf("stats %+v", st)
 	}
+	ct, err := c.Models.CountTokens(ctx, "gemini-2.5-flash", genai.Text("three words here"), nil)
+	if err != nil || ct.TotalTokens != 3 {
+		t.Errorf("countTokens %+v, %v", ct, err)
+	}
+	if m, err := c.Models.Get(ctx, "gemini-2.5-pro", nil); err != nil || m.Name != "models/gemini-2.5-pro" {
+		t.Errorf("model %+v, %v", m, err)
+	}
 	_, err = c.Models.GenerateContent(ctx, "gemini-9-ultra", genai.Text("hi"), nil)
 	if !errors.As(err, &ae) || ae.Code != 404 || ae.Status != "NOT_FOUND" {
 		t.Errorf("unknown model: %v", err)

@@ -134,6 +134,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.once.Do(func() {
 		m := http.NewServeMux()
 		m.HandleFunc("POST /v1beta/models/{method}", s.faulty(s.modelMethod))
+		m.HandleFunc("GET /v1beta/models", s.faulty(s.listModels))
+		m.HandleFunc("GET /v1beta/models/{method}", s.faulty(s.getModel))
 		m.HandleFunc("GET /v1beta/batches", s.faulty(s.listBatches))
 		m.HandleFunc("GET /v1beta/batches/{id}", s.faulty(s.getBatch))
 		m.HandleFunc("POST /v1beta/batches/{id}", s.faulty(s.cancelBatch))
@@ -223,6 +225,8 @@ func (s *Server) modelMethod(w http.ResponseWriter, r *http.Request) {
 		s.generate(w, r, model, method == geminiwire.MethodStream)
 	case geminiwire.MethodBatch:
 		s.createBatch(w, r, model)
+	case "countTokens":
+		s.countTokens(w, r, model)
 	default:
 		writeError(w, http.StatusNotFound, "The requested URL "+r.URL.Path+" was not found on this server.")
 	}
