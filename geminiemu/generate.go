@@ -70,7 +70,7 @@ func check(body []byte, model string) (c call, msg string) {
 			return c, "Please use a valid role: user, model."
 		}
 		if len(ct.Parts) == 0 {
-			return c, "* GenerateContentRequest.contents[" + itoa(i) + "].parts: contents.parts must not be empty.\n"
+			return c, "* GenerateContentRequest.contents[" + strconv.Itoa(i) + "].parts: contents.parts must not be empty.\n"
 		}
 	}
 	switch t := strings.ToLower(c.req.ServiceTier); t {
@@ -102,8 +102,6 @@ func check(body []byte, model string) (c call, msg string) {
 	}
 	return c, ""
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // lastUser returns the text of the last user turn.
 func lastUser(cs []geminiwire.Content) string {
