@@ -154,12 +154,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // apiKey returns the request's key: x-goog-api-key, else ?key=.
-func apiKey(r *http.Request) string {
-	if k := r.Header.Get("X-Goog-Api-Key"); k != "" {
-		return k
-	}
-	return r.URL.Query().Get("key")
-}
+func apiKey(r *http.Request) string { return geminiwire.RequestKey(r.Header, r.URL.Query()) }
 
 // authorized answers the API's error for a missing or refused key.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {

@@ -2,6 +2,8 @@ package geminiwire
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -114,4 +116,16 @@ func SplitMethod(path string) (model, method string, ok bool) {
 		return "", "", false
 	}
 	return model, method, true
+}
+
+// APIKeyHeader is the header the API takes its key in.
+const APIKeyHeader = "X-Goog-Api-Key"
+
+// RequestKey returns the API key a call carries: its x-goog-api-key
+// header, else its ?key= query parameter, as the API reads them.
+func RequestKey(h http.Header, q url.Values) string {
+	if k := h.Get(APIKeyHeader); k != "" {
+		return k
+	}
+	return q.Get("key")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,15 @@ func TestReadAnswer(t *testing.T) {
 	}
 	if (*UsageMetadata)(nil).Usage() != (llmfleet.Usage{}) {
 		t.Error("nil usage")
+	}
+}
+
+func TestRequestKey(t *testing.T) {
+	if k := RequestKey(http.Header{"X-Goog-Api-Key": {"h"}}, url.Values{"key": {"q"}}); k != "h" {
+		t.Errorf("header first: %q", k)
+	}
+	if k := RequestKey(nil, url.Values{"key": {"q"}}); k != "q" {
+		t.Errorf("query: %q", k)
 	}
 }
 
