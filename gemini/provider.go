@@ -228,7 +228,7 @@ func (p *Provider) post(ctx context.Context, req *llmfleet.Request, method strin
 // else its token as a Bearer token.
 func setCredential(hr *http.Request, cred llmfleet.Credential) {
 	if cred.APIKey != "" {
-		hr.Header.Set("X-Goog-Api-Key", cred.APIKey)
+		hr.Header.Set(geminiwire.APIKeyHeader, cred.APIKey)
 		return
 	}
 	hr.Header.Set("Authorization", "Bearer "+cred.AuthToken)
