@@ -36,21 +36,22 @@ func (s *Server) middleware(req *http.Request, next option.MiddlewareNext) (*htt
 	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/v1/messages") {
 		return next(req)
 	}
-	c, e := s.plan(req)
+	p := pipeline{s, anthropicFace{s}}
+	c, e := p.plan(req, true)
 	if e != nil {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
-			writeAPIError(w, e)
+			p.f.refuse(w, e)
 		}), nil
 	}
 	if c.route == llmfleet.RouteBatch {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
 			if c.async {
-				s.serveAsync(w, r, c)
+				p.enqueue(w, r, c)
 				return
 			}
-			s.serveBatch(w, r, c)
+			p.batch(w, r, c)
 		}), nil
 	}
 	for k := range req.Header {
@@ -67,7 +68,7 @@ func (s *Server) middleware(req *http.Request, next option.MiddlewareNext) (*htt
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		req.ContentLength = int64(len(body))
 	}
-	resp, err := s.nextWithin(req, c.hard && c.budget > 0, s.remaining(c), next, func(w http.ResponseWriter, _ *http.Request) {
+	resp, err := s.nextWithin(req, c.hard && c.budget > 0, c.remaining(s.clock.Now()), next, func(w http.ResponseWriter, _ *http.Request) {
 		s.writeCut(w, callCutHard, c.budget)
 	})
 	if resp != nil {

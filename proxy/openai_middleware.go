@@ -42,9 +42,15 @@ func (s *Server) openAIMiddleware(req *http.Request, next option.MiddlewareNext)
 	if req.Method != http.MethodPost || endpoint == "" {
 		return next(req)
 	}
-	c, e := s.planOpenAI(req, endpoint)
+	p := pipeline{s, openAIFace{s: s, endpoint: endpoint, sdk: true}}
+	c, e := p.plan(req, false)
 	if e != nil {
-		return serveInProcess(req, func(w http.ResponseWriter, _ *http.Request) { e.write(w) }), nil
+		return serveInProcess(req, func(w http.ResponseWriter, _ *http.Request) {
+			if !e.bare {
+				w.Header().Set(HeaderRoute, string(c.route))
+			}
+			p.f.refuse(w, e)
+		}), nil
 	}
 	body := []byte(c.req.Body)
 	for k := range req.Header {
@@ -55,7 +61,7 @@ func (s *Server) openAIMiddleware(req *http.Request, next option.MiddlewareNext)
 	if c.route == llmfleet.RouteBatch {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
-			s.serveOpenAIBatch(w, r, c)
+			p.batch(w, r, c)
 		}), nil
 	}
 	call := func(req *http.Request) (*http.Response, error) {

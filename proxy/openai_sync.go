@@ -43,7 +43,7 @@ func (s *Server) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *open
 		return
 	}
 	if c.owner != "" && res.StatusCode == http.StatusOK {
-		res.Body = s.ownedResponses(r.Context(), c.owner, res)
+		res.Body = bookOf(s).ownedResponses(r.Context(), c.owner, res)
 	}
 	defer res.Body.Close()
 	for k, vs := range res.Header {
@@ -155,12 +155,8 @@ func (s *Server) openAIUpstreamCall(ctx context.Context, r *http.Request, c *ope
 		if errors.Is(reason, llmfleet.ErrFlexUnavailable) {
 			// A wait llmfleet adds: the budget bounds it.
 			if c.budget <= 0 || s.clock.Now().Add(wait+openAIStandardReserve).Before(c.arrived.Add(c.budget)) {
-				tick, stop := s.after(wait)
-				select {
-				case <-tick:
-				case <-ctx.Done():
-					stop()
-					return nil, llmfleet.TierFlex, ctx.Err()
+				if err := llmfleet.Sleep(ctx, s.clock, wait); err != nil {
+					return nil, llmfleet.TierFlex, err
 				}
 				wait = min(2*wait, 30*time.Second)
 				continue

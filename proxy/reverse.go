@@ -26,7 +26,7 @@ func (s *Server) servePassThrough(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, c))
 		if isBatchesPath(r.URL.Path) {
-			s.serveBatches(w, r, s.ownerName(presented))
+			anthropicFace{s}.serveBatches(w, r, s.ownerName(presented))
 			return
 		}
 		if !anthropicShared(r.Method, r.URL.Path) {
