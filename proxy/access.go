@@ -110,7 +110,7 @@ func newAccessRec(s *Server, r *http.Request) *accessRec {
 
 // serve serves r through next and reports it to Server.Access: when next
 // returns, or, for a caller whose connection the handler took over to
-// answer later (parkedSet.park), when that answer has been written.
+// answer later (pipeline.park), when that answer has been written.
 func (a *accessRec) serve(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request)) {
 	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
 	aw := &accessWriter{ResponseWriter: w}

@@ -89,7 +89,7 @@ type faceTraits struct {
 	// llmfleet-route header.
 	bare bool
 	// parks says whether a non-streaming batched caller may be parked on
-	// its connection alone (parkConn).
+	// its connection alone (pipeline.park).
 	parks bool
 	// spent says whether a batched call whose budget is spent before it is
 	// queued is answered 504 at once, rather than handed to the Submitter

@@ -108,8 +108,6 @@ func (f anthropicFace) refuse(w http.ResponseWriter, e *refusal) {
 	writeErrorBody(w, failure{status: e.status, requestID: id, noRetry: e.noRetry, body: claudewire.Envelope(e.typ, e.msg, id)})
 }
 
-func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) { f.serveSync(w, r, c) }
-
 // passHeaders returns the provider headers a batched request carries into
 // its batch: every anthropic-* header (anthropic-version, anthropic-beta,
 // ...). Requests whose such headers differ are never pooled together.
@@ -126,12 +124,12 @@ func passHeaders(h http.Header) http.Header {
 	return out
 }
 
-// serveSync sends a routed call straight upstream through the reverse
+// sync sends a routed call straight upstream through the reverse
 // proxy. A call with a budget has its body read whole first (as routing
 // may have done), so that it can be sent again (syncbudget.go). The
 // budget does not cut the call unless it is a hard deadline (c.hard);
 // the upstream timeout does (deadline.go).
-func (f anthropicFace) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
+func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 	s := f.s
 	if c.budget > 0 && c.body == nil {
 		body, e := s.bodies.read(r)

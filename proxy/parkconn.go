@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -27,24 +26,17 @@ const parkLookupTimeout = 10 * time.Second
 // complete response itself, with Connection: close, once the Submitter
 // calls back.
 type parkedConn struct {
-	set  *parkedSet
+	// p renders the answer (pipeline.answer) and counts the caller in
+	// its Server's parkedSet until it is written.
+	p    pipeline
 	conn net.Conn
 	c    *call
-	// write renders the answer (pipeline.answer); log and clock are the
-	// Server's.
-	write answerFunc
-	log   *slog.Logger
-	clock llmfleet.Clock
 	// h holds the headers the handler had set before the take-over
 	// (llmfleet-route, llmfleet-request-id, ...).
 	h http.Header
 	// a is the access record, reported once the answer is written.
 	a *accessRec
 }
-
-// answerFunc renders the answer to a batched call c on w; ctx bounds
-// what it reads to render it.
-type answerFunc func(ctx context.Context, w http.ResponseWriter, c *call, resp *llmfleet.Response, err error)
 
 // park parks a non-streaming batched call on its connection alone, if
 // it can: the Submitter is a llmfleet.FuncSubmitter, the request is
@@ -58,9 +50,8 @@ type answerFunc func(ctx context.Context, w http.ResponseWriter, c *call, resp *
 // before; its answer closes the connection and the pipelined request goes
 // unanswered, which a pipelining client must be ready for (RFC 9112,
 // section 9.3.2).
-// The answer is rendered by write, and the caller counted in ps until it
-// is written.
-func (ps *parkedSet) park(w http.ResponseWriter, r *http.Request, c *call, budget time.Duration, s *Server, write answerFunc) bool {
+func (pl pipeline) park(w http.ResponseWriter, r *http.Request, c *call, budget time.Duration) bool {
+	s := pl.s
 	fs, ok := s.Submitter.(llmfleet.FuncSubmitter)
 	if !ok || r.ProtoMajor != 1 || r.ProtoMinor < 1 {
 		return false
@@ -70,14 +61,14 @@ func (ps *parkedSet) park(w http.ResponseWriter, r *http.Request, c *call, budge
 	if err != nil {
 		return false // cannot be taken over: today's path
 	}
-	p := &parkedConn{set: ps, conn: conn, c: c, write: write, log: s.log, clock: s.clock, h: h, a: accessOf(r.Context())}
+	p := &parkedConn{p: pl, conn: conn, c: c, h: h, a: accessOf(r.Context())}
 	if p.a != nil {
 		p.a.mu.Lock()
 		p.a.parked = true
 		p.a.mu.Unlock()
 	}
 	pipelined := brw.Reader.Buffered() > 0
-	ps.add(p)
+	s.parked.add(p)
 	// The submission must outlive the handler, whose context net/http
 	// cancels when it returns; the caller cannot be watched any more.
 	ctx := context.WithoutCancel(r.Context())
@@ -103,13 +94,13 @@ func (p *parkedConn) done(resp *llmfleet.Response, err error) {
 // connection and reports the access record. A write that fails (the
 // caller left) is no error: the answer stays readable by its ticket.
 func (p *parkedConn) answer(resp *llmfleet.Response, err error, pipelined bool) {
-	defer p.set.remove(p)
+	defer p.p.s.parked.remove(p)
 	ctx, cancel := context.WithTimeout(context.Background(), parkLookupTimeout)
 	rec := &answerRecorder{h: p.h}
-	p.write(ctx, rec, p.c, resp, err)
+	p.p.answer(ctx, rec, p.c, resp, err)
 	cancel()
 	if rec.h.Get("Date") == "" {
-		rec.h.Set("Date", p.clock.Now().UTC().Format(http.TimeFormat))
+		rec.h.Set("Date", p.p.s.clock.Now().UTC().Format(http.TimeFormat))
 	}
 	out := &http.Response{
 		StatusCode:    rec.status,
@@ -126,7 +117,7 @@ func (p *parkedConn) answer(resp *llmfleet.Response, err error, pipelined bool) 
 	_, werr := p.conn.Write(buf.Bytes())
 	p.close(pipelined)
 	if werr != nil {
-		p.log.Debug("parked caller gone before its answer", "request_id", p.c.req.ID, "err", werr)
+		p.p.s.log.Debug("parked caller gone before its answer", "request_id", p.c.req.ID, "err", werr)
 	}
 	if p.a != nil {
 		status := rec.status

@@ -190,7 +190,7 @@ func (p pipeline) enqueue(w http.ResponseWriter, r *http.Request, c *call) {
 
 // batch pools a routed call into a batch and answers with its result: a
 // caller that does not stream is parked on its connection alone if the
-// face allows it (parkConn), else waits in its handler; a streaming one
+// face allows it (park), else waits in its handler; a streaming one
 // is sent pings while it waits (streamPark). The Submitter gets what is
 // left of the budget, counted from the request's arrival.
 func (p pipeline) batch(w http.ResponseWriter, r *http.Request, c *call) {
@@ -209,7 +209,7 @@ func (p pipeline) batch(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 	}
 	if !c.stream {
-		if t.parks && p.s.parked.park(w, r, c, left, p.s, p.answer) {
+		if t.parks && p.park(w, r, c, left) {
 			return // answered later, on the connection taken over
 		}
 		resp, err := p.s.Submitter.SubmitBatch(ctx, left, c.req)
