@@ -172,6 +172,13 @@ func (f anthropicFace) says(k refusalKind, arg string) *refusal {
 		e = refusalOf(unauthorized)
 	case noKey:
 		e = refusalOf(missingKey)
+	case unknownPath:
+		e.status, e.typ, e.msg = http.StatusNotFound, "not_found_error", "Not found: "+arg
+	case faceClosed:
+		e.status, e.typ, e.msg = http.StatusForbidden, "permission_error", "This llmfleet holds no key for the Anthropic API."
+	case notShared:
+		e.status, e.typ, e.msg = http.StatusForbidden, "permission_error", "This llmfleet holds one key for all its clients: "+arg+
+			" would reach what other clients made under it, so it is not passed on."
 	}
 	return e
 }

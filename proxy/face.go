@@ -77,6 +77,13 @@ const (
 	noKey
 	// notRecorded: the owner of arg, made upstream, was not recorded (500).
 	notRecorded
+	// unknownPath: the face has no path arg ("METHOD /path", 404).
+	unknownPath
+	// faceClosed: proxy-held keys, and the face holds none (403).
+	faceClosed
+	// notShared: arg ("METHOD /path") would reach what other clients made
+	// under the key they share (403).
+	notShared
 )
 
 // faceTraits is what the pipeline knows of a face as data.

@@ -11,7 +11,7 @@ import (
 func TestFacesSayEveryRefusal(t *testing.T) {
 	s := &Server{}
 	for name, f := range map[string]face{"anthropic": anthropicFace{s}, "openai": openAIFace{s: s}} {
-		for k := stateFailed; k <= notRecorded; k++ {
+		for k := stateFailed; k <= notShared; k++ {
 			e := f.says(k, "x")
 			if e == nil || e.status < 400 || e.typ == "" || e.msg == "" {
 				t.Errorf("%s: kind %d: %+v", name, k, e)

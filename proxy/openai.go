@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/openaiwire"
@@ -48,52 +47,33 @@ type openAIFace struct {
 	sdk bool
 }
 
-// serve serves the OpenAI face: /openai/v1/<path> is <path> of the
-// OpenAI API; POST chat/completions, responses and embeddings are routed
-// by budget, everything else passes through.
-func (f openAIFace) serve(w http.ResponseWriter, r *http.Request) {
-	s := f.s
-	path, ok := strings.CutPrefix(r.URL.Path, OpenAIPrefix)
-	if !ok || !strings.HasPrefix(path, "/v1/") {
-		writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", "Unknown request URL: "+r.Method+" "+r.URL.Path+".")
-		return
+func (f openAIFace) prefix() (mount, api string) { return OpenAIPrefix, "/v1/" }
+
+// hold maps the client's key to the OpenAI key the proxy holds for it
+// (Server.OpenAICredentials); without one the face is closed.
+func (f openAIFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
+	if f.s.OpenAICredentials == nil {
+		return llmfleet.Credential{}, f.says(faceClosed, "")
 	}
-	if s.Credentials != nil {
-		if s.OpenAICredentials == nil {
-			writeOpenAIError(w, http.StatusForbidden, "permission_error", "", "",
-				"The OpenAI face of this llmfleet is closed: it runs with proxy-held keys and holds none for OpenAI.")
-			return
-		}
-		presented := credentialFrom(r.Header)
-		up, ok := s.OpenAICredentials(presented)
-		if !ok {
-			f.refuse(w, f.says(unknownKey, ""))
-			return
-		}
-		f.client = s.ownerName(presented)
-		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, up))
+	up, ok := f.s.OpenAICredentials(presented)
+	if !ok {
+		return up, f.says(unknownKey, "")
 	}
-	if r.Method == http.MethodPost && openaiwire.Routed(path) {
-		f.endpoint = path
-		pipeline{s, f}.serve(w, r)
-		return
-	}
-	r2 := withPath(r, path, "")
-	if s.Credentials != nil {
-		switch {
-		case openAIOwned(path):
-			f.serveOwned(w, r2)
-			return
-		case !openAIShared(r.Method, path):
-			writeOpenAIError(w, http.StatusForbidden, "permission_error", "", "",
-				"This llmfleet holds one OpenAI key for all its clients: "+r.Method+" "+path+
-					" would reach what other clients made under it, so it is not passed on.")
-			return
-		}
-	}
-	fullDuplex(w)
-	s.openAIRP.ServeHTTP(w, r2)
+	return up, nil
 }
+
+func (f openAIFace) forCall(path, client string) mountedFace {
+	f.endpoint, f.client = path, client
+	return f
+}
+
+// routed: POST chat/completions, responses and embeddings are routed by
+// budget; everything else passes through.
+func (f openAIFace) routed(method, path string) bool {
+	return method == http.MethodPost && openaiwire.Routed(path)
+}
+
+func (f openAIFace) upstream() http.Handler { return f.s.openAIRP }
 
 // openAIKey returns the key of a credential as OpenAI takes it: a bearer
 // token.

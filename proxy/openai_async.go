@@ -123,6 +123,13 @@ func (f openAIFace) says(k refusalKind, arg string) *refusal {
 		e.status, e.code, e.msg = http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided. This llmfleet admits clients by keys of its own."
 	case noKey:
 		e.status, e.code, e.msg = http.StatusUnauthorized, "invalid_api_key", "You didn't provide an API key. Provide it in an Authorization header: Bearer YOUR_KEY."
+	case unknownPath:
+		e.status, e.code, e.msg = http.StatusNotFound, "unknown_url", "Unknown request URL: "+arg+"."
+	case faceClosed:
+		e.status, e.typ, e.msg = http.StatusForbidden, "permission_error", "The OpenAI face of this llmfleet is closed: it runs with proxy-held keys and holds none for OpenAI."
+	case notShared:
+		e.status, e.typ, e.msg = http.StatusForbidden, "permission_error", "This llmfleet holds one OpenAI key for all its clients: "+arg+
+			" would reach what other clients made under it, so it is not passed on."
 	}
 	return e
 }

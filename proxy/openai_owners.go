@@ -7,11 +7,11 @@ import (
 	"strings"
 )
 
-// openAIOwned reports whether path (of the OpenAI API) is of its Files or
+// owned reports whether path (of the OpenAI API) is of its Files or
 // Batches API: what a client makes there is its own in proxy-held-key
 // mode, where every client's files and batches are made under the one
 // upstream key.
-func openAIOwned(path string) bool {
+func (f openAIFace) owned(path string) bool {
 	for _, p := range []string{"/v1/files", "/v1/batches"} {
 		if path == p || strings.HasPrefix(path, p+"/") {
 			return true
@@ -20,13 +20,13 @@ func openAIOwned(path string) bool {
 	return false
 }
 
-// openAIShared reports whether a pass-through call may go upstream under
-// a key every client shares: only reads of the models. Everything else
+// shared reports whether a pass-through call may go upstream under a key
+// every client shares: only reads of the models. Everything else
 // the API keeps under a key (stored completions and responses, fine-tuning
 // jobs, vector stores, uploads, ...) would show one client what another
 // made, so in proxy-held-key mode the OpenAI face passes on nothing else
 // but the Files and Batches APIs, whose objects it tracks by owner.
-func openAIShared(method, path string) bool {
+func (f openAIFace) shared(method, path string) bool {
 	return method == http.MethodGet && (path == "/v1/models" || strings.HasPrefix(path, "/v1/models/"))
 }
 

@@ -357,7 +357,7 @@ func (s *Server) init() {
 		mux.HandleFunc("GET "+RequestsPath+"{id}", ticketDesk{s, anthropicFace{s}}.serve)
 		mux.HandleFunc("GET "+OpenAIRequestsPath+"{id}", ticketDesk{s, openAIFace{s: s}}.serve)
 		mux.HandleFunc("/v1/", s.servePassThrough)
-		mux.HandleFunc(OpenAIPrefix+"/", openAIFace{s: s}.serve)
+		mux.HandleFunc(OpenAIPrefix+"/", mount{s, openAIFace{s: s}}.serve)
 		mux.HandleFunc("/budget/{ms}/{path...}", budgetPrefix(mux))
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, &apiError{http.StatusNotFound, "not_found_error", "Not found: " + r.URL.Path})
