@@ -88,10 +88,9 @@ const (
 
 // faceTraits is what the pipeline knows of a face as data.
 type faceTraits struct {
-	// routes are the routes the llmfleet-route header may force, and
-	// routeNames how its refusal names them.
-	routes     []llmfleet.Route
-	routeNames string
+	// routes are the routes the llmfleet-route header may force ("" for
+	// none: an array, so that traits are a value of their own).
+	routes [3]llmfleet.Route
 	// bare says whether refusals of the call's headers go out without the
 	// llmfleet-route header.
 	bare bool

@@ -20,8 +20,7 @@ import (
 type anthropicFace struct{ s *Server }
 
 func (f anthropicFace) traits() faceTraits {
-	routes := []llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteBatch}
-	return faceTraits{routes: routes, routeNames: routeNames(routes), parks: true, spent: true,
+	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteBatch}, parks: true, spent: true,
 		stream: streamShape{ping: pingEvent, begin: anthropicStreamHead}}
 }
 

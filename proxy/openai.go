@@ -85,8 +85,7 @@ func openAIKey(c llmfleet.Credential) llmfleet.Credential {
 }
 
 func (f openAIFace) traits() faceTraits {
-	routes := []llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch}
-	return faceTraits{routes: routes, routeNames: routeNames(routes), bare: true,
+	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch}, bare: true,
 		stream: streamShape{eager: true, ping: ": ping\n\n", begin: openAIStreamHead}}
 }
 

@@ -79,13 +79,13 @@ func (p pipeline) headers(r *http.Request, c *call) (llmfleet.Route, *refusal) {
 	var force llmfleet.Route
 	if v := r.Header.Get(HeaderRoute); v != "" {
 		for _, rt := range t.routes {
-			if v == string(rt) {
+			if rt != "" && v == string(rt) {
 				force = rt
 			}
 		}
 		if force == "" {
 			return "", &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", param: "llmfleet-route",
-				msg: "The llmfleet-route header must be " + t.routeNames + ".", bare: t.bare}
+				msg: "The llmfleet-route header must be " + routeNames(t.routes[:]) + ".", bare: t.bare}
 		}
 		c.forced = true
 	}
@@ -244,9 +244,11 @@ func spentRefusal(c *call) *refusal {
 // routeNames names routes as a refusal of the llmfleet-route header does:
 // "sync or batch", "sync, flex or batch".
 func routeNames(routes []llmfleet.Route) string {
-	s := make([]string, len(routes))
-	for i, r := range routes {
-		s[i] = string(r)
+	var s []string
+	for _, r := range routes {
+		if r != "" {
+			s = append(s, string(r))
+		}
 	}
 	if len(s) < 2 {
 		return strings.Join(s, "")
