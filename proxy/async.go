@@ -99,6 +99,7 @@ type ticketDesk struct {
 	f face
 }
 
+// serve serves GET <tickets path>{id}.
 func (t ticketDesk) serve(w http.ResponseWriter, r *http.Request) {
 	sr, e := t.find(r, r.PathValue("id"))
 	if e != nil {

@@ -9,11 +9,15 @@ import (
 )
 
 // This file names what one provider API adds to the routed-call pipeline
-// (pipeline.go): a face. The pipeline reads and bounds the body, plans,
-// routes, answers, parks or streams, and observes once for every face; a
+// (pipeline.go): a face. The pipeline plans a call (headers, credential,
+// tickets, route, request id) and answers it (a ticket, a batched answer
+// with the caller parked or streamed pings, or the sync route) once for
+// every face; bodies are read and bounded for all by bodyBudget.read. A
 // face supplies only what differs: how its calls are admitted, parsed and
-// checked, how its answers, errors and streams are rendered, and its sync
-// route. A new provider API is a new face.
+// checked, its refusals in its own words and envelope, how its answers,
+// failures, streams and stored answers are rendered, and its sync route.
+// A face served under a prefix of its own adds its pass-through rules
+// (mountedFace, mount.go). A new provider API is a new face.
 
 // face is one provider API's part of the routed-call pipeline.
 type face interface {

@@ -19,6 +19,9 @@ import (
 // streams in the API's shapes.
 type anthropicFace struct{ s *Server }
 
+// traits: sync or batch may be forced; a non-streaming batched caller may
+// be parked on its connection, a spent budget is answered at once, a
+// streaming caller waits on ping events, the stream begun at the first.
 func (f anthropicFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteBatch}, parks: true, spent: true,
 		stream: streamShape{ping: pingEvent, begin: anthropicStreamHead}}

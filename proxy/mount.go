@@ -46,6 +46,7 @@ type mount struct {
 	f mountedFace
 }
 
+// serve serves a request under the face's prefix.
 func (m mount) serve(w http.ResponseWriter, r *http.Request) {
 	s := m.s
 	prefix, api := m.f.prefix()

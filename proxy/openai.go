@@ -47,6 +47,7 @@ type openAIFace struct {
 	sdk bool
 }
 
+// prefix: /openai/v1/<path> is <path> of the OpenAI API.
 func (f openAIFace) prefix() (mount, api string) { return OpenAIPrefix, "/v1/" }
 
 // hold maps the client's key to the OpenAI key the proxy holds for it
@@ -62,6 +63,7 @@ func (f openAIFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *r
 	return up, nil
 }
 
+// forCall returns the face for a call to path by the client named client.
 func (f openAIFace) forCall(path, client string) mountedFace {
 	f.endpoint, f.client = path, client
 	return f
@@ -73,6 +75,7 @@ func (f openAIFace) routed(method, path string) bool {
 	return method == http.MethodPost && openaiwire.Routed(path)
 }
 
+// upstream is the OpenAI face's reverse proxy.
 func (f openAIFace) upstream() http.Handler { return f.s.openAIRP }
 
 // openAIKey returns the key of a credential as OpenAI takes it: a bearer
@@ -84,6 +87,9 @@ func openAIKey(c llmfleet.Credential) llmfleet.Credential {
 	return llmfleet.Credential{AuthToken: c.AuthToken}
 }
 
+// traits: sync, flex or batch may be forced; refusals of a call's headers
+// and body go without the route header; a batched caller waits in its
+// handler, a streaming one on ": ping" comments, the stream begun at once.
 func (f openAIFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch}, bare: true,
 		stream: streamShape{eager: true, ping: ": ping\n\n", begin: openAIStreamHead}}
@@ -205,6 +211,7 @@ func (f openAIFace) refuse(w http.ResponseWriter, e *refusal) {
 	writeOpenAIError(w, e.status, e.typ, e.code, e.param, e.msg)
 }
 
+// sync sends a call routed sync or flex upstream (openai_sync.go).
 func (f openAIFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 	f.s.serveOpenAISync(w, r, c)
 }

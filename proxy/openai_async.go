@@ -72,6 +72,7 @@ func openAIResultAnswer(res *llmfleet.StoredResult) (int, []byte) {
 	return openAIErrorAnswer(res.Err.Error())
 }
 
+// writeOpenAIBody answers status with the JSON body.
 func writeOpenAIBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -172,6 +172,7 @@ type parkedSet struct {
 	idle  chan struct{} // closed when the set empties, if someone waits
 }
 
+// add counts p as parked.
 func (ps *parkedSet) add(p *parkedConn) {
 	ps.mu.Lock()
 	if ps.conns == nil {
@@ -181,6 +182,7 @@ func (ps *parkedSet) add(p *parkedConn) {
 	ps.mu.Unlock()
 }
 
+// remove counts p answered, waking Drain if it was the last.
 func (ps *parkedSet) remove(p *parkedConn) {
 	ps.mu.Lock()
 	delete(ps.conns, p)
@@ -228,6 +230,7 @@ func (ps *parkedSet) drain(ctx context.Context) error {
 // Parked returns the number of callers parked on their connections alone.
 func (s *Server) Parked() int { return s.parked.count() }
 
+// count returns the number of callers parked.
 func (ps *parkedSet) count() int {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()

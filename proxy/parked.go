@@ -58,6 +58,8 @@ func newStreamPark(w http.ResponseWriter, clock llmfleet.Clock, interval time.Du
 	return p
 }
 
+// ping sends a ping, the stream's headers first if not sent yet, and
+// arms the next one.
 func (p *streamPark) ping() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
