@@ -119,7 +119,7 @@ func providerFace(s *Server, provider string) face {
 	if provider == openAIProvider {
 		return openAIFace{s: s}
 	}
-	return anthropicFace{s}
+	return anthropicFace{s: s}
 }
 
 // ticketNotFoundMessage is the message of an unknown ticket.

@@ -118,3 +118,43 @@ var batchListShape = listShape{
 		return batchList{Data: kept, HasMore: hasMore, FirstID: first, LastID: last}
 	},
 }
+
+// prefix: the Anthropic face is served at the root, /v1/<path>.
+func (f anthropicFace) prefix() (mount, api string) { return "", "/v1/" }
+
+// hold maps the client's key to the upstream credential the proxy holds
+// for it (Server.Credentials).
+func (f anthropicFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
+	up, ok := f.s.Credentials(presented)
+	if !ok {
+		return up, f.says(unknownKey, "")
+	}
+	return up, nil
+}
+
+// forCall returns the face for a call by the client named client.
+func (f anthropicFace) forCall(_, client string) mountedFace {
+	f.client = client
+	return f
+}
+
+// routed: POST /v1/messages goes through the pipeline (the mux sends it
+// there before the mount).
+func (f anthropicFace) routed(method, path string) bool {
+	return method == http.MethodPost && path == "/v1/messages"
+}
+
+// owned: the Message Batches API, served by owner.
+func (f anthropicFace) owned(path string) bool { return isBatchesPath(path) }
+
+// serveOwned serves the Message Batches API for the face's client.
+func (f anthropicFace) serveOwned(w http.ResponseWriter, r *http.Request) {
+	f.serveBatches(w, r, f.client)
+}
+
+// shared reports whether a pass-through call may go upstream under the
+// key every client shares (anthropicShared).
+func (f anthropicFace) shared(method, path string) bool { return anthropicShared(method, path) }
+
+// upstream is the Anthropic face's reverse proxy.
+func (f anthropicFace) upstream() http.Handler { return f.s.rp }

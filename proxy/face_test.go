@@ -10,7 +10,7 @@ import (
 // pipeline and the owner gate give, with an error status and a message.
 func TestFacesSayEveryRefusal(t *testing.T) {
 	s := &Server{}
-	for name, f := range map[string]face{"anthropic": anthropicFace{s}, "openai": openAIFace{s: s}} {
+	for name, f := range map[string]face{"anthropic": anthropicFace{s: s}, "openai": openAIFace{s: s}} {
 		for k := stateFailed; k <= notShared; k++ {
 			e := f.says(k, "x")
 			if e == nil || e.status < 400 || e.typ == "" || e.msg == "" {

@@ -16,8 +16,13 @@ import (
 // anthropicFace is the Anthropic Messages API's face: POST /v1/messages
 // (and the SDK middleware's calls) through the routed-call pipeline, the
 // Message Batches API by owner (batchowners.go), its answers, errors and
-// streams in the API's shapes.
-type anthropicFace struct{ s *Server }
+// streams in the API's shapes, the rest of /v1/ passed upstream as
+// allowed (mount).
+type anthropicFace struct {
+	s *Server
+	// client names the client in proxy-held-key mode ("" otherwise).
+	client string
+}
 
 // traits: sync or batch may be forced; a non-streaming batched caller may
 // be parked on its connection, a spent budget is answered at once, a

@@ -36,7 +36,7 @@ func (s *Server) middleware(req *http.Request, next option.MiddlewareNext) (*htt
 	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/v1/messages") {
 		return next(req)
 	}
-	p := pipeline{s, anthropicFace{s}}
+	p := pipeline{s, anthropicFace{s: s}}
 	c, e := p.plan(req, true)
 	if e != nil {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {

@@ -71,7 +71,10 @@ func (m mount) serve(w http.ResponseWriter, r *http.Request) {
 		pipeline{s, f}.serve(w, r)
 		return
 	}
-	r2 := withPath(r, path, "")
+	r2 := r
+	if prefix != "" {
+		r2 = withPath(r, path, "")
+	}
 	if s.Credentials != nil {
 		switch {
 		case f.owned(path):
@@ -88,6 +91,6 @@ func (m mount) serve(w http.ResponseWriter, r *http.Request) {
 
 // The faces of the proxy.
 var (
-	_ face        = anthropicFace{}
+	_ mountedFace = anthropicFace{}
 	_ mountedFace = openAIFace{}
 )

@@ -353,10 +353,10 @@ func (s *Server) init() {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Write([]byte("ok\n"))
 		})
-		mux.HandleFunc("POST /v1/messages", pipeline{s, anthropicFace{s}}.serve)
-		mux.HandleFunc("GET "+RequestsPath+"{id}", ticketDesk{s, anthropicFace{s}}.serve)
+		mux.HandleFunc("POST /v1/messages", pipeline{s, anthropicFace{s: s}}.serve)
+		mux.HandleFunc("GET "+RequestsPath+"{id}", ticketDesk{s, anthropicFace{s: s}}.serve)
 		mux.HandleFunc("GET "+OpenAIRequestsPath+"{id}", ticketDesk{s, openAIFace{s: s}}.serve)
-		mux.HandleFunc("/v1/", s.servePassThrough)
+		mux.HandleFunc("/v1/", mount{s, anthropicFace{s: s}}.serve)
 		mux.HandleFunc(OpenAIPrefix+"/", mount{s, openAIFace{s: s}}.serve)
 		mux.HandleFunc("/budget/{ms}/{path...}", budgetPrefix(mux))
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
