@@ -201,11 +201,12 @@ func (p pipeline) batch(w http.ResponseWriter, r *http.Request, c *call) {
 	t := p.f.traits()
 	left := c.remaining(p.s.clock.Now())
 	if t.spent {
-		if left = c.budget; left > 0 {
-			if left = c.remaining(p.s.clock.Now()); left <= 0 {
-				p.f.refuse(w, spentRefusal(c))
-				return
-			}
+		switch {
+		case c.budget <= 0:
+			left = c.budget // no budget: none to count down
+		case left <= 0:
+			p.f.refuse(w, spentRefusal(c))
+			return
 		}
 	}
 	if !c.stream {
