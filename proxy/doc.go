@@ -28,13 +28,8 @@
 //
 // The sync route and every other /v1/ path go upstream through
 // httputil.ReverseProxy: bodies stream both ways, server-sent events are
-// flushed as they arrive, connections are pooled. Unless Server.Transport
-// is set, a call to a plain-HTTP upstream with a body of known length up
-// to 1 MiB is written, and its answer read, on the goroutine serving the
-// caller, over a pooled HTTP/1.1 connection (the handoffs between
-// http.Transport's goroutines cost more than such a call); https, a
-// proxy from the environment, upgrades, Expect: 100-continue and larger
-// bodies go through http.Transport. The proxy does not read
+// flushed as they arrive, connections are pooled (an http.Transport,
+// unless Server.Transport is set). The proxy does not read
 // the body of a sync request without a budget; one with a budget is read
 // whole first (at most 32 MB, else 413 request_too_large), for routing
 // and so that it can be sent again (see Latency budgets), and then handed

@@ -83,8 +83,7 @@ func syncCallOf(r *http.Request) *syncCall {
 
 // prepareObserved drops the caller's Accept-Encoding from an observed
 // call, so that the usage can be read from the body: http.Transport then
-// negotiates (and undoes) compression itself, and connTransport asks for
-// none (its upstream is near).
+// negotiates (and undoes) compression itself.
 func prepareObserved(pr *httputil.ProxyRequest) {
 	if observedCallOf(pr.In) != nil {
 		pr.Out.Header.Del("Accept-Encoding")

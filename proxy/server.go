@@ -50,9 +50,7 @@ type Server struct {
 
 	// Transport makes the upstream calls of the sync route and the
 	// pass-through paths. Nil means a pooled clone of
-	// http.DefaultTransport, shared by the Server's handlers, in front of
-	// which calls to a plain-HTTP upstream with small bodies are made on
-	// the caller's goroutine (see the package doc).
+	// http.DefaultTransport, shared by the Server's handlers.
 	Transport http.RoundTripper
 
 	// Provider is the provider name put on the Requests given to the
@@ -310,7 +308,7 @@ func (s *Server) init() {
 			dt := http.DefaultTransport.(*http.Transport).Clone()
 			dt.MaxIdleConns = 1024
 			dt.MaxIdleConnsPerHost = 256
-			t = &connTransport{Next: dt, Now: s.clock.Now}
+			t = dt
 		}
 		s.rp = &httputil.ReverseProxy{
 			Rewrite:   s.rewrite,
