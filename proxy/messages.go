@@ -272,7 +272,7 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 		c.body = body
 		noteCall(r, c)
 	}
-	sc := s.newSyncCall(c)
+	sc := s.fwd.newSyncCall(c)
 	if sc != nil {
 		sc.cred = credentialFrom(r.Header)
 		if c.cred != nil {
@@ -289,7 +289,7 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 			hard := time.Duration(0)
 			if c.hard && c.budget > 0 {
 				if hard = sc.deadline.Sub(s.clock.Now()); hard <= 0 {
-					s.callCut(w, r, sc, callCutHard, false)
+					s.fwd.callCut(w, r, sc, callCutHard, false)
 					return
 				}
 			}
@@ -322,7 +322,7 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	// priced, counted and queued for the store: none of that is the
 	// caller's wait.
 	sc.hold()
-	defer s.release(sc)
+	defer s.fwd.obs.release(sc)
 	s.rp.ServeHTTP(w, r)
 	flushWhole(w)
 }

@@ -237,7 +237,7 @@ func (s *Server) serveOpenAIRouted(w http.ResponseWriter, r *http.Request, endpo
 		s.serveOpenAIBatch(w, r, c)
 		return
 	}
-	s.serveOpenAISync(w, r, c)
+	s.fwd.serveOpenAISync(w, r, c)
 }
 
 // serveOpenAIBatch pools the call and answers from its batch: the body

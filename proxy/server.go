@@ -195,22 +195,20 @@ type Server struct {
 	// hold only a copy buffer and are not counted.
 	MaxBodyBytesInFlight int64
 
-	once     sync.Once
-	log      *slog.Logger
-	clock    llmfleet.Clock
-	upstream *url.URL
-	rp       *httputil.ReverseProxy
-	mux      *http.ServeMux
+	once  sync.Once
+	log   *slog.Logger
+	clock llmfleet.Clock
+	fwd   *forwarder // the upstream calls of both faces (forward.go)
+	// rp and openAIRP are the forwarder's reverse proxies of the faces.
+	rp, openAIRP *httputil.ReverseProxy
+	mux          *http.ServeMux
 
 	batchOwners     BatchOwners
 	bodyTimeout     time.Duration
 	upstreamTimeout time.Duration
 
-	openAIUpstream *url.URL
-	openAIRP       *httputil.ReverseProxy
-	openAIClient   *http.Client
-	bodies         bodyBudget
-	parked         parkedSet // callers parked on their connections (parkconn.go)
+	bodies bodyBudget
+	parked parkedSet // callers parked on their connections (parkconn.go)
 }
 
 // Handler returns the HTTP handler of the proxy:
@@ -299,53 +297,8 @@ func (s *Server) init() {
 		if s.bodies.max == 0 {
 			s.bodies.max = DefaultMaxBodyBytesInFlight
 		}
-		s.upstream = s.Upstream
-		if s.upstream == nil {
-			s.upstream, _ = url.Parse(DefaultUpstream)
-		}
-		t := s.Transport
-		if t == nil {
-			dt := http.DefaultTransport.(*http.Transport).Clone()
-			dt.MaxIdleConns = 1024
-			dt.MaxIdleConnsPerHost = 256
-			t = dt
-		}
-		s.rp = &httputil.ReverseProxy{
-			Rewrite:   s.rewrite,
-			Transport: &budgetTransport{s: s, next: t},
-			// 0: an event stream, and a response of unknown length,
-			// are flushed at once by ReverseProxy itself; a JSON answer
-			// of known length goes out without a flush timer.
-			FlushInterval:  0,
-			BufferPool:     &bufferPool{},
-			ErrorHandler:   s.upstreamError,
-			ModifyResponse: s.tapResponse,
-			ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		}
-		s.openAIUpstream = openAIUpstreamURL(s.OpenAIUpstream)
-		s.openAIClient = &http.Client{Transport: t}
-		s.openAIRP = &httputil.ReverseProxy{
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(s.openAIUpstream)
-				pr.Out.Host = s.openAIUpstream.Host
-				for k := range pr.Out.Header {
-					if len(k) > 9 && strings.EqualFold(k[:9], "llmfleet-") {
-						pr.Out.Header.Del(k)
-					}
-				}
-				if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
-					setCredential(pr.Out.Header, openAIKey(c))
-				}
-			},
-			Transport:  t,
-			BufferPool: &bufferPool{},
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				s.log.Warn("openai upstream unreachable", "path", r.URL.Path, "err", err)
-				w.Header().Set("Connection", "close")
-				writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "The upstream OpenAI API could not be reached.")
-			},
-			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		}
+		s.fwd = newForwarder(s)
+		s.rp, s.openAIRP = s.fwd.anthropic, s.fwd.openAI
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
