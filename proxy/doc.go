@@ -4,8 +4,8 @@
 // event-stream-synthesis code path:
 //
 //   - Server.Handler, the transparent HTTP proxy behind `llmfleet serve`;
-//   - Server.Middleware, an option.Middleware for
-//     github.com/anthropics/anthropic-sdk-go that routes in process.
+//   - Server.SDK, the router behind the SDK middlewares (packages
+//     middleware/anthropicmw and middleware/openaimw), in process.
 //
 // # Proxy
 //
@@ -342,8 +342,11 @@
 //
 // # SDK middleware
 //
+// The SDK middlewares are in packages of their own, middleware/anthropicmw
+// and middleware/openaimw, over the Server's SDKRouter:
+//
 //	srv := &proxy.Server{Submitter: dispatcher}
-//	client := anthropic.NewClient(option.WithMiddleware(srv.Middleware()))
+//	client := anthropic.NewClient(option.WithMiddleware(anthropicmw.New(srv)))
 //	ctx = llmfleet.WithBudget(ctx, 10*time.Minute)
 //	msg, err := client.Messages.New(ctx, params)          // may be batched
 //	stream := client.Messages.NewStreaming(ctx, params)   // likewise

@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/middleware/openaimw"
 	oai "github.com/llmfleet/llmfleet/openai"
 	"github.com/llmfleet/llmfleet/openaiemu"
 	"github.com/llmfleet/llmfleet/pricing"
@@ -237,7 +238,7 @@ func TestOpenAIMiddleware(t *testing.T) {
 	defer d.Close(context.Background())
 	srv := &proxy.Server{Submitter: d}
 	c := openai.NewClient(option.WithBaseURL(up.URL+"/v1"), option.WithAPIKey("sk-a"), option.WithMaxRetries(0),
-		option.WithMiddleware(srv.OpenAIMiddleware()))
+		option.WithMiddleware(openaimw.New(srv)))
 	var hr *http.Response
 	res, err := c.Chat.Completions.New(context.Background(), ask("no budget"), option.WithResponseInto(&hr))
 	if err != nil || hr.Header.Get("Llmfleet-Route") != "sync" || res.Choices[0].Message.Content != "Answer to: no budget" {

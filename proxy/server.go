@@ -38,7 +38,7 @@ const (
 // POST /v1/messages by latency budget through a Submitter and passes every
 // other /v1/ path upstream unchanged. Its zero value is a plain reverse proxy
 // to the Anthropic API; set Submitter to route. A Server must not be copied
-// or have its fields changed once Handler or Middleware has been called.
+// or have its fields changed once Handler or SDK has been called.
 type Server struct {
 	// Submitter routes and batches create-message calls. If nil, every
 	// request goes to the sync route and a forced batch route is refused.
