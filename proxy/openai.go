@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/openaiwire"
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // DefaultOpenAIUpstream is the OpenAI API, the upstream of the OpenAI face
@@ -277,7 +277,7 @@ func (s *Server) serveOpenAIBatch(w http.ResponseWriter, r *http.Request, c *ope
 			case res = <-done:
 				waiting = false
 			case <-tick:
-				io.WriteString(w, ": ping\n\n")
+				w.Write(sse.AppendComment(nil, "ping"))
 				http.NewResponseController(w).Flush()
 			}
 			stop()
@@ -285,12 +285,12 @@ func (s *Server) serveOpenAIBatch(w http.ResponseWriter, r *http.Request, c *ope
 		if res.err != nil {
 			_, _, _, msg := openAIFailure(res.err)
 			b, _ := json.Marshal(map[string]any{"error": json.RawMessage(errorObject(res.err, msg))})
-			w.Write([]byte("data: " + string(b) + "\n\n"))
+			w.Write(sse.AppendEvent(nil, "", b))
 			return
 		}
 		out, err := openaiwire.AppendChunks(nil, res.resp.Body, c.includeUsage)
 		if err != nil {
-			w.Write([]byte("data: " + string(openaiwire.Envelope("api_error", "", "", "The batch answer could not be streamed.")) + "\n\n"))
+			w.Write(sse.AppendEvent(nil, "", openaiwire.Envelope("api_error", "", "", "The batch answer could not be streamed.")))
 			return
 		}
 		w.Write(out)
