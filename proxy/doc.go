@@ -269,8 +269,10 @@
 // errors are in OpenAI's envelope {"error":{"message","type","param",
 // "code"}}. Its sync and flex calls keep the budgets' rules above: not
 // cut by the budget unless llmfleet-deadline: hard, cut by the upstream
-// timeout; a flex call refused for capacity is retried only while the
-// budget leaves room for the wait and a standard call after it.
+// timeout; a flex call's attempts are the engine's (the Submitter, a
+// llmfleet.FlexExecutor; without one, a single attempt): one refused for
+// capacity is retried only while the budget leaves room for the wait and
+// a standard call after it, the reserve the engine routes with.
 //
 // In proxy-held-key mode (Server.OpenAICredentials) only reads of the
 // models pass through under the shared key; files and batches made

@@ -32,8 +32,7 @@ type forwarder struct {
 	// anthropic and openAI are the reverse proxies of the faces.
 	anthropic, openAI *httputil.ReverseProxy
 
-	flexBackoff time.Duration         // the first wait before a flex retry
-	flexObs     llmfleet.FlexObserver // nil: the Submitter learns nothing of flex
+	flex llmfleet.FlexExecutor // the engine's, or one attempt without one
 }
 
 // newForwarder builds the forwarder of s, once its settings are read
@@ -41,7 +40,7 @@ type forwarder struct {
 func newForwarder(s *Server) *forwarder {
 	f := &forwarder{s: s, log: s.log, clock: s.clock, timeout: s.upstreamTimeout,
 		upstream: s.Upstream, openAIUpstream: openAIUpstreamURL(s.OpenAIUpstream), next: s.Transport,
-		flexBackoff: s.FlexRetryBackoff}
+		flex: flexExecutor(s.Submitter)}
 	if f.upstream == nil {
 		f.upstream, _ = url.Parse(DefaultUpstream)
 	}
@@ -51,10 +50,6 @@ func newForwarder(s *Server) *forwarder {
 		dt.MaxIdleConnsPerHost = 256
 		f.next = dt
 	}
-	if f.flexBackoff <= 0 {
-		f.flexBackoff = time.Second
-	}
-	f.flexObs, _ = s.Submitter.(llmfleet.FlexObserver)
 	f.obs = &syncObserver{observe: s.Observe, upstreamError: s.UpstreamError, provider: s.Provider, clock: s.clock}
 	f.obs.cache, _ = s.Submitter.(llmfleet.CacheObserver)
 	f.anthropic = f.newReverseProxy(f.rewrite, f.obs.tapUsage, f.upstreamError)

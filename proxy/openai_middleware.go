@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -69,32 +70,22 @@ func (sr *SDKRouter) OpenAI(req *http.Request, next Next) (*http.Response, error
 	return resp, err
 }
 
-// flexThrough sends a flex call of the middleware on with service_tier
-// "flex" and, if the API refuses the tier or its capacity, once more in
-// the standard tier.
+// flexThrough sends a flex call of the middleware on through the
+// engine's flex executor (flex.go): with service_tier "flex", retried or
+// sent once more in the standard tier as the engine decides.
 func (sr *SDKRouter) flexThrough(req *http.Request, c *openAICall, body []byte, next Next) (*http.Response, error) {
-	s := sr.s
 	flexBody, err := jsonmember.Set(body, "service_tier", []byte(`"flex"`))
 	if err != nil {
 		flexBody = body
 	}
-	setBody(req, flexBody)
-	start := s.clock.Now()
-	resp, err := next(req)
-	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadRequest) {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		reason := openaiwire.Reason(resp.StatusCode, b)
-		if fo, ok := s.Submitter.(llmfleet.FlexObserver); ok && reason != nil {
-			fo.ObserveFlex(openAIProvider, c.model, s.clock.Now().Sub(start), reason)
-		}
-		if reason == nil {
-			resp.Body = io.NopCloser(bytes.NewReader(b))
-		} else {
-			setBody(req, body) // the standard tier
-			resp, err = next(req)
+	send := func(b []byte) func(context.Context) (*http.Response, error) {
+		return func(ctx context.Context) (*http.Response, error) {
+			r := req.WithContext(ctx)
+			setBody(r, b)
+			return next(r)
 		}
 	}
+	resp, _, err := flexCall{exec: sr.s.fwd.flex, c: c, attempt: send(flexBody), standard: send(body)}.run(req.Context())
 	return resp, err
 }
 

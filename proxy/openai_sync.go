@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -162,11 +161,9 @@ func (f *forwarder) sendOpenAI(req *http.Request, oc *openAISync) (*http.Respons
 	return res, err
 }
 
-// openAIAttempts sends the call, in the flex tier on the flex route: a
-// capacity refusal is retried while the budget leaves room for a
-// standard call after the wait, a tier refusal goes standard at once. It
-// returns the response to pass on (any status) and sets oc.served to the
-// tier asked for on the last attempt.
+// openAIAttempts sends the call, on the flex route through the engine's
+// flex executor (flex.go). It returns the response to pass on (any
+// status) and sets oc.served to the tier asked for on the last attempt.
 func (f *forwarder) openAIAttempts(req *http.Request, oc *openAISync) (*http.Response, error) {
 	c := oc.c
 	if c.route != llmfleet.RouteFlex {
@@ -177,50 +174,20 @@ func (f *forwarder) openAIAttempts(req *http.Request, oc *openAISync) (*http.Res
 	if err != nil {
 		flexBody = body
 	}
-	ctx := req.Context()
-	oc.served = llmfleet.TierFlex
-	for wait := f.flexBackoff; ; wait = min(2*wait, 30*time.Second) {
-		start := f.clock.Now()
-		res, err := f.next.RoundTrip(withBody(req, flexBody))
-		if err != nil {
-			return nil, err
-		}
-		if res.StatusCode != http.StatusTooManyRequests && res.StatusCode != http.StatusBadRequest {
-			if f.flexObs != nil && res.StatusCode/100 == 2 {
-				f.flexObs.ObserveFlex(openAIProvider, c.model, f.clock.Now().Sub(start), nil)
-			}
-			return res, nil
-		}
-		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		res.Body.Close()
-		reason := openaiwire.Reason(res.StatusCode, b)
-		if reason == nil { // another error: pass it on as it came
-			res.Body = io.NopCloser(bytes.NewReader(b))
-			return res, nil
-		}
-		if f.flexObs != nil {
-			f.flexObs.ObserveFlex(openAIProvider, c.model, f.clock.Now().Sub(start), reason)
-		}
-		// A wait llmfleet adds: the budget bounds it.
-		if !errors.Is(reason, llmfleet.ErrFlexUnavailable) ||
-			c.budget > 0 && !f.clock.Now().Add(wait+openAIStandardReserve).Before(c.arrived.Add(c.budget)) {
-			break
-		}
-		if err := llmfleet.Sleep(ctx, f.clock, wait); err != nil {
-			return nil, err
-		}
-	}
-	oc.served = llmfleet.TierStandard
-	return f.next.RoundTrip(withBody(req, body))
+	fc := flexCall{exec: f.flex, c: c,
+		attempt: func(ctx context.Context) (*http.Response, error) {
+			return f.next.RoundTrip(withBody(ctx, req, flexBody))
+		},
+		standard: func(ctx context.Context) (*http.Response, error) { return f.next.RoundTrip(withBody(ctx, req, body)) }}
+	res, tier, err := fc.run(req.Context())
+	oc.served = tier
+	return res, err
 }
 
-// openAIStandardReserve is what a flex call's retries leave of its budget
-// for the standard call after them.
-const openAIStandardReserve = 30 * time.Second
-
-// withBody returns a copy of req, an upstream request, with body b.
-func withBody(req *http.Request, b []byte) *http.Request {
-	r := req.Clone(req.Context())
+// withBody returns a copy of req, an upstream request, within ctx and
+// with body b.
+func withBody(ctx context.Context, req *http.Request, b []byte) *http.Request {
+	r := req.Clone(ctx)
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	return r

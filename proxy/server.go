@@ -165,11 +165,6 @@ type Server struct {
 	// the OpenAI face (/openai/v1/...); nil means DefaultOpenAIUpstream.
 	OpenAIUpstream *url.URL
 
-	// FlexRetryBackoff is the wait before the first retry of a flex call
-	// the OpenAI face makes that was refused for capacity; it doubles at
-	// each retry. 0 means 1s.
-	FlexRetryBackoff time.Duration
-
 	// UpstreamTimeout bounds the wait for the upstream's answer to a
 	// routed sync or flex call, whatever its budget: a call whose
 	// response headers have not come by then is cut and answered 504
