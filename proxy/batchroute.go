@@ -16,6 +16,9 @@ import (
 // Message, or a synthesised event stream for a streaming caller, and
 // failures as the sync API would have answered them.
 
+// anthropicPing appends the ping event a waiting stream is sent.
+func anthropicPing(b []byte) []byte { return append(b, pingEvent...) }
+
 // anthropicStreamHead sets the headers of a synthesised event stream. If
 // trailer is set, the batch id header is declared as a trailer, to be set
 // once it is known.

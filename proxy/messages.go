@@ -29,7 +29,7 @@ type anthropicFace struct {
 // streaming caller waits on ping events, the stream begun at the first.
 func (f anthropicFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteBatch}, parks: true, spent: true,
-		stream: streamShape{ping: pingEvent, begin: anthropicStreamHead}}
+		stream: streamShape{ping: anthropicPing, begin: anthropicStreamHead}}
 }
 
 // admit names the call's client, and with proxy-held keys checks its key
@@ -150,7 +150,7 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 		c.body = body
 		noteCall(r, c)
 	}
-	sc := s.newSyncCall(c)
+	sc := s.fwd.newSyncCall(c)
 	if sc != nil {
 		sc.cred = credentialFrom(r.Header)
 		if c.cred != nil {
@@ -167,7 +167,7 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 			hard := time.Duration(0)
 			if c.hard && c.budget > 0 {
 				if hard = sc.deadline.Sub(s.clock.Now()); hard <= 0 {
-					s.callCut(w, r, sc, callCutHard, false)
+					s.fwd.callCut(w, r, sc, callCutHard, false)
 					return
 				}
 			}
@@ -200,7 +200,7 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 	// priced, counted and queued for the store: none of that is the
 	// caller's wait.
 	sc.hold()
-	defer s.release(sc)
+	defer s.fwd.obs.release(sc)
 	s.rp.ServeHTTP(w, r)
 	flushWhole(w)
 }

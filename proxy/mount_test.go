@@ -20,7 +20,7 @@ type echoFace struct{ s *Server }
 
 func (f echoFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteBatch},
-		stream: streamShape{eager: true, ping: "ping\n", begin: func(h http.Header, _ bool) { h.Set("Content-Type", "text/plain") }}}
+		stream: streamShape{eager: true, ping: func(b []byte) []byte { return append(b, "ping\n"...) }, begin: func(h http.Header, _ bool) { h.Set("Content-Type", "text/plain") }}}
 }
 func (f echoFace) admit(*http.Request, *call) *refusal { return nil }
 func (f echoFace) route(r *http.Request, c *call, force llmfleet.Route) *refusal {

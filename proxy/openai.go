@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/openaiwire"
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // DefaultOpenAIUpstream is the OpenAI API, the upstream of the OpenAI face
@@ -92,8 +93,11 @@ func openAIKey(c llmfleet.Credential) llmfleet.Credential {
 // handler, a streaming one on ": ping" comments, the stream begun at once.
 func (f openAIFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch}, bare: true,
-		stream: streamShape{eager: true, ping: ": ping\n\n", begin: openAIStreamHead}}
+		stream: streamShape{eager: true, ping: openAIPing, begin: openAIStreamHead}}
 }
+
+// openAIPing appends the comment a waiting chat stream is sent.
+func openAIPing(b []byte) []byte { return sse.AppendComment(b, "ping") }
 
 // openAIStreamHead sets the headers of a chat stream synthesised from a
 // batch.
@@ -213,7 +217,7 @@ func (f openAIFace) refuse(w http.ResponseWriter, e *refusal) {
 
 // sync sends a call routed sync or flex upstream (openai_sync.go).
 func (f openAIFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
-	f.s.serveOpenAISync(w, r, c)
+	f.s.fwd.serveOpenAISync(w, r, c)
 }
 
 // endStream ends a chat stream synthesised from a batch: its chunks, or
@@ -223,12 +227,12 @@ func (f openAIFace) endStream(_ context.Context, p *streamPark, c *call, resp *l
 	if err != nil {
 		_, _, _, msg := openAIFailure(err)
 		b, _ := json.Marshal(map[string]any{"error": json.RawMessage(errorObject(err, msg))})
-		w.Write([]byte("data: " + string(b) + "\n\n"))
+		w.Write(sse.AppendEvent(nil, "", b))
 		return
 	}
 	out, err := openaiwire.AppendChunks(nil, resp.Body, c.includeUsage)
 	if err != nil {
-		w.Write([]byte("data: " + string(openaiwire.Envelope("api_error", "", "", "The batch answer could not be streamed.")) + "\n\n"))
+		w.Write(sse.AppendEvent(nil, "", openaiwire.Envelope("api_error", "", "", "The batch answer could not be streamed.")))
 		return
 	}
 	w.Write(out)

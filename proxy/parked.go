@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -15,8 +14,9 @@ type streamShape struct {
 	// out with the first ping, so that a result arriving before it is
 	// answered exactly as the sync API would.
 	eager bool
-	// ping is the bytes sent every interval while the caller waits.
-	ping string
+	// ping appends to b the bytes sent every interval while the caller
+	// waits.
+	ping func(b []byte) []byte
 	// begin sets the stream's headers; trailer says the batch id header
 	// is to be declared as a trailer, set once it is known.
 	begin func(h http.Header, trailer bool)
@@ -69,7 +69,7 @@ func (p *streamPark) ping() {
 	if !p.begun {
 		p.begin(true)
 	}
-	if _, err := io.WriteString(p.w, p.shape.ping); err != nil || p.rc.Flush() != nil {
+	if _, err := p.w.Write(p.shape.ping(nil)); err != nil || p.rc.Flush() != nil {
 		p.failed = true
 		return
 	}
