@@ -17,7 +17,9 @@ import (
 // checked, its refusals in its own words and envelope, how its answers,
 // failures, streams and stored answers are rendered, and its sync route.
 // A face served under a prefix of its own adds its pass-through rules
-// (mountedFace, mount.go). A new provider API is a new face.
+// (mountedFace, mount.go). A new provider API is a new face, registered
+// by its mount's line in Server.init and, for the tickets of its calls,
+// a case of providerFace (TestMountThirdFace writes one).
 
 // face is one provider API's part of the routed-call pipeline.
 type face interface {
