@@ -97,7 +97,7 @@ func (cm *cacheModel) readPrefixes(cred string, hashes []string) {
 		return
 	}
 	cm.reading = true
-	d.goOwned(func() {
+	d.work.run(func() {
 		ctx, cancel := withTimeout(d.clock, d.ctx, 5*time.Second)
 		ps, err := d.Store.Prefixes(ctx, cred, hashes)
 		cancel()

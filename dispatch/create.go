@@ -66,7 +66,7 @@ func (cr *creator) send(c *createCall) {
 		d.log.Warn("batch create not sent before its deadline; reconciling", "batch", c.localID, "requests", len(c.ws))
 		d.mu.Lock()
 		for _, w := range c.ws {
-			w.to(stateReconciling)
+			w.advance(stateReconciling, d.log)
 		}
 		d.mu.Unlock()
 		d.reconciler.reconcile(c)
@@ -88,7 +88,7 @@ func (cr *creator) send(c *createCall) {
 		}
 		d.mu.Lock()
 		cr.submittedLocked(c, b)
-		d.endWorkLocked()
+		d.work.end()
 		d.mu.Unlock()
 	case errors.As(err, &ue):
 		if ue.Answered {
@@ -98,7 +98,7 @@ func (cr *creator) send(c *createCall) {
 			"batch", c.localID, "credential", d.credLabel(c.first.Credential), "requests", len(c.ws), "answered", ue.Answered, "err", err)
 		d.mu.Lock()
 		for _, w := range c.ws {
-			w.to(stateReconciling)
+			w.advance(stateReconciling, d.log)
 		}
 		d.mu.Unlock()
 		d.reconciler.reconcile(c)
@@ -120,9 +120,9 @@ func (cr *creator) createFailed(c *createCall, err error, recorded bool) {
 		answers[i] = answer{w: w, err: cause}
 	}
 	if recorded {
-		if !d.deliver(answers, "", nil) {
+		if !d.answers.deliver(answers, "", nil) {
 			d.mu.Lock()
-			d.endWorkLocked()
+			d.work.end()
 			d.mu.Unlock()
 			return // not stored: the intent stays for the next start
 		}
@@ -134,13 +134,13 @@ func (cr *creator) createFailed(c *createCall, err error, recorded bool) {
 		// in the store; fail the callers, the next start sends them.
 		d.mu.Lock()
 		for _, w := range c.ws {
-			d.finishLocked(w, nil, cause, nil)
+			d.answers.finishLocked(w, nil, cause, nil)
 		}
 		d.mu.Unlock()
 	}
 	d.mu.Lock()
 	delete(cr.creating, c.localID)
-	d.endWorkLocked()
+	d.work.end()
 	d.mu.Unlock()
 }
 

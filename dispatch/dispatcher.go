@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,8 +55,9 @@ type Dispatcher struct {
 	// final answer, with its priced ledger entry; stored tells whether
 	// the entry is in the Store already (batched requests with a Store:
 	// written with their result) or is the hook's to record (the sync
-	// route, or no Store). It is called with the dispatcher's lock held:
-	// it must be quick and must not call back into the Dispatcher.
+	// route, or no Store). It is never called with the dispatcher's lock
+	// held (see engineLock): it may block, or call back into the
+	// Dispatcher, holding up only the goroutine that reports the entry.
 	Observe func(e llmfleet.LedgerEntry, stored bool)
 	// ObserveTurnaround, if set, is called once per ended batch and model
 	// in it with the batch's turnaround (ended_at - created_at), under the
@@ -95,20 +95,19 @@ type Dispatcher struct {
 	syncLat   *predictor // sync call latencies, for rescues
 	flex      *flexTier  // what was learnt of flex tiers
 	journal   journal
+	calls     syncCaller           // the calls sent synchronously
+	answers   answerer             // stores answers, then answers callers
+	rescues   rescuer              // rescues late batched requests sync
 	shared    llmfleet.SharedStore // set when the Store is one
 
 	ctx    context.Context // ends when Close gives up waiting
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	work   workGroup // the work under way and the goroutines, which Close waits for
 
-	mu     sync.Mutex
+	mu     engineLock // see lock.go: hooks and answers run once it is released
 	opened bool
 	closed bool
-	// live holds, with a Store, the requests waiting in this process by
-	// id, so that a call giving an id already accepted attaches to it.
-	live     map[string]*waiter
-	inflight int       // creates, reconciliations and batches under way
-	idle     chan bool // closed and replaced when inflight drops to zero
+	ids    requestIDs // the requests waiting here by id
 
 	// The batch side's components (their state guarded by mu but for
 	// their own locks): see pools.go, create.go, reconcile.go,
@@ -167,10 +166,13 @@ func (d *Dispatcher) Open() error {
 	d.predictor = newPredictor(d.pol.TurnaroundPrior, d.pol.TurnaroundPriors, d.pol.OnTimeQuantile(), d.pol.TurnaroundSamples)
 	d.syncLat = newPredictor(d.pol.SyncLatencyPrior, nil, syncLatencyQuantile, d.pol.TurnaroundSamples)
 	d.flex = newFlexTier(d.pol)
+	d.work.goHook = d.Go
+	d.calls = syncCaller{d}
+	d.answers = answerer{d}
+	d.rescues = rescuer{d}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.openParts()
-	d.live = map[string]*waiter{}
-	d.idle = make(chan bool)
+	d.ids = requestIDs{d: d, live: map[string]*waiter{}}
 	d.journal = nopJournal{}
 	store := d.Store
 	if store != nil {
@@ -203,10 +205,10 @@ func (d *Dispatcher) Open() error {
 		return fmt.Errorf("dispatch: recovering stored state: %w", err)
 	}
 	d.mu.Lock()
-	d.goOwned(func() { d.recovery.purgeLoop(store) })
+	d.work.run(func() { d.recovery.purgeLoop(store) })
 	if d.shared != nil {
-		d.goOwned(d.fleet.loop)
-		d.goOwned(func() { d.shared.Watch(d.ctx, d.fleet.storedElsewhere) })
+		d.work.run(d.fleet.loop)
+		d.work.run(func() { d.shared.Watch(d.ctx, d.fleet.storedElsewhere) })
 	}
 	d.mu.Unlock()
 	return nil
@@ -244,8 +246,11 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		d.pools.flushLocked(p, true)
 	}
 	var err error
-	for d.inflight > 0 && err == nil {
-		idle := d.idle
+	for err == nil {
+		busy, idle := d.work.busy()
+		if !busy {
+			break
+		}
 		d.mu.Unlock()
 		select {
 		case <-idle:
@@ -258,23 +263,23 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		t.stop()
 		for _, f := range t.flights {
 			for _, w := range f.waiters {
-				d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
+				d.answers.finishLocked(w, nil, llmfleet.ErrClosed, nil)
 			}
 		}
 	}
-	for _, w := range d.live {
+	for _, w := range d.ids.live {
 		if w.state == stateElsewhere {
 			// Another replica's to answer: its caller here is told the
 			// process closed; nothing is concluded (no error counted).
-			w.to(stateDone)
-			d.stopRescueLocked(w)
-			d.releaseLocked(w, nil, llmfleet.ErrClosed)
-			d.replyLocked(w, nil, llmfleet.ErrClosed)
+			w.must(stateDone, d.log)
+			d.rescues.stopLocked(w)
+			d.ids.releaseLocked(w, nil, llmfleet.ErrClosed)
+			d.answers.replyLocked(w, nil, llmfleet.ErrClosed)
 		}
 	}
 	d.cancel() // under mu: no timer callback starts a goroutine after this
 	d.mu.Unlock()
-	d.wg.Wait()
+	d.work.wait()
 	if d.shared != nil {
 		// What is still owned here is the others' to adopt at once.
 		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -340,30 +345,4 @@ func (d *Dispatcher) provider(req *llmfleet.Request) (llmfleet.Provider, error) 
 		}
 	}
 	return nil, fmt.Errorf("%w: %q", llmfleet.ErrUnknownProvider, req.Provider)
-}
-
-// beginWorkLocked and endWorkLocked count the work under way for Close.
-func (d *Dispatcher) beginWorkLocked() { d.inflight++ }
-
-func (d *Dispatcher) endWorkLocked() {
-	d.inflight--
-	if d.inflight == 0 {
-		close(d.idle)
-		d.idle = make(chan bool)
-	}
-}
-
-// goOwned runs f in a goroutine owned by the dispatcher: Close waits for
-// it.
-func (d *Dispatcher) goOwned(f func()) {
-	d.wg.Add(1)
-	run := func() {
-		defer d.wg.Done()
-		f()
-	}
-	if d.Go != nil {
-		d.Go(run)
-		return
-	}
-	go run()
 }

@@ -42,7 +42,7 @@ func crash(d *Dispatcher, db *sqlite.DB) {
 	d.closed = true
 	d.cancel()
 	d.mu.Unlock()
-	d.wg.Wait()
+	d.work.wait()
 	db.Close()
 }
 

@@ -176,7 +176,7 @@ func (t *tracker) reroute(f *flight, ws []*waiter, done func([]answer)) {
 	var left atomic.Int32
 	left.Store(int32(workers))
 	for range workers {
-		d.goOwned(func() {
+		d.work.run(func() {
 			for i := range jobs { // (never blocks: filled, then closed)
 				t.rerouteOne(t.prov, &answers[i])
 			}

@@ -61,18 +61,18 @@ func (fl *fleet) claim(key string, prov llmfleet.Provider, first *llmfleet.Reque
 			} else if w = fl.takeOverLocked(r, first.Credential); w == nil {
 				continue
 			}
-			if w.state != stateDone {
+			if w.state != stateSubmitting {
 				// (A rescue may have answered it meanwhile: it stays
 				// done, and the batch's answer is recorded as late.)
-				w.state = stateSubmitting
+				w.advance(stateSubmitting, d.log)
 			}
 			w.customID = r.CustomID
 			c.ws = append(c.ws, w)
 			c.items = append(c.items, llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint})
 		}
 		d.creates.creating[c.localID] = true
-		d.beginWorkLocked()
-		d.goOwned(func() { d.creates.send(c) })
+		d.work.begin()
+		d.work.run(func() { d.creates.send(c) })
 		d.mu.Unlock()
 		if len(rows) < maxN {
 			break
@@ -80,9 +80,9 @@ func (fl *fleet) claim(key string, prov llmfleet.Provider, first *llmfleet.Reque
 	}
 	d.mu.Lock()
 	for _, w := range mine {
-		w.to(stateElsewhere)
+		w.advance(stateElsewhere, d.log)
 	}
-	d.endWorkLocked()
+	d.work.end()
 	d.mu.Unlock()
 }
 
@@ -110,7 +110,7 @@ func (fl *fleet) takeOverLocked(r *llmfleet.StoredRequest, cred llmfleet.Credent
 // waiting elsewhere, its caller still waiting; nil if it has none.
 func (rv *adopter) reuseLocked(id string) *waiter {
 	d := rv.d
-	w := d.live[id]
+	w := d.ids.live[id]
 	switch {
 	case w == nil:
 		return nil
@@ -134,7 +134,7 @@ func (rv *adopter) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Credent
 		return nil, err
 	}
 	w.deadline, w.accepted, w.detached = r.Deadline, r.AcceptedAt, true
-	d.reserveLocked(w)
+	d.ids.reserveLocked(w)
 	return w, nil
 }
 
@@ -190,7 +190,7 @@ func (fl *fleet) runDeferred() {
 	for _, w := range d.lease.takeDeferred() {
 		// Renewed, or not (the store unreachable): budgets first; each
 		// rescue still looks in the store before it pays.
-		d.tryRescueLocked(w, false)
+		d.rescues.tryLocked(w, false)
 	}
 }
 
@@ -219,7 +219,7 @@ func (fl *fleet) storedElsewhere(ids []string) {
 	d.mu.Lock()
 	var ws []*waiter
 	for _, id := range ids {
-		if w := d.live[id]; w != nil && !w.delivering && (w.state == stateElsewhere || w.state == stateQueued) {
+		if w := d.ids.live[id]; w != nil && !w.delivering && (w.state == stateElsewhere || w.state == stateQueued) {
 			ws = append(ws, w)
 		}
 	}
@@ -233,7 +233,7 @@ func (fl *fleet) sweep() {
 	d := fl.d
 	d.mu.Lock()
 	var ws []*waiter
-	for _, w := range d.live {
+	for _, w := range d.ids.live {
 		if w.state == stateElsewhere {
 			ws = append(ws, w)
 		}
@@ -278,10 +278,10 @@ func (fl *fleet) look(ws []*waiter, requeue bool) {
 					d.pools.withdrawLocked(w)
 				}
 				resp, err := storedAnswer(sr)
-				d.finishLocked(w, resp, err, nil)
+				d.answers.finishLocked(w, resp, err, nil)
 			case requeue && sr.State == llmfleet.RequestQueued && w.state == stateElsewhere:
 				if err := d.pools.enqueueLocked(w); err != nil {
-					d.finishLocked(w, nil, err, nil)
+					d.answers.finishLocked(w, nil, err, nil)
 				}
 			}
 		}
@@ -312,6 +312,8 @@ func (fl *fleet) waitElsewhereLocked(sr *llmfleet.StoredRequest, cred llmfleet.C
 	if w == nil {
 		return false
 	}
-	w.state = stateElsewhere
+	if w.state != stateElsewhere {
+		w.must(stateElsewhere, fl.d.log)
+	}
 	return true
 }

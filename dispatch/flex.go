@@ -114,13 +114,13 @@ var _ llmfleet.FlexObserver = (*Dispatcher)(nil)
 // cut then with llmfleet.ErrBudgetExceeded. Policy.UpstreamTimeout bounds
 // the whole of it (llmfleet.ErrUpstreamTimeout).
 func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
-	p, err := d.callProvider(req)
+	p, err := d.calls.provider(req)
 	if err != nil {
 		return nil, err
 	}
 	budget = d.pol.Budget(budget)
 	start := d.clock.Now()
-	b := d.bound(ctx, llmfleet.RouteFlex, budget, d.hardAfter(budget))
+	b := d.calls.bound(ctx, llmfleet.RouteFlex, budget, d.calls.hardAfter(budget))
 	model := ""
 	if info, err := p.Inspect(req); err == nil {
 		model = info.Model
@@ -128,8 +128,8 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 	d.stats.flexCalls.Add(1)
 	resp, err := d.flexer.call(b.ctx, p, req, model, start, budget)
 	err = b.end(err)
-	d.missed(start, budget, err)
-	d.observeCall(p, req, llmfleet.RouteFlex, start, budget, resp, err)
+	d.calls.missed(start, budget, err)
+	d.calls.observe(p, req, llmfleet.RouteFlex, start, budget, resp, err)
 	if err != nil {
 		d.stats.errors.Add(1)
 		return nil, err

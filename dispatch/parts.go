@@ -22,7 +22,7 @@ func (d *Dispatcher) openParts() {
 	sleep := func(wait time.Duration) bool { return llmfleet.Sleep(d.ctx, d.clock, wait) == nil }
 	d.cache = &cacheModel{d: d,
 		book:   &cachecost.Book{Priors: cachecost.Rates{Sync: cachecost.Priors.Sync, Batch: d.pol.CacheBatchRate, Cross: cachecost.Priors.Cross}},
-		writes: &cacheLog{store: d.Store, run: d.goOwned, sleep: sleep, log: d.log}}
+		writes: &cacheLog{store: d.Store, run: d.work.run, sleep: sleep, log: d.log}}
 	d.router = &router{pol: d.pol, clock: d.clock, log: d.log, predictor: d.predictor, syncLat: d.syncLat,
 		flex: d.flex, hasFlex: d.Flex, prices: d.Prices, cache: d.cache, fingerprint: d.fingerprint,
 		providers: d.Providers, flights: d.trackers}

@@ -47,7 +47,7 @@ func (ts *trackerSet) trackLocked(prov llmfleet.Provider, cred llmfleet.Credenti
 	}
 	seen := map[string]bool{}
 	for _, w := range ws {
-		w.to(stateInFlight)
+		w.advance(stateInFlight, d.log)
 		w.submitted = now
 		f.waiters[w.customID] = w
 		if !seen[w.info.Model] {
@@ -63,7 +63,7 @@ func (ts *trackerSet) trackLocked(prov llmfleet.Provider, cred llmfleet.Credenti
 		f.nextCheck = d.pol.NextCheck(now)
 	}
 	t.flights[f.id] = f
-	d.beginWorkLocked()
+	d.work.begin()
 	t.rescheduleLocked()
 }
 
@@ -96,7 +96,7 @@ func (t *tracker) rescheduleLocked() {
 		}
 		t.timer = nil
 		t.busy = true
-		d.goOwned(func() { t.poll() })
+		d.work.run(func() { t.poll() })
 	})
 }
 
@@ -219,7 +219,7 @@ func (t *tracker) endedLocked(f *flight, b *llmfleet.Batch, now time.Time) []llm
 			Turnaround: turnaround, At: b.EndedAt})
 	}
 	localID, endedAt := f.localID, b.EndedAt
-	d.goOwned(func() {
+	d.work.run(func() {
 		if err := d.journal.ended(d.ctx, localID, endedAt); err != nil {
 			d.log.Warn("batch end not stored", "batch_id", b.ID, "err", err)
 		}
@@ -300,10 +300,10 @@ func (t *tracker) giveUpFlight(f *flight) {
 // conclude stores a flight's answers and, once stored, stops tracking it.
 func (t *tracker) conclude(f *flight, answers []answer) bool {
 	d := t.d
-	ok := d.deliver(answers, f.id, func() {
+	ok := d.answers.deliver(answers, f.id, func() {
 		if t.flights[f.id] == f { // (not given up by relinquishLocked)
 			delete(t.flights, f.id)
-			d.endWorkLocked()
+			d.work.end()
 		}
 	})
 	if !ok {
@@ -336,7 +336,7 @@ func (t *tracker) holdFlightLocked(f *flight, answers []answer) {
 		w.held = &answers[i]
 		at := d.pol.RescueAt(w.deadline, d.syncLat.predict(w.prov.Name(), w.info.Model))
 		if !at.IsZero() && !now.Before(at) && w.rescueTimer == nil && !w.rescuing {
-			d.replyHeldLocked(w)
+			d.answers.replyHeldLocked(w)
 		}
 	}
 }

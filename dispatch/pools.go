@@ -104,7 +104,9 @@ func (ps *poolSet) enqueueLocked(w *waiter) error {
 		pl = &pool{key: key, prov: w.prov, first: w.req}
 		ps.m[key] = pl
 	}
-	w.state = stateQueued
+	if w.state != stateQueued {
+		w.must(stateQueued, d.log)
+	}
 	w.customID = ""
 	pl.add(w)
 	d.stats.queueDepth.Add(1)
@@ -247,7 +249,7 @@ func (ps *poolSet) relinquishLocked() {
 	for key, pl := range ps.m {
 		pl.stopTimer()
 		for _, w := range pl.items {
-			w.to(stateElsewhere)
+			w.must(stateElsewhere, ps.d.log)
 			w.pool = nil
 			ps.d.stats.queueDepth.Add(-1)
 		}
@@ -263,11 +265,11 @@ func (ps *poolSet) submitLocked(pl *pool, ws []*waiter) {
 		// The pool is the fleet's: claim in the store what every
 		// replica accepted into it by now.
 		for _, w := range ws {
-			w.to(stateSubmitting)
+			w.must(stateSubmitting, d.log)
 		}
-		d.beginWorkLocked()
+		d.work.begin()
 		cutoff := d.clock.Now()
-		d.goOwned(func() { d.fleet.claim(pl.key, pl.prov, pl.first, cutoff, ws) })
+		d.work.run(func() { d.fleet.claim(pl.key, pl.prov, pl.first, cutoff, ws) })
 		return
 	}
 	c := &createCall{localID: llmfleet.NewID("lfb_"), prov: pl.prov, first: pl.first, ws: ws}
@@ -275,9 +277,9 @@ func (ps *poolSet) submitLocked(pl *pool, ws []*waiter) {
 	c.items = make([]llmfleet.BatchItem, len(ws))
 	for i, w := range ws {
 		w.customID = c.localID + "-" + strconv.Itoa(i+1)
-		w.to(stateSubmitting)
+		w.must(stateSubmitting, d.log)
 		c.items[i] = llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint}
 	}
-	d.beginWorkLocked()
-	d.goOwned(func() { d.creates.create(c) })
+	d.work.begin()
+	d.work.run(func() { d.creates.create(c) })
 }

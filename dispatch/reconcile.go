@@ -54,7 +54,7 @@ func (rc *reconciler) reconcile(c *createCall) {
 			}
 			d.mu.Lock()
 			d.creates.submittedLocked(c, b)
-			d.endWorkLocked()
+			d.work.end()
 			d.mu.Unlock()
 			return
 		case err == nil && !askedAt.Before(settled):
@@ -110,9 +110,9 @@ func (rc *reconciler) requeue(c *createCall) {
 		// answers come from there.
 		d.log.Info("uncertain create adopted by another replica", "batch", c.localID)
 		for _, w := range c.ws {
-			w.to(stateElsewhere)
+			w.advance(stateElsewhere, d.log)
 		}
-		d.endWorkLocked()
+		d.work.end()
 		return
 	}
 	if err != nil {
@@ -121,17 +121,18 @@ func (rc *reconciler) requeue(c *createCall) {
 	var back []*waiter
 	for _, w := range c.ws {
 		if w.abandoned && !d.journal.durable() {
-			d.finishLocked(w, nil, context.Canceled, nil) // nobody will read its answer
+			d.answers.finishLocked(w, nil, context.Canceled, nil) // nobody will read its answer
 			continue
 		}
-		if w.to(stateQueued) {
+		if w.state != stateDone { // (answered meanwhile: by its rescue)
+			w.must(stateQueued, d.log)
 			back = append(back, w)
 		}
 	}
 	for w, err := range d.pools.enqueueAllLocked(back) {
-		d.finishLocked(w, nil, err, nil)
+		d.answers.finishLocked(w, nil, err, nil)
 	}
-	d.endWorkLocked()
+	d.work.end()
 }
 
 // abandon answers the waiting callers of an unresolved create when the
@@ -142,7 +143,7 @@ func (cr *creator) abandon(c *createCall) {
 	defer d.mu.Unlock()
 	delete(cr.creating, c.localID)
 	for _, w := range c.ws {
-		d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
+		d.answers.finishLocked(w, nil, llmfleet.ErrClosed, nil)
 	}
-	d.endWorkLocked()
+	d.work.end()
 }

@@ -182,16 +182,16 @@ func (p *pickup) batch(pb *llmfleet.PendingBatch) error {
 	defer d.mu.Unlock()
 	if sb.State == llmfleet.BatchIntent {
 		for _, w := range ws {
-			w.state = stateReconciling
+			w.must(stateReconciling, d.log)
 		}
 		d.creates.creating[sb.ID] = true
-		d.beginWorkLocked()
-		d.goOwned(func() { d.reconciler.reconcile(c) })
+		d.work.begin()
+		d.work.run(func() { d.reconciler.reconcile(c) })
 		d.log.Info("batch intent to reconcile", "batch", sb.ID, "requests", len(ws), "create_deadline", c.deadline)
 		return nil
 	}
 	for _, w := range ws {
-		w.state = stateSubmitting
+		w.must(stateSubmitting, d.log)
 	}
 	b := &llmfleet.Batch{ID: sb.UpstreamID, Status: llmfleet.BatchInProgress, CreatedAt: sb.CreatedAt}
 	d.trackers.trackLocked(c.prov, c.first.Credential, sb.ID, b, ws)
@@ -222,7 +222,7 @@ func (p *pickup) queued(r *llmfleet.StoredRequest) error {
 		// Closing: it stays queued, for the replica that adopts it
 		// once this one's lease ends (or the next start).
 		d.mu.Lock()
-		d.finishLocked(w, nil, err, nil)
+		d.answers.finishLocked(w, nil, err, nil)
 		d.mu.Unlock()
 	case err != nil:
 		d.log.Error("stored request cannot be queued again; answering it with the error", "request_id", r.ID, "err", err)
@@ -266,7 +266,7 @@ var errInterrupted = errors.New("llmfleet: the request's sync call was cut when 
 func (rv *adopter) interrupted(ctx context.Context, store llmfleet.Store, r *llmfleet.StoredRequest) error {
 	d := rv.d
 	d.mu.Lock()
-	w := d.live[r.ID]
+	w := d.ids.live[r.ID]
 	mine := w != nil && w.sentSync
 	d.mu.Unlock()
 	if mine {

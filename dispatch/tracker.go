@@ -108,10 +108,10 @@ func (ts *trackerSet) relinquishLocked() {
 		t.stop()
 		for id, f := range t.flights {
 			for _, w := range f.waiters {
-				w.to(stateElsewhere)
+				w.advance(stateElsewhere, ts.d.log)
 			}
 			delete(t.flights, id)
-			ts.d.endWorkLocked()
+			ts.d.work.end()
 		}
 		if !t.busy {
 			delete(ts.m, key)
