@@ -116,8 +116,11 @@ func (t ticketDesk) serve(w http.ResponseWriter, r *http.Request) {
 // providerFace returns the face of the API a provider's requests are made
 // through.
 func providerFace(s *Server, provider string) face {
-	if provider == openAIProvider {
+	switch provider {
+	case openAIProvider:
 		return openAIFace{s: s}
+	case geminiProvider:
+		return geminiFace{s: s}
 	}
 	return anthropicFace{s: s}
 }

@@ -165,6 +165,20 @@ type Server struct {
 	// the OpenAI face (/openai/v1/...); nil means DefaultOpenAIUpstream.
 	OpenAIUpstream *url.URL
 
+	// GeminiUpstream is the base URL of the Gemini API (without the
+	// version), the upstream of the Gemini face (/gemini/v1beta/...); nil
+	// means DefaultGeminiUpstream.
+	GeminiUpstream *url.URL
+
+	// GeminiCredentials is the Credentials hook of the Gemini face in
+	// proxy-held-key mode: the client's key (x-goog-api-key or ?key=) is
+	// replaced by the Gemini key it returns, ok false answers 400
+	// INVALID_ARGUMENT as the API does an invalid key. Batches and files
+	// made through the face are then owned by their client. Nil, with
+	// Credentials set, closes the Gemini face (403 PERMISSION_DENIED);
+	// without Credentials it is unused.
+	GeminiCredentials func(presented llmfleet.Credential) (upstream llmfleet.Credential, ok bool)
+
 	// UpstreamTimeout bounds the wait for the upstream's answer to a
 	// routed sync or flex call, whatever its budget: a call whose
 	// response headers have not come by then is cut and answered 504
@@ -304,6 +318,8 @@ func (s *Server) init() {
 		mux.HandleFunc("GET "+OpenAIRequestsPath+"{id}", ticketDesk{s, openAIFace{s: s}}.serve)
 		mux.HandleFunc("/v1/", mount{s, anthropicFace{s: s}}.serve)
 		mux.HandleFunc(OpenAIPrefix+"/", mount{s, openAIFace{s: s}}.serve)
+		mux.HandleFunc("GET "+GeminiRequestsPath+"{id}", geminiTickets(s))
+		mux.HandleFunc(GeminiPrefix+"/", serveGemini(s))
 		mux.HandleFunc("/budget/{ms}/{path...}", budgetPrefix(mux))
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, &apiError{http.StatusNotFound, "not_found_error", "Not found: " + r.URL.Path})

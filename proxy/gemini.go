@@ -1,0 +1,234 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/geminiwire"
+)
+
+// DefaultGeminiUpstream is the Gemini API, the upstream of the Gemini face
+// when Server.GeminiUpstream is nil.
+const DefaultGeminiUpstream = "https://generativelanguage.googleapis.com"
+
+// GeminiPrefix is the path prefix of the Gemini face: an SDK's base URL is
+// http://HOST:PORT/gemini (or http://HOST:PORT/budget/<ms>/gemini).
+const GeminiPrefix = "/gemini"
+
+// GeminiRequestsPath is the tickets API under the Gemini face's base URL,
+// its refusals in Google's envelope.
+const GeminiRequestsPath = GeminiPrefix + "/" + geminiwire.Version + "/llmfleet/requests/"
+
+// geminiProvider is the provider name of the Gemini face's Requests.
+const geminiProvider = "gemini"
+
+// geminiFace is the Gemini API's face, under GeminiPrefix:
+// models/{model}:generateContent and :streamGenerateContent through the
+// routed-call pipeline, batches and files by owner in proxy-held-key mode
+// (gemini_owners.go), the rest passed upstream; its answers, errors
+// (Google's envelope) and streams in the API's shapes.
+type geminiFace struct {
+	s *Server
+	// path is the API path called ("/v1beta/models/m:generateContent").
+	path string
+	// client names the client in proxy-held-key mode ("" otherwise).
+	client string
+}
+
+// serveGemini serves a request under GeminiPrefix: its key, given as the
+// API takes it (x-goog-api-key or ?key=), is presented as every face's
+// credential is (x-api-key) before the mount serves it.
+func serveGemini(s *Server) http.HandlerFunc {
+	m := mount{s, geminiFace{s: s}}
+	return func(w http.ResponseWriter, r *http.Request) {
+		m.serve(w, geminiKeyed(r))
+	}
+}
+
+// geminiKeyed returns r with the Gemini key it carries, if any, as its
+// x-api-key, and without the ?key= parameter (the key goes upstream in
+// its header).
+func geminiKeyed(r *http.Request) *http.Request {
+	q := r.URL.Query()
+	key := geminiwire.RequestKey(r.Header, q)
+	if key == "" {
+		return r
+	}
+	r2 := r.Clone(r.Context())
+	r2.Header.Del(geminiwire.APIKeyHeader)
+	r2.Header.Set("X-Api-Key", key)
+	if q.Has("key") {
+		q.Del("key")
+		r2.URL.RawQuery = q.Encode()
+	}
+	return r2
+}
+
+// geminiKey returns a credential as the Gemini API takes it: a key, else
+// a bearer token.
+func geminiKey(c llmfleet.Credential) llmfleet.Credential {
+	if c.APIKey != "" {
+		return llmfleet.Credential{APIKey: c.APIKey}
+	}
+	return llmfleet.Credential{AuthToken: c.AuthToken}
+}
+
+// setGeminiCredential replaces the credential headers of h with c, its key
+// in x-goog-api-key.
+func setGeminiCredential(h http.Header, c llmfleet.Credential) {
+	setCredential(h, llmfleet.Credential{AuthToken: c.AuthToken})
+	h.Del(geminiwire.APIKeyHeader)
+	if c.APIKey != "" {
+		h.Set(geminiwire.APIKeyHeader, c.APIKey)
+	}
+}
+
+// prefix: /gemini/<path> is <path> of the Gemini API, its uploads
+// (/upload/v1beta/files) included.
+func (f geminiFace) prefix() (mount, api string) { return GeminiPrefix, "/" }
+
+// hold maps the client's key to the Gemini key the proxy holds for it
+// (Server.GeminiCredentials); without one the face is closed.
+func (f geminiFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
+	if f.s.GeminiCredentials == nil {
+		return llmfleet.Credential{}, f.says(faceClosed, "")
+	}
+	up, ok := f.s.GeminiCredentials(presented)
+	if !ok {
+		return up, f.says(unknownKey, "")
+	}
+	return up, nil
+}
+
+// forCall returns the face for a call to path by the client named client.
+func (f geminiFace) forCall(path, client string) mountedFace {
+	f.path, f.client = path, client
+	return f
+}
+
+// routed: POST models/{model}:generateContent and :streamGenerateContent
+// are routed by budget; everything else passes through.
+func (f geminiFace) routed(method, path string) bool {
+	_, m, ok := geminiMethod(path)
+	return ok && method == http.MethodPost && (m == "generateContent" || m == "streamGenerateContent")
+}
+
+// geminiMethod reads a versioned model method path
+// ("/v1beta/models/<id>:<method>").
+func geminiMethod(path string) (model, method string, ok bool) {
+	if !strings.HasPrefix(path, "/"+geminiwire.Version+"/models/") {
+		return "", "", false
+	}
+	return geminiwire.SplitMethod(path)
+}
+
+// upstream is the Gemini face's reverse proxy.
+func (f geminiFace) upstream() http.Handler { return geminiFwdOf(f.s).rp }
+
+// traits: sync, flex or batch may be forced; refusals of a call's headers
+// and body go without the route header; a batched caller waits in its
+// handler, a streaming one on blank lines (an SDK skips them; a comment
+// would be an invalid chunk to it), the stream begun at once.
+func (f geminiFace) traits() faceTraits {
+	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch}, bare: true,
+		stream: streamShape{eager: true, ping: geminiPing, begin: openAIStreamHead}}
+}
+
+// geminiPing appends the blank line a waiting stream is sent.
+func geminiPing(b []byte) []byte { return append(b, "\r\n\r\n"...) }
+
+// admit checks that the call presents a key.
+func (f geminiFace) admit(r *http.Request, _ *call) *refusal {
+	if credentialFrom(r.Header).IsZero() {
+		e := f.says(noKey, "")
+		e.bare = true
+		return e
+	}
+	return nil
+}
+
+// route reads the body, builds the Request and routes it: forced, a
+// ticket's (batch, not streamed: the stored answer is the
+// GenerateContentResponse), else by the Submitter's plan.
+func (f geminiFace) route(r *http.Request, c *call, force llmfleet.Route) *refusal {
+	s := f.s
+	model, method, _ := geminiMethod(f.path)
+	body, e := s.bodies.read(r)
+	if e != nil {
+		return &refusal{status: e.status, typ: geminiwire.StatusOf(e.status), msg: e.msg, bare: true, closes: e == bodyTooSlow || e == bodiesFull}
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return &refusal{status: http.StatusBadRequest, typ: geminiwire.StatusInvalidArgument, bare: true,
+			msg: "Invalid JSON payload received: the body is not a JSON object."}
+	}
+	cred := credentialFrom(r.Header)
+	upstream := geminiKey(cred)
+	if held, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
+		upstream = geminiKey(held) // proxy-held keys: pooled under the proxy's key
+	}
+	c.endpoint, c.model, c.stream = f.path, model, method == "streamGenerateContent"
+	c.req = &llmfleet.Request{Provider: geminiProvider, Credential: upstream,
+		Endpoint: "/" + geminiwire.Version + "/models/" + model + ":generateContent", Body: body, Client: s.clientOf(cred)}
+	noteModel(r.Context(), model)
+	if force != "" {
+		c.route = force
+	}
+	switch {
+	case c.async:
+		c.stream = false
+	case !c.forced && s.Submitter != nil:
+		c.route = s.Submitter.Plan(c.budget, c.req)
+	}
+	if c.route == llmfleet.RouteBatch && s.Submitter == nil {
+		return &refusal{status: http.StatusBadRequest, typ: geminiwire.StatusInvalidArgument, param: "llmfleet-route", msg: "This llmfleet does not batch."}
+	}
+	return nil
+}
+
+// note records the budget of a call planned for the access log (its
+// model was noted as its body was read).
+func (f geminiFace) note(r *http.Request, c *call, e *refusal) {
+	openAIFace{}.note(r, c, e)
+}
+
+// refuse answers e in Google's error envelope.
+func (f geminiFace) refuse(w http.ResponseWriter, e *refusal) {
+	if e.closes {
+		w.Header().Set("Connection", "close")
+	}
+	writeGeminiBody(w, e.status, geminiwire.Envelope(e.status, e.msg))
+}
+
+// writeGeminiBody answers status with the JSON body.
+func writeGeminiBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=UTF-8")
+	h.Set("Content-Length", itoa(int64(len(body))))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// geminiUpstreamURL returns the Gemini upstream's base URL.
+func geminiUpstreamURL(u *url.URL) *url.URL {
+	if u != nil {
+		return u
+	}
+	d, _ := url.Parse(DefaultGeminiUpstream)
+	return d
+}
+
+// geminiTickets serves GET GeminiRequestsPath + id, the key presented as
+// the API takes it.
+func geminiTickets(s *Server) http.HandlerFunc {
+	t := ticketDesk{s, geminiFace{s: s}}
+	return func(w http.ResponseWriter, r *http.Request) {
+		t.serve(w, geminiKeyed(r))
+	}
+}
+
+// The Gemini face is a face of the proxy.
+var _ mountedFace = geminiFace{}

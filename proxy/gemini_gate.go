@@ -1,0 +1,261 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/llmfleet/llmfleet/geminiwire"
+)
+
+// This file serves, in proxy-held-key mode, the Gemini face's Batch Mode
+// and Files APIs by owner: what a client makes (a batch, an uploaded
+// file, a batch's responses file) is recorded as its own under its
+// resource name ("batches/x", "files/y"), a list shows only the client's,
+// and a call about one batch or file reaches upstream only if the client
+// owns it, else 404 as for an unknown name. Google's lists page by
+// pageSize and pageToken, and name objects by "name": a shape the
+// ownerGate's lists (data, has_more, limit, id) do not take, so the face
+// filters its lists itself, with the owners book and recorder of every
+// face.
+
+// geminiGate is the owner gate of the Gemini face's client.
+type geminiGate struct {
+	f geminiFace
+	g ownerGate
+}
+
+// serveOwned serves the Batch Mode and Files APIs for the face's client
+// (r's path is already the upstream one).
+func (f geminiFace) serveOwned(w http.ResponseWriter, r *http.Request) {
+	gg := geminiGate{f: f, g: ownerGate{book: bookOf(f.s), up: f.upstream(), f: f, client: f.client}}
+	v := "/" + geminiwire.Version
+	path := r.URL.Path
+	switch {
+	case strings.HasPrefix(path, v+"/models/"): // :batchGenerateContent
+		gg.createBatch(w, r)
+	case strings.HasPrefix(path, "/upload/"):
+		gg.upload(w, r)
+	case path == v+"/batches" || path == v+"/files":
+		if r.Method != http.MethodGet {
+			fullDuplex(w)
+			gg.g.up.ServeHTTP(w, r) // a method the API refuses
+			return
+		}
+		gg.list(w, r, strings.TrimPrefix(path, v+"/"))
+	default:
+		gg.one(w, r)
+	}
+}
+
+// one serves a call about one batch or file: the client's own only.
+// A batch read or cancelled names its responses file, which becomes the
+// client's.
+func (gg geminiGate) one(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	rest := strings.TrimPrefix(strings.TrimPrefix(path, "/download"), "/"+geminiwire.Version+"/")
+	kind, id, _ := strings.Cut(rest, "/")
+	id, _, _ = strings.Cut(id, ":")
+	notFound := batchNotFound
+	if kind == "files" {
+		notFound = fileNotFound
+	}
+	name := kind + "/" + id
+	if r.URL.EscapedPath() != path || id == "" || id == "." || id == ".." || strings.Contains(strings.TrimPrefix(rest, name), "/") {
+		gg.f.refuse(w, gg.f.says(notFound, name))
+		return
+	}
+	if !gg.g.owns(w, r, name, notFound) {
+		return
+	}
+	if kind != "batches" || r.Method == http.MethodDelete {
+		fullDuplex(w)
+		gg.g.up.ServeHTTP(w, r)
+		return
+	}
+	r.Header.Del("Accept-Encoding") // read here: plain, please
+	rec := newRecorder()
+	gg.g.up.ServeHTTP(rec, r)
+	if rec.status == http.StatusOK && !gg.recordOutput(w, r, rec.body.Bytes()) {
+		return
+	}
+	rec.writeTo(w, rec.body.Bytes())
+}
+
+// recordOutput records the responses file a batch operation names as the
+// client's; false means it answered an error.
+func (gg geminiGate) recordOutput(w http.ResponseWriter, r *http.Request, op []byte) bool {
+	var o geminiwire.Operation
+	json.Unmarshal(op, &o)
+	for _, out := range []*geminiwire.BatchOutput{o.Response, batchOutput(o.Metadata)} {
+		if out == nil || out.ResponsesFile == "" {
+			continue
+		}
+		if err := gg.g.book.record(r.Context(), out.ResponsesFile, gg.g.client); err != nil {
+			gg.g.state(w, r, "owner of a batch's file not recorded", err)
+			return false
+		}
+	}
+	return true
+}
+
+// batchOutput returns the output of a batch's metadata, if any.
+func batchOutput(b *geminiwire.Batch) *geminiwire.BatchOutput {
+	if b == nil {
+		return nil
+	}
+	return b.Output
+}
+
+// createBatch passes a batchGenerateContent upstream, its input file the
+// client's own, and records the batch it made as the client's.
+func (gg geminiGate) createBatch(w http.ResponseWriter, r *http.Request) {
+	body, e := gg.f.s.bodies.read(r)
+	if e != nil {
+		gg.f.refuse(w, &refusal{status: e.status, msg: e.msg, closes: e == bodyTooSlow || e == bodiesFull})
+		return
+	}
+	var req geminiwire.CreateBatchRequest
+	json.Unmarshal(body, &req)
+	if in := req.Batch.InputConfig; in != nil && in.FileName != "" && !gg.g.owns(w, r, in.FileName, fileNotFound) {
+		return
+	}
+	r.Body = readCloser{bytes.NewReader(body), http.NoBody}
+	r.ContentLength = int64(len(body))
+	gg.created(w, r, func(b []byte) string { return nameOf(b) })
+}
+
+// upload passes an upload upstream; an answer carrying the file made
+// ({"file": {...}}, the end of an upload) records it as the client's.
+func (gg geminiGate) upload(w http.ResponseWriter, r *http.Request) {
+	gg.created(w, r, func(b []byte) string {
+		var f struct {
+			File json.RawMessage `json:"file"`
+		}
+		json.Unmarshal(b, &f)
+		return nameOf(f.File)
+	})
+}
+
+// created passes a create upstream and records the object named in its
+// answer (name reads it, "" for none) as the client's before answering.
+func (gg geminiGate) created(w http.ResponseWriter, r *http.Request, name func([]byte) string) {
+	r.Header.Del("Accept-Encoding")
+	rec := newRecorder()
+	gg.g.up.ServeHTTP(rec, r)
+	if rec.status == http.StatusOK {
+		if n := name(rec.body.Bytes()); n != "" {
+			if err := gg.g.book.record(r.Context(), n, gg.g.client); err != nil {
+				logStateError(gg.g.book.log, r, "object created upstream but its owner not recorded: "+n, err)
+				gg.f.refuse(w, gg.f.says(notRecorded, n))
+				return
+			}
+		}
+	}
+	rec.writeTo(w, rec.body.Bytes())
+}
+
+// nameOf returns the resource name of an object.
+func nameOf(item json.RawMessage) string {
+	var b struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(item, &b)
+	return b.Name
+}
+
+// list answers a list of batches ("operations") or files with the
+// client's own only: upstream pages from the client's pageToken, with its
+// pageSize, until one holds some of the client's or the list ends, in at
+// most maxListCalls calls. A page is never cut: its nextPageToken pages on
+// after it (a short or empty page with a token is a page as the API may
+// give one).
+func (gg geminiGate) list(w http.ResponseWriter, r *http.Request, kind string) {
+	member := "files"
+	if kind == "batches" {
+		member = "operations"
+	}
+	r.Header.Del("Accept-Encoding")
+	q := r.URL.Query()
+	var kept []json.RawMessage
+	var rec *recorder
+	next := ""
+	for range maxListCalls {
+		rec = fetchWith(gg.g.up, r, q)
+		if rec.status != http.StatusOK {
+			rec.writeTo(w, rec.body.Bytes())
+			return
+		}
+		page, err := readGeminiList(rec.body.Bytes(), member)
+		if err != nil {
+			gg.g.book.log.Warn("unreadable list from upstream", "path", r.URL.Path, "err", err)
+			gg.f.refuse(w, gg.f.says(unreadable, ""))
+			return
+		}
+		mine, err := gg.mine(r, page.items)
+		if err != nil {
+			gg.g.state(w, r, "owner lookup failed", err)
+			return
+		}
+		kept, next = append(kept, mine...), page.next
+		if len(kept) > 0 || next == "" {
+			break
+		}
+		q.Set("pageToken", next)
+	}
+	out := map[string]any{}
+	if len(kept) > 0 {
+		out[member] = kept
+	}
+	if next != "" {
+		out["nextPageToken"] = next
+	}
+	body, _ := json.Marshal(out)
+	rec.writeTo(w, body)
+}
+
+// geminiList is a page of a Gemini list.
+type geminiList struct {
+	items []json.RawMessage
+	next  string
+}
+
+// readGeminiList reads a page of a list whose objects are in member.
+func readGeminiList(body []byte, member string) (geminiList, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return geminiList{}, err
+	}
+	var l geminiList
+	if v, ok := raw[member]; ok {
+		if err := json.Unmarshal(v, &l.items); err != nil {
+			return geminiList{}, err
+		}
+	}
+	if v, ok := raw["nextPageToken"]; ok {
+		if err := json.Unmarshal(v, &l.next); err != nil {
+			return geminiList{}, err
+		}
+	}
+	return l, nil
+}
+
+// mine returns the objects of items the client owns.
+func (gg geminiGate) mine(r *http.Request, items []json.RawMessage) ([]json.RawMessage, error) {
+	var mine []json.RawMessage
+	for _, item := range items {
+		n := nameOf(item)
+		if n == "" {
+			continue
+		}
+		owned, err := gg.g.book.owns(r.Context(), n, gg.g.client)
+		if err != nil {
+			return nil, err
+		}
+		if owned {
+			mine = append(mine, item)
+		}
+	}
+	return mine, nil
+}
