@@ -37,4 +37,3 @@ func (f geminiFace) shared(method, path string) bool {
 	_, m, ok := geminiMethod(path)
 	return ok && method == http.MethodPost && (m == "countTokens" || m == "embedContent" || m == "batchEmbedContents")
 }
-
