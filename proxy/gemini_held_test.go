@@ -1,0 +1,88 @@
+package proxy_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/geminiemu"
+	"github.com/llmfleet/llmfleet/proxy"
+)
+
+// TestGeminiFaceHeldKeys: with proxy-held keys, clients call the Gemini
+// face with keys of their own and the proxy's Gemini key goes upstream;
+// each client's batches and files are its own (another's are 404, and
+// absent from its lists); what the key keeps otherwise is refused; an
+// unknown key is refused in Google's envelope.
+func TestGeminiFaceHeldKeys(t *testing.T) {
+	clients := map[string]bool{"ka": true, "kb": true}
+	srv := &proxy.Server{
+		Credentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
+			return llmfleet.Credential{APIKey: "anthropic"}, clients[p.APIKey]
+		},
+		GeminiCredentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
+			return llmfleet.Credential{APIKey: "gk"}, clients[p.APIKey]
+		},
+	}
+	st := newGeminiStack(t, &geminiemu.Server{Keys: []string{"gk"}, BatchTurnaround: time.Hour}, srv)
+	ctx := t.Context()
+	a, b := st.client(t, "ka", "", nil), st.client(t, "kb", "", nil)
+	if resp, err := a.Models.GenerateContent(ctx, "gemini-2.5-flash", genai.Text(geminiPrompt), nil); err != nil || resp.Text() != geminiAnswer {
+		t.Fatalf("sync under the held key: %v", err)
+	}
+	lines := `{"key":"x","request":{"contents":[{"role":"user","parts":[{"text":"from a file"}]}]}}` + "\n"
+	f, err := a.Files.Upload(ctx, strings.NewReader(lines), &genai.UploadFileConfig{MIMEType: "application/jsonl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := a.Batches.Create(ctx, "gemini-2.5-flash", &genai.BatchJobSource{FileName: f.Name}, &genai.CreateBatchJobConfig{DisplayName: "mine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Batches.Get(ctx, job.Name, nil); err != nil {
+		t.Errorf("owner reads its batch: %v", err)
+	}
+	if _, err := a.Files.Get(ctx, f.Name, nil); err != nil {
+		t.Errorf("owner reads its file: %v", err)
+	}
+	page, err := a.Batches.List(ctx, nil)
+	if err != nil || len(page.Items) != 1 || page.Items[0].Name != job.Name {
+		t.Errorf("owner's list %+v, %v", page.Items, err)
+	}
+	notFound := func(what string, err error) {
+		var ae genai.APIError
+		if !errors.As(err, &ae) || ae.Code != http.StatusNotFound || ae.Status != "NOT_FOUND" {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	_, err = b.Batches.Get(ctx, job.Name, nil)
+	notFound("another's batch", err)
+	notFound("another's cancel", b.Batches.Cancel(ctx, job.Name, nil))
+	_, err = b.Files.Get(ctx, f.Name, nil)
+	notFound("another's file", err)
+	_, err = b.Batches.Create(ctx, "gemini-2.5-flash", &genai.BatchJobSource{FileName: f.Name}, &genai.CreateBatchJobConfig{DisplayName: "theirs"})
+	notFound("a batch of another's file", err)
+	if page, err := b.Batches.List(ctx, nil); err != nil || len(page.Items) != 0 {
+		t.Errorf("another's list %+v, %v", page.Items, err)
+	}
+	if page, err := b.Files.List(ctx, nil); err != nil || len(page.Items) != 0 {
+		t.Errorf("another's file list %+v, %v", page.Items, err)
+	}
+	if _, err := b.Models.Get(ctx, "gemini-2.5-flash", nil); err != nil {
+		t.Errorf("models are shared: %v", err)
+	}
+	var ae genai.APIError
+	_, err = b.Caches.List(ctx, nil)
+	if !errors.As(err, &ae) || ae.Code != http.StatusForbidden || ae.Status != "PERMISSION_DENIED" {
+		t.Errorf("cached contents under the shared key: %v", err)
+	}
+	_, err = st.client(t, "stranger", "", nil).Models.GenerateContent(ctx, "gemini-2.5-flash", genai.Text("hi"), nil)
+	if !errors.As(err, &ae) || ae.Code != http.StatusBadRequest || ae.Status != "INVALID_ARGUMENT" {
+		t.Errorf("unknown key: %v", err)
+	}
+}
