@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,8 @@ import (
 	"github.com/llmfleet/llmfleet/gemini"
 	"github.com/llmfleet/llmfleet/geminiemu"
 	"github.com/llmfleet/llmfleet/proxy"
+	"github.com/llmfleet/llmfleet/sqlite"
+	"github.com/llmfleet/llmfleet/vault"
 )
 
 // geminiStack is llmfleet on loopback for the Gemini face: proxy →
@@ -35,8 +38,9 @@ type geminiStack struct {
 }
 
 // newGeminiStack starts the stack; srv, if not nil, is the proxy to put
-// in front (its settings kept).
-func newGeminiStack(t *testing.T, emu *geminiemu.Server, srv *proxy.Server) *geminiStack {
+// in front (its settings kept); durable keeps the dispatcher's requests in
+// a SQLite store (tickets).
+func newGeminiStack(t *testing.T, emu *geminiemu.Server, srv *proxy.Server, durable ...bool) *geminiStack {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	if emu.BatchTurnaround == 0 {
@@ -50,6 +54,19 @@ func newGeminiStack(t *testing.T, emu *geminiemu.Server, srv *proxy.Server) *gem
 		Policy: dispatch.Policy{BatchWindow: 5 * time.Millisecond, PollInterval: 2 * time.Millisecond,
 			MaxPollInterval: 5 * time.Millisecond, TurnaroundPrior: 20 * time.Millisecond, FlexRetryBackoff: time.Millisecond},
 		Logger: quiet,
+	}
+	if len(durable) > 0 && durable[0] {
+		dir := t.TempDir()
+		db := &sqlite.DB{Path: filepath.Join(dir, "llmfleet.db"), Logger: quiet}
+		if err := db.Open(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		v, err := vault.Open(filepath.Join(dir, "secret"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.d.Store, st.d.Sealer = db, v
 	}
 	if err := st.d.Open(); err != nil {
 		t.Fatal(err)
@@ -162,7 +179,7 @@ func TestGeminiFaceSDK(t *testing.T) {
 func TestGeminiFaceFlex(t *testing.T) {
 	var mu sync.Mutex
 	shed := 0
-	em := &geminiemu.Server{Shed: func(string) int { mu.Lock(); defer mu.Unlock(); return shed }}
+	em := &geminiemu.Server{FlexModels: []string{"gemini-2.5-flash"}, Shed: func(string) int { mu.Lock(); defer mu.Unlock(); return shed }}
 	st := newGeminiStack(t, em, nil)
 	cl := st.client(t, "k1", "", http.Header{proxy.HeaderRoute: {"flex"}, proxy.HeaderBudget: {"600000"}})
 	resp, err := cl.Models.GenerateContent(t.Context(), "gemini-2.5-flash", genai.Text(geminiPrompt), nil)
@@ -175,10 +192,10 @@ func TestGeminiFaceFlex(t *testing.T) {
 	mu.Lock()
 	shed = http.StatusServiceUnavailable
 	mu.Unlock()
-	// The engine retries a shed call while its budget allows, then
-	// falls back: a short budget falls back soon.
+	// The engine retries a shed call while its budget leaves room for a
+	// standard call, then falls back: a short budget falls back soon (or
+	// at once, if the engine predicts no room for a flex attempt).
 	cl = st.client(t, "k1", "", http.Header{proxy.HeaderRoute: {"flex"}, proxy.HeaderBudget: {"2000"}})
-	start := time.Now()
 	resp, err = cl.Models.GenerateContent(t.Context(), "gemini-2.5-flash", genai.Text(geminiPrompt), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -186,14 +203,16 @@ func TestGeminiFaceFlex(t *testing.T) {
 	if resp.Text() != geminiAnswer || resp.SDKHTTPResponse.Headers.Get("X-Gemini-Service-Tier") == "flex" {
 		t.Errorf("fallback: %q, tier %q", resp.Text(), resp.SDKHTTPResponse.Headers.Get("X-Gemini-Service-Tier"))
 	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("fell back after %v, budget 2s", took)
-	}
-	if st.emu.Stats().Shed == 0 {
-		t.Error("no flex call was shed")
+	t.Logf("%d flex calls shed", st.emu.Stats().Shed)
+	// A model without a flex tier (400 naming the service tier): the
+	// standard tier at once, whatever the budget.
+	cl = st.client(t, "k1", "", http.Header{proxy.HeaderRoute: {"flex"}, proxy.HeaderBudget: {"600000"}})
+	resp, err = cl.Models.GenerateContent(t.Context(), "gemini-2.0-flash", genai.Text(geminiPrompt), nil)
+	if err != nil || resp.Text() != geminiAnswer || resp.SDKHTTPResponse.Headers.Get("X-Gemini-Service-Tier") == "flex" {
+		t.Errorf("no flex tier: %v", err)
 	}
 	l := st.ledger()
-	if len(l) != 2 || l[0].Tier != llmfleet.TierFlex || l[1].Tier != llmfleet.TierStandard || l[1].Route != llmfleet.RouteFlex {
+	if len(l) != 3 || l[0].Tier != llmfleet.TierFlex || l[1].Tier != llmfleet.TierStandard || l[1].Route != llmfleet.RouteFlex || !l[1].BudgetMet || l[2].Tier != llmfleet.TierStandard {
 		t.Errorf("ledger %+v", l)
 	}
 }
@@ -203,7 +222,6 @@ func TestGeminiFaceFlex(t *testing.T) {
 func TestGeminiFaceRescue(t *testing.T) {
 	st := newGeminiStack(t, &geminiemu.Server{BatchPending: time.Hour}, nil)
 	cl := st.client(t, "k1", "", http.Header{proxy.HeaderRoute: {"batch"}, proxy.HeaderBudget: {"3000"}})
-	start := time.Now()
 	resp, err := cl.Models.GenerateContent(t.Context(), "gemini-2.5-flash", genai.Text(geminiPrompt), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -211,8 +229,8 @@ func TestGeminiFaceRescue(t *testing.T) {
 	if resp.Text() != geminiAnswer {
 		t.Errorf("rescued answer %q", resp.Text())
 	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("answered after %v, budget 3s", took)
+	if n := st.emu.Stats().Requests["/v1beta/models/gemini-2.5-flash:generateContent"]; n != 1 {
+		t.Errorf("%d sync calls upstream, want the one rescue", n)
 	}
 }
 
@@ -261,5 +279,54 @@ func TestGeminiFaceErrors(t *testing.T) {
 		if res.StatusCode != c.want || (c.status != "" && !strings.Contains(string(b), `"status":"`+c.status+`"`)) {
 			t.Errorf("%s (key %q): %d %s", c.path, c.key, res.StatusCode, b)
 		}
+	}
+}
+
+// TestGeminiFaceTickets: Prefer: respond-async answers 202 with a ticket
+// at once; the ticket reads, under the face, as the call's answer once
+// its batch ended; an Idempotency-Key names the same request again;
+// another key does not see it (404 in Google's envelope).
+func TestGeminiFaceTickets(t *testing.T) {
+	st := newGeminiStack(t, &geminiemu.Server{}, nil, true)
+	post := func(key string) (int, string) {
+		req, _ := http.NewRequest("POST", st.ts.URL+"/gemini/v1beta/models/gemini-2.5-flash:generateContent",
+			strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"`+geminiPrompt+`"}]}]}`))
+		req.Header.Set("x-goog-api-key", "k1")
+		req.Header.Set("Prefer", "respond-async")
+		req.Header.Set("Idempotency-Key", key)
+		res, err := st.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode, res.Header.Get(proxy.HeaderRequestID)
+	}
+	status, id := post("once")
+	if status != http.StatusAccepted || id == "" {
+		t.Fatalf("respond-async: %d, id %q", status, id)
+	}
+	if _, again := post("once"); again != id {
+		t.Errorf("retried with the same Idempotency-Key: %q, want %q", again, id)
+	}
+	read := func(key string) (int, string) {
+		res, err := st.ts.Client().Get(st.ts.URL + proxy.GeminiRequestsPath + id + "?key=" + key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	code, body := read("k1")
+	for code == http.StatusAccepted && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		code, body = read("k1")
+	}
+	if code != http.StatusOK || !strings.Contains(body, geminiAnswer) {
+		t.Errorf("ticket: %d %s", code, body)
+	}
+	if code, body := read("k2"); code != http.StatusNotFound || !strings.Contains(body, `"status":"NOT_FOUND"`) {
+		t.Errorf("another key's read: %d %s", code, body)
 	}
 }
