@@ -106,13 +106,22 @@ type emuStack struct {
 	l     ledgerOf
 }
 
+// emuClock is the emulator's clock: the real time, and waits told on
+// slept and waited on the step clock.
+type emuClock struct {
+	llmfleet.RealClock
+	st *emuStack
+}
+
+func (c emuClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.st.slept <- d
+	return c.st.clock.Sleep(ctx, d)
+}
+
 func newEmuStack(t *testing.T, pol Policy) *emuStack {
 	t.Helper()
 	st := &emuStack{clock: newStepClock(), slept: make(chan time.Duration, 4)}
-	emu := &emulator.Server{Sleep: func(ctx context.Context, d time.Duration) error {
-		st.slept <- d
-		return st.clock.Sleep(ctx, d)
-	}}
+	emu := &emulator.Server{Clock: emuClock{st: st}}
 	up := httptest.NewServer(emu)
 	t.Cleanup(up.Close)
 	st.d = &Dispatcher{Providers: []llmfleet.Provider{&claude.Provider{BaseURL: up.URL, MaxRetries: -1}},

@@ -90,7 +90,7 @@
 //
 // # Batches
 //
-// Batch state is derived from Server.Now on each request, with no
+// Batch state is derived from Server.Clock on each request, with no
 // background goroutines. A batch ends Server.Turnaround after its creation
 // (the longest over its distinct models); its requests stay "processing"
 // until then and finish at random points within that time, when they run

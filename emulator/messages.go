@@ -2,7 +2,9 @@ package emulator
 
 import (
 	"net/http"
+	"time"
 
+	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/cachesim"
 )
 
@@ -27,8 +29,10 @@ func (s *Server) handleMessages(c *call) {
 	if s.SyncLatency != nil {
 		latency = s.SyncLatency(p.model, s.rng("sync-latency", p.digest))
 	}
-	if s.sleep(ctx, latency) != nil || s.sleep(ctx, d.slow) != nil {
-		return
+	for _, wait := range [...]time.Duration{latency, d.slow} {
+		if wait > 0 && llmfleet.Sleep(ctx, s.Clock, wait) != nil {
+			return
+		}
 	}
 	if d.errorType != "" {
 		writeError(c.w, directiveError(d.errorType), c.id)
