@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // chatRequest is the part of a chat completion request the emulator reads.
@@ -148,7 +150,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			ch.Choices = append(ch.Choices, c)
 		}
 		b, _ := json.Marshal(ch)
-		fmt.Fprintf(w, "data: %s\n\n", b)
+		w.Write(sse.AppendEvent(nil, "", b))
 	}
 	empty := ""
 	chunk(chatChoice{Delta: &replyMessage{Role: "assistant", Content: &empty}}, nil)
@@ -160,5 +162,5 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		chunk(chatChoice{}, &u)
 	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
+	w.Write(sse.AppendEvent(nil, "", []byte("[DONE]")))
 }

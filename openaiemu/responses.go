@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // responsesRequest is the part of a POST /v1/responses body the emulator
@@ -106,7 +108,7 @@ func streamResponse(w http.ResponseWriter, done responseObject, answer string) {
 		fields["type"], fields["sequence_number"] = typ, seq
 		seq++
 		b, _ := json.Marshal(fields)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
+		w.Write(sse.AppendEvent(nil, typ, b))
 	}
 	created := done
 	created.Status, created.Output, created.Usage = "in_progress", []responseOutput{}, nil

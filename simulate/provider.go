@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +17,7 @@ import (
 	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/claudewire"
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // Provider is a simulated provider on a Clock: sync calls take a drawn
@@ -204,11 +205,11 @@ func (p *Provider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCl
 	var start map[string]any
 	_ = json.Unmarshal(resp.Body, &start)
 	start["content"] = []any{}
-	var sb strings.Builder
+	var stream []byte
 	event := func(name string, data map[string]any) {
 		data["type"] = name
 		j, _ := json.Marshal(data)
-		sb.WriteString("event: " + name + "\ndata: " + string(j) + "\n\n")
+		stream = sse.AppendEvent(stream, name, j)
 	}
 	event("message_start", map[string]any{"message": start})
 	event("content_block_start", map[string]any{"index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
@@ -216,7 +217,7 @@ func (p *Provider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCl
 	event("content_block_stop", map[string]any{"index": 0})
 	event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": "end_turn"}, "usage": map[string]any{"output_tokens": resp.Usage.OutputTokens}})
 	event("message_stop", map[string]any{})
-	return io.NopCloser(strings.NewReader(sb.String())), nil
+	return io.NopCloser(bytes.NewReader(stream)), nil
 }
 
 // messagesShape reads Messages API bodies: their model, their pool key
