@@ -124,11 +124,11 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, client stri
 	r.Header.Del("Accept-Encoding") // the answer is read here: plain, please
 	rec := newRecorder()
 	s.rp.ServeHTTP(rec, r)
-	if rec.Status() == http.StatusOK {
+	if rec.status == http.StatusOK {
 		var b struct {
 			ID string `json:"id"`
 		}
-		if err := json.Unmarshal(rec.Body(), &b); err != nil || b.ID == "" {
+		if err := json.Unmarshal(rec.body.Bytes(), &b); err != nil || b.ID == "" {
 			s.log.Warn("batch created upstream without an id", "err", err)
 			writeAPIError(w, &apiError{http.StatusBadGateway, "api_error", "llmfleet could not read the upstream's answer"})
 			return
@@ -139,7 +139,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, client stri
 			return
 		}
 	}
-	rec.Replay(w, rec.Body())
+	rec.writeTo(w, rec.body.Bytes())
 }
 
 // batchList is a page of the list of batches, as the API answers it.
@@ -204,12 +204,12 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, client stri
 		}
 		rec := fetchWith(s.rp, r, uq)
 		last = rec
-		if rec.Status() != http.StatusOK {
-			rec.Replay(w, rec.Body()) // the upstream's error, as it is
+		if rec.status != http.StatusOK {
+			rec.writeTo(w, rec.body.Bytes()) // the upstream's error, as it is
 			return
 		}
 		var page batchList
-		if err := json.Unmarshal(rec.Body(), &page); err != nil {
+		if err := json.Unmarshal(rec.body.Bytes(), &page); err != nil {
 			// Never passed on: it may list other clients' batches.
 			s.log.Warn("unreadable list of batches from upstream", "err", err)
 			writeAPIError(w, &apiError{http.StatusBadGateway, "api_error", "llmfleet could not read the upstream's answer"})
@@ -265,7 +265,7 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, client stri
 		out.FirstID, out.LastID = &first, &lastID
 	}
 	body, _ := json.Marshal(out)
-	last.Replay(w, body)
+	last.writeTo(w, body)
 }
 
 // idOf returns the id of a batch object.

@@ -68,10 +68,10 @@ func (s *Server) serveOpenAIOwned(w http.ResponseWriter, r *http.Request, client
 		r.Header.Del("Accept-Encoding") // read here: plain, please
 		rec := newRecorder()
 		s.openAIRP.ServeHTTP(rec, r)
-		if rec.Status() == http.StatusOK && !s.recordBatchFiles(w, r, client, rec.Body()) {
+		if rec.status == http.StatusOK && !s.recordBatchFiles(w, r, client, rec.body.Bytes()) {
 			return
 		}
-		rec.Replay(w, rec.Body())
+		rec.writeTo(w, rec.body.Bytes())
 		return
 	}
 	fullDuplex(w)
@@ -128,8 +128,8 @@ func (s *Server) openAICreate(w http.ResponseWriter, r *http.Request, client, ki
 	r.Header.Del("Accept-Encoding")
 	rec := newRecorder()
 	s.openAIRP.ServeHTTP(rec, r)
-	if rec.Status() == http.StatusOK {
-		id := idOf(rec.Body())
+	if rec.status == http.StatusOK {
+		id := idOf(rec.body.Bytes())
 		if id == "" {
 			writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "llmfleet could not read the upstream's answer.")
 			return
@@ -138,11 +138,11 @@ func (s *Server) openAICreate(w http.ResponseWriter, r *http.Request, client, ki
 			s.openAIStateError(w, r, "owner of "+kind+" "+id+" not recorded", err)
 			return
 		}
-		if kind == "batches" && !s.recordBatchFiles(w, r, client, rec.Body()) {
+		if kind == "batches" && !s.recordBatchFiles(w, r, client, rec.body.Bytes()) {
 			return
 		}
 	}
-	rec.Replay(w, rec.Body())
+	rec.writeTo(w, rec.body.Bytes())
 }
 
 // recordBatchFiles records the output and error files a batch object of
@@ -211,15 +211,15 @@ func (s *Server) openAIList(w http.ResponseWriter, r *http.Request, client, kind
 		}
 		rec := fetchWith(s.openAIRP, r, uq)
 		last = rec
-		if rec.Status() != http.StatusOK {
-			rec.Replay(w, rec.Body())
+		if rec.status != http.StatusOK {
+			rec.writeTo(w, rec.body.Bytes())
 			return
 		}
 		var page struct {
 			Data    []json.RawMessage `json:"data"`
 			HasMore bool              `json:"has_more"`
 		}
-		if err := json.Unmarshal(rec.Body(), &page); err != nil {
+		if err := json.Unmarshal(rec.body.Bytes(), &page); err != nil {
 			s.log.Warn("unreadable list from the OpenAI upstream", "err", err)
 			writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "llmfleet could not read the upstream's answer.")
 			return
@@ -258,5 +258,5 @@ func (s *Server) openAIList(w http.ResponseWriter, r *http.Request, client, kind
 		out.FirstID, out.LastID = &first, &lastID
 	}
 	body, _ := json.Marshal(out)
-	last.Replay(w, body)
+	last.writeTo(w, body)
 }

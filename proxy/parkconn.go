@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/internal/httprec"
 )
 
 // parkWriteTimeout bounds the write of an answer to a caller parked on its
@@ -94,19 +93,19 @@ func (p *parkedConn) done(resp *llmfleet.Response, err error) {
 func (p *parkedConn) answer(resp *llmfleet.Response, err error, pipelined bool) {
 	defer p.s.parked.remove(p)
 	ctx, cancel := context.WithTimeout(context.Background(), parkLookupTimeout)
-	rec := httprec.New(p.h)
+	rec := &recorder{header: p.h}
 	p.s.writeBatchAnswer(ctx, rec, p.c, resp, err)
 	cancel()
-	if rec.Header().Get("Date") == "" {
-		rec.Header().Set("Date", p.s.clock.Now().UTC().Format(http.TimeFormat))
+	if rec.header.Get("Date") == "" {
+		rec.header.Set("Date", p.s.clock.Now().UTC().Format(http.TimeFormat))
 	}
 	out := &http.Response{
-		StatusCode:    rec.Status(),
+		StatusCode:    rec.status,
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        rec.Header(),
-		ContentLength: int64(len(rec.Body())),
-		Body:          io.NopCloser(bytes.NewReader(rec.Body())),
+		Header:        rec.header,
+		ContentLength: int64(rec.body.Len()),
+		Body:          io.NopCloser(&rec.body),
 		Close:         true,
 	}
 	var buf bytes.Buffer
@@ -118,11 +117,11 @@ func (p *parkedConn) answer(resp *llmfleet.Response, err error, pipelined bool) 
 		p.s.log.Debug("parked caller gone before its answer", "request_id", p.c.req.ID, "err", werr)
 	}
 	if p.a != nil {
-		status := rec.Status()
+		status := rec.status
 		if werr != nil {
 			status = 0
 		}
-		p.a.report(status, rec.Header())
+		p.a.report(status, rec.header)
 	}
 }
 
