@@ -66,8 +66,15 @@ func (t *stepTimer) Stop() bool {
 
 // Sleep waits d on the clock, or until ctx ends.
 func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
+	return c.sleepNoting(ctx, d, func() {})
+}
+
+// sleepNoting is Sleep, calling began once its timer is set (so that an
+// Advance that follows counts for it).
+func (c *stepClock) sleepNoting(ctx context.Context, d time.Duration, began func()) error {
 	done := make(chan struct{})
 	t := c.AfterFunc(d, func() { close(done) })
+	began()
 	select {
 	case <-done:
 		return nil
@@ -106,16 +113,15 @@ type emuStack struct {
 	l     ledgerOf
 }
 
-// emuClock is the emulator's clock: the real time, and waits told on
-// slept and waited on the step clock.
+// emuClock is the emulator's clock: the real time, and waits on the step
+// clock, each told on slept once its timer is set.
 type emuClock struct {
 	llmfleet.RealClock
 	st *emuStack
 }
 
 func (c emuClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.st.slept <- d
-	return c.st.clock.Sleep(ctx, d)
+	return c.st.clock.sleepNoting(ctx, d, func() { c.st.slept <- d })
 }
 
 func newEmuStack(t *testing.T, pol Policy) *emuStack {
