@@ -49,21 +49,22 @@ func (sr *SDKRouter) Messages(req *http.Request, next Next) (*http.Response, err
 	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/v1/messages") {
 		return next(req)
 	}
-	c, e := s.plan(req)
+	p := pipeline{s, anthropicFace{s: s}}
+	c, e := p.plan(req, true)
 	if e != nil {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
-			writeAPIError(w, e)
+			p.f.refuse(w, e)
 		}), nil
 	}
 	if c.route == llmfleet.RouteBatch {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
 			if c.async {
-				s.serveAsync(w, r, c)
+				p.enqueue(w, r, c)
 				return
 			}
-			s.serveBatch(w, r, c)
+			p.batch(w, r, c)
 		}), nil
 	}
 	for k := range req.Header {
@@ -80,7 +81,7 @@ func (sr *SDKRouter) Messages(req *http.Request, next Next) (*http.Response, err
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		req.ContentLength = int64(len(body))
 	}
-	resp, err := s.nextWithin(req, c.hard && c.budget > 0, s.remaining(c), next, func(w http.ResponseWriter, _ *http.Request) {
+	resp, err := s.nextWithin(req, c.hard && c.budget > 0, c.remaining(s.clock.Now()), next, func(w http.ResponseWriter, _ *http.Request) {
 		s.writeCut(w, callCutHard, c.budget)
 	})
 	if resp != nil {

@@ -37,9 +37,15 @@ func (sr *SDKRouter) OpenAI(req *http.Request, next Next) (*http.Response, error
 	if req.Method != http.MethodPost || endpoint == "" {
 		return next(req)
 	}
-	c, e := s.planOpenAI(req, endpoint)
+	p := pipeline{s, openAIFace{s: s, endpoint: endpoint, sdk: true}}
+	c, e := p.plan(req, false)
 	if e != nil {
-		return serveInProcess(req, func(w http.ResponseWriter, _ *http.Request) { e.write(w) }), nil
+		return serveInProcess(req, func(w http.ResponseWriter, _ *http.Request) {
+			if !e.bare {
+				w.Header().Set(HeaderRoute, string(c.route))
+			}
+			p.f.refuse(w, e)
+		}), nil
 	}
 	body := []byte(c.req.Body)
 	for k := range req.Header {
@@ -50,7 +56,7 @@ func (sr *SDKRouter) OpenAI(req *http.Request, next Next) (*http.Response, error
 	if c.route == llmfleet.RouteBatch {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
-			s.serveOpenAIBatch(w, r, c)
+			p.batch(w, r, c)
 		}), nil
 	}
 	call := func(req *http.Request) (*http.Response, error) {

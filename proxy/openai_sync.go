@@ -109,7 +109,7 @@ func (f *forwarder) tapOpenAI(resp *http.Response) error {
 	}
 	c := oc.c
 	if c.owner != "" && resp.StatusCode == http.StatusOK {
-		resp.Body = f.s.ownedResponses(oc.caller, c.owner, resp)
+		resp.Body = bookOf(f.s).ownedResponses(oc.caller, c.owner, resp)
 	}
 	resp.Header.Del(HeaderRoute) // the proxy's own, set by serveOpenAISync
 	oc.tap = &openAITap{rc: resp.Body, status: resp.StatusCode,

@@ -246,7 +246,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		r = withPath(r, r.URL.Path+"/", "")
 	}
 	if s.Access != nil && r.URL.Path != "/healthz" {
-		s.serveAccess(w, r, s.route)
+		newAccessRec(s, r).serve(w, r, s.route)
 		return
 	}
 	s.route(w, r)
@@ -265,7 +265,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, &apiError{http.StatusMethodNotAllowed, "invalid_request_error", "Method CONNECT is not allowed: llmfleet is no forward proxy."})
 		return
 	}
-	s.guardBody(w, r)
+	guardBody(w, r, s.bodyTimeout)
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -299,12 +299,12 @@ func (s *Server) init() {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Write([]byte("ok\n"))
 		})
-		mux.HandleFunc("POST /v1/messages", s.serveMessages)
-		mux.HandleFunc("GET "+RequestsPath+"{id}", s.serveTicket)
-		mux.HandleFunc("GET "+OpenAIRequestsPath+"{id}", s.serveOpenAITicket)
-		mux.HandleFunc("/v1/", s.servePassThrough)
-		mux.HandleFunc(OpenAIPrefix+"/", s.serveOpenAI)
-		mux.HandleFunc("/budget/{ms}/{path...}", s.serveBudgetPrefix)
+		mux.HandleFunc("POST /v1/messages", pipeline{s, anthropicFace{s: s}}.serve)
+		mux.HandleFunc("GET "+RequestsPath+"{id}", ticketDesk{s, anthropicFace{s: s}}.serve)
+		mux.HandleFunc("GET "+OpenAIRequestsPath+"{id}", ticketDesk{s, openAIFace{s: s}}.serve)
+		mux.HandleFunc("/v1/", mount{s, anthropicFace{s: s}}.serve)
+		mux.HandleFunc(OpenAIPrefix+"/", mount{s, openAIFace{s: s}}.serve)
+		mux.HandleFunc("/budget/{ms}/{path...}", budgetPrefix(mux))
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, &apiError{http.StatusNotFound, "not_found_error", "Not found: " + r.URL.Path})
 		})
