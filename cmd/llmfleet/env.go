@@ -6,7 +6,6 @@ import (
 	"github.com/llmfleet/llmfleet/internal/envflag"
 )
 
-
 // parseFlags parses args into fs, then sets the flags not given from the
 // environment (see envflag.Parse).
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmfleet/llmfleet/internal/servestate"
 	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/postgres"
 	"github.com/llmfleet/llmfleet/sqlite"
@@ -100,7 +101,7 @@ func statsFromDB(ctx context.Context, path, since, from, to string) (ledger.Summ
 	if postgres.IsURL(path) {
 		db := &postgres.DB{URL: path, MaxConns: 2}
 		if err := db.Open(ctx); err != nil {
-			return ledger.Summary{}, fmt.Errorf("--db %s: %w", redactURL(path), err)
+			return ledger.Summary{}, fmt.Errorf("--db %s: %w", servestate.RedactURL(path), err)
 		}
 		defer db.Close()
 		return ledger.SummarizePeriod(ctx, db, p)
