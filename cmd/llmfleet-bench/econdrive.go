@@ -70,12 +70,14 @@ func realRun(ctx context.Context, f *econFlags, r *econRun) (figures, error) {
 	return fig, nil
 }
 
+// statsJSON is what the economics run reads of serve's stats.
 type statsJSON struct {
 	CostUSD  float64 `json:"cost_usd"`
 	SavedUSD float64 `json:"saved_usd"`
 	Rescued  int64   `json:"rescued"`
 }
 
+// readStats reads the stats of the serve at base.
 func readStats(ctx context.Context, base string) (statsJSON, error) {
 	var s statsJSON
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/llmfleet/v1/stats", nil)
@@ -176,6 +178,8 @@ func drive(ctx context.Context, base string, turns []simulate.Turn) (figures, er
 	return fig, ctx.Err()
 }
 
+// send posts turn t to the proxy at base and returns the route it
+// took, its status and its latency.
 func send(ctx context.Context, client *http.Client, base string, t simulate.Turn) (route string, status int, lat time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/messages", strings.NewReader(string(messageBody(t))))
 	if err != nil {

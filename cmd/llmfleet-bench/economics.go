@@ -182,6 +182,7 @@ type figures struct {
 	WallMS                                         int64
 }
 
+// fromReport is the figures of a simulation's report.
 func fromReport(r simulate.Report) figures {
 	return figures{Requests: r.Requests, Sync: r.Routes["sync"], Batch: r.Routes["batch"], Misses: r.BudgetMisses,
 		Rescued: r.Rescued, Errors: r.Errors, CostUSD: r.CostUSD, SavedUSD: r.SavedUSD, WallMS: r.SimulatedMS}
@@ -197,6 +198,8 @@ func routeAgreement(a, b figures) float64 {
 	return 1 - math.Abs(float64(a.Batch-b.Batch))/float64(n)
 }
 
+// writeComparison prints the simulated and the real run side by side,
+// and how far their routes agree.
 func writeComparison(w io.Writer, sim, real, seed figures) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tllmfleet simulate\tllmfleet serve\tseed simulate\t")
@@ -223,6 +226,7 @@ func writeComparison(w io.Writer, sim, real, seed figures) error {
 	return err
 }
 
+// countAgents counts the distinct agents of turns.
 func countAgents(turns []simulate.Turn) int {
 	seen := map[string]bool{}
 	for _, t := range turns {

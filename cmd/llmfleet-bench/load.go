@@ -159,10 +159,13 @@ func pct(s []time.Duration, p float64) time.Duration {
 	return s[max(0, min(i, len(s)-1))]
 }
 
+// micros is d in microseconds, to the hundredth.
 func micros(d time.Duration) float64 { return round2(float64(d) / float64(time.Microsecond)) }
 
+// round2 rounds f to the hundredth, halves away from zero.
 func round2(f float64) float64 { return float64(int64(f*100+0.5*sign(f))) / 100 }
 
+// sign is -1 for a negative f, else 1.
 func sign(f float64) float64 {
 	if f < 0 {
 		return -1
