@@ -277,7 +277,7 @@ func goals(rows []benchRow) []benchGoal {
 		ours, ok2 := row(serveTarget, g.callers)
 		if ok1 && ok2 {
 			r := ratio(pk.AddedP50us, ours.AddedP50us)
-			gs = append(gs, benchGoal{fmt.Sprintf("%d callers: Portkey's added p50 ≥ %g× serve's (×)", g.callers, g.times), r, r >= g.times})
+			gs = append(gs, benchGoal{fmt.Sprintf("%s: Portkey's added p50 ≥ %g× serve's (×)", callersName(g.callers), g.times), r, r >= g.times})
 		}
 	}
 	return gs
@@ -358,4 +358,12 @@ func runLoadProcess(ctx context.Context, self string, env []string, t benchTarge
 		return loadResult{}, fmt.Errorf("load process said %q: %v", out, err)
 	}
 	return r, nil
+}
+
+// callersName is "1 caller" or "N callers".
+func callersName(n int) string {
+	if n == 1 {
+		return "1 caller"
+	}
+	return strconv.Itoa(n) + " callers"
 }
