@@ -109,6 +109,8 @@ type benchFlags struct {
 	levels   []int
 	llmfleet string // the llmfleet binary
 	portkey  string
+	// variants are the extra flags of further serve targets, one each.
+	variants []string
 }
 
 // parseBenchFlags parses the proxy benchmark's flags.
@@ -124,6 +126,13 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.IntVar(&f.rounds, "rounds", 7, "rounds; the targets take turns in each, and the median is reported")
 	concList := fs.String("concurrency", "1,64", "comma-separated numbers of concurrent callers")
 	fs.StringVar(&f.llmfleet, "llmfleet", "", `llmfleet binary to run serve from (default: "llmfleet" beside this command, else on $PATH)`)
+	fs.Func("variant", `flags of a further serve target, measured beside the others, e.g. -variant "--access-log=false" (repeatable; the goals are the plain serve's)`, func(v string) error {
+		if strings.TrimSpace(v) == "" {
+			return errors.New("empty")
+		}
+		f.variants = append(f.variants, v)
+		return nil
+	})
 	fs.StringVar(&f.portkey, "portkey", "", "the Portkey gateway's build/start-server.js (npm @portkey-ai/gateway), run with node as a fourth target; scripts/bench.sh installs it")
 	if err := envflag.Parse(fs, args, os.Getenv); err != nil {
 		return nil, err
@@ -214,7 +223,7 @@ func measureRound(ctx context.Context, rig *benchRig, t benchTarget, conc int, d
 // first target is the baseline of the added latencies.
 func tabulate(w io.Writer, levels []int, targets []benchTarget, results [][][]loadResult) []benchRow {
 	var rows []benchRow
-	fmt.Fprintf(w, "%-8s %-28s %9s %9s %9s %10s %10s %9s %7s\n", "callers", "target", "p50", "p99", "req/s", "+p50", "+p99", "CPU/req", "errors")
+	fmt.Fprintf(w, "%-8s %-34s %9s %9s %9s %10s %10s %9s %7s\n", "callers", "target", "p50", "p99", "req/s", "+p50", "+p99", "CPU/req", "errors")
 	for li, c := range levels {
 		var direct benchRow
 		for ti, t := range targets {
@@ -225,7 +234,7 @@ func tabulate(w io.Writer, levels []int, targets []benchTarget, results [][][]lo
 			row.AddedP50us = round2(row.P50us - direct.P50us)
 			row.AddedP99us = round2(row.P99us - direct.P99us)
 			rows = append(rows, row)
-			fmt.Fprintf(w, "%-8d %-28s %9s %9s %9.0f %10s %10s %9s %7d\n", c, t.name, us(row.P50us), us(row.P99us), row.RPS,
+			fmt.Fprintf(w, "%-8d %-34s %9s %9s %9.0f %10s %10s %9s %7d\n", c, t.name, us(row.P50us), us(row.P99us), row.RPS,
 				signedUS(row.AddedP50us, ti == 0), signedUS(row.AddedP99us, ti == 0), us(row.CPUus), row.Errors)
 			if row.FirstError != "" {
 				fmt.Fprintf(w, "         %s: first error: %s\n", t.name, row.FirstError)

@@ -67,6 +67,17 @@ func startRig(ctx context.Context, f *benchFlags) (_ *benchRig, err error) {
 	}
 	up.name, bare.name, serve.name = directTarget, bareTarget, serveTarget
 	rig.targets = []benchTarget{up, bare, serve}
+	for i, v := range f.variants {
+		name := fmt.Sprintf("serve%d", i+2)
+		args := append([]string{"serve", "--anthropic-url", up.url, "--db", filepath.Join(rig.dir, name+".db"),
+			"--secret-file", filepath.Join(rig.dir, "secret")}, strings.Fields(v)...)
+		t, err := rig.start(ctx, pctx, name, "http", "/readyz", f.llmfleet, args...)
+		if err != nil {
+			return nil, err
+		}
+		t.name = "serve " + v
+		rig.targets = append(rig.targets, t)
+	}
 	if f.portkey != "" {
 		pk, err := rig.startPortkey(ctx, pctx, f.portkey, up.url)
 		if err != nil {
