@@ -23,7 +23,7 @@ import (
 // stored already, must be stored before anything is sent: one the store
 // has not taken by its deadline fails with llmfleet.ErrStore.
 func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
-	if err := d.checkSize(w); err != nil {
+	if err := d.pools.checkSize(w); err != nil {
 		return err
 	}
 	now := d.clock.Now()
@@ -45,7 +45,7 @@ func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 		return d.admitLocked(w)
 	}
 	d.mu.Lock()
-	reserved := d.reserveLocked(w)
+	reserved := d.ids.reserveLocked(w)
 	d.mu.Unlock()
 	if !reserved {
 		return errIDTaken
@@ -71,7 +71,7 @@ func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 	}
 	if err := w.addErr; err != nil {
 		d.mu.Lock()
-		d.releaseLocked(w, nil, err)
+		d.ids.releaseLocked(w, nil, err)
 		d.mu.Unlock()
 		switch {
 		case errors.Is(err, llmfleet.ErrExists):
@@ -92,7 +92,7 @@ func (d *Dispatcher) accept(ctx context.Context, w *waiter) error {
 func (d *Dispatcher) startAdd(ctx context.Context, w *waiter) context.CancelFunc {
 	actx, cancel := context.WithCancel(ctx)
 	w.added = make(chan struct{})
-	d.goOwned(func() {
+	d.work.run(func() {
 		w.addErr = d.journal.accept(actx, w)
 		close(w.added)
 	})
@@ -158,10 +158,10 @@ func (d *Dispatcher) admitLocked(w *waiter) error {
 		return nil
 	}
 	w.accepted = now
-	if err := d.enqueueLocked(w); err != nil {
+	if err := d.pools.enqueueLocked(w); err != nil {
 		return err
 	}
-	d.armRescueLocked(w)
+	d.rescues.armLocked(w)
 	d.stats.batchedCalls.Add(1)
 	return nil
 }
@@ -169,12 +169,12 @@ func (d *Dispatcher) admitLocked(w *waiter) error {
 // sendNowLocked sends w sync at once, in a goroutine of the dispatcher's,
 // and records its answer (settleSync).
 func (d *Dispatcher) sendNowLocked(w *waiter) {
-	w.to(stateSync)
+	w.must(stateSync, d.log)
 	w.sentSync = true
-	d.beginWorkLocked()
-	d.goOwned(func() {
-		defer d.endWork()
-		a := d.callSync(w)
+	d.work.begin()
+	d.work.run(func() {
+		defer d.work.end()
+		a := d.calls.batched(w)
 		d.settleSync(a)
 	})
 }
@@ -188,21 +188,21 @@ func (d *Dispatcher) sendNowLocked(w *waiter) {
 func (d *Dispatcher) settleSync(a answer) {
 	w := a.w
 	if w.added == nil { // no durable journal
-		d.deliver([]answer{a}, "", nil)
+		d.answers.deliver([]answer{a}, "", nil)
 		return
 	}
 	select {
 	case <-w.added:
-		if w.stored() && d.deliver([]answer{a}, "", nil) {
+		if w.stored() && d.answers.deliver([]answer{a}, "", nil) {
 			return
 		}
 	default:
 	}
-	d.hold(a, true)
-	d.retry(func() bool {
+	d.answers.hold(a, true)
+	d.answers.retry(func() bool {
 		<-w.added
 		if w.stored() {
-			return d.deliver([]answer{a}, "", nil)
+			return d.answers.deliver([]answer{a}, "", nil)
 		}
 		return d.recordUnstored(a)
 	})
@@ -212,13 +212,13 @@ func (d *Dispatcher) settleSync(a answer) {
 // write the store never made, and finishes its waiter; false if the
 // entry could not be recorded.
 func (d *Dispatcher) recordUnstored(a answer) bool {
-	e := d.entry(a.w, a.resp, a.err, d.clock.Now(), llmfleet.RescueNone)
+	e := d.answers.entry(a.w, a.resp, a.err, d.clock.Now(), llmfleet.RescueNone)
 	if err := d.journal.ledger(d.ctx, []llmfleet.LedgerEntry{e}); err != nil {
 		d.log.Warn("ledger entry of a request sent sync not stored; will retry", "request_id", a.w.id, "err", err)
 		return false
 	}
 	d.mu.Lock()
-	d.finishLocked(a.w, a.resp, a.err, &e)
+	d.answers.finishLocked(a.w, a.resp, a.err, &e)
 	d.mu.Unlock()
 	return true
 }

@@ -33,31 +33,6 @@ type callBound struct {
 	timeout time.Duration
 }
 
-// bound returns the bound of a call on route made now under ctx: cut
-// after cutAfter (0: no hard deadline) with llmfleet.ErrBudgetExceeded,
-// budget being the request's, and after Policy.UpstreamTimeout with
-// llmfleet.ErrUpstreamTimeout. Its context is ctx's until then.
-func (d *Dispatcher) bound(ctx context.Context, route llmfleet.Route, budget, cutAfter time.Duration) *callBound {
-	b := &callBound{route: route, budget: budget, timeout: d.pol.UpstreamTimeout}
-	b.ctx, b.cancel = context.WithCancelCause(ctx)
-	if cutAfter > 0 {
-		b.timers = append(b.timers, d.clock.AfterFunc(cutAfter, func() { b.cancel(errHardDeadline) }))
-	}
-	if b.timeout > 0 {
-		b.timers = append(b.timers, d.clock.AfterFunc(b.timeout, func() { b.cancel(errUpstreamTimeout) }))
-	}
-	return b
-}
-
-// hardAfter returns after how long a call with budget (0: none) made now
-// is cut: the budget under Policy.HardDeadline, else never (0).
-func (d *Dispatcher) hardAfter(budget time.Duration) time.Duration {
-	if !d.pol.HardDeadline {
-		return 0
-	}
-	return max(budget, 0)
-}
-
 // end stops the bound of a call that ended with err and returns the
 // call's error: err, wrapped in llmfleet.ErrBudgetExceeded or
 // llmfleet.ErrUpstreamTimeout if the bound cut the call.
@@ -90,9 +65,37 @@ func mayBeBilled(err error) bool {
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
+// bound returns the bound of a call on route made now under ctx: cut
+// after cutAfter (0: no hard deadline) with llmfleet.ErrBudgetExceeded,
+// budget being the request's, and after Policy.UpstreamTimeout with
+// llmfleet.ErrUpstreamTimeout. Its context is ctx's until then.
+func (s *syncCaller) bound(ctx context.Context, route llmfleet.Route, budget, cutAfter time.Duration) *callBound {
+	d := s.d
+	b := &callBound{route: route, budget: budget, timeout: d.pol.UpstreamTimeout}
+	b.ctx, b.cancel = context.WithCancelCause(ctx)
+	if cutAfter > 0 {
+		b.timers = append(b.timers, d.clock.AfterFunc(cutAfter, func() { b.cancel(errHardDeadline) }))
+	}
+	if b.timeout > 0 {
+		b.timers = append(b.timers, d.clock.AfterFunc(b.timeout, func() { b.cancel(errUpstreamTimeout) }))
+	}
+	return b
+}
+
+// hardAfter returns after how long a call with budget (0: none) made now
+// is cut: the budget under Policy.HardDeadline, else never (0).
+func (s *syncCaller) hardAfter(budget time.Duration) time.Duration {
+	d := s.d
+	if !d.pol.HardDeadline {
+		return 0
+	}
+	return max(budget, 0)
+}
+
 // missed counts a budget miss for a call with budget (0: none) made at
 // start that ended with err now: answered late, or cut by its budget.
-func (d *Dispatcher) missed(start time.Time, budget time.Duration, err error) {
+func (s *syncCaller) missed(start time.Time, budget time.Duration, err error) {
+	d := s.d
 	if budget > 0 && (d.clock.Now().Sub(start) > budget || errors.Is(err, llmfleet.ErrBudgetExceeded)) {
 		d.stats.budgetMisses.Add(1)
 	}

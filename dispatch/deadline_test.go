@@ -66,8 +66,15 @@ func (t *stepTimer) Stop() bool {
 
 // Sleep waits d on the clock, or until ctx ends.
 func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
+	return c.sleepNoting(ctx, d, func() {})
+}
+
+// sleepNoting is Sleep, calling began once its timer is set (so that an
+// Advance that follows counts for it).
+func (c *stepClock) sleepNoting(ctx context.Context, d time.Duration, began func()) error {
 	done := make(chan struct{})
 	t := c.AfterFunc(d, func() { close(done) })
+	began()
 	select {
 	case <-done:
 		return nil
@@ -110,8 +117,7 @@ func newEmuStack(t *testing.T, pol Policy) *emuStack {
 	t.Helper()
 	st := &emuStack{clock: newStepClock(), slept: make(chan time.Duration, 4)}
 	emu := &emulator.Server{Sleep: func(ctx context.Context, d time.Duration) error {
-		st.slept <- d
-		return st.clock.Sleep(ctx, d)
+		return st.clock.sleepNoting(ctx, d, func() { st.slept <- d })
 	}}
 	up := httptest.NewServer(emu)
 	t.Cleanup(up.Close)

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,8 +56,9 @@ type Dispatcher struct {
 	// final answer, with its priced ledger entry; stored tells whether
 	// the entry is in the Store already (batched requests with a Store:
 	// written with their result) or is the hook's to record (the sync
-	// route, or no Store). It is called with the dispatcher's lock held:
-	// it must be quick and must not call back into the Dispatcher.
+	// route, or no Store). It is never called with the dispatcher's lock
+	// held (see engineLock): it may block, or call back into the
+	// Dispatcher, holding up only the goroutine that reports the entry.
 	Observe func(e llmfleet.LedgerEntry, stored bool)
 	// ObserveTurnaround, if set, is called once per ended batch and model
 	// in it with the batch's turnaround (ended_at - created_at), under the
@@ -95,45 +95,35 @@ type Dispatcher struct {
 	predictor *predictor // batch turnarounds
 	syncLat   *predictor // sync call latencies, for rescues
 	flex      *flexTier  // what was learnt of flex tiers
-	book      *cachecost.Book
-	cacheLog  *cacheLog
 	journal   journal
+	calls     syncCaller           // the calls sent synchronously
+	answers   answerer             // stores answers, then answers callers
+	rescues   rescuer              // rescues late batched requests sync
 	shared    llmfleet.SharedStore // set when the Store is one
 
 	ctx    context.Context // ends when Close gives up waiting
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	work   workGroup // the work under way and the goroutines, which Close waits for
 
-	mu       sync.Mutex
-	opened   bool
-	closed   bool
-	pools    map[string]*pool
-	trackers map[string]*tracker
-	knownIDs map[string]bool // provider ids of batches the store knows
-	// live holds, with a Store, the requests waiting in this process by
-	// id, so that a call giving an id already accepted attaches to it.
-	live     map[string]*waiter
-	inflight int       // creates, reconciliations and batches under way
-	idle     chan bool // closed and replaced when inflight drops to zero
-	// recovering is set while Open picks up stored requests: their pools
-	// are scheduled once all are back, so that requests whose window
-	// passed while the process was down share batches again.
-	recovering bool
-	// holding is set while enqueueAllLocked pools several requests.
-	holding bool
-	// leaseUntil is, with a SharedStore, until when this replica holds
-	// its lease as far as it knows; deferred are the rescues waiting for
-	// its renewal, which renew asks the fleet loop for (see lease.go).
-	leaseUntil time.Time
-	deferred   []*waiter
-	renew      chan struct{}
-	// creating holds the local ids of the batches whose create (or
-	// reconciliation) is under way here, which an adoption must not
-	// pick up a second time.
-	creating map[string]bool
-	// readingPrefixes is set while prefix states are read from the
-	// store (see readPrefixes).
-	readingPrefixes bool
+	mu     engineLock // see lock.go: hooks and answers run once it is released
+	opened bool
+	closed bool
+	ids    requestIDs // the requests waiting here by id
+
+	// The batch side's components (their state guarded by mu but for
+	// their own locks): see pools.go, create.go, reconcile.go,
+	// tracker.go, lease.go, fleet.go, recover.go, cache.go, route.go and
+	// flex.go.
+	pools      *poolSet
+	creates    *creator
+	reconciler *reconciler
+	trackers   *trackerSet
+	lease      *leaseHolder
+	fleet      *fleet
+	recovery   *adopter
+	cache      *cacheModel
+	router     *router
+	flexer     *flexExec
 
 	stats counters
 }
@@ -177,16 +167,13 @@ func (d *Dispatcher) Open() error {
 	d.predictor = newPredictor(d.pol.TurnaroundPrior, d.pol.TurnaroundPriors, d.pol.OnTimeQuantile(), d.pol.TurnaroundSamples)
 	d.syncLat = newPredictor(d.pol.SyncLatencyPrior, nil, syncLatencyQuantile, d.pol.TurnaroundSamples)
 	d.flex = newFlexTier(d.pol)
-	d.book = &cachecost.Book{Priors: cachecost.Rates{Sync: cachecost.Priors.Sync, Batch: d.pol.CacheBatchRate, Cross: cachecost.Priors.Cross}}
-	d.cacheLog = &cacheLog{store: d.Store, run: d.goOwned, sleep: d.sleep, log: d.log}
+	d.work.goHook = d.Go
+	d.calls = syncCaller{d}
+	d.answers = answerer{d}
+	d.rescues = rescuer{d}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.pools = map[string]*pool{}
-	d.trackers = map[string]*tracker{}
-	d.knownIDs = map[string]bool{}
-	d.live = map[string]*waiter{}
-	d.idle = make(chan bool)
-	d.renew = make(chan struct{}, 1)
-	d.creating = map[string]bool{}
+	d.openParts()
+	d.ids = requestIDs{d: d, live: map[string]*waiter{}}
 	d.journal = nopJournal{}
 	store := d.Store
 	if store != nil {
@@ -195,7 +182,7 @@ func (d *Dispatcher) Open() error {
 		if d.Lease <= 0 {
 			d.Lease = 15 * time.Second
 		}
-		d.leaseUntil = d.clock.Now().Add(d.Lease)
+		d.lease.start(d.shared != nil, d.clock.Now().Add(d.Lease))
 		if d.Retention <= 0 {
 			d.Retention = 29 * 24 * time.Hour
 		}
@@ -203,26 +190,26 @@ func (d *Dispatcher) Open() error {
 			d.LedgerRetention = 400 * 24 * time.Hour
 		}
 	}
-	d.recovering = store != nil
+	d.pools.recovering = store != nil
 	d.mu.Unlock()
 	if store == nil {
 		return nil
 	}
-	err := d.recover(d.ctx, store)
+	err := d.recovery.recover(d.ctx, store)
 	d.mu.Lock()
-	d.recovering = false
-	for _, pl := range d.pools {
-		d.scheduleLocked(pl)
+	d.pools.recovering = false
+	for _, pl := range d.pools.m {
+		d.pools.scheduleLocked(pl)
 	}
 	d.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("dispatch: recovering stored state: %w", err)
 	}
 	d.mu.Lock()
-	d.goOwned(func() { d.purgeLoop(store) })
+	d.work.run(func() { d.recovery.purgeLoop(store) })
 	if d.shared != nil {
-		d.goOwned(d.fleetLoop)
-		d.goOwned(func() { d.shared.Watch(d.ctx, d.storedElsewhere) })
+		d.work.run(d.fleet.loop)
+		d.work.run(func() { d.shared.Watch(d.ctx, d.fleet.storedElsewhere) })
 	}
 	d.mu.Unlock()
 	return nil
@@ -256,12 +243,15 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		return nil
 	}
 	d.closed = true
-	for _, p := range d.pools {
-		d.flushLocked(p, true)
+	for _, p := range d.pools.m {
+		d.pools.flushLocked(p, true)
 	}
 	var err error
-	for d.inflight > 0 && err == nil {
-		idle := d.idle
+	for err == nil {
+		busy, idle := d.work.busy()
+		if !busy {
+			break
+		}
 		d.mu.Unlock()
 		select {
 		case <-idle:
@@ -270,27 +260,27 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		}
 		d.mu.Lock()
 	}
-	for _, t := range d.trackers {
+	for _, t := range d.trackers.m {
 		t.stop()
 		for _, f := range t.flights {
 			for _, w := range f.waiters {
-				d.finishLocked(w, nil, llmfleet.ErrClosed, nil)
+				d.answers.finishLocked(w, nil, llmfleet.ErrClosed, nil)
 			}
 		}
 	}
-	for _, w := range d.live {
+	for _, w := range d.ids.live {
 		if w.state == stateElsewhere {
 			// Another replica's to answer: its caller here is told the
 			// process closed; nothing is concluded (no error counted).
-			w.to(stateDone)
-			d.stopRescueLocked(w)
-			d.releaseLocked(w, nil, llmfleet.ErrClosed)
-			d.replyLocked(w, nil, llmfleet.ErrClosed)
+			w.must(stateDone, d.log)
+			d.rescues.stopLocked(w)
+			d.ids.releaseLocked(w, nil, llmfleet.ErrClosed)
+			d.answers.replyLocked(w, nil, llmfleet.ErrClosed)
 		}
 	}
 	d.cancel() // under mu: no timer callback starts a goroutine after this
 	d.mu.Unlock()
-	d.wg.Wait()
+	d.work.wait()
 	if d.shared != nil {
 		// What is still owned here is the others' to adopt at once.
 		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -304,7 +294,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 func (d *Dispatcher) Stats() llmfleet.Stats {
 	d.mu.Lock()
 	inflight := int64(0)
-	for _, t := range d.trackers {
+	for _, t := range d.trackers.m {
 		inflight += int64(len(t.flights))
 	}
 	d.mu.Unlock()
@@ -344,7 +334,7 @@ func (d *Dispatcher) InFlight() []FlightInfo {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []FlightInfo
-	for _, t := range d.trackers {
+	for _, t := range d.trackers.m {
 		for _, f := range t.flights {
 			out = append(out, FlightInfo{ID: f.id, Provider: t.prov.Name(), Models: slices.Clone(f.models),
 				Requests: len(f.waiters), Submitted: f.submitted, PredictedEnd: f.submitted.Add(f.predicted), Ended: f.ended != nil})
@@ -365,30 +355,4 @@ func (d *Dispatcher) provider(req *llmfleet.Request) (llmfleet.Provider, error) 
 		}
 	}
 	return nil, fmt.Errorf("%w: %q", llmfleet.ErrUnknownProvider, req.Provider)
-}
-
-// beginWorkLocked and endWorkLocked count the work under way for Close.
-func (d *Dispatcher) beginWorkLocked() { d.inflight++ }
-
-func (d *Dispatcher) endWorkLocked() {
-	d.inflight--
-	if d.inflight == 0 {
-		close(d.idle)
-		d.idle = make(chan bool)
-	}
-}
-
-// goOwned runs f in a goroutine owned by the dispatcher: Close waits for
-// it.
-func (d *Dispatcher) goOwned(f func()) {
-	d.wg.Add(1)
-	run := func() {
-		defer d.wg.Done()
-		f()
-	}
-	if d.Go != nil {
-		d.Go(run)
-		return
-	}
-	go run()
 }

@@ -210,7 +210,7 @@ func TestFleetRequeueStale(t *testing.T) {
 			t.Fatal("the request was sent again though its batch was recorded created")
 		}
 		a.mu.Lock()
-		w := a.live["lfr_stale"]
+		w := a.ids.live["lfr_stale"]
 		elsewhere := w != nil && w.state == stateElsewhere
 		a.mu.Unlock()
 		if elsewhere {

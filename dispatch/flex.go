@@ -9,6 +9,12 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// flexExec makes the flex calls: the attempts at the flex tier, their
+// retries within the budget, and the standard call when flex is refused.
+type flexExec struct {
+	d *Dispatcher
+}
+
 // flexTier is what the dispatcher learns of providers' flex tiers, per
 // provider and model: how long flex calls take, how often they are
 // refused for capacity, and which models refuse the tier altogether.
@@ -72,7 +78,8 @@ func (f *flexTier) info(provider, model string, has bool) Flex {
 }
 
 // flexInfo returns what RouteFlex reads of a model's flex tier.
-func (d *Dispatcher) flexInfo(provider, model string) Flex {
+func (rt *router) flexInfo(provider, model string) Flex {
+	d := rt.d
 	has := d.Flex != nil && d.Flex(provider, model)
 	return d.flex.info(provider, model, has)
 }
@@ -101,22 +108,22 @@ var _ llmfleet.FlexObserver = (*Dispatcher)(nil)
 // cut then with llmfleet.ErrBudgetExceeded. Policy.UpstreamTimeout bounds
 // the whole of it (llmfleet.ErrUpstreamTimeout).
 func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
-	p, err := d.callProvider(req)
+	p, err := d.calls.provider(req)
 	if err != nil {
 		return nil, err
 	}
 	budget = d.pol.Budget(budget)
 	start := d.clock.Now()
-	b := d.bound(ctx, llmfleet.RouteFlex, budget, d.hardAfter(budget))
+	b := d.calls.bound(ctx, llmfleet.RouteFlex, budget, d.calls.hardAfter(budget))
 	model := ""
 	if info, err := p.Inspect(req); err == nil {
 		model = info.Model
 	}
 	d.stats.flexCalls.Add(1)
-	resp, err := d.flexCall(b.ctx, p, req, model, start, budget)
+	resp, err := d.flexer.flexCall(b.ctx, p, req, model, start, budget)
 	err = b.end(err)
-	d.missed(start, budget, err)
-	d.observeCall(p, req, llmfleet.RouteFlex, start, budget, resp, err)
+	d.calls.missed(start, budget, err)
+	d.calls.observe(p, req, llmfleet.RouteFlex, start, budget, resp, err)
 	if err != nil {
 		d.stats.errors.Add(1)
 		return nil, err
@@ -127,75 +134,93 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 
 // flexCall makes the flex attempts of one request and, if flex is refused
 // for good, its standard call.
-func (d *Dispatcher) flexCall(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, model string, start time.Time, budget time.Duration) (*llmfleet.Response, error) {
+func (fx *flexExec) flexCall(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, model string, start time.Time, budget time.Duration) (*llmfleet.Response, error) {
+	d := fx.d
 	flex := *req
 	flex.Flex = true
-	for n := 0; ; n++ {
-		t0 := d.clock.Now()
-		// What a standard call needs after this attempt, should it fail.
-		reserve := d.syncLat.predict(p.Name(), model) + d.pol.RescueMargin
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if budget > 0 {
-			// An attempt still unanswered when only a standard call's
-			// time is left is given up for one: flex never breaks a budget.
-			actx, cancel = d.withTimeout(ctx, start.Add(budget-reserve).Sub(t0))
-		}
-		resp, err := p.Send(actx, &flex)
-		late := err != nil && ctx.Err() == nil && context.Cause(actx) == errTimedOut
-		cancel()
-		if late {
-			d.ObserveFlex(p.Name(), model, d.clock.Now().Sub(t0), nil) // as slow as that, at least
-			d.log.Info("flex call too slow for its budget: standard tier", "provider", p.Name(), "model", model)
-			break
-		}
-		d.ObserveFlex(p.Name(), model, d.clock.Now().Sub(t0), err)
-		if err == nil || ctx.Err() != nil {
-			return resp, err
-		}
-		if errors.Is(err, llmfleet.ErrFlexUnsupported) {
-			d.log.Info("flex tier refused for the model: standard tier from now on", "provider", p.Name(), "model", model)
-			break
-		}
-		if !errors.Is(err, llmfleet.ErrFlexUnavailable) {
-			return nil, err
-		}
-		wait := d.pol.FlexRetryAfter(n)
-		if budget > 0 && d.clock.Now().Add(wait+reserve).After(start.Add(budget)) {
-			break
-		}
-		if !d.sleepCtx(ctx, wait) {
-			return nil, err
-		}
+	var resp *llmfleet.Response
+	answered, err := d.ExecuteFlex(ctx, p.Name(), model, start, budget, func(actx context.Context) error {
+		var err error
+		resp, err = p.Send(actx, &flex)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if answered {
+		return resp, nil
 	}
 	d.stats.flexFallbacks.Add(1)
 	t0 := d.clock.Now()
-	resp, err := p.Send(ctx, req)
+	resp, err = p.Send(ctx, req)
 	if err == nil && !d.pol.NoLearning {
 		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(t0))
 	}
 	return resp, err
 }
 
-// sleepCtx waits on the dispatcher's clock; false if ctx ended or the
+// ExecuteFlex runs the flex attempts of a call of provider's model whose
+// budget counts from start (0: none), as SubmitFlex does: attempt sends
+// one attempt in the flex tier and returns nil once answered (its caller
+// keeps the answer), an error matching llmfleet.ErrFlexUnavailable or
+// llmfleet.ErrFlexUnsupported for a refusal, or another error to give up
+// with. A capacity refusal is retried after Policy.FlexRetryAfter while
+// the budget leaves room for the wait and a standard call (its predicted
+// latency and RescueMargin: the reserve the router plans with); an attempt
+// still unanswered when only that is left is given up (its context ends).
+// It returns true once an attempt was answered, false and nil when the
+// call is to go to the standard tier, or the error to give up with. See
+// llmfleet.FlexExecutor: the proxy streams its flex calls this way.
+func (d *Dispatcher) ExecuteFlex(ctx context.Context, provider, model string, start time.Time, budget time.Duration,
+	attempt func(context.Context) error) (bool, error) {
+	for n := 0; ; n++ {
+		t0 := d.clock.Now()
+		// What a standard call needs after this attempt, should it fail.
+		reserve := d.syncLat.predict(provider, model) + d.pol.RescueMargin
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if budget > 0 {
+			// An attempt still unanswered when only a standard call's
+			// time is left is given up for one: flex never breaks a budget.
+			actx, cancel = withTimeout(d.clock, ctx, start.Add(budget-reserve).Sub(t0))
+		}
+		err := attempt(actx)
+		late := err != nil && ctx.Err() == nil && context.Cause(actx) == errTimedOut
+		cancel()
+		if late {
+			d.ObserveFlex(provider, model, d.clock.Now().Sub(t0), nil) // as slow as that, at least
+			d.log.Info("flex call too slow for its budget: standard tier", "provider", provider, "model", model)
+			return false, nil
+		}
+		d.ObserveFlex(provider, model, d.clock.Now().Sub(t0), err)
+		if err == nil || ctx.Err() != nil {
+			return err == nil, err
+		}
+		if errors.Is(err, llmfleet.ErrFlexUnsupported) {
+			d.log.Info("flex tier refused for the model: standard tier from now on", "provider", provider, "model", model)
+			return false, nil
+		}
+		if !errors.Is(err, llmfleet.ErrFlexUnavailable) {
+			return false, err
+		}
+		wait := d.pol.FlexRetryAfter(n)
+		if budget > 0 && d.clock.Now().Add(wait+reserve).After(start.Add(budget)) {
+			return false, nil
+		}
+		if !d.flexer.sleep(ctx, wait) {
+			return false, err
+		}
+	}
+}
+
+var _ llmfleet.FlexExecutor = (*Dispatcher)(nil)
+
+// sleep waits on the dispatcher's clock; false if ctx ended or the
 // dispatcher closed first.
-func (d *Dispatcher) sleepCtx(ctx context.Context, wait time.Duration) bool {
-	if s, ok := d.clock.(llmfleet.Sleeper); ok {
-		// A clock that must see every wait (a simulation's) takes it.
-		sctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(d.ctx, cancel)
-		defer stop()
-		return s.Sleep(sctx, wait) == nil
-	}
-	tick := make(chan struct{})
-	t := d.clock.AfterFunc(wait, func() { close(tick) })
-	defer t.Stop()
-	select {
-	case <-tick:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-d.ctx.Done():
-		return false
-	}
+func (fx *flexExec) sleep(ctx context.Context, wait time.Duration) bool {
+	d := fx.d
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(d.ctx, cancel)
+	defer stop()
+	return llmfleet.Sleep(sctx, d.clock, wait) == nil
 }

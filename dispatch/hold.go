@@ -8,9 +8,12 @@ package dispatch
 // once for an answer of the sync route, at the request's rescue time for
 // a batch's result), rather than pay for the request again.
 
+import "github.com/llmfleet/llmfleet"
+
 // hold keeps a, an answer not stored yet, with its waiter; with now, its
 // caller is answered from it at once.
-func (d *Dispatcher) hold(a answer, now bool) {
+func (an *answerer) hold(a answer, now bool) {
+	d := an.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if a.w.state == stateDone {
@@ -19,13 +22,14 @@ func (d *Dispatcher) hold(a answer, now bool) {
 	held := a
 	a.w.held = &held
 	if now {
-		d.replyHeldLocked(a.w)
+		an.replyHeldLocked(a.w)
 	}
 }
 
 // replyHeldLocked answers w's caller from its answer in hand; false if it
 // has none.
-func (d *Dispatcher) replyHeldLocked(w *waiter) bool {
+func (an *answerer) replyHeldLocked(w *waiter) bool {
+	d := an.d
 	if w.held == nil {
 		return false
 	}
@@ -33,7 +37,7 @@ func (d *Dispatcher) replyHeldLocked(w *waiter) bool {
 		d.log.Info("answering a caller from its answer in hand; its recording is retried", "request_id", w.id)
 		w.heldAt = d.clock.Now()
 	}
-	d.replyLocked(w, w.held.resp, w.held.err)
+	an.replyLocked(w, w.held.resp, w.held.err)
 	return true
 }
 
@@ -41,23 +45,15 @@ func (d *Dispatcher) replyHeldLocked(w *waiter) bool {
 // (waiting Policy.RetryAfter between tries) until it reports that it did
 // its work, or the dispatcher closes. Close waits for it until its
 // context ends.
-func (d *Dispatcher) retry(f func() bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.beginWorkLocked()
-	d.goOwned(func() {
-		defer d.endWork()
+func (an *answerer) retry(f func() bool) {
+	d := an.d
+	d.work.begin()
+	d.work.run(func() {
+		defer d.work.end()
 		for n := 0; !f(); n++ {
-			if !d.sleep(d.pol.RetryAfter(n)) {
+			if llmfleet.Sleep(d.ctx, d.clock, d.pol.RetryAfter(n)) != nil {
 				return
 			}
 		}
 	})
-}
-
-// endWork counts work under way as done (see beginWorkLocked).
-func (d *Dispatcher) endWork() {
-	d.mu.Lock()
-	d.endWorkLocked()
-	d.mu.Unlock()
 }

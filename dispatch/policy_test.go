@@ -129,30 +129,6 @@ func TestPolicyRetryAfter(t *testing.T) {
 	}
 }
 
-// The waiter's moves are the state machine the package doc describes.
-func TestWaiterMoves(t *testing.T) {
-	for _, c := range []struct {
-		from, to waiterState
-		ok       bool
-	}{
-		{stateQueued, stateSubmitting, true},
-		{stateQueued, stateInFlight, false},
-		{stateSubmitting, stateReconciling, true},
-		{stateSubmitting, stateQueued, false},
-		{stateReconciling, stateQueued, true},
-		{stateReconciling, stateInFlight, true},
-		{stateInFlight, stateDone, true},
-		{stateInFlight, stateQueued, false},
-		{stateDone, stateQueued, false},
-		{stateDone, stateDone, false},
-	} {
-		w := &waiter{state: c.from}
-		if got := w.to(c.to); got != c.ok || (got && w.state != c.to) || (!got && w.state != c.from) {
-			t.Errorf("%s → %s: %v (state %s)", c.from, c.to, got, w.state)
-		}
-	}
-}
-
 // The batches of a model still in flight count as turnarounds at least as
 // long as their age: while the long ones are out, the early, short samples
 // do not make the model look fast.

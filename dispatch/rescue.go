@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,157 +14,16 @@ import (
 // and not delivered (llmfleet.RescueLate). A request still in its pool
 // when it is rescued leaves the pool, so that no batch pays for it.
 
+// rescuer rescues batched requests late for their deadline: it arms and
+// stops their rescue timers (guarded by the dispatcher's lock, as the
+// waiters are), makes the rescue's sync call in a goroutine of the
+// dispatcher's, and hands its answer to the answerer, or records it as
+// paid and not delivered.
+type rescuer struct{ d *Dispatcher }
+
 // syncLatencyQuantile is the quantile of a model's sync latencies that
 // its rescue reserves before the deadline.
 const syncLatencyQuantile = 0.95
-
-// armRescueLocked sets w's rescue timer, if it has a deadline.
-func (d *Dispatcher) armRescueLocked(w *waiter) {
-	at := d.pol.RescueAt(w.deadline, d.syncLat.predict(w.prov.Name(), w.info.Model))
-	if at.IsZero() {
-		return
-	}
-	w.rescueTimer = d.clock.AfterFunc(max(at.Sub(d.clock.Now()), 0), func() {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		d.rescueLocked(w)
-	})
-}
-
-// stopRescueLocked stops w's rescue timer.
-func (d *Dispatcher) stopRescueLocked(w *waiter) {
-	if w.rescueTimer != nil {
-		w.rescueTimer.Stop()
-		w.rescueTimer = nil
-	}
-}
-
-// rescueLocked sends w sync, unless it was answered or is being rescued.
-// A waiter whose answer is in hand, not stored yet, is answered from it
-// instead: its result is not paid for again.
-func (d *Dispatcher) rescueLocked(w *waiter) { d.tryRescueLocked(w, true) }
-
-// tryRescueLocked is rescueLocked; with leased, a rescue waits for the
-// lease when it is not known to be held (see lease.go).
-func (d *Dispatcher) tryRescueLocked(w *waiter, leased bool) {
-	w.rescueTimer = nil
-	if w.state == stateDone || w.rescuing || d.ctx.Err() != nil || d.closed {
-		return
-	}
-	if d.replyHeldLocked(w) {
-		return
-	}
-	if leased && !d.leaseHeldLocked() {
-		// What this replica acts on may be another's by now: the rescue
-		// waits for the lease to be renewed (see fence).
-		d.deferLocked(w)
-		return
-	}
-	w.rescuing = true
-	if w.state == stateQueued {
-		d.withdrawLocked(w)
-	}
-	d.log.Info("batched request late; rescuing it sync", "request_id", w.id, "state", w.state.String(),
-		"deadline", w.deadline, "model", w.info.Model)
-	d.beginWorkLocked()
-	d.goOwned(func() { d.rescue(w) })
-}
-
-// rescue makes the sync call of a rescue and delivers its answer, or
-// records it as late if the batch answered first. A rescue that fails
-// leaves the request to its batch (a request withdrawn from its pool goes
-// back into it) and its caller to its deadline. With a SharedStore, a
-// request another replica answered meanwhile is answered from the store,
-// without a call.
-func (d *Dispatcher) rescue(w *waiter) {
-	defer d.endWork()
-	if d.answeredInStore(w) {
-		return
-	}
-	start := d.clock.Now()
-	a := d.callSync(w)
-	if a.err != nil {
-		d.log.Warn("rescue failed; the request waits for its batch", "request_id", w.id, "err", a.err)
-		if mayBeBilled(a.err) {
-			d.recordCutRescue(w, a.err, start)
-		}
-		d.mu.Lock()
-		if w.state == stateQueued && !w.pool.has(w) {
-			if eerr := d.enqueueLocked(w); eerr != nil {
-				d.finishLocked(w, nil, fmt.Errorf("%w (rescue failed: %v)", eerr, a.err), nil)
-			}
-		}
-		d.mu.Unlock()
-		return
-	}
-	a.rescue = true
-	if !d.deliver([]answer{a}, "", nil) {
-		// Not stored yet: its caller gets it now, and its delivery is
-		// tried again (the batch's answer, should it be stored first,
-		// makes this one late).
-		d.hold(a, true)
-		d.retry(func() bool { return d.deliver([]answer{a}, "", nil) })
-	}
-}
-
-// answeredInStore reports whether w's request, with a SharedStore, was
-// answered by another replica (its result is stored), and if so finishes
-// w with that answer.
-func (d *Dispatcher) answeredInStore(w *waiter) bool {
-	if d.shared == nil {
-		return false
-	}
-	sr, err := d.Store.GetRequest(d.ctx, w.id)
-	if err != nil || sr.Result == nil {
-		return false
-	}
-	resp, rerr := storedAnswer(sr)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if w.delivering {
-		return false
-	}
-	if w.state == stateQueued {
-		d.withdrawLocked(w)
-	}
-	d.finishLocked(w, resp, rerr, nil)
-	return true
-}
-
-// callSync makes the sync call of a batched request (its rescue, or its
-// sending at once), with its batch params, and returns its answer: the
-// Response, route sync, or the error. Its deadline does not cut it: a
-// call already sent goes on, and its answer is delivered and recorded
-// (its caller, answered at the deadline, reads it by its ticket), unless
-// Policy.HardDeadline makes the deadline (or RescueMargin, when that has
-// passed) cut it, with llmfleet.ErrBudgetExceeded. Policy.UpstreamTimeout
-// bounds it (llmfleet.ErrUpstreamTimeout).
-func (d *Dispatcher) callSync(w *waiter) answer {
-	cutAfter := time.Duration(0)
-	if d.pol.HardDeadline && !w.deadline.IsZero() {
-		if cutAfter = w.deadline.Sub(d.clock.Now()); cutAfter <= 0 {
-			cutAfter = d.pol.RescueMargin
-		}
-	}
-	b := d.bound(d.ctx, llmfleet.RouteSync, w.budget, cutAfter)
-	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header, Endpoint: w.req.Endpoint, Body: w.plain, Client: w.req.Client}
-	start := d.clock.Now()
-	d.stats.syncCalls.Add(1)
-	resp, err := w.prov.Send(b.ctx, req)
-	err = b.end(err)
-	if err != nil {
-		if errors.Is(err, llmfleet.ErrBudgetExceeded) {
-			d.stats.budgetMisses.Add(1)
-		}
-		return answer{w: w, err: err}
-	}
-	if !d.pol.NoLearning {
-		d.syncLat.observe(w.prov.Name(), resp.Model, d.clock.Now().Sub(start))
-	}
-	resp.Route = llmfleet.RouteSync
-	resp.RequestID = w.id
-	return answer{w: w, resp: resp}
-}
 
 // recordLate records answers that came second as paid, not delivered, at
 // the route they came by. Entries the store cannot take now are kept and
@@ -177,23 +35,11 @@ func (d *Dispatcher) recordLate(answers []answer) {
 		if a.resp == nil {
 			continue // an error is not billed
 		}
-		e := d.entry(a.w, a.resp, nil, now, llmfleet.RescueLate)
+		e := d.answers.entry(a.w, a.resp, nil, now, llmfleet.RescueLate)
 		e.Budget, e.BudgetMet = 0, true // its request is judged by the answer it got
 		entries = append(entries, e)
 	}
 	d.recordPaid(entries)
-}
-
-// recordCutRescue records the sync call of w's rescue, made at start and
-// cut with err after it may have reached the provider, as paid and not
-// delivered, its usage estimated from its body (LedgerEntry.Estimated).
-func (d *Dispatcher) recordCutRescue(w *waiter, err error, start time.Time) {
-	now := d.clock.Now()
-	e := llmfleet.LedgerEntry{Rescue: llmfleet.RescueLate, RequestID: w.id, Time: now, Provider: w.prov.Name(),
-		Model: w.info.Model, Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err), Latency: now.Sub(start),
-		Client: w.req.Client, Usage: llmfleet.EstimatedUsage(int64(len(w.plain))), Estimated: true,
-		BudgetMet: true} // its request is judged by the answer it gets
-	d.recordPaid([]llmfleet.LedgerEntry{d.price(e)})
 }
 
 // recordPaid records entries of calls paid apart from their request's
@@ -204,11 +50,9 @@ func (d *Dispatcher) recordPaid(entries []llmfleet.LedgerEntry) {
 	}
 	d.recordLedger(entries)
 	if d.Observe != nil {
-		d.mu.Lock()
 		for _, e := range entries {
 			d.Observe(e, d.journal.durable())
 		}
-		d.mu.Unlock()
 	}
 }
 
@@ -223,6 +67,136 @@ func (d *Dispatcher) recordLedger(entries []llmfleet.LedgerEntry) {
 		return err == nil
 	}
 	if !write() {
-		d.retry(write)
+		d.answers.retry(write)
 	}
+}
+
+// armLocked sets w's rescue timer, if it has a deadline.
+func (rs *rescuer) armLocked(w *waiter) {
+	d := rs.d
+	at := d.pol.RescueAt(w.deadline, d.syncLat.predict(w.prov.Name(), w.info.Model))
+	if at.IsZero() {
+		return
+	}
+	w.rescueTimer = d.clock.AfterFunc(max(at.Sub(d.clock.Now()), 0), func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		rs.fireLocked(w)
+	})
+}
+
+// stopLocked stops w's rescue timer.
+func (rs *rescuer) stopLocked(w *waiter) {
+	if w.rescueTimer != nil {
+		w.rescueTimer.Stop()
+		w.rescueTimer = nil
+	}
+}
+
+// fireLocked sends w sync, unless it was answered or is being rescued.
+// A waiter whose answer is in hand, not stored yet, is answered from it
+// instead: its result is not paid for again.
+func (rs *rescuer) fireLocked(w *waiter) { rs.tryLocked(w, true) }
+
+// tryLocked is fireLocked; with leased, a rescue waits for the
+// lease when it is not known to be held (see lease.go).
+func (rs *rescuer) tryLocked(w *waiter, leased bool) {
+	d := rs.d
+	w.rescueTimer = nil
+	if w.state == stateDone || w.rescuing || d.ctx.Err() != nil || d.closed {
+		return
+	}
+	if d.answers.replyHeldLocked(w) {
+		return
+	}
+	if leased && !d.lease.held() {
+		// What this replica acts on may be another's by now: the rescue
+		// waits for the lease to be renewed (see fence).
+		d.lease.deferRescue(w)
+		return
+	}
+	w.rescuing = true
+	if w.state == stateQueued {
+		d.pools.withdrawLocked(w)
+	}
+	d.log.Info("batched request late; rescuing it sync", "request_id", w.id, "state", w.state.String(),
+		"deadline", w.deadline, "model", w.info.Model)
+	d.work.begin()
+	d.work.run(func() { rs.run(w) })
+}
+
+// run makes the sync call of a rescue and delivers its answer, or
+// records it as late if the batch answered first. A rescue that fails
+// leaves the request to its batch (a request withdrawn from its pool goes
+// back into it) and its caller to its deadline. With a SharedStore, a
+// request another replica answered meanwhile is answered from the store,
+// without a call.
+func (rs *rescuer) run(w *waiter) {
+	d := rs.d
+	defer d.work.end()
+	if rs.answeredInStore(w) {
+		return
+	}
+	start := d.clock.Now()
+	a := d.calls.batched(w)
+	if a.err != nil {
+		d.log.Warn("rescue failed; the request waits for its batch", "request_id", w.id, "err", a.err)
+		if mayBeBilled(a.err) {
+			rs.recordCut(w, a.err, start)
+		}
+		d.mu.Lock()
+		if w.state == stateQueued && !w.pool.has(w) {
+			if eerr := d.pools.enqueueLocked(w); eerr != nil {
+				d.answers.finishLocked(w, nil, fmt.Errorf("%w (rescue failed: %v)", eerr, a.err), nil)
+			}
+		}
+		d.mu.Unlock()
+		return
+	}
+	a.rescue = true
+	if !d.answers.deliver([]answer{a}, "", nil) {
+		// Not stored yet: its caller gets it now, and its delivery is
+		// tried again (the batch's answer, should it be stored first,
+		// makes this one late).
+		d.answers.hold(a, true)
+		d.answers.retry(func() bool { return d.answers.deliver([]answer{a}, "", nil) })
+	}
+}
+
+// answeredInStore reports whether w's request, with a SharedStore, was
+// answered by another replica (its result is stored), and if so finishes
+// w with that answer.
+func (rs *rescuer) answeredInStore(w *waiter) bool {
+	d := rs.d
+	if d.shared == nil {
+		return false
+	}
+	sr, err := d.Store.GetRequest(d.ctx, w.id)
+	if err != nil || sr.Result == nil {
+		return false
+	}
+	resp, rerr := storedAnswer(sr)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w.delivering {
+		return false
+	}
+	if w.state == stateQueued {
+		d.pools.withdrawLocked(w)
+	}
+	d.answers.finishLocked(w, resp, rerr, nil)
+	return true
+}
+
+// recordCut records the sync call of w's rescue, made at start and
+// cut with err after it may have reached the provider, as paid and not
+// delivered, its usage estimated from its body (LedgerEntry.Estimated).
+func (rs *rescuer) recordCut(w *waiter, err error, start time.Time) {
+	d := rs.d
+	now := d.clock.Now()
+	e := llmfleet.LedgerEntry{Rescue: llmfleet.RescueLate, RequestID: w.id, Time: now, Provider: w.prov.Name(),
+		Model: w.info.Model, Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err), Latency: now.Sub(start),
+		Client: w.req.Client, Usage: llmfleet.EstimatedUsage(int64(len(w.plain))), Estimated: true,
+		BudgetMet: true} // its request is judged by the answer it gets
+	d.recordPaid([]llmfleet.LedgerEntry{d.answers.price(e)})
 }

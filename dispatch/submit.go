@@ -27,87 +27,13 @@ func (d *Dispatcher) Submit(ctx context.Context, budget time.Duration, req *llmf
 	case llmfleet.RouteFlex:
 		return d.SubmitFlex(ctx, budget, req)
 	}
-	return d.submitSync(ctx, budget, req)
+	return d.calls.send(ctx, budget, req)
 }
 
 // SubmitSync sends req to the provider's synchronous endpoint, with no
 // budget; Policy.UpstreamTimeout bounds the call.
 func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*llmfleet.Response, error) {
-	return d.submitSync(ctx, 0, req)
-}
-
-// submitSync sends req to the provider's synchronous endpoint with budget
-// (0: none), as Submit's sync route does.
-func (d *Dispatcher) submitSync(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
-	p, err := d.callProvider(req)
-	if err != nil {
-		return nil, err
-	}
-	d.stats.syncCalls.Add(1)
-	start := d.clock.Now()
-	b := d.bound(ctx, llmfleet.RouteSync, budget, d.hardAfter(budget))
-	resp, err := p.Send(b.ctx, req)
-	err = b.end(err)
-	if err == nil && !d.pol.NoLearning {
-		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(start))
-	}
-	d.missed(start, budget, err)
-	d.observeCall(p, req, llmfleet.RouteSync, start, budget, resp, err)
-	if err != nil {
-		d.stats.errors.Add(1)
-		return nil, err
-	}
-	resp.Route = llmfleet.RouteSync
-	return resp, nil
-}
-
-// callProvider returns the provider of a synchronous call (sync or flex):
-// an unknown provider is counted as an error, and a closed dispatcher
-// refuses the call.
-func (d *Dispatcher) callProvider(req *llmfleet.Request) (llmfleet.Provider, error) {
-	p, err := d.provider(req)
-	if err != nil {
-		d.stats.errors.Add(1)
-		return nil, err
-	}
-	d.mu.Lock()
-	closed := d.closed
-	d.mu.Unlock()
-	if closed {
-		return nil, llmfleet.ErrClosed
-	}
-	return p, nil
-}
-
-// observeCall hands the ledger entry of a synchronous call (the sync
-// route's, or the flex route's) to Observe, if set.
-// It teaches the cost model the call's answer, and prices what the sync
-// route would have paid for a flex call with the sync cache's state. A
-// call cut after it was sent (mayBeBilled) gets its usage estimated from
-// its body (LedgerEntry.Estimated): the provider may bill it.
-func (d *Dispatcher) observeCall(p llmfleet.Provider, req *llmfleet.Request, route llmfleet.Route, start time.Time, budget time.Duration, resp *llmfleet.Response, err error) {
-	info, _ := p.Inspect(req)
-	e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: info.Model,
-		Route: route, Outcome: llmfleet.Outcome(err), Client: req.Client, Budget: budget}
-	e.Latency = e.Time.Sub(start)
-	e.BudgetMet = llmfleet.BudgetMet(err == nil, e.Latency, budget)
-	if resp != nil {
-		e.Usage, e.Tier = resp.Usage, resp.Tier
-		if resp.Model != "" {
-			e.Model = resp.Model
-		}
-		if route == llmfleet.RouteFlex && !d.pol.CacheBlind && info.Prompt.Cached() {
-			if v, ok := d.costView(p, req, info, budget, feasible{}, false); ok {
-				e.SyncUSD = syncBill(&v, resp.Usage)
-			}
-		}
-		e.MissUSD = d.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, e.Time, nil, resp.Usage)
-	} else if mayBeBilled(err) {
-		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(req.Body))), true
-	}
-	if d.Observe != nil {
-		d.Observe(d.price(e), false)
-	}
+	return d.calls.send(ctx, 0, req)
 }
 
 // newWaiter reads what the engine needs of req: its provider, model, pool
@@ -144,7 +70,7 @@ func (d *Dispatcher) newWaiter(req *llmfleet.Request, budget time.Duration, arri
 // an hour for its batch (then w.params carries them; w.plain, which a
 // sync call of it sends, does not).
 func (d *Dispatcher) priceWaiter(w *waiter) {
-	w.cost = d.cacheRequest(w.prov, w.req, w.info, w.budget)
+	w.cost = d.router.cacheRequest(w.prov, w.req, w.info, w.budget)
 	if w.cost == nil || !w.cost.ttl1h {
 		return
 	}
@@ -186,8 +112,8 @@ func (d *Dispatcher) SubmitBatchFunc(ctx context.Context, budget time.Duration, 
 // Store a queued one leaves its pool, any other goes on and its answer is
 // kept with a Store (dropped without). The sync and flex routes run
 // their call in a goroutine of the Dispatcher's (see Go). An error returned means done
-// will not be called. done may run with the Dispatcher's lock held: it
-// must be quick and must not call back into the Dispatcher.
+// will not be called. done is never called with the Dispatcher's lock
+// held: it may call back into the Dispatcher.
 func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *llmfleet.Request, done func(*llmfleet.Response, error)) error {
 	route := d.Plan(budget, req)
 	if route == llmfleet.RouteBatch {
@@ -202,10 +128,10 @@ func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *
 		return llmfleet.ErrClosed
 	}
 	if route == llmfleet.RouteFlex {
-		d.goOwned(func() { done(d.SubmitFlex(ctx, budget, req)) })
+		d.work.run(func() { done(d.SubmitFlex(ctx, budget, req)) })
 		return nil
 	}
-	d.goOwned(func() { done(d.submitSync(ctx, d.pol.Budget(budget), req)) })
+	d.work.run(func() { done(d.calls.send(ctx, d.pol.Budget(budget), req)) })
 	return nil
 }
 
@@ -223,7 +149,7 @@ func (d *Dispatcher) submitBatch(ctx context.Context, budget time.Duration, req 
 	if errors.Is(err, errIDTaken) {
 		// Another call accepted the same id meanwhile: attach to it.
 		var attached bool
-		if attached, err = d.attach(ctx, budget, req, reply); attached && err == nil {
+		if attached, err = d.ids.attach(ctx, budget, req, reply); attached && err == nil {
 			return nil
 		} else if !attached {
 			err = fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
@@ -242,7 +168,7 @@ func (d *Dispatcher) submitBatch(ctx context.Context, budget time.Duration, req 
 		w.budgetTimer = d.clock.AfterFunc(max(w.deadline.Sub(d.clock.Now()), 0), func() {
 			d.mu.Lock()
 			defer d.mu.Unlock()
-			if w.replied || d.replyHeldLocked(w) {
+			if w.replied || d.answers.replyHeldLocked(w) {
 				return
 			}
 			d.stats.budgetMisses.Add(1)
@@ -272,16 +198,17 @@ func (d *Dispatcher) leaveLocked(w *waiter, cause error) {
 		return
 	}
 	if w.state == stateQueued && !d.journal.durable() {
-		d.withdrawLocked(w)
-		w.to(stateDone)
-		d.stopRescueLocked(w)
+		d.pools.withdrawLocked(w)
+		w.must(stateDone, d.log)
+		d.rescues.stopLocked(w)
 		if d.Observe != nil {
-			d.Observe(d.entry(w, nil, cause, d.clock.Now(), llmfleet.RescueNone), false)
+			e := d.answers.entryOf(w, nil, cause, d.clock.Now(), llmfleet.RescueNone)
+			d.mu.later(func() { d.Observe(d.answers.price(e), false) })
 		}
 	} else {
 		w.abandoned = true
 	}
-	d.replyLocked(w, nil, cause)
+	d.answers.replyLocked(w, nil, cause)
 }
 
 // Enqueue accepts a request for batching without waiting for its answer
@@ -300,7 +227,7 @@ func (d *Dispatcher) Enqueue(ctx context.Context, budget time.Duration, req *llm
 	w.detached = true
 	if err := d.accept(ctx, w); err != nil {
 		if errors.Is(err, errIDTaken) {
-			if _, err := d.knownID(ctx, req); err != nil {
+			if _, err := d.ids.known(ctx, req); err != nil {
 				return "", err
 			}
 			return req.ID, nil
@@ -333,7 +260,7 @@ func (d *Dispatcher) flightAges(provider, model string) []time.Duration {
 	defer d.mu.Unlock()
 	now := d.clock.Now()
 	var ages []time.Duration
-	for _, t := range d.trackers {
+	for _, t := range d.trackers.m {
 		if t.prov.Name() != provider {
 			continue
 		}

@@ -2,7 +2,11 @@ package dispatch
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -13,11 +17,13 @@ type waiterState int
 
 // The states of a waiter. The moves allowed between them are in moves.
 const (
-	stateQueued      waiterState = iota // in a pool
-	stateSubmitting                     // its batch's intent is recorded and the create is under way
-	stateReconciling                    // its batch's create failed uncertainly; the reconciler looks for it
-	stateInFlight                       // its batch was created upstream
-	stateDone                           // answered, failed, or withdrawn
+	// stateQueued: in a pool, or not yet in one (the zero state: a new
+	// waiter, until it is pooled, sent sync, or picked up with its batch).
+	stateQueued      waiterState = iota
+	stateSubmitting              // its batch's intent is recorded and the create is under way
+	stateReconciling             // its batch's create failed uncertainly; the reconciler looks for it
+	stateInFlight                // its batch was created upstream
+	stateDone                    // answered, failed, or withdrawn
 	// stateElsewhere: with a SharedStore, in another replica's hands (a
 	// batch it claimed, or what a replica adopted once this one's lease
 	// ended): answered when its result is stored, or taken back (queued
@@ -33,9 +39,12 @@ var stateNames = [...]string{"queued", "submitting", "reconciling", "in_flight",
 func (s waiterState) String() string { return stateNames[s] }
 
 // moves lists the states each state may move to. A waiter leaves done
-// never; a batch proven not created sends its waiters back to queued.
+// never; a batch proven not created sends its waiters back to queued. A
+// move to the state a waiter is in is no move: the caller checks first.
 var moves = map[waiterState][]waiterState{
-	stateQueued:      {stateSubmitting, stateDone, stateElsewhere, stateSync},
+	// (Reconciling: a request stored queued that a restart, or an
+	// adoption, finds in a batch's intent.)
+	stateQueued:      {stateSubmitting, stateReconciling, stateDone, stateElsewhere, stateSync},
 	stateSubmitting:  {stateInFlight, stateReconciling, stateDone, stateElsewhere},
 	stateReconciling: {stateInFlight, stateQueued, stateDone, stateElsewhere},
 	stateInFlight:    {stateDone, stateElsewhere},
@@ -119,16 +128,56 @@ func (w *waiter) addState() llmfleet.RequestState {
 // and succeeded. It must be called once w.added is closed.
 func (w *waiter) stored() bool { return w.added != nil && w.addErr == nil }
 
-// to moves w to state s if the move is allowed, and reports whether it
-// was.
-func (w *waiter) to(s waiterState) bool {
-	for _, ok := range moves[w.state] {
-		if ok == s {
-			w.state = s
-			return true
-		}
+// moveError is a move the waiter state machine refused.
+type moveError struct {
+	id       string
+	from, to waiterState
+}
+
+func (e *moveError) Error() string {
+	return fmt.Sprintf("dispatch: request %s: refused move %s → %s", e.id, e.from, e.to)
+}
+
+// to moves w to state s if the state machine allows it; otherwise it
+// leaves w where it is and returns a *moveError. Guarded by
+// Dispatcher.mu.
+func (w *waiter) to(s waiterState) error {
+	if slices.Contains(moves[w.state], s) {
+		w.state = s
+		return nil
 	}
-	return false
+	return &moveError{id: w.id, from: w.state, to: s}
+}
+
+// must moves w to s, where the state machine has to allow it: a refusal
+// there is a bug. It is reported by badMove.
+func (w *waiter) must(s waiterState, log *slog.Logger) {
+	if err := w.to(s); err != nil {
+		badMove(err, log)
+	}
+}
+
+// advance is must for a waiter that may have been answered first (by its
+// rescue, or by what another replica stored): one done stays done. Any
+// other refusal is a bug, reported by badMove.
+func (w *waiter) advance(s waiterState, log *slog.Logger) {
+	if w.state != stateDone {
+		w.must(s, log)
+	}
+}
+
+// badMove reports a move the state machine refused where no race
+// explains it: a bug. The waiter stays where it was. In a test binary
+// (testing.Testing: this package's tests, the simulator's, the proxy's)
+// it panics, so that go test fails loudly wherever the engine runs; in a
+// running server it is logged at level Error and the engine goes on: a
+// refused move is never worth crashing the process (and its callers'
+// answers) over.
+func badMove(err error, log *slog.Logger) {
+	if testing.Testing() {
+		panic(err)
+	}
+	log.Error("waiter state machine refused a move; please report it", "err", err)
 }
 
 // size is the request's share of an encoded batch create body.

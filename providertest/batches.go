@@ -223,11 +223,11 @@ func (s *suite) batchCreateRejected(t *testing.T) {
 	its := s.items("dup", 2)
 	its[1].CustomID = its[0].CustomID
 	_, err := create(t, e, "dup", its)
-	wantError(t, "duplicate custom_id", err, 400, "invalid_request_error")
+	wantError(t, "duplicate custom_id", err, 400, s.invalidType())
 	its = s.items("bad", 1)
 	its[0].CustomID = "bad-not a valid id!"
 	_, err = create(t, e, "bad", its)
-	wantError(t, "bad custom_id", err, 400, "invalid_request_error")
+	wantError(t, "bad custom_id", err, 400, s.invalidType())
 	s.wantBatches(t, e, 0)
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/llmfleet/llmfleet"
 )
@@ -24,7 +23,7 @@ func (s *suite) batchLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateBatch: %v", err)
 	}
-	checkCreated(t, e, created, n)
+	s.checkCreated(t, e, created, n)
 
 	ended := waitEnded(t, e, created.ID)
 	if ended.EndedAt.IsZero() || ended.EndedAt.Before(ended.CreatedAt) || ended.Counts.Processing != 0 || ended.Counts.Total() != n {
@@ -71,7 +70,7 @@ func (s *suite) lifecycleItems(t *testing.T, e Env) []item {
 	its = append(its, item{
 		BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-bad_params",
 			Params: s.wire().Invalid(s.model(), false)},
-		want: llmfleet.ResultErrored, errorType: "invalid_request_error",
+		want: llmfleet.ResultErrored, errorType: s.invalidType(),
 	})
 	if s.h.ErrorPrompt != nil {
 		its = append(its, item{
@@ -90,14 +89,14 @@ func (s *suite) lifecycleItems(t *testing.T, e Env) []item {
 
 // checkCreated checks a batch of n items just created, and that GetBatch
 // finds it.
-func checkCreated(t *testing.T, e Env, created *llmfleet.Batch, n int) {
+func (s *suite) checkCreated(t *testing.T, e Env, created *llmfleet.Batch, n int) {
 	t.Helper()
 	if created.ID == "" || created.Status != llmfleet.BatchInProgress || created.Counts.Total() != n ||
 		created.Counts.Processing != n || created.CreatedAt.IsZero() || !created.EndedAt.IsZero() || created.ResultsURL != "" {
 		t.Errorf("created batch %+v", created)
 	}
-	if d := created.ExpiresAt.Sub(created.CreatedAt); d != 24*time.Hour {
-		t.Errorf("expires %v after creation, want 24h", d)
+	if d := created.ExpiresAt.Sub(created.CreatedAt); d != s.batchExpiry() {
+		t.Errorf("expires %v after creation, want %v", d, s.batchExpiry())
 	}
 	got, err := e.Provider.GetBatch(ctx(t), e.Credential, created.ID)
 	if err != nil {
