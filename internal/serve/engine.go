@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -25,26 +24,6 @@ type engine struct {
 	d      *dispatch.Dispatcher
 	obs    *observe.Pipeline
 	logger *slog.Logger
-	// open is set once the dispatcher is: the ledger pipeline samples its
-	// counters from its start, before (see stats).
-	open atomic.Bool
-}
-
-// stats is the dispatcher's counters once it is open, zero before.
-func (e *engine) stats() llmfleet.Stats {
-	if !e.open.Load() {
-		return llmfleet.Stats{}
-	}
-	return e.d.Stats()
-}
-
-// inFlight is the dispatcher's batches in flight once it is open, none
-// before.
-func (e *engine) inFlight() []dispatch.FlightInfo {
-	if !e.open.Load() {
-		return nil
-	}
-	return e.d.InFlight()
 }
 
 // openEngine makes the providers, the dispatcher and the ledger
@@ -74,21 +53,20 @@ func openEngine(cfg *Config, state *servestate.State) (*engine, error) {
 		Prices:          costPrices(prices),
 		Lease:           cfg.State.Lease,
 	}
-	e := &engine{d: d, logger: logger}
 	obs, err := observe.New(observe.Config{
 		Price:      prices.Cost,
 		Store:      state.DB,
 		Logger:     logger,
 		Provider:   provider.Name(),
-		Stats:      e.stats,
-		InFlight:   e.inFlight,
+		Stats:      d.Stats,
+		InFlight:   d.InFlight,
 		AdminKey:   cfg.AdminKey,
 		FleetSince: state.FleetSince,
 	})
 	if err != nil {
 		return nil, err
 	}
-	e.obs = obs
+	e := &engine{d: d, obs: obs, logger: logger}
 	// The provider's batch API calls (and their retries) count in the
 	// upstream error metric.
 	provider.HTTPClient = &http.Client{Transport: obs.CountErrors(upstreamTransport())}
@@ -109,7 +87,6 @@ func openEngine(cfg *Config, state *servestate.State) (*engine, error) {
 		e.closeObserver()
 		return nil, err
 	}
-	e.open.Store(true)
 	return e, nil
 }
 
