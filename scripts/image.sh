@@ -22,6 +22,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo devel)}
 ARCH=${GOARCH:-$(go env GOARCH)}
+# The date of the image and of its files: the commit's (reproducible).
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
+export SOURCE_DATE_EPOCH
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
