@@ -60,8 +60,8 @@ grep -q 'secrets.sealingSecret is required' "$out/refused.txt"
 render fleet --set replicaCount=3 "${pg[@]}" --set serviceMonitor.enabled=true \
 	--set secrets.upstream.ANTHROPIC_API_KEY=sk-test --set config.upstream-api-key-env=ANTHROPIC_API_KEY \
 	--set 'config.client-keys.alice=0000000000000000000000000000000000000000000000000000000000000000'
-for want in 'replicas: 3' 'type: RollingUpdate' 'LLMFLEET_DB: "postgres://' 'LLMFLEET_SECRET: "0123' \
-	'ANTHROPIC_API_KEY: "sk-test"' 'kind: ServiceMonitor' 'path: /metrics' 'kind: ConfigMap' \
+for want in 'replicas: 3' 'type: RollingUpdate' 'LLMFLEET_DB: "?postgres://' 'LLMFLEET_SECRET: "?0123' \
+	'ANTHROPIC_API_KEY: "?sk-test"?$' 'kind: ServiceMonitor' 'path: /metrics' 'kind: ConfigMap' \
 	'upstream-api-key-env: ANTHROPIC_API_KEY' 'value: /etc/llmfleet/config.yaml'; do
 	has fleet "$want"
 done
