@@ -101,6 +101,8 @@ type Dispatcher struct {
 	calls     syncCaller           // the calls sent synchronously
 	answers   answerer             // stores answers, then answers callers
 	rescues   rescuer              // rescues late batched requests sync
+	paid      *paidLedger          // the entries of calls paid apart from their answer
+	accepts   acceptor             // takes batched requests in
 	shared    llmfleet.SharedStore // set when the Store is one
 
 	ctx    context.Context // ends when Close gives up waiting
@@ -178,9 +180,8 @@ func (d *Dispatcher) Open() error {
 	d.flex = newFlexTier(d.pol)
 	d.book = &cachecost.Book{Priors: cachecost.Rates{Sync: cachecost.Priors.Sync, Batch: d.pol.CacheBatchRate, Cross: cachecost.Priors.Cross}}
 	d.work.goHook = d.Go
-	d.calls = syncCaller{d}
-	d.answers = answerer{d}
-	d.rescues = rescuer{d}
+	d.calls, d.answers, d.rescues, d.accepts = syncCaller{d}, answerer{d}, rescuer{d}, acceptor{d}
+	d.paid = &paidLedger{d: d}
 	d.cacheLog = &cacheLog{store: d.Store, run: d.work.run, sleep: d.sleep, log: d.log}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.pools = map[string]*pool{}
@@ -240,9 +241,9 @@ func (d *Dispatcher) fingerprint(c llmfleet.Credential) string {
 
 // credLabel names a credential in a log line: its keyed fingerprint
 // with a Sealer, else llmfleet.Redacted (never a label under a public key).
-func (d *Dispatcher) credLabel(c llmfleet.Credential) string {
-	if d.Sealer != nil {
-		return d.Sealer.Fingerprint(c)
+func credLabel(sealer llmfleet.Sealer, c llmfleet.Credential) string {
+	if sealer != nil {
+		return sealer.Fingerprint(c)
 	}
 	return llmfleet.Redacted
 }

@@ -118,7 +118,7 @@ func (d *Dispatcher) reuseLocked(id string) *waiter {
 // its id here.
 func (d *Dispatcher) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Credential) (*waiter, error) {
 	req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Endpoint: r.Endpoint, Body: r.Body, ID: r.ID, Client: r.Client}
-	w, err := d.newWaiter(req, r.Budget, r.AcceptedAt)
+	w, err := d.accepts.newWaiter(req, r.Budget, r.AcceptedAt)
 	if err != nil {
 		return nil, err
 	}

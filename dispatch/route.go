@@ -37,7 +37,10 @@ type feasible struct {
 func (d *Dispatcher) feasibleRoutes(provider, model string, budget time.Duration) feasible {
 	var f feasible
 	reserve := d.pol.Reserve(d.syncLat.predict(provider, model))
-	predicted := d.predictor.atCensored(provider, model, d.pol.OnTimeQuantile(), d.flightAges(provider, model))
+	d.mu.Lock()
+	ages := flightAges(d.trackers, d.clock.Now(), provider, model)
+	d.mu.Unlock()
+	predicted := d.predictor.atCensored(provider, model, d.pol.OnTimeQuantile(), ages)
 	f.blind = d.pol.Route(budget, predicted, reserve, false)
 	f.batch = f.blind == llmfleet.RouteBatch
 	if !f.batch && !d.pol.NoLearning && d.pol.Explorable(budget, reserve, d.predictor.at(provider, model, 0.5)) &&
