@@ -86,7 +86,8 @@ type Dispatcher struct {
 	// Go, if set, runs each goroutine the Dispatcher starts (creates,
 	// polls, rescues, the sync calls of SubmitFunc, ...): it must run f
 	// concurrently, e.g. with go f(). A simulator sets it to know when
-	// the engine has no work running; nil means go f().
+	// the engine has no work running; nil means go f(). It may be called
+	// with the dispatcher's lock held: it must only start f.
 	Go func(f func())
 
 	pol       Policy

@@ -201,8 +201,9 @@ func (d *Dispatcher) endedLocked(t *tracker, f *flight, b *llmfleet.Batch, now t
 		}
 		samples = append(samples, llmfleet.TurnaroundSample{Provider: t.prov.Name(), Model: m, Size: f.size,
 			Turnaround: turnaround, At: b.EndedAt})
-		if d.ObserveTurnaround != nil {
-			d.ObserveTurnaround(t.prov.Name(), m, turnaround)
+		if observe := d.ObserveTurnaround; observe != nil {
+			name := t.prov.Name()
+			d.mu.later(func() { observe(name, m, turnaround) }) // once the lock is released
 		}
 	}
 	localID, endedAt := f.localID, b.EndedAt
