@@ -22,7 +22,7 @@ type acceptor struct{ d *Dispatcher }
 // rescue (Policy.Batchable) is never pooled: it is sent sync at once,
 // stored (with a durable journal) as submitted without a batch.
 //
-// The store's write is bounded by the budget (see acceptBound): a caller
+// The store's write is bounded by the budget (see bound): a caller
 // that waits for the answer and whose request the store has not taken
 // by its rescue time is answered sync (sent at once; the write is
 // canceled, and should it land all the same, the request is completed
