@@ -31,7 +31,7 @@ type acceptor struct{ d *Dispatcher }
 // has not taken by its deadline fails with llmfleet.ErrStore.
 func (ac *acceptor) accept(ctx context.Context, w *waiter) error {
 	d := ac.d
-	if err := d.checkSize(w); err != nil {
+	if err := d.pools.checkSize(w); err != nil {
 		return err
 	}
 	now := d.clock.Now()
@@ -170,7 +170,7 @@ func (ac *acceptor) admitLocked(w *waiter) error {
 		return nil
 	}
 	w.accepted = now
-	if err := d.enqueueLocked(w); err != nil {
+	if err := d.pools.enqueueLocked(w); err != nil {
 		return err
 	}
 	d.rescues.armLocked(w)
@@ -274,7 +274,7 @@ func (ac *acceptor) newWaiter(req *llmfleet.Request, budget time.Duration, arriv
 // sync call of it sends, does not).
 func (ac *acceptor) priceWaiter(w *waiter) {
 	d := ac.d
-	w.cost = d.cacheRequest(w.prov, w.req, w.info, w.budget)
+	w.cost = d.router.cacheRequest(w.prov, w.req, w.info, w.budget)
 	if w.cost == nil || !w.cost.ttl1h {
 		return
 	}
@@ -352,7 +352,7 @@ func (ac *acceptor) leaveLocked(w *waiter, cause error) {
 		return
 	}
 	if w.state == stateQueued && !d.journal.durable() {
-		d.withdrawLocked(w)
+		d.pools.withdrawLocked(w)
 		w.must(stateDone, d.log)
 		d.rescues.stopLocked(w)
 		if d.Observe != nil {

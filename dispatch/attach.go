@@ -96,7 +96,7 @@ func (r *requestIDs) attach(ctx context.Context, budget time.Duration, req *llmf
 		// (its credential cannot be unsealed). Look again in memory.
 		d.mu.Lock()
 		ok, err := r.followLocked(ctx, budget, req, reply)
-		if !ok && err == nil && d.shared != nil && d.waitElsewhereLocked(sr, req.Credential) {
+		if !ok && err == nil && d.shared != nil && d.fleet.waitElsewhereLocked(sr, req.Credential) {
 			// In another replica's hands: its answer is announced.
 			ok, err = r.followLocked(ctx, budget, req, reply)
 		}

@@ -8,6 +8,17 @@ import (
 	"github.com/llmfleet/llmfleet/cachecost"
 )
 
+// cacheModel is the engine's part in the cost model: the Book (its own
+// lock), the log that writes what it learns to the store, and whether
+// prefix states are being read from the store (guarded by the
+// dispatcher's lock).
+type cacheModel struct {
+	d       *Dispatcher
+	book    *cachecost.Book
+	writes  *cacheLog
+	reading bool
+}
+
 // The engine's part in the cost model (package cachecost): the Book it
 // learns prompt caching in, from every answer with usage (batched,
 // rescued, sync and flex calls, and the proxy's own sync calls through
@@ -17,11 +28,12 @@ import (
 
 // cacheRequest is what the cost model knew of a request when it was
 // routed, for learning from its answer and pricing its counterfactual.
-func (d *Dispatcher) cacheRequest(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) *costView {
+func (rt *router) cacheRequest(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) *costView {
+	d := rt.d
 	if d.pol.CacheBlind || !info.Prompt.Cached() {
 		return nil
 	}
-	v, ok := d.costView(p, req, info, budget, feasible{batch: true}, false)
+	v, ok := rt.costView(p, req, info, budget, feasible{batch: true}, false)
 	if !ok {
 		return nil
 	}
@@ -34,8 +46,9 @@ func (d *Dispatcher) cacheRequest(p llmfleet.Provider, req *llmfleet.Request, in
 // what the Book knew of it when it was routed (nil: now). It returns the
 // cost of the cache writes its route caused (LedgerEntry.MissUSD) and
 // queues what it learned for the store.
-func (d *Dispatcher) learn(provider, model, cred string, prompt llmfleet.Prompt, route llmfleet.Route, ttl1h bool,
+func (cm *cacheModel) learn(provider, model, cred string, prompt llmfleet.Prompt, route llmfleet.Route, ttl1h bool,
 	at time.Time, believed *costView, u llmfleet.Usage) float64 {
+	d := cm.d
 	if !prompt.Cached() || d.pol.NoLearning {
 		return 0
 	}
@@ -44,21 +57,22 @@ func (d *Dispatcher) learn(provider, model, cred string, prompt llmfleet.Prompt,
 	if believed != nil {
 		r, m = believed.believed, believed.model
 	} else {
-		r, _ = d.book.Request(model, cred, prompt, u.OutputTokens)
-		prices, ok := d.prices(provider, model)
+		r, _ = cm.book.Request(model, cred, prompt, u.OutputTokens)
+		prices, ok := cm.prices(provider, model)
 		if !ok {
 			prices = cachecost.Prices{}
 		}
-		m = cachecost.Model{Prices: prices, Rates: d.book.Rates(provider, model, cred)}
+		m = cachecost.Model{Prices: prices, Rates: cm.book.Rates(provider, model, cred)}
 	}
-	stat, prefixes := d.book.Observe(cachecost.Lookup{Provider: provider, Model: model, Cred: cred, Prompt: prompt,
+	stat, prefixes := cm.book.Observe(cachecost.Lookup{Provider: provider, Model: model, Cred: cred, Prompt: prompt,
 		Route: route, TTL1h: ttl1h, At: at, Believed: r.Points, Usage: u})
-	d.cacheLog.add(stat, prefixes)
+	cm.writes.add(stat, prefixes)
 	return m.MissCost(r, route, at, u)
 }
 
 // prices returns a model's prices for the cost model.
-func (d *Dispatcher) prices(provider, model string) (cachecost.Prices, bool) {
+func (cm *cacheModel) prices(provider, model string) (cachecost.Prices, bool) {
+	d := cm.d
 	if d.Prices == nil {
 		return cachecost.Prices{}, false
 	}
@@ -77,7 +91,7 @@ func (d *Dispatcher) ObserveCache(req *llmfleet.Request, route llmfleet.Route, u
 	if err != nil {
 		return 0
 	}
-	return d.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, at, nil, u)
+	return d.cache.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, at, nil, u)
 }
 
 var _ llmfleet.CacheObserver = (*Dispatcher)(nil)
@@ -86,36 +100,38 @@ var _ llmfleet.CacheObserver = (*Dispatcher)(nil)
 // run) learned of prefixes the Book does not know, for the turns to
 // come, in a goroutine of the dispatcher's; one read at a time per
 // dispatcher, the hashes asked for meanwhile dropped.
-func (d *Dispatcher) readPrefixes(cred string, hashes []string) {
+func (cm *cacheModel) readPrefixes(cred string, hashes []string) {
+	d := cm.d
 	if d.Store == nil {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.readingPrefixes || d.closed {
+	if cm.reading || d.closed {
 		return
 	}
-	d.readingPrefixes = true
+	cm.reading = true
 	d.work.run(func() {
-		ctx, cancel := d.withTimeout(d.ctx, 5*time.Second)
+		ctx, cancel := withTimeout(d.clock, d.ctx, 5*time.Second)
 		ps, err := d.Store.Prefixes(ctx, cred, hashes)
 		cancel()
 		if err == nil {
-			d.book.Merge(ps)
+			cm.book.Merge(ps)
 		}
 		d.mu.Lock()
-		d.readingPrefixes = false
+		cm.reading = false
 		d.mu.Unlock()
 	})
 }
 
 // relearnCache loads the hit counts every replica observed into the
 // Book.
-func (d *Dispatcher) relearnCache(ctx context.Context) {
+func (cm *cacheModel) relearnCache(ctx context.Context) {
+	d := cm.d
 	if d.Store == nil || d.pol.NoLearning {
 		return
 	}
 	if stats, err := d.Store.CacheStats(ctx); err == nil {
-		d.book.Load(stats)
+		cm.book.Load(stats)
 	}
 }

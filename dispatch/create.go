@@ -8,6 +8,14 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// creator makes the batch creates: it owns the local ids of those under
+// way here (creates and reconciliations), which an adoption must not
+// pick up a second time.
+type creator struct {
+	d        *Dispatcher
+	creating map[string]bool // guarded by the dispatcher's lock
+}
+
 // createCall is one batch create: its local id (the tag), its requests
 // and what became of the call.
 type createCall struct {
@@ -27,7 +35,8 @@ type createCall struct {
 // fails its requests at once; one that may or may not have made the batch
 // goes to the reconciler, which never sends it again unless the batch is
 // proven not created.
-func (d *Dispatcher) create(c *createCall) {
+func (cr *creator) create(c *createCall) {
+	d := cr.d
 	c.intentAt = d.clock.Now()
 	c.deadline = c.intentAt.Add(d.pol.CreateTimeout)
 	sb := &llmfleet.StoredBatch{
@@ -35,10 +44,10 @@ func (d *Dispatcher) create(c *createCall) {
 		State: llmfleet.BatchIntent, Size: len(c.ws), IntentAt: c.intentAt, CreateDeadline: c.deadline,
 	}
 	if err := d.journal.intent(d.ctx, sb, c.ws); err != nil {
-		d.createFailed(c, err, false)
+		cr.createFailed(c, err, false)
 		return
 	}
-	d.send(c)
+	cr.send(c)
 }
 
 // send makes the create call of a batch whose intent is recorded and
@@ -50,7 +59,8 @@ func (d *Dispatcher) create(c *createCall) {
 // adopted the intent may conclude so), so a create not sent by then (a
 // process paused, say) is never sent, and goes to the reconciler as one
 // that failed without an answer.
-func (d *Dispatcher) send(c *createCall) {
+func (cr *creator) send(c *createCall) {
+	d := cr.d
 	left := c.deadline.Sub(d.clock.Now())
 	if left <= 0 {
 		d.log.Warn("batch create not sent before its deadline; reconciling", "batch", c.localID, "requests", len(c.ws))
@@ -59,10 +69,10 @@ func (d *Dispatcher) send(c *createCall) {
 			w.advance(stateReconciling, d.log)
 		}
 		d.mu.Unlock()
-		d.reconcile(c)
+		d.reconciler.reconcile(c)
 		return
 	}
-	ctx, cancel := d.withTimeout(d.ctx, left)
+	ctx, cancel := withTimeout(d.clock, d.ctx, left)
 	d.stats.managementCalls.Add(1)
 	b, err := c.prov.CreateBatch(ctx, c.first.Credential, c.localID, c.first.Header, c.items)
 	cancel()
@@ -71,13 +81,13 @@ func (d *Dispatcher) send(c *createCall) {
 	case err != nil && d.ctx.Err() != nil:
 		// Closing cut the call short: nothing is concluded, the intent
 		// stays stored for the next start to reconcile.
-		d.abandon(c)
+		cr.abandon(c)
 	case err == nil:
 		if jerr := d.journal.created(d.ctx, c.localID, b); jerr != nil {
 			d.log.Error("batch id not stored; a restart will reconcile it", "batch", c.localID, "batch_id", b.ID, "err", jerr)
 		}
 		d.mu.Lock()
-		d.submittedLocked(c, b)
+		cr.submittedLocked(c, b)
 		d.work.end()
 		d.mu.Unlock()
 	case errors.As(err, &ue):
@@ -91,16 +101,17 @@ func (d *Dispatcher) send(c *createCall) {
 			w.advance(stateReconciling, d.log)
 		}
 		d.mu.Unlock()
-		d.reconcile(c)
+		d.reconciler.reconcile(c)
 	default:
-		d.createFailed(c, err, true)
+		cr.createFailed(c, err, true)
 	}
 }
 
 // createFailed answers the requests of a create that certainly did not
 // make the batch (refused, or never delivered) with its error, stored
 // with their ledger entries. recorded says whether the intent was stored.
-func (d *Dispatcher) createFailed(c *createCall, err error, recorded bool) {
+func (cr *creator) createFailed(c *createCall, err error, recorded bool) {
+	d := cr.d
 	d.log.Warn("batch create failed", "provider", c.prov.Name(), "batch", c.localID,
 		"credential", credLabel(d.Sealer, c.first.Credential), "requests", len(c.ws), "err", err)
 	cause := fmt.Errorf("llmfleet: batch create failed: %w", err)
@@ -128,16 +139,17 @@ func (d *Dispatcher) createFailed(c *createCall, err error, recorded bool) {
 		d.mu.Unlock()
 	}
 	d.mu.Lock()
-	delete(d.creating, c.localID)
+	delete(cr.creating, c.localID)
 	d.work.end()
 	d.mu.Unlock()
 }
 
 // submittedLocked counts a created batch and starts tracking it.
-func (d *Dispatcher) submittedLocked(c *createCall, b *llmfleet.Batch) {
-	delete(d.creating, c.localID)
+func (cr *creator) submittedLocked(c *createCall, b *llmfleet.Batch) {
+	d := cr.d
+	delete(cr.creating, c.localID)
 	d.stats.batchesSubmitted.Add(1)
 	d.log.Info("batch created", "provider", c.prov.Name(), "batch", c.localID, "batch_id", b.ID,
 		"credential", credLabel(d.Sealer, c.first.Credential), "requests", len(c.ws))
-	d.trackLocked(c.prov, c.first.Credential, c.localID, b, c.ws)
+	d.trackers.trackLocked(c.prov, c.first.Credential, c.localID, b, c.ws)
 }

@@ -221,7 +221,7 @@ func (an *answerer) learn(w *waiter, resp *llmfleet.Response, now time.Time) flo
 	defer w.learnt.mu.Unlock()
 	if !w.learnt.done[i] {
 		w.learnt.done[i] = true
-		w.learnt.miss[i] = d.learn(w.prov.Name(), w.info.Model, d.fingerprint(w.req.Credential), w.info.Prompt,
+		w.learnt.miss[i] = d.cache.learn(w.prov.Name(), w.info.Model, d.fingerprint(w.req.Credential), w.info.Prompt,
 			route, ttl1h, at, believed, resp.Usage)
 	}
 	return w.learnt.miss[i]

@@ -96,8 +96,6 @@ type Dispatcher struct {
 	predictor *predictor // batch turnarounds
 	syncLat   *predictor // sync call latencies, for rescues
 	flex      *flexTier  // what was learnt of flex tiers
-	book      *cachecost.Book
-	cacheLog  *cacheLog
 	journal   journal
 	calls     syncCaller           // the calls sent synchronously
 	answers   answerer             // stores answers, then answers callers
@@ -110,32 +108,25 @@ type Dispatcher struct {
 	cancel context.CancelFunc
 	work   workGroup // the work under way and the goroutines, which Close waits for
 
-	mu       engineLock // see lock.go: hooks and answers run once it is released
-	opened   bool
-	closed   bool
-	pools    map[string]*pool
-	trackers map[string]*tracker
-	knownIDs map[string]bool // provider ids of batches the store knows
-	ids      requestIDs      // the requests waiting here by id
-	// recovering is set while Open picks up stored requests: their pools
-	// are scheduled once all are back, so that requests whose window
-	// passed while the process was down share batches again.
-	recovering bool
-	// holding is set while enqueueAllLocked pools several requests.
-	holding bool
-	// leaseUntil is, with a SharedStore, until when this replica holds
-	// its lease as far as it knows; deferred are the rescues waiting for
-	// its renewal, which renew asks the fleet loop for (see lease.go).
-	leaseUntil time.Time
-	deferred   []*waiter
-	renew      chan struct{}
-	// creating holds the local ids of the batches whose create (or
-	// reconciliation) is under way here, which an adoption must not
-	// pick up a second time.
-	creating map[string]bool
-	// readingPrefixes is set while prefix states are read from the
-	// store (see readPrefixes).
-	readingPrefixes bool
+	mu     engineLock // see lock.go: hooks and answers run once it is released
+	opened bool
+	closed bool
+	ids    requestIDs // the requests waiting here by id
+
+	// The batch side's components (their state guarded by mu but for
+	// their own locks): see pools.go, create.go, reconcile.go,
+	// tracker.go, lease.go, fleet.go, recover.go, cache.go, route.go and
+	// flex.go.
+	pools      *poolSet
+	creates    *creator
+	reconciler *reconciler
+	trackers   *trackerSet
+	lease      *leaseHolder
+	fleet      *fleet
+	recovery   *adopter
+	cache      *cacheModel
+	router     *router
+	flexer     *flexExec
 
 	stats counters
 }
@@ -179,18 +170,12 @@ func (d *Dispatcher) Open() error {
 	d.predictor = newPredictor(d.pol.TurnaroundPrior, d.pol.TurnaroundPriors, d.pol.OnTimeQuantile(), d.pol.TurnaroundSamples)
 	d.syncLat = newPredictor(d.pol.SyncLatencyPrior, nil, syncLatencyQuantile, d.pol.TurnaroundSamples)
 	d.flex = newFlexTier(d.pol)
-	d.book = &cachecost.Book{Priors: cachecost.Rates{Sync: cachecost.Priors.Sync, Batch: d.pol.CacheBatchRate, Cross: cachecost.Priors.Cross}}
 	d.work.goHook = d.Go
 	d.calls, d.answers, d.rescues, d.accepts = syncCaller{d}, answerer{d}, rescuer{d}, acceptor{d}
 	d.paid = &paidLedger{d: d}
-	d.cacheLog = &cacheLog{store: d.Store, run: d.work.run, sleep: d.sleep, log: d.log}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.pools = map[string]*pool{}
-	d.trackers = map[string]*tracker{}
-	d.knownIDs = map[string]bool{}
+	d.openParts()
 	d.ids = requestIDs{d: d, live: map[string]*waiter{}}
-	d.renew = make(chan struct{}, 1)
-	d.creating = map[string]bool{}
 	d.journal = nopJournal{}
 	store := d.Store
 	if store != nil {
@@ -199,7 +184,7 @@ func (d *Dispatcher) Open() error {
 		if d.Lease <= 0 {
 			d.Lease = 15 * time.Second
 		}
-		d.leaseUntil = d.clock.Now().Add(d.Lease)
+		d.lease.start(d.shared != nil, d.clock.Now().Add(d.Lease))
 		if d.Retention <= 0 {
 			d.Retention = 29 * 24 * time.Hour
 		}
@@ -207,26 +192,26 @@ func (d *Dispatcher) Open() error {
 			d.LedgerRetention = 400 * 24 * time.Hour
 		}
 	}
-	d.recovering = store != nil
+	d.pools.recovering = store != nil
 	d.mu.Unlock()
 	if store == nil {
 		return nil
 	}
-	err := d.recover(d.ctx, store)
+	err := d.recovery.recover(d.ctx, store)
 	d.mu.Lock()
-	d.recovering = false
-	for _, pl := range d.pools {
-		d.scheduleLocked(pl)
+	d.pools.recovering = false
+	for _, pl := range d.pools.m {
+		d.pools.scheduleLocked(pl)
 	}
 	d.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("dispatch: recovering stored state: %w", err)
 	}
 	d.mu.Lock()
-	d.work.run(func() { d.purgeLoop(store) })
+	d.work.run(func() { d.recovery.purgeLoop(store) })
 	if d.shared != nil {
-		d.work.run(d.fleetLoop)
-		d.work.run(func() { d.shared.Watch(d.ctx, d.storedElsewhere) })
+		d.work.run(d.fleet.loop)
+		d.work.run(func() { d.shared.Watch(d.ctx, d.fleet.storedElsewhere) })
 	}
 	d.mu.Unlock()
 	return nil
@@ -260,8 +245,8 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		return nil
 	}
 	d.closed = true
-	for _, p := range d.pools {
-		d.flushLocked(p, true)
+	for _, p := range d.pools.m {
+		d.pools.flushLocked(p, true)
 	}
 	var err error
 	for err == nil {
@@ -277,7 +262,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		}
 		d.mu.Lock()
 	}
-	for _, t := range d.trackers {
+	for _, t := range d.trackers.m {
 		t.stop()
 		for _, f := range t.flights {
 			for _, w := range f.waiters {
@@ -311,7 +296,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 func (d *Dispatcher) Stats() llmfleet.Stats {
 	d.mu.Lock()
 	inflight := int64(0)
-	for _, t := range d.trackers {
+	for _, t := range d.trackers.m {
 		inflight += int64(len(t.flights))
 	}
 	d.mu.Unlock()
@@ -351,7 +336,7 @@ func (d *Dispatcher) InFlight() []FlightInfo {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []FlightInfo
-	for _, t := range d.trackers {
+	for _, t := range d.trackers.m {
 		for _, f := range t.flights {
 			out = append(out, FlightInfo{ID: f.id, Provider: t.prov.Name(), Models: slices.Clone(f.models),
 				Requests: len(f.waiters), Submitted: f.submitted, PredictedEnd: f.submitted.Add(f.predicted), Ended: f.ended != nil})

@@ -33,10 +33,10 @@ func durable(t *testing.T, f *fakeProvider, path string, v *vault.Vault) (*Dispa
 // drain, nothing more written.
 func crash(d *Dispatcher, db *sqlite.DB) {
 	d.mu.Lock()
-	for _, p := range d.pools {
+	for _, p := range d.pools.m {
 		p.stopTimer()
 	}
-	for _, t := range d.trackers {
+	for _, t := range d.trackers.m {
 		t.stop()
 	}
 	d.closed = true

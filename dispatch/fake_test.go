@@ -49,6 +49,8 @@ type fakeProvider struct {
 	noFlex       bool
 	// failure makes every batch fail as a whole when it ends.
 	failure *llmfleet.Error
+	// onSend, if set, is called at the start of every Send.
+	onSend func()
 	// pollErr, if set, is returned by every GetBatch and ListBatches call.
 	pollErr    error
 	never      bool // batches never end
@@ -101,6 +103,9 @@ func message(body []byte) json.RawMessage {
 }
 
 func (f *fakeProvider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.Response, error) {
+	if f.onSend != nil {
+		f.onSend()
+	}
 	f.mu.Lock()
 	f.calls["send"]++
 	f.syncBodies = append(f.syncBodies, string(req.Body))

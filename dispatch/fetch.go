@@ -2,7 +2,7 @@ package dispatch
 
 import (
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -13,15 +13,13 @@ import (
 // cannot be read or stored, the batch is tried again later; results that
 // stay unreadable maxFetchFailures times in a row answer every request of
 // the batch with ErrResultMissing.
-func (d *Dispatcher) fetch(t *tracker, f *flight) {
+func (t *tracker) fetch(f *flight) {
+	d := t.d
 	d.mu.Lock()
 	held := f.held
 	d.mu.Unlock()
 	if held != nil {
-		// Read before, not stored yet: stored now, not read again.
-		if d.conclude(t, f, held) {
-			d.log.Info("batch results delivered", "provider", t.prov.Name(), "batch_id", f.id, "requests", len(held))
-		}
+		t.delivered(f, held) // read before, not stored yet: not read again
 		return
 	}
 	d.stats.managementCalls.Add(1)
@@ -30,7 +28,7 @@ func (d *Dispatcher) fetch(t *tracker, f *flight) {
 	results := map[string]llmfleet.BatchResult{}
 	var err error
 	if b.Failure == nil { // a batch that failed as a whole has no results
-		ctx, cancel := d.withTimeout(d.ctx, resultsTimeout)
+		ctx, cancel := withTimeout(d.clock, d.ctx, resultsTimeout)
 		err = t.prov.Results(ctx, t.cred, f.id, func(r llmfleet.BatchResult) error {
 			results[r.CustomID] = r
 			return nil
@@ -59,14 +57,45 @@ func (d *Dispatcher) fetch(t *tracker, f *flight) {
 		results = nil
 	}
 	d.mu.Lock()
-	answers := make([]answer, 0, len(f.waiters))
-	var unanswered []*waiter // of a batch that failed as a whole
+	answers, unanswered := resultAnswers(f, results, missing, turnaround)
+	if len(unanswered) > 0 {
+		// The sync calls run in goroutines of their own; the last to end
+		// concludes the flight, which no poll fetches meanwhile.
+		f.rerouting = true
+		d.mu.Unlock()
+		t.reroute(f, unanswered, func(rerouted []answer) {
+			t.delivered(f, append(answers, rerouted...))
+			d.mu.Lock()
+			f.rerouting = false
+			if d.trackers.m[t.key] == t {
+				t.rescheduleLocked()
+			}
+			d.mu.Unlock()
+		})
+		return
+	}
+	d.mu.Unlock()
+	t.delivered(f, answers)
+}
+
+// delivered concludes a flight with its answers and logs it.
+func (t *tracker) delivered(f *flight, answers []answer) {
+	d := t.d
+	if t.conclude(f, answers) {
+		d.log.Info("batch results delivered", "provider", t.prov.Name(), "batch_id", f.id, "requests", len(answers))
+	}
+}
+
+// resultAnswers turns the results of an ended flight into its requests'
+// answers; unanswered are those of a batch that failed as a whole.
+func resultAnswers(f *flight, results map[string]llmfleet.BatchResult, missing error, turnaround time.Duration) (answers []answer, unanswered []*waiter) {
+	answers = make([]answer, 0, len(f.waiters))
 	for id, w := range f.waiters {
 		a := answer{w: w}
 		switch r, ok := results[id]; {
 		case ok:
 			a.resp, a.err = resultAnswer(f, w, r, turnaround)
-		case b.Failure != nil:
+		case f.ended.Failure != nil:
 			unanswered = append(unanswered, w)
 			continue
 		default:
@@ -74,13 +103,7 @@ func (d *Dispatcher) fetch(t *tracker, f *flight) {
 		}
 		answers = append(answers, a)
 	}
-	d.mu.Unlock()
-	if len(unanswered) > 0 {
-		answers = append(answers, d.reroute(t, f, unanswered)...)
-	}
-	if d.conclude(t, f, answers) {
-		d.log.Info("batch results delivered", "provider", t.prov.Name(), "batch_id", f.id, "requests", len(answers))
-	}
+	return answers, unanswered
 }
 
 // resultAnswer turns one batch result into what its caller gets.
@@ -122,42 +145,67 @@ const rerouteConcurrency = 8
 // deadline leaves room for a sync call (its model's predicted sync latency
 // and RescueMargin) is sent sync now, and gets that call's answer; any
 // other, and one without a budget (it asked for a batch, not for the full
-// price), gets the provider's error for the batch.
-func (d *Dispatcher) reroute(t *tracker, f *flight, ws []*waiter) []answer {
+// price), gets the provider's error for the batch. The calls run in at
+// most rerouteConcurrency goroutines of the dispatcher's (its Go hook),
+// which wait for nothing but the calls; then, in the last of them (or at
+// once when no call is to be made), done gets every answer.
+func (t *tracker) reroute(f *flight, ws []*waiter, done func([]answer)) {
+	d := t.d
 	failure := f.ended.Failure
 	d.log.Warn("batch failed as a whole; its requests go sync where their budget allows", "provider", t.prov.Name(),
 		"batch_id", f.id, "requests", len(ws), "type", failure.Type, "message", failure.Message)
 	answers := make([]answer, len(ws))
-	sem := make(chan struct{}, rerouteConcurrency)
-	var wg sync.WaitGroup
+	var todo []int
 	for i, w := range ws {
 		answers[i] = answer{w: w, err: &llmfleet.BatchError{BatchID: f.id, Err: failure}}
-		now := d.clock.Now()
-		if w.deadline.IsZero() || w.deadline.Sub(now) < d.syncLat.predict(t.prov.Name(), w.info.Model)+d.pol.RescueMargin {
+		if w.deadline.IsZero() || w.deadline.Sub(d.clock.Now()) < d.syncLat.predict(t.prov.Name(), w.info.Model)+d.pol.RescueMargin {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			ctx, cancel := d.withTimeout(d.ctx, w.deadline.Sub(d.clock.Now()))
-			defer cancel()
-			req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header,
-				Endpoint: w.req.Endpoint, Body: w.plain, Client: w.req.Client}
-			d.stats.syncCalls.Add(1)
-			start := d.clock.Now()
-			resp, err := t.prov.Send(ctx, req)
-			if err != nil {
-				answers[i].err = err
-				return
-			}
-			if !d.pol.NoLearning {
-				d.syncLat.observe(t.prov.Name(), resp.Model, d.clock.Now().Sub(start))
-			}
-			resp.Route, resp.RequestID = llmfleet.RouteSync, w.id
-			answers[i] = answer{w: w, resp: resp}
-		}()
+		todo = append(todo, i)
 	}
-	wg.Wait()
-	return answers
+	if len(todo) == 0 {
+		done(answers)
+		return
+	}
+	jobs := make(chan int, len(todo))
+	for _, i := range todo {
+		jobs <- i
+	}
+	close(jobs)
+	workers := min(rerouteConcurrency, len(todo))
+	var left atomic.Int32
+	left.Store(int32(workers))
+	for range workers {
+		d.work.run(func() {
+			for i := range jobs { // (never blocks: filled, then closed)
+				t.rerouteOne(t.prov, &answers[i])
+			}
+			if left.Add(-1) == 0 {
+				done(answers)
+			}
+		})
+	}
+}
+
+// rerouteOne sends a's request sync, within its deadline, and makes its
+// answer that call's.
+func (t *tracker) rerouteOne(p llmfleet.Provider, a *answer) {
+	d := t.d
+	w := a.w
+	ctx, cancel := withTimeout(d.clock, d.ctx, w.deadline.Sub(d.clock.Now()))
+	defer cancel()
+	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header,
+		Endpoint: w.req.Endpoint, Body: w.plain, Client: w.req.Client}
+	d.stats.syncCalls.Add(1)
+	start := d.clock.Now()
+	resp, err := p.Send(ctx, req)
+	if err != nil {
+		a.err = err
+		return
+	}
+	if !d.pol.NoLearning {
+		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(start))
+	}
+	resp.Route, resp.RequestID = llmfleet.RouteSync, w.id
+	*a = answer{w: w, resp: resp}
 }

@@ -6,6 +6,13 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// fleet is the engine's part in a fleet of replicas: it claims the
+// fleet's pools, renews the lease and adopts what ended replicas owned
+// (its loop), and follows the requests waiting elsewhere.
+type fleet struct {
+	d *Dispatcher
+}
+
 // This file is the engine's part in a fleet of replicas sharing a
 // llmfleet.SharedStore. Each replica pools what it accepted, as alone;
 // when a pool of its is due, it claims the fleet's pool in the store
@@ -22,12 +29,13 @@ import (
 // later one waits for the pool's next flush), and creates them. ws are
 // the requests of this process that the pool's flush took; those another
 // replica claimed wait elsewhere.
-func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.Request, cutoff time.Time, ws []*waiter) {
+func (fl *fleet) claim(key string, prov llmfleet.Provider, first *llmfleet.Request, cutoff time.Time, ws []*waiter) {
+	d := fl.d
 	mine := make(map[string]*waiter, len(ws))
 	for _, w := range ws {
 		mine[w.id] = w
 	}
-	maxN, maxBytes := d.limits(prov)
+	maxN, maxBytes := d.pools.limits(prov)
 	fp := d.fingerprint(first.Credential)
 	for {
 		c := &createCall{localID: llmfleet.NewID("lfb_"), prov: prov, first: first}
@@ -50,7 +58,7 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 			w := mine[r.ID]
 			if w != nil {
 				delete(mine, r.ID)
-			} else if w = d.takeOverLocked(r, first.Credential); w == nil {
+			} else if w = fl.takeOverLocked(r, first.Credential); w == nil {
 				continue
 			}
 			if w.state != stateSubmitting {
@@ -62,9 +70,9 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 			c.ws = append(c.ws, w)
 			c.items = append(c.items, llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint})
 		}
-		d.creating[c.localID] = true
+		d.creates.creating[c.localID] = true
 		d.work.begin()
-		d.work.run(func() { d.send(c) })
+		d.work.run(func() { d.creates.send(c) })
 		d.mu.Unlock()
 		if len(rows) < maxN {
 			break
@@ -83,11 +91,12 @@ func (d *Dispatcher) claim(key string, prov llmfleet.Provider, first *llmfleet.R
 // a new one with no caller, for a request another replica accepted (its
 // caller waits there). nil if the request cannot be read (logged; it
 // stays in the batch's intent, unanswered, for a later adoption).
-func (d *Dispatcher) takeOverLocked(r *llmfleet.StoredRequest, cred llmfleet.Credential) *waiter {
-	if w := d.reuseLocked(r.ID); w != nil {
+func (fl *fleet) takeOverLocked(r *llmfleet.StoredRequest, cred llmfleet.Credential) *waiter {
+	d := fl.d
+	if w := d.recovery.reuseLocked(r.ID); w != nil {
 		return w
 	}
-	w, err := d.reviveLocked(r, cred)
+	w, err := d.recovery.reviveLocked(r, cred)
 	if err != nil {
 		d.log.Error("claimed request cannot be read", "request_id", r.ID, "err", err)
 		return nil
@@ -99,13 +108,14 @@ func (d *Dispatcher) takeOverLocked(r *llmfleet.StoredRequest, cred llmfleet.Cre
 // to take charge of (claimed, or adopted with a batch or a queue) that
 // it does not have in hand: one queued here (taken out of its pool) or
 // waiting elsewhere, its caller still waiting; nil if it has none.
-func (d *Dispatcher) reuseLocked(id string) *waiter {
+func (rv *adopter) reuseLocked(id string) *waiter {
+	d := rv.d
 	w := d.ids.live[id]
 	switch {
 	case w == nil:
 		return nil
 	case w.state == stateQueued:
-		d.withdrawLocked(w)
+		d.pools.withdrawLocked(w)
 		return w
 	case w.state == stateElsewhere:
 		return w
@@ -116,7 +126,8 @@ func (d *Dispatcher) reuseLocked(id string) *waiter {
 // reviveLocked makes a waiter with no caller for a stored request (after a
 // restart, or accepted by another replica) and makes it the request of
 // its id here.
-func (d *Dispatcher) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Credential) (*waiter, error) {
+func (rv *adopter) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Credential) (*waiter, error) {
+	d := rv.d
 	req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Endpoint: r.Endpoint, Body: r.Body, ID: r.ID, Client: r.Client}
 	w, err := d.accepts.newWaiter(req, r.Budget, r.AcceptedAt)
 	if err != nil {
@@ -127,47 +138,67 @@ func (d *Dispatcher) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Crede
 	return w, nil
 }
 
-// fleetLoop renews the lease, adopts what replicas whose lease ended
+// loop renews the lease, adopts what replicas whose lease ended
 // owned, looks at the requests waiting elsewhere and learns the fleet's
 // turnarounds, every third of the lease (or at once when a rescue waits
-// for the lease, see deferLocked), until the dispatcher closes.
-func (d *Dispatcher) fleetLoop() {
+// for the lease, see deferRescue), until the dispatcher closes.
+func (fl *fleet) loop() {
+	d := fl.d
 	every := d.Lease / 3
-	for d.sleepOr(every, d.renew) {
+	for d.lease.wait(d.ctx, every) {
 		sent := d.clock.Now()
 		held, err := d.shared.Heartbeat(d.ctx, d.Lease)
 		if err != nil {
 			if d.ctx.Err() == nil {
 				d.log.Warn("lease not renewed", "err", err)
 			}
-			d.runDeferred() // budgets first: the rescue checks the store itself
+			fl.runDeferred() // budgets first: the rescue checks the store itself
 			continue
 		}
 		if !held {
 			d.log.Warn("lease had ended: another replica may have adopted what this one owned; going on as a new owner")
 		}
 		d.mu.Lock()
-		d.leaseUntil = sent.Add(d.Lease)
+		d.lease.renewed(sent.Add(d.Lease))
 		if !held {
-			d.relinquishLocked()
+			// What it held in memory may be another replica's now: its
+			// waiters wait elsewhere (a caller here is answered when
+			// the answer is stored, or rescued at its time); what no
+			// replica adopted meanwhile comes back by Adopt.
+			d.trackers.relinquishLocked()
+			d.pools.relinquishLocked()
 		}
 		closing := d.closed
 		d.mu.Unlock()
 		if !closing { // what it would adopt is the others' to take
-			d.adopt()
+			fl.adopt()
 		}
-		d.runDeferred()
+		fl.runDeferred()
 		if closing {
 			continue
 		}
-		d.sweep()
-		d.relearn()
+		fl.sweep()
+		fl.relearn()
+	}
+}
+
+// runDeferred makes the rescues that waited for the lease.
+func (fl *fleet) runDeferred() {
+	d := fl.d
+	ws := d.lease.takeDeferred()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, w := range ws {
+		// Renewed, or not (the store unreachable): budgets first; each
+		// rescue still looks in the store before it pays.
+		d.rescues.tryLocked(w, false)
 	}
 }
 
 // adopt takes charge of what replicas whose lease ended owned (this
 // one's ended runs included).
-func (d *Dispatcher) adopt() {
+func (fl *fleet) adopt() {
+	d := fl.d
 	queued, batches, err := d.shared.Adopt(d.ctx)
 	switch {
 	case err != nil:
@@ -176,7 +207,7 @@ func (d *Dispatcher) adopt() {
 		}
 	case len(queued)+len(batches) > 0:
 		d.log.Info("adopting what replicas whose lease ended owned", "queued", len(queued), "batches", len(batches))
-		if err := d.pickUp(d.ctx, d.Store, queued, batches); err != nil && d.ctx.Err() == nil {
+		if err := d.recovery.pickUp(d.ctx, d.Store, queued, batches); err != nil && d.ctx.Err() == nil {
 			d.log.Warn("picking up adopted state failed", "err", err)
 		}
 	}
@@ -184,7 +215,8 @@ func (d *Dispatcher) adopt() {
 
 // storedElsewhere answers the requests waiting here whose results
 // another replica (or this one) stored: Watch's callback.
-func (d *Dispatcher) storedElsewhere(ids []string) {
+func (fl *fleet) storedElsewhere(ids []string) {
+	d := fl.d
 	d.mu.Lock()
 	var ws []*waiter
 	for _, id := range ids {
@@ -193,12 +225,13 @@ func (d *Dispatcher) storedElsewhere(ids []string) {
 		}
 	}
 	d.mu.Unlock()
-	d.look(ws, false)
+	fl.look(ws, false)
 }
 
 // sweep looks at every request waiting elsewhere: an announcement may
 // have been lost, or the request may be queued again.
-func (d *Dispatcher) sweep() {
+func (fl *fleet) sweep() {
+	d := fl.d
 	d.mu.Lock()
 	var ws []*waiter
 	for _, w := range d.ids.live {
@@ -207,14 +240,15 @@ func (d *Dispatcher) sweep() {
 		}
 	}
 	d.mu.Unlock()
-	d.look(ws, true)
+	fl.look(ws, true)
 }
 
 // look reads the stored state of waiters not in this process's hands,
 // many at a time: one answered is answered from its stored result; with
 // requeue, one queued in the store (its batch proven not created, or a
 // claim that skipped it) is pooled here again.
-func (d *Dispatcher) look(ws []*waiter, requeue bool) {
+func (fl *fleet) look(ws []*waiter, requeue bool) {
+	d := fl.d
 	const chunk = 500
 	for len(ws) > 0 {
 		part := ws[:min(chunk, len(ws))]
@@ -242,12 +276,12 @@ func (d *Dispatcher) look(ws []*waiter, requeue bool) {
 				// Unknown (purged?), or this process is storing its answer.
 			case sr.Result != nil && (w.state == stateElsewhere || w.state == stateQueued):
 				if w.state == stateQueued {
-					d.withdrawLocked(w)
+					d.pools.withdrawLocked(w)
 				}
 				resp, err := storedAnswer(sr)
 				d.answers.finishLocked(w, resp, err, nil)
 			case requeue && sr.State == llmfleet.RequestQueued && w.state == stateElsewhere:
-				if err := d.enqueueLocked(w); err != nil {
+				if err := d.pools.enqueueLocked(w); err != nil {
 					d.answers.finishLocked(w, nil, err, nil)
 				}
 			}
@@ -258,7 +292,8 @@ func (d *Dispatcher) look(ws []*waiter, requeue bool) {
 
 // relearn loads the turnarounds every replica observed, so that the
 // fleet routes alike.
-func (d *Dispatcher) relearn() {
+func (fl *fleet) relearn() {
+	d := fl.d
 	if d.pol.NoLearning {
 		return
 	}
@@ -267,19 +302,19 @@ func (d *Dispatcher) relearn() {
 		return
 	}
 	d.predictor.load(samples)
-	d.relearnCache(d.ctx)
+	d.cache.relearnCache(d.ctx)
 }
 
 // waitElsewhereLocked makes a waiter, with no caller, for a stored
 // request another replica has in hands, for callers to follow; false if
 // the request cannot be read.
-func (d *Dispatcher) waitElsewhereLocked(sr *llmfleet.StoredRequest, cred llmfleet.Credential) bool {
-	w := d.takeOverLocked(sr, cred)
+func (fl *fleet) waitElsewhereLocked(sr *llmfleet.StoredRequest, cred llmfleet.Credential) bool {
+	w := fl.takeOverLocked(sr, cred)
 	if w == nil {
 		return false
 	}
 	if w.state != stateElsewhere {
-		w.must(stateElsewhere, d.log)
+		w.must(stateElsewhere, fl.d.log)
 	}
 	return true
 }

@@ -9,6 +9,12 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// flexExec makes the flex calls: the attempts at the flex tier, their
+// retries within the budget, and the standard call when flex is refused.
+type flexExec struct {
+	d *Dispatcher
+}
+
 // flexTier is what the dispatcher learns of providers' flex tiers, per
 // provider and model: how long flex calls take, how often they are
 // refused for capacity, and which models refuse the tier altogether.
@@ -72,7 +78,8 @@ func (f *flexTier) info(provider, model string, has bool) Flex {
 }
 
 // flexInfo returns what RouteFlex reads of a model's flex tier.
-func (d *Dispatcher) flexInfo(provider, model string) Flex {
+func (rt *router) flexInfo(provider, model string) Flex {
+	d := rt.d
 	has := d.Flex != nil && d.Flex(provider, model)
 	return d.flex.info(provider, model, has)
 }
@@ -113,7 +120,7 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 		model = info.Model
 	}
 	d.stats.flexCalls.Add(1)
-	resp, err := d.flexCall(b.ctx, p, req, model, start, budget)
+	resp, err := d.flexer.flexCall(b.ctx, p, req, model, start, budget)
 	err = b.end(err)
 	d.calls.missed(start, budget, err)
 	d.calls.observe(p, req, llmfleet.RouteFlex, start, budget, resp, err)
@@ -127,7 +134,8 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 
 // flexCall makes the flex attempts of one request and, if flex is refused
 // for good, its standard call.
-func (d *Dispatcher) flexCall(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, model string, start time.Time, budget time.Duration) (*llmfleet.Response, error) {
+func (fx *flexExec) flexCall(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, model string, start time.Time, budget time.Duration) (*llmfleet.Response, error) {
+	d := fx.d
 	flex := *req
 	flex.Flex = true
 	for n := 0; ; n++ {
@@ -138,7 +146,7 @@ func (d *Dispatcher) flexCall(ctx context.Context, p llmfleet.Provider, req *llm
 		if budget > 0 {
 			// An attempt still unanswered when only a standard call's
 			// time is left is given up for one: flex never breaks a budget.
-			actx, cancel = d.withTimeout(ctx, start.Add(budget-reserve).Sub(t0))
+			actx, cancel = withTimeout(d.clock, ctx, start.Add(budget-reserve).Sub(t0))
 		}
 		resp, err := p.Send(actx, &flex)
 		late := err != nil && ctx.Err() == nil && context.Cause(actx) == errTimedOut
@@ -163,7 +171,7 @@ func (d *Dispatcher) flexCall(ctx context.Context, p llmfleet.Provider, req *llm
 		if budget > 0 && d.clock.Now().Add(wait+reserve).After(start.Add(budget)) {
 			break
 		}
-		if !d.sleepCtx(ctx, wait) {
+		if !fx.sleep(ctx, wait) {
 			return nil, err
 		}
 	}
@@ -176,26 +184,13 @@ func (d *Dispatcher) flexCall(ctx context.Context, p llmfleet.Provider, req *llm
 	return resp, err
 }
 
-// sleepCtx waits on the dispatcher's clock; false if ctx ended or the
+// sleep waits on the dispatcher's clock; false if ctx ended or the
 // dispatcher closed first.
-func (d *Dispatcher) sleepCtx(ctx context.Context, wait time.Duration) bool {
-	if s, ok := d.clock.(llmfleet.Sleeper); ok {
-		// A clock that must see every wait (a simulation's) takes it.
-		sctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(d.ctx, cancel)
-		defer stop()
-		return s.Sleep(sctx, wait) == nil
-	}
-	tick := make(chan struct{})
-	t := d.clock.AfterFunc(wait, func() { close(tick) })
-	defer t.Stop()
-	select {
-	case <-tick:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-d.ctx.Done():
-		return false
-	}
+func (fx *flexExec) sleep(ctx context.Context, wait time.Duration) bool {
+	d := fx.d
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(d.ctx, cancel)
+	defer stop()
+	return llmfleet.Sleep(sctx, d.clock, wait) == nil
 }

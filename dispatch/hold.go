@@ -8,6 +8,8 @@ package dispatch
 // once for an answer of the sync route, at the request's rescue time for
 // a batch's result), rather than pay for the request again.
 
+import "github.com/llmfleet/llmfleet"
+
 // hold keeps a, an answer not stored yet, with its waiter; with now, its
 // caller is answered from it at once.
 func (an *answerer) hold(a answer, now bool) {
@@ -49,7 +51,7 @@ func (an *answerer) retry(f func() bool) {
 	d.work.run(func() {
 		defer d.work.end()
 		for n := 0; !f(); n++ {
-			if !d.sleep(d.pol.RetryAfter(n)) {
+			if llmfleet.Sleep(d.ctx, d.clock, d.pol.RetryAfter(n)) != nil {
 				return
 			}
 		}

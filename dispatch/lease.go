@@ -1,7 +1,11 @@
 package dispatch
 
 import (
+	"context"
+	"sync"
 	"time"
+
+	"github.com/llmfleet/llmfleet"
 )
 
 // A replica's lease, with a SharedStore. What a replica owns in the
@@ -12,82 +16,88 @@ import (
 // renewal was sent) plus Dispatcher.Lease; past that, a rescue (the one
 // act that pays) waits for the next renewal, which the fleet loop makes
 // at once. A renewal that finds the lease ended makes the replica give
-// up what it holds in memory (relinquishLocked) and take back, by Adopt,
-// what no other replica took meanwhile; the rescues that waited then
-// check the store first (see answeredInStore), so that none pays for an
-// answer another replica stored.
+// up what it holds in memory (its pools' and trackers'
+// relinquishLocked) and take back, by Adopt, what no other replica took
+// meanwhile; the rescues that waited then check the store first (see
+// answeredInStore), so that none pays for an answer another replica
+// stored.
 
-// leaseHeldLocked reports whether this replica holds its lease, as far
-// as it knows: always without a SharedStore.
-func (d *Dispatcher) leaseHeldLocked() bool {
-	return d.shared == nil || d.clock.Now().Before(d.leaseUntil)
+// leaseHolder is the replica's lease, with a SharedStore: until when it
+// holds it as far as it knows, and the rescues waiting for its renewal,
+// which it asks the fleet loop for. It has its own lock, which may be
+// taken under the dispatcher's.
+type leaseHolder struct {
+	clock  llmfleet.Clock
+	shared bool // with a SharedStore; without one the lease is always held
+
+	mu       sync.Mutex
+	until    time.Time
+	deferred []*waiter
+	// wake ends the fleet loop's current wait (nil: none); asked is set
+	// when a renewal was asked for while it was not waiting.
+	wake  context.CancelFunc
+	asked bool
 }
 
-// deferLocked makes w's rescue wait for the next renewal of the lease,
+// start sets whether there is a lease to hold, and until when it is held.
+func (l *leaseHolder) start(shared bool, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.shared, l.until = shared, until
+}
+
+// renewed records a renewal: the lease is held until then.
+func (l *leaseHolder) renewed(until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.until = until
+}
+
+// held reports whether this replica holds its lease, as far as it knows:
+// always without a SharedStore.
+func (l *leaseHolder) held() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.shared || l.clock.Now().Before(l.until)
+}
+
+// deferRescue makes w's rescue wait for the next renewal of the lease,
 // and asks the fleet loop for it now.
-func (d *Dispatcher) deferLocked(w *waiter) {
-	d.deferred = append(d.deferred, w)
-	select {
-	case d.renew <- struct{}{}:
-	default:
+func (l *leaseHolder) deferRescue(w *waiter) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deferred = append(l.deferred, w)
+	l.asked = true
+	if l.wake != nil {
+		l.wake()
 	}
 }
 
-// runDeferred makes the rescues that waited for the lease.
-func (d *Dispatcher) runDeferred() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ws := d.deferred
-	d.deferred = nil
-	for _, w := range ws {
-		// Renewed, or not (the store unreachable): budgets first; each
-		// rescue still looks in the store before it pays.
-		d.rescues.tryLocked(w, false)
-	}
+// takeDeferred returns the rescues that waited for the lease, and forgets
+// them.
+func (l *leaseHolder) takeDeferred() []*waiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ws := l.deferred
+	l.deferred = nil
+	return ws
 }
 
-// relinquishLocked gives up what this replica held in memory once it
-// found its lease ended: the batches it tracked and the requests in its
-// pools may be another replica's now. Their waiters wait elsewhere (a
-// caller here is answered when the answer is stored, or rescued at its
-// time); what no replica adopted meanwhile comes back by Adopt.
-func (d *Dispatcher) relinquishLocked() {
-	for key, t := range d.trackers {
-		t.stop()
-		for id, f := range t.flights {
-			for _, w := range f.waiters {
-				w.advance(stateElsewhere, d.log)
-			}
-			delete(t.flights, id)
-			d.work.end()
-		}
-		if !t.busy {
-			delete(d.trackers, key)
-		}
+// wait waits on the clock for every, or until a renewal is asked for
+// (deferRescue), also while it was not waiting; false if ctx (the
+// dispatcher's) ended first.
+func (l *leaseHolder) wait(ctx context.Context, every time.Duration) bool {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l.mu.Lock()
+	if l.asked {
+		cancel()
 	}
-	for key, pl := range d.pools {
-		pl.stopTimer()
-		for _, w := range pl.items {
-			w.must(stateElsewhere, d.log)
-			w.pool = nil
-			d.stats.queueDepth.Add(-1)
-		}
-		delete(d.pools, key)
-	}
-}
-
-// sleepOr waits on the dispatcher's clock for wait, or until wake is
-// signalled; false if the dispatcher closed first.
-func (d *Dispatcher) sleepOr(wait time.Duration, wake <-chan struct{}) bool {
-	tick := make(chan struct{})
-	t := d.clock.AfterFunc(wait, func() { close(tick) })
-	defer t.Stop()
-	select {
-	case <-tick:
-		return true
-	case <-wake:
-		return d.ctx.Err() == nil
-	case <-d.ctx.Done():
-		return false
-	}
+	l.asked, l.wake = false, cancel
+	l.mu.Unlock()
+	llmfleet.Sleep(sctx, l.clock, every)
+	l.mu.Lock()
+	l.wake = nil
+	l.mu.Unlock()
+	return ctx.Err() == nil
 }

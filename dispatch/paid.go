@@ -90,7 +90,7 @@ func (p *paidLedger) drain() {
 			n = 0
 			continue
 		}
-		if !p.d.sleep(p.d.pol.RetryAfter(n)) {
+		if llmfleet.Sleep(p.d.ctx, p.d.clock, p.d.pol.RetryAfter(n)) != nil {
 			p.mu.Lock()
 			p.writing = false
 			p.mu.Unlock()

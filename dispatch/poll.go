@@ -32,12 +32,13 @@ const (
 )
 
 // trackLocked starts tracking a created batch.
-func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credential, localID string, b *llmfleet.Batch, ws []*waiter) {
+func (ts *trackerSet) trackLocked(prov llmfleet.Provider, cred llmfleet.Credential, localID string, b *llmfleet.Batch, ws []*waiter) {
+	d := ts.d
 	key := prov.Name() + "\x00" + d.fingerprint(cred)
-	t := d.trackers[key]
+	t := ts.m[key]
 	if t == nil {
-		t = &tracker{key: key, prov: prov, cred: cred, flights: map[string]*flight{}}
-		d.trackers[key] = t
+		t = &tracker{d: d, key: key, prov: prov, cred: cred, flights: map[string]*flight{}}
+		ts.m[key] = t
 	}
 	now := d.clock.Now()
 	f := &flight{id: b.ID, localID: localID, submitted: now, expires: b.ExpiresAt, size: len(ws), waiters: make(map[string]*waiter, len(ws))}
@@ -63,20 +64,25 @@ func (d *Dispatcher) trackLocked(prov llmfleet.Provider, cred llmfleet.Credentia
 	}
 	t.flights[f.id] = f
 	d.work.begin()
-	d.rescheduleLocked(t)
+	t.rescheduleLocked()
 }
 
 // rescheduleLocked sets the tracker's timer to its earliest due flight.
-func (d *Dispatcher) rescheduleLocked(t *tracker) {
+func (t *tracker) rescheduleLocked() {
+	d := t.d
 	if t.busy {
 		return
 	}
 	if len(t.flights) == 0 {
 		t.stop()
-		delete(d.trackers, t.key)
+		delete(d.trackers.m, t.key)
 		return
 	}
 	at := t.due()
+	if at.IsZero() {
+		t.stop() // every flight is being rerouted: the last reschedules
+		return
+	}
 	if t.timer != nil && t.timerAt.Equal(at) {
 		return
 	}
@@ -90,13 +96,14 @@ func (d *Dispatcher) rescheduleLocked(t *tracker) {
 		}
 		t.timer = nil
 		t.busy = true
-		d.work.run(func() { d.poll(t) })
+		d.work.run(func() { t.poll() })
 	})
 }
 
 // poll looks at every in-flight batch of the tracker with as few calls as
 // it can, then fetches the results of the batches that ended.
-func (d *Dispatcher) poll(t *tracker) {
+func (t *tracker) poll() {
+	d := t.d
 	d.mu.Lock()
 	open, ended := t.split()
 	d.mu.Unlock()
@@ -105,7 +112,7 @@ func (d *Dispatcher) poll(t *tracker) {
 	failed := map[string]error{}
 	// The status calls are bounded, so that one that never answers does
 	// not stall every batch of the credential.
-	ctx, cancel := d.withTimeout(d.ctx, pollTimeout)
+	ctx, cancel := withTimeout(d.clock, d.ctx, pollTimeout)
 	switch {
 	case len(open) == 1:
 		d.stats.managementCalls.Add(1)
@@ -115,20 +122,21 @@ func (d *Dispatcher) poll(t *tracker) {
 			seen[b.ID] = b
 		}
 	case len(open) > 1:
-		d.list(ctx, t, open, seen, failed)
+		t.list(ctx, open, seen, failed)
 	}
 	cancel()
 
 	d.mu.Lock()
 	now := d.clock.Now()
 	var gone []*flight
+	var learnt []llmfleet.TurnaroundSample
 	for _, id := range open {
 		f := t.flights[id]
 		if f == nil {
 			continue
 		}
 		if err := failed[id]; err != nil {
-			if d.pollFailedLocked(t, f, err, now) {
+			if t.pollFailedLocked(f, err, now) {
 				gone = append(gone, f)
 			}
 			continue
@@ -139,21 +147,27 @@ func (d *Dispatcher) poll(t *tracker) {
 			f.nextCheck = d.pol.NextCheck(now)
 			continue
 		}
-		d.endedLocked(t, f, b, now)
+		learnt = append(learnt, t.endedLocked(f, b, now)...)
 		ended = append(ended, f)
 	}
 	d.mu.Unlock()
 
+	if d.ObserveTurnaround != nil { // (the application's hook: not under the lock)
+		for _, s := range learnt {
+			d.ObserveTurnaround(s.Provider, s.Model, s.Turnaround)
+		}
+	}
+
 	for _, f := range gone {
-		d.giveUpFlight(t, f)
+		t.giveUpFlight(f)
 	}
 	for _, f := range ended {
-		d.fetch(t, f)
+		t.fetch(f)
 	}
 
 	d.mu.Lock()
 	t.busy = false
-	d.rescheduleLocked(t)
+	t.rescheduleLocked()
 	d.mu.Unlock()
 }
 
@@ -161,7 +175,8 @@ func (d *Dispatcher) poll(t *tracker) {
 // to give up on it: after maxRefusedPolls refusals in a row (the provider
 // answered 4xx: the batch is gone or the credential no longer reads it),
 // or when it still cannot be looked at well past its expiry.
-func (d *Dispatcher) pollFailedLocked(t *tracker, f *flight, err error, now time.Time) bool {
+func (t *tracker) pollFailedLocked(f *flight, err error, now time.Time) bool {
+	d := t.d
 	f.pollFailures++
 	f.pollErr = err
 	d.log.Warn("batch poll failed", "provider", t.prov.Name(), "batch_id", f.id, "failures", f.pollFailures, "err", err)
@@ -183,9 +198,10 @@ func refused(err error) bool {
 	return s >= 400 && s < 500 && s != http.StatusTooManyRequests && s != http.StatusRequestTimeout && s != http.StatusConflict
 }
 
-// endedLocked records that f ended and teaches the predictor its
-// turnaround.
-func (d *Dispatcher) endedLocked(t *tracker, f *flight, b *llmfleet.Batch, now time.Time) {
+// endedLocked records that f ended, teaches the predictor its turnaround
+// and returns the turnarounds it learnt, one per model.
+func (t *tracker) endedLocked(f *flight, b *llmfleet.Batch, now time.Time) []llmfleet.TurnaroundSample {
+	d := t.d
 	f.ended = b
 	d.stats.batchesEnded.Add(1)
 	turnaround := b.EndedAt.Sub(b.CreatedAt)
@@ -201,10 +217,6 @@ func (d *Dispatcher) endedLocked(t *tracker, f *flight, b *llmfleet.Batch, now t
 		}
 		samples = append(samples, llmfleet.TurnaroundSample{Provider: t.prov.Name(), Model: m, Size: f.size,
 			Turnaround: turnaround, At: b.EndedAt})
-		if observe := d.ObserveTurnaround; observe != nil {
-			name := t.prov.Name()
-			d.mu.later(func() { observe(name, m, turnaround) }) // once the lock is released
-		}
 	}
 	localID, endedAt := f.localID, b.EndedAt
 	d.work.run(func() {
@@ -219,13 +231,15 @@ func (d *Dispatcher) endedLocked(t *tracker, f *flight, b *llmfleet.Batch, now t
 		"turnaround", turnaround, "seen_after", now.Sub(f.submitted),
 		"succeeded", b.Counts.Succeeded, "errored", b.Counts.Errored,
 		"canceled", b.Counts.Canceled, "expired", b.Counts.Expired)
+	return samples
 }
 
 // list pages through the credential's batches, newest first, until every
 // open batch was seen or the listing is older than the oldest of them. The
 // open batches it did not see are retrieved one by one. A failed list
 // fails every open batch; a failed retrieve, its batch.
-func (d *Dispatcher) list(ctx context.Context, t *tracker, open []string, seen map[string]*llmfleet.Batch, failed map[string]error) {
+func (t *tracker) list(ctx context.Context, open []string, seen map[string]*llmfleet.Batch, failed map[string]error) {
+	d := t.d
 	want := make(map[string]bool, len(open))
 	for _, id := range open {
 		want[id] = true
@@ -266,7 +280,8 @@ func (d *Dispatcher) list(ctx context.Context, t *tracker, open []string, seen m
 
 // giveUpFlight answers the requests of a batch that can no longer be
 // looked at with the last error, so that no ticket waits forever.
-func (d *Dispatcher) giveUpFlight(t *tracker, f *flight) {
+func (t *tracker) giveUpFlight(f *flight) {
+	d := t.d
 	d.mu.Lock()
 	cause := f.pollErr
 	if !refused(cause) {
@@ -279,11 +294,12 @@ func (d *Dispatcher) giveUpFlight(t *tracker, f *flight) {
 	d.mu.Unlock()
 	d.log.Error("batch can no longer be looked at; answering its requests with the error", "provider", t.prov.Name(),
 		"batch_id", f.id, "requests", len(answers), "failures", f.pollFailures, "err", cause)
-	d.conclude(t, f, answers)
+	t.conclude(f, answers)
 }
 
 // conclude stores a flight's answers and, once stored, stops tracking it.
-func (d *Dispatcher) conclude(t *tracker, f *flight, answers []answer) bool {
+func (t *tracker) conclude(f *flight, answers []answer) bool {
+	d := t.d
 	ok := d.answers.deliver(answers, f.id, func() {
 		if t.flights[f.id] == f { // (not given up by relinquishLocked)
 			delete(t.flights, f.id)
@@ -293,7 +309,7 @@ func (d *Dispatcher) conclude(t *tracker, f *flight, answers []answer) bool {
 	if !ok {
 		d.mu.Lock()
 		f.nextCheck = d.clock.Now().Add(d.pol.MaxPollInterval)
-		d.holdFlightLocked(f, answers)
+		t.holdFlightLocked(f, answers)
 		d.mu.Unlock()
 		return false
 	}
@@ -308,7 +324,8 @@ func (d *Dispatcher) conclude(t *tracker, f *flight, answers []answer) bool {
 // again; a caller whose rescue time has come meanwhile is answered from
 // its answer in hand (its rescue does so later for the others), rather
 // than pay for its request again.
-func (d *Dispatcher) holdFlightLocked(f *flight, answers []answer) {
+func (t *tracker) holdFlightLocked(f *flight, answers []answer) {
+	d := t.d
 	f.held = answers
 	now := d.clock.Now()
 	for i := range answers {

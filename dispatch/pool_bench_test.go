@@ -24,7 +24,7 @@ func BenchmarkPoolJoin(b *testing.B) {
 			}
 			defer func() {
 				d.mu.Lock()
-				for _, p := range d.pools {
+				for _, p := range d.pools.m {
 					p.stopTimer()
 				}
 				d.closed = true

@@ -7,6 +7,13 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// reconciler finds out what became of creates whose fate is unknown, by
+// their tag, and sends back to their pools the requests of those proven
+// not created.
+type reconciler struct {
+	d *Dispatcher
+}
+
 // reconcile finds out what became of a create that may or may not have
 // made its batch, by its tag: the one reconciler, for a create that just
 // failed uncertainly and for an intent a previous process left. It asks
@@ -23,18 +30,19 @@ import (
 //
 // It gives up only when the dispatcher closes; the intent then stays
 // stored for the next start. Waiting callers keep their own deadlines.
-func (d *Dispatcher) reconcile(c *createCall) {
+func (rc *reconciler) reconcile(c *createCall) {
+	d := rc.d
 	settled := d.pol.Settled(c.deadline, c.answeredAt)
-	known := func(id string) bool { return d.trackedBatch(id) }
+	known := func(id string) bool { return d.trackers.trackedBatch(id) }
 	q := llmfleet.BatchQuery{Tag: c.localID, Since: c.intentAt, Size: len(c.ws), Known: known}
 	next := d.clock.Now().Add(d.pol.SettleDelay)
 	for tries := 0; ; tries++ {
-		if !d.sleepUntil(next) {
-			d.abandon(c)
+		if wait := next.Sub(d.clock.Now()); d.ctx.Err() != nil || wait > 0 && llmfleet.Sleep(d.ctx, d.clock, wait) != nil {
+			d.creates.abandon(c)
 			return
 		}
 		askedAt := d.clock.Now()
-		ctx, cancel := d.withTimeout(d.ctx, pollTimeout)
+		ctx, cancel := withTimeout(d.clock, d.ctx, pollTimeout)
 		d.stats.managementCalls.Add(1)
 		b, err := c.prov.FindBatch(ctx, c.first.Credential, q)
 		cancel()
@@ -45,12 +53,12 @@ func (d *Dispatcher) reconcile(c *createCall) {
 				d.log.Error("batch id not stored; a restart will reconcile it", "batch", c.localID, "err", jerr)
 			}
 			d.mu.Lock()
-			d.submittedLocked(c, b)
+			d.creates.submittedLocked(c, b)
 			d.work.end()
 			d.mu.Unlock()
 			return
 		case err == nil && !askedAt.Before(settled):
-			d.requeue(c)
+			rc.requeue(c)
 			return
 		case err == nil:
 			next = settled // an early list proves nothing
@@ -67,19 +75,20 @@ func (d *Dispatcher) reconcile(c *createCall) {
 }
 
 // trackedBatch reports whether the provider's batch id is tracked here.
-func (d *Dispatcher) trackedBatch(id string) bool {
+func (ts *trackerSet) trackedBatch(id string) bool {
+	d := ts.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.knownIDs[id] || d.trackedLocked(id)
+	return ts.knownIDs[id] || ts.trackedLocked(id)
 }
 
 // trackedLocked reports whether a flight of the provider's batch id is
 // tracked here.
-func (d *Dispatcher) trackedLocked(id string) bool {
+func (ts *trackerSet) trackedLocked(id string) bool {
 	if id == "" {
 		return false
 	}
-	for _, t := range d.trackers {
+	for _, t := range ts.m {
 		if t.flights[id] != nil {
 			return true
 		}
@@ -89,12 +98,13 @@ func (d *Dispatcher) trackedLocked(id string) bool {
 
 // requeue puts the requests of a batch proven not created back into their
 // pools.
-func (d *Dispatcher) requeue(c *createCall) {
+func (rc *reconciler) requeue(c *createCall) {
+	d := rc.d
 	d.log.Info("uncertain create did not make the batch; requeueing", "batch", c.localID, "requests", len(c.ws))
 	err := d.journal.requeue(d.ctx, c.localID)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	delete(d.creating, c.localID)
+	delete(d.creates.creating, c.localID)
 	if errors.Is(err, llmfleet.ErrStale) {
 		// Another replica found the batch by its tag and tracks it: its
 		// answers come from there.
@@ -119,7 +129,7 @@ func (d *Dispatcher) requeue(c *createCall) {
 			back = append(back, w)
 		}
 	}
-	for w, err := range d.enqueueAllLocked(back) {
+	for w, err := range d.pools.enqueueAllLocked(back) {
 		d.answers.finishLocked(w, nil, err, nil)
 	}
 	d.work.end()
@@ -127,10 +137,11 @@ func (d *Dispatcher) requeue(c *createCall) {
 
 // abandon answers the waiting callers of an unresolved create when the
 // dispatcher closes; the intent stays stored for the next start.
-func (d *Dispatcher) abandon(c *createCall) {
+func (cr *creator) abandon(c *createCall) {
+	d := cr.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	delete(d.creating, c.localID)
+	delete(cr.creating, c.localID)
 	for _, w := range c.ws {
 		d.answers.finishLocked(w, nil, llmfleet.ErrClosed, nil)
 	}

@@ -121,8 +121,8 @@ func TestRestartLeftoverBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		d2.mu.Lock()
-		for _, p := range d2.pools {
-			d2.flushLocked(p, true)
+		for _, p := range d2.pools.m {
+			d2.pools.flushLocked(p, true)
 		}
 		d2.mu.Unlock()
 		for len(f.batchSizes()) < 2 {

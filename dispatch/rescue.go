@@ -63,15 +63,15 @@ func (rs *rescuer) tryLocked(w *waiter, leased bool) {
 	if d.answers.replyHeldLocked(w) {
 		return
 	}
-	if leased && !d.leaseHeldLocked() {
+	if leased && !d.lease.held() {
 		// What this replica acts on may be another's by now: the rescue
 		// waits for the lease to be renewed (see fence).
-		d.deferLocked(w)
+		d.lease.deferRescue(w)
 		return
 	}
 	w.rescuing = true
 	if w.state == stateQueued {
-		d.withdrawLocked(w)
+		d.pools.withdrawLocked(w)
 	}
 	d.log.Info("batched request late; rescuing it sync", "request_id", w.id, "state", w.state.String(),
 		"deadline", w.deadline, "model", w.info.Model)
@@ -100,7 +100,7 @@ func (rs *rescuer) run(w *waiter) {
 		}
 		d.mu.Lock()
 		if w.state == stateQueued && !w.pool.has(w) {
-			if eerr := d.enqueueLocked(w); eerr != nil {
+			if eerr := d.pools.enqueueLocked(w); eerr != nil {
 				d.answers.finishLocked(w, nil, fmt.Errorf("%w (rescue failed: %v)", eerr, a.err), nil)
 			}
 		}
@@ -136,7 +136,7 @@ func (rs *rescuer) answeredInStore(w *waiter) bool {
 		return false
 	}
 	if w.state == stateQueued {
-		d.withdrawLocked(w)
+		d.pools.withdrawLocked(w)
 	}
 	d.answers.finishLocked(w, resp, rerr, nil)
 	return true

@@ -7,6 +7,13 @@ import (
 	"github.com/llmfleet/llmfleet/cachecost"
 )
 
+// router decides a request's route: by its budget (the Policy, the
+// predictors, the flex tier) and, for a prompt with cache breakpoints,
+// by the cost model.
+type router struct {
+	d *Dispatcher
+}
+
 // Plan returns the route Submit would choose for req now (see route).
 func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.Route {
 	budget = d.pol.Budget(budget)
@@ -21,7 +28,7 @@ func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.
 	if err != nil {
 		return llmfleet.RouteSync
 	}
-	return d.route(p, req, info, budget)
+	return d.router.route(p, req, info, budget)
 }
 
 // feasible is what a request's budget allows: the batch route (its
@@ -34,11 +41,12 @@ type feasible struct {
 
 // feasibleRoutes applies Policy.Route and Policy.RouteFlex to a request
 // of model with budget.
-func (d *Dispatcher) feasibleRoutes(provider, model string, budget time.Duration) feasible {
+func (rt *router) feasibleRoutes(provider, model string, budget time.Duration) feasible {
+	d := rt.d
 	var f feasible
 	reserve := d.pol.Reserve(d.syncLat.predict(provider, model))
 	d.mu.Lock()
-	ages := flightAges(d.trackers, d.clock.Now(), provider, model)
+	ages := flightAges(d.trackers.m, d.clock.Now(), provider, model)
 	d.mu.Unlock()
 	predicted := d.predictor.atCensored(provider, model, d.pol.OnTimeQuantile(), ages)
 	f.blind = d.pol.Route(budget, predicted, reserve, false)
@@ -48,7 +56,7 @@ func (d *Dispatcher) feasibleRoutes(provider, model string, budget time.Duration
 		f.batch, f.explore = true, true
 	}
 	if d.Flex != nil {
-		fi := d.flexInfo(provider, model)
+		fi := rt.flexInfo(provider, model)
 		flexReserve := d.syncLat.predict(provider, model) + d.pol.RescueMargin
 		f.flex = d.pol.RouteFlex(llmfleet.RouteSync, budget, flexReserve, fi) == llmfleet.RouteFlex
 		if f.flex && d.pol.RouteFlex(f.blind, budget, flexReserve, fi) == llmfleet.RouteFlex {
@@ -68,14 +76,15 @@ func (d *Dispatcher) feasibleRoutes(provider, model string, budget time.Duration
 // Policy.CacheBlind, by the cost model: the cheapest of those routes by
 // expected bill, never one expected to cost more than sync, the
 // conversation kept on its cache unless the other is clearly cheaper.
-func (d *Dispatcher) route(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) llmfleet.Route {
+func (rt *router) route(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) llmfleet.Route {
+	d := rt.d
 	provider, model := p.Name(), info.Model
-	f := d.feasibleRoutes(provider, model, budget)
+	f := rt.feasibleRoutes(provider, model, budget)
 	r := f.blind
 	if !d.pol.CacheBlind && info.Prompt.Cached() && (f.batch || f.flex) {
-		if v, ok := d.costView(p, req, info, budget, f, true); ok {
+		if v, ok := rt.costView(p, req, info, budget, f, true); ok {
 			r = v.choice.Route
-			d.book.Routed(d.fingerprint(req.Credential), info.Prompt.Conversation, r, d.clock.Now())
+			d.cache.book.Routed(d.fingerprint(req.Credential), info.Prompt.Conversation, r, d.clock.Now())
 		}
 	}
 	if r == llmfleet.RouteBatch && f.explore {
@@ -107,7 +116,8 @@ type costView struct {
 // With decide, it is the routing decision: the batch route may be tried
 // to measure the batch cache's rate (cachecost.Explore), and the trial is
 // counted; otherwise it only looks.
-func (d *Dispatcher) costView(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration, f feasible, decide bool) (costView, bool) {
+func (rt *router) costView(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration, f feasible, decide bool) (costView, bool) {
+	d := rt.d
 	if d.Prices == nil {
 		return costView{}, false
 	}
@@ -117,13 +127,13 @@ func (d *Dispatcher) costView(p llmfleet.Provider, req *llmfleet.Request, info l
 		return costView{}, false
 	}
 	cred := d.fingerprint(req.Credential)
-	believed, missing := d.book.Request(model, cred, info.Prompt, d.book.Output(model))
+	believed, missing := d.cache.book.Request(model, cred, info.Prompt, d.cache.book.Output(model))
 	if len(missing) > 0 {
-		d.readPrefixes(cred, missing) // for the turns to come
+		d.cache.readPrefixes(cred, missing) // for the turns to come
 	}
 	now := d.clock.Now()
-	v := costView{model: cachecost.Model{Prices: prices, Rates: d.book.Rates(provider, model, cred)}, believed: believed, at: now}
-	ahead := d.ahead(provider, model, cred, budget, f)
+	v := costView{model: cachecost.Model{Prices: prices, Rates: d.cache.book.Rates(provider, model, cred)}, believed: believed, at: now}
+	ahead := rt.ahead(provider, model, cred, budget, f)
 	v.sync = v.model.Cost(believed, cachecost.Option{Route: llmfleet.RouteSync, At: now})
 	v.sync.Ahead = v.model.AheadOf(believed, v.sync, ahead)
 	var opts []cachecost.Estimate
@@ -133,21 +143,21 @@ func (d *Dispatcher) costView(p llmfleet.Provider, req *llmfleet.Request, info l
 		opts = append(opts, e)
 	}
 	if f.batch {
-		b := v.model.Cost(d.book.Presume(believed, cred, now), d.batchOption(provider, model, budget, now, v.sync.USD))
+		b := v.model.Cost(d.cache.book.Presume(believed, cred, now), rt.batchOption(provider, model, budget, now, v.sync.USD))
 		b.Ahead = v.model.AheadOf(believed, b, ahead)
 		v.batch = &b
 		opts = append(opts, b)
 	}
-	v.choice = cachecost.Choose(d.book.Current(cred, info.Prompt.Conversation, now), cachecost.DefaultMargin, v.sync, opts...)
+	v.choice = cachecost.Choose(d.cache.book.Current(cred, info.Prompt.Conversation, now), cachecost.DefaultMargin, v.sync, opts...)
 	if v.batch != nil && decide && !f.explore && d.pol.CacheTrials > 0 {
-		measuring := d.book.Measuring(provider, model, cred, int64(d.pol.CacheTrials))
+		measuring := d.cache.book.Measuring(provider, model, cred, int64(d.pol.CacheTrials))
 		if c := cachecost.Explore(v.choice, v.sync, *v.batch, measuring, cacheTrialMargin); c.Route != v.choice.Route {
 			v.choice = c
-			d.book.Tried(provider, model, cred)
+			d.cache.book.Tried(provider, model, cred)
 		}
 	}
 	if v.batch != nil { // (whatever routing chose: a forced batch is batched too)
-		v.ttl1h = d.upgradeTTL(provider, model, v)
+		v.ttl1h = rt.upgradeTTL(provider, model, v)
 	}
 	return v, true
 }
@@ -159,12 +169,13 @@ const cacheTrialMargin = 0.3
 // ahead is what the cost model assumes of the next turn of a
 // conversation of model under cred whose budget allows f (see
 // cachecost.Ahead).
-func (d *Dispatcher) ahead(provider, model, cred string, budget time.Duration, f feasible) cachecost.Ahead {
+func (rt *router) ahead(provider, model, cred string, budget time.Duration, f feasible) cachecost.Ahead {
+	d := rt.d
 	if d.pol.CacheLookAhead < 0 {
 		return cachecost.Ahead{}
 	}
 	median := d.predictor.at(provider, model, 0.5)
-	a := cachecost.Ahead{Weight: d.pol.CacheLookAhead, Think: d.book.Think(cred), Batchable: f.batch,
+	a := cachecost.Ahead{Weight: d.pol.CacheLookAhead, Think: d.cache.book.Think(cred), Batchable: f.batch,
 		SyncLatency: d.syncLat.at(provider, model, 0.5), BatchLatency: median + d.pol.BatchWindow/2}
 	if f.batch {
 		avail := budget - d.pol.Reserve(d.syncLat.predict(provider, model)) - d.pol.Slack() - d.pol.BatchWindow/2
@@ -178,7 +189,8 @@ func (d *Dispatcher) ahead(provider, model, cred string, budget time.Duration, f
 // pool's window and half the model's typical turnaround; it is late (and
 // rescued, paying rescue on top) with the share of the model's
 // turnarounds that would not fit its budget less the rescue's reserve.
-func (d *Dispatcher) batchOption(provider, model string, budget time.Duration, now time.Time, rescue float64) cachecost.Option {
+func (rt *router) batchOption(provider, model string, budget time.Duration, now time.Time, rescue float64) cachecost.Option {
+	d := rt.d
 	median := d.predictor.at(provider, model, 0.5)
 	wait := d.pol.BatchWindow / 2
 	avail := budget - d.pol.Reserve(d.syncLat.predict(provider, model)) - d.pol.Slack() - wait
@@ -196,11 +208,12 @@ func (d *Dispatcher) batchOption(provider, model string, budget time.Duration, n
 // gone before the conversation's next turn could read it), and what the
 // next turn is expected to save by reading it (it goes to batch too, at
 // the batch cache's hit rate) repays the dearer write.
-func (d *Dispatcher) upgradeTTL(provider, model string, v costView) bool {
+func (rt *router) upgradeTTL(provider, model string, v costView) bool {
+	d := rt.d
 	if d.pol.NoTTLUpgrade || v.batch == nil {
 		return false
 	}
-	if _, ok := d.providerUpgrader(provider); !ok {
+	if _, ok := rt.providerUpgrader(provider); !ok {
 		return false
 	}
 	pts := v.believed.Points
@@ -220,7 +233,8 @@ func (d *Dispatcher) upgradeTTL(provider, model string, v costView) bool {
 }
 
 // providerUpgrader returns the TTLUpgrader of a provider, if it is one.
-func (d *Dispatcher) providerUpgrader(name string) (llmfleet.TTLUpgrader, bool) {
+func (rt *router) providerUpgrader(name string) (llmfleet.TTLUpgrader, bool) {
+	d := rt.d
 	for _, p := range d.Providers {
 		if p.Name() == name {
 			u, ok := p.(llmfleet.TTLUpgrader)

@@ -137,7 +137,7 @@ func TestSubmitFuncBudget(t *testing.T) {
 			t.Fatalf("after cancel: %+v", got)
 		}
 		d.mu.Lock()
-		pooled := len(d.pools)
+		pooled := len(d.pools.m)
 		d.mu.Unlock()
 		if pooled != 0 {
 			t.Errorf("%d pools left after the only queued request left", pooled)

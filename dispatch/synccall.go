@@ -79,11 +79,11 @@ func (s *syncCaller) observe(p llmfleet.Provider, req *llmfleet.Request, route l
 			e.Model = resp.Model
 		}
 		if route == llmfleet.RouteFlex && !d.pol.CacheBlind && info.Prompt.Cached() {
-			if v, ok := d.costView(p, req, info, budget, feasible{}, false); ok {
+			if v, ok := d.router.costView(p, req, info, budget, feasible{}, false); ok {
 				e.SyncUSD = syncBill(&v, resp.Usage)
 			}
 		}
-		e.MissUSD = d.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, e.Time, nil, resp.Usage)
+		e.MissUSD = d.cache.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, e.Time, nil, resp.Usage)
 	} else if mayBeBilled(err) {
 		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(req.Body))), true
 	}

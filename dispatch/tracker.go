@@ -8,10 +8,20 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// trackerSet holds the trackers, one per provider and credential, under
+// the dispatcher's lock, and the provider ids of the batches the store
+// knows.
+type trackerSet struct {
+	d        *Dispatcher
+	m        map[string]*tracker
+	knownIDs map[string]bool
+}
+
 // tracker follows the in-flight batches of one provider and credential,
 // so that one upstream call answers for all of them. It owns its flights
 // and their poll schedule: one timer, set to the earliest due flight.
 type tracker struct {
+	d       *Dispatcher
 	key     string
 	prov    llmfleet.Provider
 	cred    llmfleet.Credential
@@ -43,12 +53,19 @@ type flight struct {
 	// held are the answers read from its results that could not be
 	// stored yet (see holdFlightLocked).
 	held []answer
+	// rerouting is set while the requests of a batch that failed as a
+	// whole are sent sync (see reroute): no poll fetches it meanwhile.
+	rerouting bool
 }
 
-// due returns the earliest next check of the flights (zero: none).
+// due returns the earliest next check of the flights (zero: none), but
+// for those being rerouted.
 func (t *tracker) due() time.Time {
 	var at time.Time
 	for _, f := range t.flights {
+		if f.rerouting {
+			continue
+		}
 		if at.IsZero() || f.nextCheck.Before(at) {
 			at = f.nextCheck
 		}
@@ -62,6 +79,9 @@ func (t *tracker) due() time.Time {
 // simulator's runs are reproducible).
 func (t *tracker) split() (open []string, ended []*flight) {
 	for id, f := range t.flights {
+		if f.rerouting {
+			continue
+		}
 		if f.ended != nil {
 			ended = append(ended, f)
 		} else {
@@ -77,5 +97,24 @@ func (t *tracker) stop() {
 	if t.timer != nil {
 		t.timer.Stop()
 		t.timer = nil
+	}
+}
+
+// relinquishLocked gives up every flight once the lease was found ended:
+// its batches may be another replica's now, and their requests wait
+// elsewhere.
+func (ts *trackerSet) relinquishLocked() {
+	for key, t := range ts.m {
+		t.stop()
+		for id, f := range t.flights {
+			for _, w := range f.waiters {
+				w.advance(stateElsewhere, ts.d.log)
+			}
+			delete(t.flights, id)
+			ts.d.work.end()
+		}
+		if !t.busy {
+			delete(ts.m, key)
+		}
 	}
 }

@@ -104,7 +104,10 @@ type reply struct {
 }
 
 // buildReply computes the deterministic reply to p: a pure function of the
-// request body.
+// request body. Its blocks are a thinking block when thinking is on, the
+// answer's text cut at the first stop sequence, and a tool_use block when
+// a tool is called and no stop sequence cut the text, all truncated where
+// max_tokens runs out.
 func buildReply(p *params) *reply {
 	seed := p.digest
 	r := &reply{id: "msg_01" + idText("msg|"+seed), model: p.model, stopReason: "end_turn"}
@@ -114,44 +117,19 @@ func buildReply(p *params) *reply {
 		return r
 	}
 	user := p.lastUserText()
-	d := parseDirectives(user)
 	var blocks []block
 	if p.thinking == "enabled" || p.thinking == "adaptive" {
-		sig := sha256.Sum256([]byte("signature|" + seed))
-		blocks = append(blocks, block{Type: "thinking", Thinking: "Thinking about: " + user,
-			Signature: base64.StdEncoding.EncodeToString(append(sig[:], sig[:]...))})
+		blocks = append(blocks, thinkingBlock(seed, user))
 	}
 	text := "Answer to: " + user
-	var toolBlock *block
-	if len(p.tools) > 0 && p.toolChoice != "none" && (d.tool || p.toolChoice == "any" || p.toolChoice == "tool") {
-		name := p.tools[0].name
-		if p.toolChoice == "tool" {
-			name = p.toolName
-		}
-		var in bytes.Buffer
-		enc := json.NewEncoder(&in)
-		enc.SetEscapeHTML(false)
-		enc.Encode(map[string]string{"query": user})
-		toolBlock = &block{Type: "tool_use", ID: "toolu_01" + idText("tool|"+seed), Name: name,
-			Input: bytes.TrimSpace(in.Bytes())}
+	toolBlock := toolCall(p, parseDirectives(user), seed, user)
+	if toolBlock != nil {
 		r.stopReason = "tool_use"
 	}
-	// Stop sequences cut the text and everything after it.
-	best := -1
-	for _, ss := range p.stopSequences {
-		if ss == "" {
-			continue
-		}
-		if i := strings.Index(text, ss); i >= 0 && (best < 0 || i < best) {
-			best = i
-			seq := ss
-			r.stopSequence = &seq
-		}
-	}
-	if best >= 0 {
-		text = text[:best]
+	if i, seq := firstStop(text, p.stopSequences); i >= 0 {
+		text = text[:i]
 		toolBlock = nil
-		r.stopReason = "stop_sequence"
+		r.stopReason, r.stopSequence = "stop_sequence", &seq
 	}
 	if text != "" {
 		blocks = append(blocks, block{Type: "text", Text: text})
@@ -159,29 +137,8 @@ func buildReply(p *params) *reply {
 	if toolBlock != nil {
 		blocks = append(blocks, *toolBlock)
 	}
-	// max_tokens truncates the output where its tokens run out.
 	if outputTokens(blocks) > p.maxTokens {
-		budget := 4*p.maxTokens - 1
-		var kept []block
-		for _, b := range blocks {
-			if budget <= 0 {
-				break
-			}
-			switch b.Type {
-			case "thinking":
-				b.Thinking = cut(b.Thinking, &budget)
-			case "text":
-				b.Text = cut(b.Text, &budget)
-			case "tool_use":
-				if int64(len(b.Input)) > budget {
-					budget = 0
-					continue
-				}
-				budget -= int64(len(b.Input))
-			}
-			kept = append(kept, b)
-		}
-		blocks = kept
+		blocks = truncate(blocks, p.maxTokens)
 		r.stopReason = "max_tokens"
 		r.stopSequence = nil
 	}
@@ -191,6 +148,76 @@ func buildReply(p *params) *reply {
 	r.content = blocks
 	r.outputTokens = outputTokens(blocks)
 	return r
+}
+
+// thinkingBlock is the thinking block of the reply to the request of
+// digest seed whose last user text is user.
+func thinkingBlock(seed, user string) block {
+	sig := sha256.Sum256([]byte("signature|" + seed))
+	return block{Type: "thinking", Thinking: "Thinking about: " + user,
+		Signature: base64.StdEncoding.EncodeToString(append(sig[:], sig[:]...))}
+}
+
+// toolCall is the tool_use block of the reply to p, or nil when it calls
+// no tool: it calls the first tool (or the one tool_choice names) when
+// tool_choice forces a tool or directive d asks for one.
+func toolCall(p *params, d directives, seed, user string) *block {
+	if len(p.tools) == 0 || p.toolChoice == "none" || !(d.tool || p.toolChoice == "any" || p.toolChoice == "tool") {
+		return nil
+	}
+	name := p.tools[0].name
+	if p.toolChoice == "tool" {
+		name = p.toolName
+	}
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]string{"query": user})
+	return &block{Type: "tool_use", ID: "toolu_01" + idText("tool|"+seed), Name: name,
+		Input: bytes.TrimSpace(in.Bytes())}
+}
+
+// firstStop returns where the earliest of the stop sequences occurs in
+// text and which one it is (the first listed of those that occur there),
+// or -1: a stop sequence cuts the text and everything after it.
+func firstStop(text string, stops []string) (int, string) {
+	best, seq := -1, ""
+	for _, ss := range stops {
+		if ss == "" {
+			continue
+		}
+		if i := strings.Index(text, ss); i >= 0 && (best < 0 || i < best) {
+			best, seq = i, ss
+		}
+	}
+	return best, seq
+}
+
+// truncate cuts blocks where maxTokens of output run out: text and
+// thinking within the budget's bytes, a tool_use block whole or not at
+// all.
+func truncate(blocks []block, maxTokens int64) []block {
+	budget := 4*maxTokens - 1
+	var kept []block
+	for _, b := range blocks {
+		if budget <= 0 {
+			break
+		}
+		switch b.Type {
+		case "thinking":
+			b.Thinking = cut(b.Thinking, &budget)
+		case "text":
+			b.Text = cut(b.Text, &budget)
+		case "tool_use":
+			if int64(len(b.Input)) > budget {
+				budget = 0
+				continue
+			}
+			budget -= int64(len(b.Input))
+		}
+		kept = append(kept, b)
+	}
+	return kept
 }
 
 // cut returns the longest prefix of s within *budget bytes, ending on a

@@ -34,6 +34,9 @@ type provider struct {
 // Default returns a new table holding the prices embedded in the binary.
 func Default() *Table {
 	t, err := Parse(bytes.NewReader(embedded))
+	if err == nil {
+		err = mergeGemini(t)
+	}
 	if err != nil {
 		panic("pricing: embedded price table: " + err.Error())
 	}

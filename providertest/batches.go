@@ -1,9 +1,7 @@
 package providertest
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -112,113 +110,6 @@ func countResults(rs map[string]llmfleet.BatchResult) llmfleet.RequestCounts {
 func (s *suite) needAdvance(t *testing.T, e Env) {
 	if e.Advance == nil {
 		t.Skip("Env.Advance is nil: batches cannot be made to end")
-	}
-}
-
-// lifecycleTag is a tag of the greatest length, 40 characters.
-const lifecycleTag = "lifecycle_0123456789_0123456789_01234567"
-
-func (s *suite) batchLifecycle(t *testing.T) {
-	e := s.env(t)
-	s.needAdvance(t, e)
-	since := e.now()
-	its := s.items(lifecycleTag, 6)
-	// A streaming request goes into a batch as BatchParams gives it.
-	params, err := e.Provider.BatchParams(s.request(e, s.body("a streamed question", `"stream":true`)))
-	if err != nil {
-		t.Fatalf("BatchParams: %v", err)
-	}
-	its = append(its, item{
-		BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-streamed", Params: params},
-		want:      llmfleet.ResultSucceeded,
-	})
-	its = append(its, item{
-		BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-bad_params",
-			Params: s.wire().Invalid(s.model(), false)},
-		want: llmfleet.ResultErrored, errorType: "invalid_request_error",
-	})
-	if s.h.ErrorPrompt != nil {
-		its = append(its, item{
-			BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-overloaded", Params: s.body(s.h.ErrorPrompt(s.wire().ErrorTypes()[0]))},
-			want:      llmfleet.ResultErrored, errorType: s.wire().ErrorTypes()[0],
-		})
-	}
-	if s.h.ExpirePrompt != "" {
-		its = append(its, item{
-			BatchItem: llmfleet.BatchItem{CustomID: lifecycleTag + "-expire_me", Params: s.body(s.h.ExpirePrompt)},
-			want:      llmfleet.ResultExpired,
-		})
-	}
-	n := len(its)
-	created, err := create(t, e, lifecycleTag, its)
-	if err != nil {
-		t.Fatalf("CreateBatch: %v", err)
-	}
-	if created.ID == "" || created.Status != llmfleet.BatchInProgress || created.Counts.Total() != n ||
-		created.Counts.Processing != n || created.CreatedAt.IsZero() || !created.EndedAt.IsZero() || created.ResultsURL != "" {
-		t.Errorf("created batch %+v", created)
-	}
-	if d := created.ExpiresAt.Sub(created.CreatedAt); d != 24*time.Hour {
-		t.Errorf("expires %v after creation, want 24h", d)
-	}
-	got, err := e.Provider.GetBatch(ctx(t), e.Credential, created.ID)
-	if err != nil {
-		t.Fatalf("GetBatch: %v", err)
-	}
-	if got.ID != created.ID || !got.CreatedAt.Equal(created.CreatedAt) || got.Counts.Total() != n {
-		t.Errorf("GetBatch %+v, created %+v", got, created)
-	}
-
-	ended := waitEnded(t, e, created.ID)
-	if ended.EndedAt.IsZero() || ended.EndedAt.Before(ended.CreatedAt) || ended.Counts.Processing != 0 || ended.Counts.Total() != n {
-		t.Errorf("ended batch %+v", ended)
-	}
-	s.find(t, e, query(lifecycleTag, n, since), created, false)
-	rs, order := results(t, e, created.ID)
-	if len(rs) != n {
-		t.Fatalf("%d results for %d requests", len(rs), n)
-	}
-	if c := countResults(rs); c != ended.Counts {
-		t.Errorf("results count %+v, batch says %+v", c, ended.Counts)
-	}
-	for _, it := range its {
-		r, ok := rs[it.CustomID]
-		if !ok {
-			t.Errorf("no result for %s", it.CustomID)
-			continue
-		}
-		if r.Type != it.want {
-			t.Errorf("%s: result %s, want %s", it.CustomID, r.Type, it.want)
-			continue
-		}
-		switch r.Type {
-		case llmfleet.ResultSucceeded:
-			if r.Error != nil {
-				t.Errorf("%s: succeeded with an error", it.CustomID)
-			}
-			m := s.checkMessage(t, it.Params, r.Message)
-			if r.Model != m.Model || r.Model == "" || r.Usage != m.Usage {
-				t.Errorf("%s: BatchResult model %q, usage %+v; the Message's %q, %+v", it.CustomID, r.Model, r.Usage, m.Model, m.Usage)
-			}
-		case llmfleet.ResultErrored:
-			if r.Error == nil {
-				t.Errorf("%s: errored without an error", it.CustomID)
-				continue
-			}
-			wantError(t, it.CustomID, r.Error, s.wire().Status(it.errorType), it.errorType)
-		}
-	}
-	inOrder := slices.EqualFunc(order, its, func(id string, it item) bool { return id == it.CustomID })
-	t.Logf("results came in submission order: %v", inOrder)
-
-	stop := errors.New("stop here")
-	calls := 0
-	err = e.Provider.Results(ctx(t), e.Credential, created.ID, func(llmfleet.BatchResult) error {
-		calls++
-		return stop
-	})
-	if !errors.Is(err, stop) || calls != 1 {
-		t.Errorf("an error from fn: Results returned %v after %d calls", err, calls)
 	}
 }
 
@@ -332,11 +223,11 @@ func (s *suite) batchCreateRejected(t *testing.T) {
 	its := s.items("dup", 2)
 	its[1].CustomID = its[0].CustomID
 	_, err := create(t, e, "dup", its)
-	wantError(t, "duplicate custom_id", err, 400, "invalid_request_error")
+	wantError(t, "duplicate custom_id", err, 400, s.invalidType())
 	its = s.items("bad", 1)
 	its[0].CustomID = "bad-not a valid id!"
 	_, err = create(t, e, "bad", its)
-	wantError(t, "bad custom_id", err, 400, "invalid_request_error")
+	wantError(t, "bad custom_id", err, 400, s.invalidType())
 	s.wantBatches(t, e, 0)
 }
 

@@ -62,11 +62,11 @@ func (s *suite) sendErrors(t *testing.T) {
 	e := s.env(t)
 	p := e.Provider
 	_, err := p.Send(ctx(t), s.request(e, s.wire().Invalid(s.model(), false)))
-	if pe := wantError(t, "an invalid body", err, 400, "invalid_request_error"); pe != nil && len(pe.Body) == 0 {
+	if pe := wantError(t, "an invalid body", err, 400, s.invalidType()); pe != nil && len(pe.Body) == 0 {
 		t.Error("error without its raw envelope")
 	}
 	_, err = p.Send(ctx(t), s.request(e, []byte(`{not json`)))
-	wantError(t, "invalid JSON", err, 400, "invalid_request_error")
+	wantError(t, "invalid JSON", err, 400, s.invalidType())
 
 	if !e.BadCredential.IsZero() {
 		req := s.request(e, s.body("hello"))
@@ -100,7 +100,7 @@ func (s *suite) stream(t *testing.T) {
 func (s *suite) streamErrors(t *testing.T) {
 	e := s.env(t)
 	_, err := e.Provider.Stream(ctx(t), s.request(e, s.wire().Invalid(s.model(), true)))
-	wantError(t, "bad streaming body", err, 400, "invalid_request_error")
+	wantError(t, "bad streaming body", err, 400, s.invalidType())
 	if s.h.ErrorPrompt != nil {
 		typ := s.wire().ErrorTypes()[0]
 		_, err := e.Provider.Stream(ctx(t), s.request(e, s.body(s.h.ErrorPrompt(typ), `"stream":true`)))

@@ -124,33 +124,55 @@ func run(ctx context.Context, c config) (*summary, error) {
 			c.model = "gpt-5-mini"
 		}
 	}
-	var call askFunc
-	switch {
-	case c.provider == "openai":
-		var err error
-		if call, err = openAIAsk(ctx, c, d); err != nil {
-			return nil, err
-		}
-	case c.provider != "" && c.provider != "anthropic":
-		return nil, fmt.Errorf("-provider %q: want anthropic or openai", c.provider)
-	case c.via == "" || c.via == "lib":
-		call = libAsk(ctx, c, d)
-	case c.via == "sdk":
-		var err error
-		if call, err = sdkAsk(ctx, c, d); err != nil {
-			return nil, err
-		}
-	case c.via == "proxy":
-		call = proxyAsk(ctx, c)
-	default:
-		return nil, fmt.Errorf("-via %q: want lib, sdk or proxy", c.via)
+	call, err := chooseAsk(ctx, c, d)
+	if err != nil {
+		return nil, err
 	}
 	if c.via != "proxy" {
 		if err := d.Open(); err != nil {
 			return nil, err
 		}
 	}
-	ask := func(prompt string) (string, llmfleet.Route, error) {
+	start := time.Now()
+	sum := runAgents(c.n, checked(call))
+	if c.via != "proxy" {
+		closeCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		_ = d.Close(closeCtx)
+	}
+	sum.Failed = len(sum.failures)
+	sum.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	if c.via != "proxy" {
+		st := d.Stats()
+		sum.Stats = &st
+	}
+	if sum.Failed > 0 {
+		return sum, fmt.Errorf("%d of %d agents failed", sum.Failed, c.n)
+	}
+	return sum, nil
+}
+
+// chooseAsk returns how the agents ask, by -provider and -via.
+func chooseAsk(ctx context.Context, c config, d *dispatch.Dispatcher) (askFunc, error) {
+	switch {
+	case c.provider == "openai":
+		return openAIAsk(ctx, c, d)
+	case c.provider != "" && c.provider != "anthropic":
+		return nil, fmt.Errorf("-provider %q: want anthropic or openai", c.provider)
+	case c.via == "" || c.via == "lib":
+		return libAsk(ctx, c, d), nil
+	case c.via == "sdk":
+		return sdkAsk(ctx, c, d)
+	case c.via == "proxy":
+		return proxyAsk(ctx, c), nil
+	}
+	return nil, fmt.Errorf("-via %q: want lib, sdk or proxy", c.via)
+}
+
+// checked wraps call with the checks of an answer: not empty, and,
+// against the emulator, an answer to its own prompt.
+func checked(call askFunc) askFunc {
+	return func(prompt string) (string, llmfleet.Route, error) {
 		text, route, err := call(prompt)
 		if err != nil {
 			return "", "", err
@@ -164,12 +186,15 @@ func run(ctx context.Context, c config) (*summary, error) {
 		}
 		return text, route, nil
 	}
+}
 
-	start := time.Now()
-	sum := &summary{Agents: c.n, Routes: map[llmfleet.Route]int{}}
+// runAgents runs n agents at once, each asking two dependent turns, and
+// returns the routes their answers came by and their failures.
+func runAgents(n int, ask askFunc) *summary {
+	sum := &summary{Agents: n, Routes: map[llmfleet.Route]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for i := range c.n {
+	for i := range n {
 		wg.Go(func() {
 			first, r1, err := ask(fmt.Sprintf("Agent %d, turn 1: name a prime number.", i))
 			if err == nil {
@@ -191,21 +216,7 @@ func run(ctx context.Context, c config) (*summary, error) {
 		})
 	}
 	wg.Wait()
-	if c.via != "proxy" {
-		closeCtx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		_ = d.Close(closeCtx)
-	}
-	sum.Failed = len(sum.failures)
-	sum.Elapsed = time.Since(start).Round(time.Millisecond).String()
-	if c.via != "proxy" {
-		st := d.Stats()
-		sum.Stats = &st
-	}
-	if sum.Failed > 0 {
-		return sum, fmt.Errorf("%d of %d agents failed", sum.Failed, c.n)
-	}
-	return sum, nil
+	return sum
 }
 
 // libAsk asks through the dispatcher's Submit.

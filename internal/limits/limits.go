@@ -6,10 +6,12 @@
 package limits
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -45,12 +47,16 @@ func Measure(root string) (Figures, error) {
 		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 			return nil
 		}
-		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		file, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		f.Files[rel] = fset.Position(file.End()).Line
+		f.Files[rel] = lineCount(src)
 		dir := filepath.Dir(rel)
 		for _, decl := range file.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
@@ -69,6 +75,16 @@ func Measure(root string) (Figures, error) {
 		return nil
 	})
 	return f, err
+}
+
+// lineCount returns the lines of src, a last line without its newline
+// included: trailing comments and blank lines count, as an editor shows.
+func lineCount(src []byte) int {
+	n := bytes.Count(src, []byte("\n"))
+	if len(src) > 0 && src[len(src)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // recvType returns the name of a receiver's type.

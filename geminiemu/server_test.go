@@ -1,0 +1,164 @@
+package geminiemu_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet/geminiemu"
+	"github.com/llmfleet/llmfleet/geminiwire"
+	"github.com/llmfleet/llmfleet/providertest"
+)
+
+// post sends body to path with headers kv... and returns the status, the
+// body and the headers.
+func post(t *testing.T, srv *httptest.Server, path, body string, kv ...string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
+	for i := 0; i+1 < len(kv); i += 2 {
+		req.Header.Set(kv[i], kv[i+1])
+	}
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), res.Header
+}
+
+const hello = `{"contents":[{"role":"user","parts":[{"text":"hello"}]}]}`
+
+// TestStrict: credentials, models and bodies are checked as the API does,
+// and every refusal is Google's envelope.
+func TestStrict(t *testing.T) {
+	srv := httptest.NewServer(&geminiemu.Server{Keys: []string{"good"}})
+	defer srv.Close()
+	gen := "/v1beta/models/gemini-2.5-flash:generateContent"
+	for _, c := range []struct {
+		name, path, body string
+		kv               []string
+		status           int
+		statusName, msg  string
+	}{
+		{"no key", gen, hello, nil, 403, "PERMISSION_DENIED", "unregistered callers"},
+		{"bad key", gen, hello, []string{"X-Goog-Api-Key", "bad"}, 400, "INVALID_ARGUMENT", "API key not valid"},
+		{"unknown model", "/v1beta/models/gemini-0:generateContent?key=good", hello, nil, 404, "NOT_FOUND", "models/gemini-0 is not found"},
+		{"unknown member", gen + "?key=good", `{"contents":[{"parts":[{"text":"x"}]}],"stream":true}`, nil, 400, "INVALID_ARGUMENT", `Unknown name "stream"`},
+		{"unknown config", gen + "?key=good", `{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"max_tokens":5}}`, nil, 400, "INVALID_ARGUMENT", "generation_config"},
+		{"no contents", gen + "?key=good", `{"contents":[]}`, nil, 400, "INVALID_ARGUMENT", "contents is not specified"},
+		{"other model", gen + "?key=good", `{"model":"models/gemini-2.5-pro","contents":[{"parts":[{"text":"x"}]}]}`, nil, 400, "INVALID_ARGUMENT", "does not match"},
+		{"bad tier", gen + "?key=good", `{"contents":[{"parts":[{"text":"x"}]}],"serviceTier":"cheap"}`, nil, 400, "INVALID_ARGUMENT", "service_tier"},
+		{"bad role", gen + "?key=good", `{"contents":[{"role":"assistant","parts":[{"text":"x"}]}]}`, nil, 400, "INVALID_ARGUMENT", "valid role"},
+		{"not json", gen + "?key=good", `{nope`, nil, 400, "INVALID_ARGUMENT", "Invalid JSON payload"},
+		{"directed", gen + "?key=good", `{"contents":[{"parts":[{"text":"x [error:INTERNAL]"}]}]}`, nil, 500, "INTERNAL", "emulated"},
+		{"no batch name", "/v1beta/models/gemini-2.5-flash:batchGenerateContent?key=good", `{"batch":{"inputConfig":{"requests":{"requests":[]}}}}`, nil, 400, "INVALID_ARGUMENT", "display_name"},
+		{"no input", "/v1beta/models/gemini-2.5-flash:batchGenerateContent?key=good", `{"batch":{"displayName":"x","inputConfig":{}}}`, nil, 400, "INVALID_ARGUMENT", "input_config"},
+		{"others' file", "/v1beta/models/gemini-2.5-flash:batchGenerateContent?key=good", `{"batch":{"displayName":"x","inputConfig":{"fileName":"files/nope"}}}`, nil, 403, "PERMISSION_DENIED", "files/nope"},
+	} {
+		status, body, _ := post(t, srv, c.path, c.body, c.kv...)
+		s, ok := geminiwire.ParseError([]byte(body))
+		if status != c.status || !ok || s.Code != c.status || s.Status != c.statusName || !strings.Contains(s.Message, c.msg) {
+			t.Errorf("%s: %d %s", c.name, status, body)
+		}
+	}
+	status, body, h := post(t, srv, gen, hello, "X-Goog-Api-Key", "good")
+	if status != 200 || h.Get("X-Gemini-Service-Tier") != "standard" || !strings.Contains(body, `"serviceTier":"standard"`) {
+		t.Errorf("standard call: %d %s %v", status, body, h)
+	}
+	// Without alt=sse a stream is a JSON array of chunks.
+	status, body, _ = post(t, srv, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?key=good", hello)
+	var chunks []geminiwire.GenerateContentResponse
+	if status != 200 || json.Unmarshal([]byte(body), &chunks) != nil || len(chunks) != 3 {
+		t.Errorf("array stream: %d %s", status, body)
+	}
+}
+
+// TestFlexAndFaults: flex waits its latency on the clock; a fault drops the
+// connection or answers an error with RetryInfo; a batch request's fault
+// is its error.
+func TestFlexAndFaults(t *testing.T) {
+	var fault atomic.Int32
+	clock := providertest.NewManualClock(time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC))
+	em := &geminiemu.Server{Clock: clockOf{clock}, FlexModels: []string{"gemini-2.5-flash"}, RetryDelay: 3 * time.Second,
+		Fault: func(path string) int {
+			if strings.Contains(path, "generateContent") {
+				return int(fault.Load())
+			}
+			return 0
+		}}
+	srv := httptest.NewServer(em)
+	defer srv.Close()
+	flex := `{"contents":[{"parts":[{"text":"x"}]}],"serviceTier":"FLEX"}`
+	if status, body, h := post(t, srv, "/v1beta/models/gemini-2.5-flash:generateContent?key=k", flex); status != 200 ||
+		h.Get("X-Gemini-Service-Tier") != "flex" {
+		t.Errorf("flex: %d %s", status, body)
+	}
+	if status, body, _ := post(t, srv, "/v1beta/models/gemini-2.5-pro:generateContent?key=k", flex); status != 400 ||
+		geminiwire.Reason(true, status, []byte(body)) == nil {
+		t.Errorf("flex on a model without it: %d %s", status, body)
+	}
+	fault.Store(429)
+	status, body, _ := post(t, srv, "/v1beta/models/gemini-2.5-flash:generateContent?key=k", hello)
+	if s, _ := geminiwire.ParseError([]byte(body)); status != 429 || s.Status != "RESOURCE_EXHAUSTED" {
+		t.Errorf("fault 429: %d %s", status, body)
+	} else if d, ok := s.RetryDelay(); !ok || d != 3*time.Second {
+		t.Errorf("fault retry delay %v", d)
+	}
+	fault.Store(geminiemu.DropConnection)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1beta/models/gemini-2.5-flash:generateContent?key=k", strings.NewReader(hello))
+	if res, err := srv.Client().Do(req); err == nil {
+		res.Body.Close()
+		t.Error("dropped connection answered")
+	}
+	fault.Store(0)
+	status, body, _ = post(t, srv, "/v1beta/models/gemini-2.5-flash:batchGenerateContent?key=k",
+		`{"batch":{"displayName":"t","inputConfig":{"requests":{"requests":[{"request":`+hello+`,"metadata":{"key":"a"}}]}}}}`)
+	if status != 200 {
+		t.Fatalf("create %d %s", status, body)
+	}
+	var op geminiwire.Operation
+	json.Unmarshal([]byte(body), &op)
+	fault.Store(503) // the request's error inside the batch, once it runs
+	clock.Advance(time.Minute)
+	res, err := http.Get(srv.URL + "/v1beta/" + op.Name + "?key=k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	json.NewDecoder(res.Body).Decode(&op)
+	if r := op.Response; r == nil || r.InlinedResponses.InlinedResponses[0].Error.Name() != geminiwire.StatusUnavailable {
+		t.Errorf("a faulted batch request: %+v", op)
+	}
+}
+
+// TestExpiry: a batch slower than 48 hours expires, its requests failed
+// DEADLINE_EXCEEDED.
+func TestExpiry(t *testing.T) {
+	clock := providertest.NewManualClock(time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC))
+	srv := httptest.NewServer(&geminiemu.Server{Clock: clockOf{clock}, BatchTurnaround: 72 * time.Hour})
+	defer srv.Close()
+	_, body, _ := post(t, srv, "/v1beta/models/gemini-2.5-flash:batchGenerateContent?key=k",
+		`{"batch":{"displayName":"t","inputConfig":{"requests":{"requests":[{"request":`+hello+`,"metadata":{"key":"a"}}]}}}}`)
+	var op geminiwire.Operation
+	json.Unmarshal([]byte(body), &op)
+	clock.Advance(49 * time.Hour)
+	res, err := http.Get(srv.URL + "/v1beta/" + op.Name + "?key=k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	json.NewDecoder(res.Body).Decode(&op)
+	if !op.Done || op.Metadata.State != geminiwire.BatchExpired || op.Response == nil {
+		t.Fatalf("expired: %+v", op.Metadata)
+	}
+	r := op.Response.InlinedResponses.InlinedResponses
+	if len(r) != 1 || r[0].Error == nil || r[0].Error.Name() != geminiwire.StatusDeadlineExceeded || op.Metadata.BatchStats.FailedRequestCount != 1 {
+		t.Errorf("expired answers %+v", r)
+	}
+}
