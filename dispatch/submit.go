@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -129,21 +128,4 @@ func (d *Dispatcher) Lookup(ctx context.Context, id string, cred llmfleet.Creden
 		return nil, llmfleet.ErrNotFound
 	}
 	return r, nil
-}
-
-// flightAges returns the ages at now of the batches of a model still in
-// flight, of the trackers (read under the dispatcher's lock).
-func flightAges(trackers map[string]*tracker, now time.Time, provider, model string) []time.Duration {
-	var ages []time.Duration
-	for _, t := range trackers {
-		if t.prov.Name() != provider {
-			continue
-		}
-		for _, f := range t.flights {
-			if f.ended == nil && slices.Contains(f.models, model) {
-				ages = append(ages, now.Sub(f.submitted))
-			}
-		}
-	}
-	return ages
 }
