@@ -138,51 +138,81 @@ func (fx *flexExec) flexCall(ctx context.Context, p llmfleet.Provider, req *llmf
 	d := fx.d
 	flex := *req
 	flex.Flex = true
+	var resp *llmfleet.Response
+	answered, err := d.ExecuteFlex(ctx, p.Name(), model, start, budget, func(actx context.Context) error {
+		var err error
+		resp, err = p.Send(actx, &flex)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if answered {
+		return resp, nil
+	}
+	d.stats.flexFallbacks.Add(1)
+	t0 := d.clock.Now()
+	resp, err = p.Send(ctx, req)
+	if err == nil && !d.pol.NoLearning {
+		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(t0))
+	}
+	return resp, err
+}
+
+// ExecuteFlex runs the flex attempts of a call of provider's model whose
+// budget counts from start (0: none), as SubmitFlex does: attempt sends
+// one attempt in the flex tier and returns nil once answered (its caller
+// keeps the answer), an error matching llmfleet.ErrFlexUnavailable or
+// llmfleet.ErrFlexUnsupported for a refusal, or another error to give up
+// with. A capacity refusal is retried after Policy.FlexRetryAfter while
+// the budget leaves room for the wait and a standard call (its predicted
+// latency and RescueMargin: the reserve the router plans with); an attempt
+// still unanswered when only that is left is given up (its context ends).
+// It returns true once an attempt was answered, false and nil when the
+// call is to go to the standard tier, or the error to give up with. See
+// llmfleet.FlexExecutor: the proxy streams its flex calls this way.
+func (d *Dispatcher) ExecuteFlex(ctx context.Context, provider, model string, start time.Time, budget time.Duration,
+	attempt func(context.Context) error) (bool, error) {
 	for n := 0; ; n++ {
 		t0 := d.clock.Now()
 		// What a standard call needs after this attempt, should it fail.
-		reserve := d.syncLat.predict(p.Name(), model) + d.pol.RescueMargin
+		reserve := d.syncLat.predict(provider, model) + d.pol.RescueMargin
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if budget > 0 {
 			// An attempt still unanswered when only a standard call's
 			// time is left is given up for one: flex never breaks a budget.
 			actx, cancel = withTimeout(d.clock, ctx, start.Add(budget-reserve).Sub(t0))
 		}
-		resp, err := p.Send(actx, &flex)
+		err := attempt(actx)
 		late := err != nil && ctx.Err() == nil && context.Cause(actx) == errTimedOut
 		cancel()
 		if late {
-			d.ObserveFlex(p.Name(), model, d.clock.Now().Sub(t0), nil) // as slow as that, at least
-			d.log.Info("flex call too slow for its budget: standard tier", "provider", p.Name(), "model", model)
-			break
+			d.ObserveFlex(provider, model, d.clock.Now().Sub(t0), nil) // as slow as that, at least
+			d.log.Info("flex call too slow for its budget: standard tier", "provider", provider, "model", model)
+			return false, nil
 		}
-		d.ObserveFlex(p.Name(), model, d.clock.Now().Sub(t0), err)
+		d.ObserveFlex(provider, model, d.clock.Now().Sub(t0), err)
 		if err == nil || ctx.Err() != nil {
-			return resp, err
+			return err == nil, err
 		}
 		if errors.Is(err, llmfleet.ErrFlexUnsupported) {
-			d.log.Info("flex tier refused for the model: standard tier from now on", "provider", p.Name(), "model", model)
-			break
+			d.log.Info("flex tier refused for the model: standard tier from now on", "provider", provider, "model", model)
+			return false, nil
 		}
 		if !errors.Is(err, llmfleet.ErrFlexUnavailable) {
-			return nil, err
+			return false, err
 		}
 		wait := d.pol.FlexRetryAfter(n)
 		if budget > 0 && d.clock.Now().Add(wait+reserve).After(start.Add(budget)) {
-			break
+			return false, nil
 		}
-		if !fx.sleep(ctx, wait) {
-			return nil, err
+		if !d.flexer.sleep(ctx, wait) {
+			return false, err
 		}
 	}
-	d.stats.flexFallbacks.Add(1)
-	t0 := d.clock.Now()
-	resp, err := p.Send(ctx, req)
-	if err == nil && !d.pol.NoLearning {
-		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(t0))
-	}
-	return resp, err
 }
+
+var _ llmfleet.FlexExecutor = (*Dispatcher)(nil)
 
 // sleep waits on the dispatcher's clock; false if ctx ended or the
 // dispatcher closed first.

@@ -16,7 +16,7 @@ import (
 // batched streaming request with it.
 
 // pingEvent is the keep-alive event, byte for byte as the API sends it.
-const pingEvent = "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+var pingEvent = string(sse.AppendEvent(nil, "ping", []byte(`{"type": "ping"}`)))
 
 // deltaUsageKeys are the usage counts that message_delta repeats, as
 // cumulative totals, after the stream's content.
