@@ -24,6 +24,7 @@ import (
 	"github.com/llmfleet/llmfleet/dashboard"
 	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/ledger"
+	"github.com/llmfleet/llmfleet/pricing"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes.
@@ -263,7 +264,11 @@ func checkUSD(t *testing.T, what string, got, want float64) {
 // report against costs computed here from the usage the emulator gave the
 // client and the published prices.
 func TestLedgerFigures(t *testing.T) {
-	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 }}
+	// The emulator serves the model the config file prices, as it refuses
+	// unknown ones. It answers by the names asked (no dated ids) until the
+	// ledger and the metrics key their figures by pricing.Canonical.
+	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 },
+		Models: append(pricing.Default().Models(pricing.DefaultProvider), "claude-custom-1"), ModelIDs: map[string]string{}}
 	// The size of the body of the call cut by its hard deadline, whose
 	// usage the ledger estimates from it.
 	cutBody := make(chan int, 1)
