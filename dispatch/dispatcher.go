@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -293,10 +292,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 // Stats returns a snapshot of the dispatcher's counters.
 func (d *Dispatcher) Stats() llmfleet.Stats {
 	d.mu.Lock()
-	inflight := int64(0)
-	for _, t := range d.trackers.m {
-		inflight += int64(len(t.flights))
-	}
+	inflight := int64(d.trackers.countLocked())
 	d.mu.Unlock()
 	s := &d.stats
 	return llmfleet.Stats{
@@ -333,13 +329,7 @@ type FlightInfo struct {
 func (d *Dispatcher) InFlight() []FlightInfo {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []FlightInfo
-	for _, t := range d.trackers.m {
-		for _, f := range t.flights {
-			out = append(out, FlightInfo{ID: f.id, Provider: t.prov.Name(), Models: slices.Clone(f.models),
-				Requests: len(f.waiters), Submitted: f.submitted, PredictedEnd: f.submitted.Add(f.predicted), Ended: f.ended != nil})
-		}
-	}
+	out := d.trackers.infoLocked()
 	sort.Slice(out, func(i, j int) bool { return out[i].Submitted.Before(out[j].Submitted) })
 	return out
 }

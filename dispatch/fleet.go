@@ -185,10 +185,9 @@ func (fl *fleet) loop() {
 // runDeferred makes the rescues that waited for the lease.
 func (fl *fleet) runDeferred() {
 	d := fl.d
-	ws := d.lease.takeDeferred()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, w := range ws {
+	for _, w := range d.lease.takeDeferred() {
 		// Renewed, or not (the store unreachable): budgets first; each
 		// rescue still looks in the store before it pays.
 		d.rescues.tryLocked(w, false)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -252,23 +251,4 @@ func (d *Dispatcher) Lookup(ctx context.Context, id string, cred llmfleet.Creden
 		return nil, llmfleet.ErrNotFound
 	}
 	return r, nil
-}
-
-// flightAges returns the ages of the batches of a model still in flight.
-func (d *Dispatcher) flightAges(provider, model string) []time.Duration {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	now := d.clock.Now()
-	var ages []time.Duration
-	for _, t := range d.trackers.m {
-		if t.prov.Name() != provider {
-			continue
-		}
-		for _, f := range t.flights {
-			if f.ended == nil && slices.Contains(f.models, model) {
-				ages = append(ages, now.Sub(f.submitted))
-			}
-		}
-	}
-	return ages
 }
