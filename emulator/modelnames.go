@@ -19,24 +19,28 @@ type modelNames struct {
 }
 
 // newModelNames resolves the Models and ModelIDs fields: the served ids
-// are the listed models, the aliases that lead to them, and TestModel.
+// are the listed models, the aliases (of the price table or of ModelIDs)
+// that lead to them, and TestModel.
 func (s *Server) newModelNames() *modelNames {
 	tab := pricing.Default()
 	ids := s.Models
 	if ids == nil {
 		ids = tab.Models(pricing.DefaultProvider)
 	}
+	aliases := tab.Aliases(pricing.DefaultProvider)
 	dated := s.ModelIDs
 	if dated == nil {
-		dated = tab.Aliases(pricing.DefaultProvider)
+		dated = aliases
 	}
 	n := &modelNames{known: map[string]bool{TestModel: true}, dated: maps.Clone(dated)}
 	for _, id := range ids {
 		n.known[id] = true
 	}
-	for alias, id := range n.dated {
-		if n.known[id] {
-			n.known[alias] = true
+	for _, m := range []map[string]string{aliases, dated} {
+		for alias, id := range m {
+			if n.known[id] {
+				n.known[alias] = true
+			}
 		}
 	}
 	return n

@@ -99,7 +99,8 @@ type Server struct {
 	// Models are the model ids GET /v1/models lists and GET
 	// /v1/models/{model_id} knows. Nil means the Anthropic models of the
 	// default price table (pricing.Default). The messages endpoints serve
-	// these, the aliases of ModelIDs that lead to them, and TestModel; any
+	// these, the aliases (of that table or of ModelIDs) that lead to them,
+	// and TestModel; any
 	// other model is refused with 404 not_found_error, as the real API
 	// does (a batch request for it ends errored).
 	Models []string
@@ -107,7 +108,8 @@ type Server struct {
 	// ModelIDs maps a model alias to the dated id the answers to it name,
 	// as the real API does (a request of claude-haiku-4-5 is answered by
 	// claude-haiku-4-5-20251001). Nil means the aliases of the default
-	// price table; an empty map answers every model by the name asked.
+	// price table; an empty map answers every model by the name asked
+	// (aliases are still served).
 	ModelIDs map[string]string
 
 	// BatchRetryAfter is the Retry-After header a GET of a batch still

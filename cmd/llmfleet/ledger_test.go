@@ -138,7 +138,8 @@ func (x *expected) add(t *testing.T, params anthropic.MessageNewParams, u anthro
 // there, or cold where the batch cache had it).
 func (x *expected) replaySync(t *testing.T) {
 	t.Helper()
-	ts := httptest.NewServer(&emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 }})
+	ts := httptest.NewServer(&emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 },
+		Models: append(pricing.Default().Models(pricing.DefaultProvider), "claude-custom-1")})
 	defer ts.Close()
 	client := anthropic.NewClient(option.WithBaseURL(ts.URL), option.WithAPIKey("sk-replay"), option.WithMaxRetries(0))
 	for _, c := range x.calls {
