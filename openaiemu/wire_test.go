@@ -154,3 +154,44 @@ func TestResponsesStreamShape(t *testing.T) {
 		t.Errorf("completed %v", completed)
 	}
 }
+
+// A streamed chat completion with include_usage has "usage": null on every
+// chunk, then a last chunk with no choices and the whole usage; without
+// it, no usage member. Every chunk carries obfuscation and service_tier.
+func TestChatStreamShape(t *testing.T) {
+	chunks := func(body string) []map[string]any {
+		res := post(t, &openaiemu.Server{}, "/v1/chat/completions", body)
+		var out []map[string]any
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(data), &m); err != nil {
+				t.Fatal(err)
+			}
+			if m["obfuscation"] == nil || m["service_tier"] != "default" {
+				t.Errorf("chunk %s", data)
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+	with := chunks(`{"model":"gpt-4.1","messages":[{"role":"user","content":"two words"}],"stream":true,"stream_options":{"include_usage":true}}`)
+	last := with[len(with)-1]
+	for _, c := range with[:len(with)-1] {
+		if u, ok := c["usage"]; !ok || u != nil {
+			t.Errorf("chunk usage %v, %v; want null", u, ok)
+		}
+	}
+	if u, _ := last["usage"].(map[string]any); len(last["choices"].([]any)) != 0 || u == nil || u["total_tokens"] == nil {
+		t.Errorf("last chunk %v", last)
+	}
+	for _, c := range chunks(`{"model":"gpt-4.1","messages":[{"role":"user","content":"two words"}],"stream":true}`) {
+		if _, ok := c["usage"]; ok {
+			t.Errorf("a usage member without include_usage: %v", c)
+		}
+	}
+}
