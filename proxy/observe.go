@@ -11,11 +11,12 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
-// This file observes the sync route for the cost ledger. The sync route
-// goes upstream through the reverse proxy, not through the Submitter, so
-// the proxy itself reads the usage off the response as it streams to the
-// caller: the body is wrapped in a reader that passes every byte on as it
-// comes and keeps only the few members it needs (model, usage, error).
+// This file holds the syncCall, what rides in the context of a call of
+// the Anthropic face's sync route to be bounded, retried and observed for
+// the cost ledger. The sync route goes upstream through the reverse
+// proxy, not through the Submitter, so the proxy itself reads the usage
+// off the response as it streams to the caller (usagetap.go) and hands
+// the ledger entry on (observer.go).
 
 // syncCall is what the proxy knows of a sync create-message call before
 // its response arrives: it is made for a call that is observed or has a

@@ -24,13 +24,9 @@ import (
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/internal/envflag"
 	"github.com/llmfleet/llmfleet/proxy"
 )
-
-// parkClientCommand is the hidden first argument that makes
-// llmfleet bench run the parked callers of the memory benchmark, in a
-// process of their own.
-const parkClientCommand = "park-client"
 
 // parkBody is the body of parked request i: benchBody's shape with a
 // fixed-width number, so that every body is distinct and of one length.
@@ -72,7 +68,7 @@ type parkConfig struct {
 // measurePark parks n requests on each configuration in turn and reports
 // the server-side memory they hold.
 func measurePark(ctx context.Context, n int, stdout io.Writer) ([]parkResult, error) {
-	fmt.Fprintln(stdout, `Method: the callers run in a child process ("llmfleet bench park-client"), each on its own connection,
+	fmt.Fprintln(stdout, `Method: the callers run in a child process ("llmfleet-bench park-client"), each on its own connection,
 so this process holds only the server side. After runtime.GC, runtime.MemStats is read before the
 callers connect and once all n are parked; the growth divided by n is the figure per request
 ("beyond body" subtracts the body, which the proxy must keep). The net/http floor is a handler that
@@ -189,9 +185,9 @@ func parkOnce(ctx context.Context, cfg *parkConfig, n int) (parkResult, error) {
 	runtime.ReadMemStats(&before)
 	g0 := runtime.NumGoroutine()
 
-	cmd := exec.CommandContext(ctx, exe, "bench", parkClientCommand, "-url", base, "-n", fmt.Sprint(n),
+	cmd := exec.CommandContext(ctx, exe, parkClientCommand, "-url", base, "-n", fmt.Sprint(n),
 		"-header", proxy.HeaderBudget+": 3600000")
-	cmd.Env = childEnv()
+	cmd.Env = envflag.ChildEnv()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return res, err
@@ -323,71 +319,13 @@ func runParkClient(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
-// parkingSubmitter routes every request to the batch route and holds it
-// until its caller leaves (SubmitBatch) or until release
-// (SubmitBatchFunc, whose callers the proxy parks on their connections).
-type parkingSubmitter struct {
-	active atomic.Int64
-	mu     sync.Mutex
-	held   []heldRequest
-}
-
-// heldRequest is a request parkingSubmitter holds for SubmitBatchFunc.
-type heldRequest struct {
-	req  *llmfleet.Request
-	done func(*llmfleet.Response, error)
-}
-
-func (p *parkingSubmitter) SubmitBatchFunc(_ context.Context, _ time.Duration, req *llmfleet.Request, done func(*llmfleet.Response, error)) error {
-	p.mu.Lock()
-	p.held = append(p.held, heldRequest{req, done})
-	p.mu.Unlock()
-	p.active.Add(1)
-	return nil
-}
-
-// release answers every request held for SubmitBatchFunc with
-// llmfleet.ErrClosed.
-func (p *parkingSubmitter) release() {
-	p.mu.Lock()
-	held := p.held
-	p.held = nil
-	p.mu.Unlock()
-	for _, h := range held {
-		h.done(nil, llmfleet.ErrClosed)
-		p.active.Add(-1)
-	}
-}
-
-func (p *parkingSubmitter) Submit(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
-	return p.SubmitBatch(ctx, budget, req)
-}
-
-func (p *parkingSubmitter) SubmitSync(context.Context, *llmfleet.Request) (*llmfleet.Response, error) {
-	return nil, errors.New("bench: the parking Submitter has no sync route")
-}
-
-func (p *parkingSubmitter) SubmitBatch(ctx context.Context, _ time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
-	p.active.Add(1)
-	defer p.active.Add(-1)
-	<-ctx.Done()
-	runtime.KeepAlive(req)
-	return nil, ctx.Err()
-}
-
-func (p *parkingSubmitter) Plan(time.Duration, *llmfleet.Request) llmfleet.Route {
-	return llmfleet.RouteBatch
-}
-
-func (p *parkingSubmitter) Stats() llmfleet.Stats { return llmfleet.Stats{} }
-
-// runParkBench is llmfleet bench park: the process memory each parked
+// runParkBench is llmfleet-bench park: the process memory each parked
 // batched caller costs, in three server configurations.
 func runParkBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("llmfleet bench park", flag.ContinueOnError)
+	fs := flag.NewFlagSet("llmfleet-bench park", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	n := fs.Int("n", 10000, "parked batched callers")
-	if err := parseFlags(fs, args, os.Getenv); err != nil {
+	if err := envflag.Parse(fs, args, os.Getenv); err != nil {
 		return err
 	}
 	if *n < 1 || fs.NArg() > 0 {

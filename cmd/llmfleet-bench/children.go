@@ -32,11 +32,11 @@ func (h headerFlags) Set(v string) error {
 	return nil
 }
 
-// runLoadClient is the load process of llmfleet bench: conc callers post
+// runLoadClient is the load process of llmfleet-bench: conc callers post
 // benchBody to --url for --duration, after a warm-up, and it prints one
 // loadResult as JSON.
 func runLoadClient(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("llmfleet bench "+benchLoadCommand, flag.ContinueOnError)
+	fs := flag.NewFlagSet("llmfleet-bench "+loadCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	base := fs.String("url", "", "base URL of the target; several, comma-separated, take the calls in turn (replicas behind a round-robin balancer)")
 	conc := fs.Int("concurrency", 1, "concurrent callers")
@@ -60,7 +60,8 @@ func runLoadClient(ctx context.Context, args []string, stdout, stderr io.Writer)
 	r := loadResult{
 		Requests: len(l.lat), Errors: l.failed,
 		P50us: micros(pct(l.lat, 0.50)), P99us: micros(pct(l.lat, 0.99)),
-		RPS: round2(float64(len(l.lat)+l.failed) / d.Seconds()),
+		RPS:    round2(float64(len(l.lat)+l.failed) / d.Seconds()),
+		Warmup: *conc,
 	}
 	if l.firstErr != nil {
 		r.FirstError = l.firstErr.Error()
@@ -68,11 +69,12 @@ func runLoadClient(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return json.NewEncoder(stdout).Encode(r)
 }
 
-// runBareProxy is the bare reverse proxy of llmfleet bench: an
+// runBareProxy is the bare reverse proxy of llmfleet-bench: an
 // httputil.ReverseProxy to --upstream with a pooled upstream transport
-// and a buffer pool, as a careful operator would run one, plus /healthz.
+// (HTTP/2 to a TLS upstream, by ALPN) and a buffer pool, as a careful
+// operator would run one, plus GET /readyz.
 func runBareProxy(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := flag.NewFlagSet("llmfleet bench "+benchBareProxyCommand, flag.ContinueOnError)
+	fs := flag.NewFlagSet("llmfleet-bench "+bareProxyCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	upstream := fs.String("upstream", "", "base URL of the upstream")
@@ -90,7 +92,7 @@ func runBareProxy(ctx context.Context, args []string, _, stderr io.Writer) error
 		ErrorLog:   log.New(io.Discard, "", 0),
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.Handle("/", rp)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

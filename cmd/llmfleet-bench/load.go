@@ -47,75 +47,84 @@ type load struct {
 	firstErr error // of the failed calls
 }
 
-// runLoad runs conc callers against t for d, after a short warm-up.
-func runLoad(ctx context.Context, t benchTarget, conc int, d time.Duration, body string, firstByte bool) (*load, error) {
-	tr := &http.Transport{MaxIdleConnsPerHost: conc, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	urls := append([]string{t.url}, t.more...)
-	var turn atomic.Uint64
-	one := func() (time.Duration, error) {
-		base := urls[(turn.Add(1)-1)%uint64(len(urls))]
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/messages", strings.NewReader(body))
-		if err != nil {
-			return 0, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Api-Key", "sk-bench")
-		req.Header.Set("Anthropic-Version", "2023-06-01")
-		for k, v := range t.hdr {
-			req.Header.Set(k, v)
-		}
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		var lat time.Duration
-		if firstByte {
-			var b [1]byte
-			if _, err := io.ReadFull(resp.Body, b[:]); err != nil {
-				return 0, err
-			}
-			lat = time.Since(start)
-		}
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-			return 0, err
-		}
-		if !firstByte {
-			lat = time.Since(start)
-		}
-		if resp.StatusCode/100 != 2 { // 202 for an accepted async request
-			return 0, fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return lat, nil
+// caller posts body to a target's URLs in turn.
+type caller struct {
+	ctx       context.Context
+	client    *http.Client
+	t         benchTarget
+	urls      []string
+	turn      atomic.Uint64
+	body      string
+	firstByte bool // latency to the first byte of the answer, not its end
+}
+
+// call makes one call and returns its latency.
+func (c *caller) call() (time.Duration, error) {
+	base := c.urls[(c.turn.Add(1)-1)%uint64(len(c.urls))]
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, base+"/v1/messages", strings.NewReader(c.body))
+	if err != nil {
+		return 0, err
 	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", "sk-bench")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	for k, v := range c.t.hdr {
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var lat time.Duration
+	if c.firstByte {
+		var b [1]byte
+		if _, err := io.ReadFull(resp.Body, b[:]); err != nil {
+			return 0, err
+		}
+		lat = time.Since(start)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	if !c.firstByte {
+		lat = time.Since(start)
+	}
+	if resp.StatusCode/100 != 2 { // 202 for an accepted async request
+		return 0, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return lat, nil
+}
+
+// runLoad runs conc callers against t for d, after a warm-up of one call
+// per caller.
+func runLoad(ctx context.Context, t benchTarget, conc int, d time.Duration, body string, firstByte bool) (*load, error) {
+	// HTTP/2 where a TLS target offers it (the upstream called directly),
+	// as the proxies call it.
+	tr := &http.Transport{MaxIdleConnsPerHost: conc, DisableCompression: true, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	c := &caller{ctx: ctx, client: &http.Client{Transport: tr}, t: t, urls: append([]string{t.url}, t.more...), body: body, firstByte: firstByte}
 	// Warm up: open the connections (ours and the proxies' upstream ones).
 	var wg sync.WaitGroup
 	for range conc {
-		wg.Go(func() { one() })
+		wg.Go(func() { c.call() })
 	}
 	wg.Wait()
 
 	var mu sync.Mutex
-	var all []time.Duration
-	var firstErr error
-	failed := 0
+	out := &load{}
 	deadline := time.Now().Add(d)
 	for range conc {
 		wg.Go(func() {
 			lat := make([]time.Duration, 0, 1024)
 			nerr := 0
+			var firstErr error
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				l, err := one()
+				l, err := c.call()
 				if err != nil {
 					if nerr == 0 && ctx.Err() == nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						mu.Unlock()
+						firstErr = err
 					}
 					nerr++
 					continue
@@ -123,8 +132,11 @@ func runLoad(ctx context.Context, t benchTarget, conc int, d time.Duration, body
 				lat = append(lat, l)
 			}
 			mu.Lock()
-			all = append(all, lat...)
-			failed += nerr
+			out.lat = append(out.lat, lat...)
+			out.failed += nerr
+			if out.firstErr == nil {
+				out.firstErr = firstErr
+			}
 			mu.Unlock()
 		})
 	}
@@ -132,10 +144,10 @@ func runLoad(ctx context.Context, t benchTarget, conc int, d time.Duration, body
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(all) == 0 {
-		return nil, fmt.Errorf("every request failed: %v", firstErr)
+	if len(out.lat) == 0 {
+		return nil, fmt.Errorf("every request failed: %v", out.firstErr)
 	}
-	return &load{lat: all, failed: failed, firstErr: firstErr}, nil
+	return out, nil
 }
 
 // pct returns the p-quantile of sorted s.
@@ -147,10 +159,13 @@ func pct(s []time.Duration, p float64) time.Duration {
 	return s[max(0, min(i, len(s)-1))]
 }
 
+// micros is d in microseconds, to the hundredth.
 func micros(d time.Duration) float64 { return round2(float64(d) / float64(time.Microsecond)) }
 
+// round2 rounds f to the hundredth, halves away from zero.
 func round2(f float64) float64 { return float64(int64(f*100+0.5*sign(f))) / 100 }
 
+// sign is -1 for a negative f, else 1.
 func sign(f float64) float64 {
 	if f < 0 {
 		return -1

@@ -6,19 +6,42 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 )
 
-// TestBenchSmoke runs llmfleet bench briefly, with its processes
-// (emulator, bare proxy, serve, load) started from the built binary, and
-// checks its table and JSON line; it asserts nothing about the figures.
-func TestBenchSmoke(t *testing.T) {
-	bin := buildBinary(t)
-	var out, errOut bytes.Buffer
-	err := runBench(t.Context(), []string{"--llmfleet", bin, "-duration", "100ms", "-rounds", "1", "-concurrency", "1,64"}, &out, &errOut)
+// buildBinaries builds llmfleet and llmfleet-bench into one temporary
+// directory and returns the directory.
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the llmfleet binaries")
+	}
+	gobin, err := exec.LookPath("go")
 	if err != nil {
+		t.Skip("no go command to build llmfleet with")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command(gobin, "build", "-o", dir+"/", "../llmfleet", ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// TestBenchSmoke runs llmfleet-bench briefly, with its processes
+// (the HTTPS upstream, bare proxy, serve and a variant of it, load)
+// started from the built binaries, and checks its table and JSON line; it asserts nothing about
+// the figures.
+func TestBenchSmoke(t *testing.T) {
+	dir := buildBinaries(t)
+	cmd := exec.CommandContext(t.Context(), filepath.Join(dir, "llmfleet-bench"), "-duration", "100ms", "-rounds", "1", "-concurrency", "1,64",
+		"-variant", "--access-log=false")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
 		t.Fatal(err, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -26,12 +49,15 @@ func TestBenchSmoke(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
 		t.Fatalf("last line is not the JSON report: %v\n%s", err, out.String())
 	}
-	if len(rep.Rows) != 6 || len(rep.Goals) != 3 {
+	if len(rep.Rows) != 8 || len(rep.Goals) != 3 || rep.Rows[3].Target != "serve --access-log=false" {
 		t.Fatalf("report: %+v\n%s", rep, out.String())
 	}
 	for _, r := range rep.Rows {
 		if r.Errors != 0 || r.Requests == 0 {
 			t.Fatalf("%s at %d callers: %d requests, %d errors (%s)", r.Target, r.Concurrency, r.Requests, r.Errors, r.FirstError)
+		}
+		if r.Target != directTarget && r.CPUus <= 0 && r.Concurrency == 64 {
+			t.Errorf("%s at %d callers: no CPU per request measured", r.Target, r.Concurrency)
 		}
 	}
 	if !strings.Contains(out.String(), "Goals:") {
@@ -84,19 +110,19 @@ func TestParkClient(t *testing.T) {
 	}
 }
 
-// TestBenchRun checks llmfleet bench's exit codes and that it refuses
+// TestBenchRun checks llmfleet-bench's exit codes and that it refuses
 // stray arguments.
 func TestBenchRun(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run(t.Context(), []string{"bench", "-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "usage: llmfleet bench") {
+	if code := run(t.Context(), []string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "usage: llmfleet-bench") {
 		t.Fatalf("-h: exit %d, %q", code, errOut.String())
 	}
 	errOut.Reset()
-	if code := run(t.Context(), []string{"bench", "extra"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "unexpected arguments") {
+	if code := run(t.Context(), []string{"extra"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "unexpected arguments") {
 		t.Fatalf("a stray argument: exit %d, %q", code, errOut.String())
 	}
 	errOut.Reset()
-	if code := run(t.Context(), []string{"bench", parkClientCommand, "-url", "nowhere"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is not a base URL") {
+	if code := run(t.Context(), []string{parkClientCommand, "-url", "nowhere"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "is not a base URL") {
 		t.Fatalf("the park client with a bad URL: exit %d, %q", code, errOut.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package servestate
 
 import (
 	"errors"
@@ -25,24 +25,24 @@ func TestStatePostgres(t *testing.T) {
 		return ""
 	}
 	log := slog.New(slog.DiscardHandler)
-	if _, err := openState(t.Context(), u, "", func(string) string { return "" }, log, fleetReplica{name: "r1"}); err == nil || !strings.Contains(err.Error(), SecretEnv) {
+	if _, err := Open(t.Context(), Config{DB: u, Getenv: func(string) string { return "" }, Logger: log, Replica: "r1"}); err == nil || !strings.Contains(err.Error(), SecretEnv) {
 		t.Fatalf("no secret: %v", err)
 	}
-	st, err := openState(t.Context(), u, "", env, log, fleetReplica{name: "r1"})
+	st, err := Open(t.Context(), Config{DB: u, Getenv: env, Logger: log, Replica: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.db.Close()
-	if strings.Contains(st.where, "search_path") == false {
-		t.Errorf("where %q", st.where)
+	defer st.DB.Close()
+	if strings.Contains(st.Where, "search_path") == false {
+		t.Errorf("where %q", st.Where)
 	}
-	if _, err := openState(t.Context(), u, "", env, log, fleetReplica{name: "r1"}); !errors.Is(err, llmfleet.ErrLocked) {
+	if _, err := Open(t.Context(), Config{DB: u, Getenv: env, Logger: log, Replica: "r1"}); !errors.Is(err, llmfleet.ErrLocked) {
 		t.Fatalf("a second serve under the same replica name: %v, want ErrLocked", err)
 	}
-	st.db.Close()
-	st2, err := openState(t.Context(), u, "", env, log, fleetReplica{name: "r1"})
+	st.DB.Close()
+	st2, err := Open(t.Context(), Config{DB: u, Getenv: env, Logger: log, Replica: "r1"})
 	if err != nil {
 		t.Fatalf("after the first closed: %v", err)
 	}
-	st2.db.Close()
+	st2.DB.Close()
 }

@@ -1,4 +1,4 @@
-package main
+package servestate
 
 import (
 	"encoding/base64"
@@ -13,8 +13,7 @@ import (
 )
 
 // TestMain keeps the tests' databases out of the user's data directory:
-// "llmfleet serve" without --db writes under $XDG_DATA_HOME. It removes
-// the binary the crash tests built, if any.
+// Open without a DB writes under $XDG_DATA_HOME.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "llmfleet-test-data-")
 	if err != nil {
@@ -24,9 +23,6 @@ func TestMain(m *testing.M) {
 	os.Unsetenv(SecretEnv)
 	code := m.Run()
 	os.RemoveAll(dir)
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
 	os.Exit(code)
 }
 
@@ -53,28 +49,28 @@ func TestOpenState(t *testing.T) {
 	noenv := func(string) string { return "" }
 
 	// First start: the secret file is created 0600 beside the database.
-	st, err := openState(t.Context(), db, "", noenv, quiet, fleetReplica{})
+	st, err := Open(t.Context(), Config{DB: db, Getenv: noenv, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	secret := filepath.Join(dir, "state", "llmfleet.secret")
 	fi, err := os.Stat(secret)
-	if err != nil || fi.Mode().Perm() != 0o600 || st.secret != secret {
-		t.Fatalf("secret file %v %v (%s)", fi, err, st.secret)
+	if err != nil || fi.Mode().Perm() != 0o600 || st.Secret != secret {
+		t.Fatalf("secret file %v %v (%s)", fi, err, st.Secret)
 	}
 	c := llmfleet.Credential{APIKey: "sk-ant-test"}
-	fp := st.vault.Fingerprint(c)
-	st.db.Close()
+	fp := st.Vault.Fingerprint(c)
+	st.DB.Close()
 
 	// Next start: the same secret, so the same fingerprints.
-	st, err = openState(t.Context(), db, "", noenv, quiet, fleetReplica{})
+	st, err = Open(t.Context(), Config{DB: db, Getenv: noenv, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.vault.Fingerprint(c) != fp {
+	if st.Vault.Fingerprint(c) != fp {
 		t.Fatal("the secret changed across restarts")
 	}
-	st.db.Close()
+	st.DB.Close()
 
 	// An operator-given secret wins over the file; a bad one is refused.
 	env := func(v string) func(string) string {
@@ -85,27 +81,27 @@ func TestOpenState(t *testing.T) {
 			return ""
 		}
 	}
-	st, err = openState(t.Context(), db, "", env(strings.Repeat("ab", 32)), quiet, fleetReplica{})
+	st, err = Open(t.Context(), Config{DB: db, Getenv: env(strings.Repeat("ab", 32)), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.secret != "$"+SecretEnv || st.vault.Fingerprint(c) == fp {
-		t.Fatalf("secret from %s", st.secret)
+	if st.Secret != "$"+SecretEnv || st.Vault.Fingerprint(c) == fp {
+		t.Fatalf("secret from %s", st.Secret)
 	}
-	st.db.Close()
+	st.DB.Close()
 	for _, bad := range []string{"abcd", "zz not base64 zz"} {
-		if _, err := openState(t.Context(), db, "", env(bad), quiet, fleetReplica{}); err == nil || !strings.Contains(err.Error(), SecretEnv) {
+		if _, err := Open(t.Context(), Config{DB: db, Getenv: env(bad), Logger: quiet}); err == nil || !strings.Contains(err.Error(), SecretEnv) {
 			t.Errorf("secret %q: %v", bad, err)
 		}
 	}
 
 	// Without --db, the database goes to the user's data directory.
-	st, err = openState(t.Context(), "", "", noenv, quiet, fleetReplica{})
+	st, err = Open(t.Context(), Config{DB: "", Getenv: noenv, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.db.Close()
-	if want := filepath.Join(os.Getenv("XDG_DATA_HOME"), "llmfleet", "llmfleet.db"); st.where != want {
-		t.Fatalf("default db %s, want %s", st.where, want)
+	defer st.DB.Close()
+	if want := filepath.Join(os.Getenv("XDG_DATA_HOME"), "llmfleet", "llmfleet.db"); st.Where != want {
+		t.Fatalf("default db %s, want %s", st.Where, want)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"io"
@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// logBuffer is the writer of serve's log: it takes each record (one Write
+// LogBuffer is the writer of serve's log: it takes each record (one Write
 // per line, as slog's handlers make them) into memory and writes what has
 // gathered to w every interval, or at once past maxLogBuffer bytes, so
 // that the access log costs the request path no system call. Close
 // writes what is left; a process killed outright loses at most one
 // interval of lines.
-type logBuffer struct {
+type LogBuffer struct {
 	w        io.Writer
 	interval time.Duration
 
@@ -22,18 +22,18 @@ type logBuffer struct {
 	done chan struct{}
 }
 
-// maxLogBuffer is the most bytes a logBuffer holds before it writes.
+// maxLogBuffer is the most bytes a LogBuffer holds before it writes.
 const maxLogBuffer = 64 << 10
 
-// newLogBuffer starts a logBuffer writing to w every interval.
-func newLogBuffer(w io.Writer, interval time.Duration) *logBuffer {
-	b := &logBuffer{w: w, interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
+// NewLogBuffer starts a LogBuffer writing to w every interval.
+func NewLogBuffer(w io.Writer, interval time.Duration) *LogBuffer {
+	b := &LogBuffer{w: w, interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
 	go b.loop()
 	return b
 }
 
 // Write takes one record.
-func (b *logBuffer) Write(p []byte) (int, error) {
+func (b *LogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf = append(b.buf, p...)
@@ -43,7 +43,8 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (b *logBuffer) loop() {
+// loop writes what has gathered every interval until Close.
+func (b *LogBuffer) loop() {
 	defer close(b.done)
 	t := time.NewTicker(b.interval)
 	defer t.Stop()
@@ -59,7 +60,8 @@ func (b *logBuffer) loop() {
 	}
 }
 
-func (b *logBuffer) flushLocked() {
+// flushLocked writes what has gathered; b.mu is held.
+func (b *LogBuffer) flushLocked() {
 	if len(b.buf) == 0 {
 		return
 	}
@@ -72,7 +74,7 @@ func (b *logBuffer) flushLocked() {
 }
 
 // Close stops the writer and writes what is left.
-func (b *logBuffer) Close() error {
+func (b *LogBuffer) Close() error {
 	close(b.stop)
 	<-b.done
 	b.mu.Lock()
