@@ -266,10 +266,10 @@ func checkUSD(t *testing.T, what string, got, want float64) {
 // client and the published prices.
 func TestLedgerFigures(t *testing.T) {
 	// The emulator serves the model the config file prices, as it refuses
-	// unknown ones. It answers by the names asked (no dated ids) until the
-	// ledger and the metrics key their figures by pricing.Canonical.
+	// unknown ones, and answers an alias with its dated id, as the API
+	// does: the ledger and the metrics count both names as one model.
 	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 },
-		Models: append(pricing.Default().Models(pricing.DefaultProvider), "claude-custom-1"), ModelIDs: map[string]string{}}
+		Models: append(pricing.Default().Models(pricing.DefaultProvider), "claude-custom-1")}
 	// The size of the body of the call cut by its hard deadline, whose
 	// usage the ledger estimates from it.
 	cutBody := make(chan int, 1)
