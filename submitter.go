@@ -67,14 +67,33 @@ type Tickets interface {
 }
 
 // FlexObserver is implemented by Submitters that learn from flex calls
-// made outside them: the proxy makes its own flex calls, through its
-// reverse proxy, to stream them as they come, and reports each attempt so
-// that the engine's routing learns flex latency and which models refuse
-// the tier.
+// made outside them: a caller that makes its own flex calls reports each
+// attempt so that the engine's routing learns flex latency and which
+// models refuse the tier. (The proxy runs its flex calls through a
+// FlexExecutor, which learns from them itself.)
 type FlexObserver interface {
 	// ObserveFlex reports one flex attempt of a provider's model: how long
 	// it took to its answer's headers, and how it ended: nil for an
 	// answer, or an error matching ErrFlexUnavailable or
 	// ErrFlexUnsupported (other failures need not be reported).
 	ObserveFlex(provider, model string, latency time.Duration, err error)
+}
+
+// FlexExecutor is implemented by Submitters that run the flex attempts of
+// a call whose attempts are sent by its caller: the proxy sends its flex
+// calls through its reverse proxy, to stream them as they come, and the
+// engine decides, with the reserve its routing planned with, when an
+// attempt is retried, waited for or given up for the standard tier. It
+// learns from each attempt as a FlexObserver would.
+type FlexExecutor interface {
+	// ExecuteFlex runs the flex attempts of a call of provider's model
+	// whose budget counts from start (0: none). attempt sends one attempt
+	// in the flex tier, within its context, and returns nil once answered
+	// (the caller keeps the answer), an error matching ErrFlexUnavailable
+	// or ErrFlexUnsupported for a refusal, or another error to give up
+	// with. ExecuteFlex returns true once an attempt was answered; false
+	// and nil when the call is to be sent to the standard tier; else the
+	// error to give up with.
+	ExecuteFlex(ctx context.Context, provider, model string, start time.Time, budget time.Duration,
+		attempt func(context.Context) error) (bool, error)
 }

@@ -26,20 +26,6 @@ type cacheModel struct {
 // which every replica reads: the counts at start and with the fleet's
 // turnarounds, the prefixes when a request names ones it does not know).
 
-// cacheRequest is what the cost model knew of a request when it was
-// routed, for learning from its answer and pricing its counterfactual.
-func (rt *router) cacheRequest(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) *costView {
-	d := rt.d
-	if d.pol.CacheBlind || !info.Prompt.Cached() {
-		return nil
-	}
-	v, ok := rt.costView(p, req, info, budget, feasible{batch: true}, false)
-	if !ok {
-		return nil
-	}
-	return &v
-}
-
 // learn teaches the Book the answer of a request of model with prompt,
 // sent with cred on route (the cache of its lookup; its TTLs raised to an
 // hour with ttl1h) and answered with usage u at about at; believed is

@@ -129,7 +129,7 @@ func (rv *adopter) reuseLocked(id string) *waiter {
 func (rv *adopter) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Credential) (*waiter, error) {
 	d := rv.d
 	req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Endpoint: r.Endpoint, Body: r.Body, ID: r.ID, Client: r.Client}
-	w, err := d.newWaiter(req, r.Budget, r.AcceptedAt)
+	w, err := d.accepts.newWaiter(req, r.Budget, r.AcceptedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -185,10 +185,9 @@ func (fl *fleet) loop() {
 // runDeferred makes the rescues that waited for the lease.
 func (fl *fleet) runDeferred() {
 	d := fl.d
-	ws := d.lease.takeDeferred()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, w := range ws {
+	for _, w := range d.lease.takeDeferred() {
 		// Renewed, or not (the store unreachable): budgets first; each
 		// rescue still looks in the store before it pays.
 		d.rescues.tryLocked(w, false)

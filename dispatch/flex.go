@@ -3,7 +3,9 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -12,7 +14,18 @@ import (
 // flexExec makes the flex calls: the attempts at the flex tier, their
 // retries within the budget, and the standard call when flex is refused.
 type flexExec struct {
-	d *Dispatcher
+	pol       Policy
+	clock     llmfleet.Clock
+	log       *slog.Logger
+	syncLat   *predictor // sync call latencies
+	tier      *flexTier  // what was learnt of flex tiers
+	closing   context.Context
+	fallbacks *atomic.Int64 // counts the standard calls made for flex
+}
+
+// observe learns from one flex call (see Dispatcher.ObserveFlex).
+func (fx *flexExec) observe(provider, model string, latency time.Duration, err error) {
+	fx.tier.observe(provider, model, latency, err, !fx.pol.NoLearning)
 }
 
 // flexTier is what the dispatcher learns of providers' flex tiers, per
@@ -77,13 +90,6 @@ func (f *flexTier) info(provider, model string, has bool) Flex {
 	return fi
 }
 
-// flexInfo returns what RouteFlex reads of a model's flex tier.
-func (rt *router) flexInfo(provider, model string) Flex {
-	d := rt.d
-	has := d.Flex != nil && d.Flex(provider, model)
-	return d.flex.info(provider, model, has)
-}
-
 // ObserveFlex learns from a flex call made outside the dispatcher (the
 // proxy makes its own, to stream them): see llmfleet.FlexObserver.
 func (d *Dispatcher) ObserveFlex(provider, model string, latency time.Duration, err error) {
@@ -120,7 +126,7 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 		model = info.Model
 	}
 	d.stats.flexCalls.Add(1)
-	resp, err := d.flexer.flexCall(b.ctx, p, req, model, start, budget)
+	resp, err := d.flexer.call(b.ctx, p, req, model, start, budget)
 	err = b.end(err)
 	d.calls.missed(start, budget, err)
 	d.calls.observe(p, req, llmfleet.RouteFlex, start, budget, resp, err)
@@ -132,65 +138,99 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 	return resp, nil
 }
 
-// flexCall makes the flex attempts of one request and, if flex is refused
+// call makes the flex attempts of one request and, if flex is refused
 // for good, its standard call.
-func (fx *flexExec) flexCall(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, model string, start time.Time, budget time.Duration) (*llmfleet.Response, error) {
-	d := fx.d
+func (fx *flexExec) call(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, model string, start time.Time, budget time.Duration) (*llmfleet.Response, error) {
 	flex := *req
 	flex.Flex = true
-	for n := 0; ; n++ {
-		t0 := d.clock.Now()
-		// What a standard call needs after this attempt, should it fail.
-		reserve := d.syncLat.predict(p.Name(), model) + d.pol.RescueMargin
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if budget > 0 {
-			// An attempt still unanswered when only a standard call's
-			// time is left is given up for one: flex never breaks a budget.
-			actx, cancel = withTimeout(d.clock, ctx, start.Add(budget-reserve).Sub(t0))
-		}
-		resp, err := p.Send(actx, &flex)
-		late := err != nil && ctx.Err() == nil && context.Cause(actx) == errTimedOut
-		cancel()
-		if late {
-			d.ObserveFlex(p.Name(), model, d.clock.Now().Sub(t0), nil) // as slow as that, at least
-			d.log.Info("flex call too slow for its budget: standard tier", "provider", p.Name(), "model", model)
-			break
-		}
-		d.ObserveFlex(p.Name(), model, d.clock.Now().Sub(t0), err)
-		if err == nil || ctx.Err() != nil {
-			return resp, err
-		}
-		if errors.Is(err, llmfleet.ErrFlexUnsupported) {
-			d.log.Info("flex tier refused for the model: standard tier from now on", "provider", p.Name(), "model", model)
-			break
-		}
-		if !errors.Is(err, llmfleet.ErrFlexUnavailable) {
-			return nil, err
-		}
-		wait := d.pol.FlexRetryAfter(n)
-		if budget > 0 && d.clock.Now().Add(wait+reserve).After(start.Add(budget)) {
-			break
-		}
-		if !fx.sleep(ctx, wait) {
-			return nil, err
-		}
+	var resp *llmfleet.Response
+	answered, err := fx.execute(ctx, p.Name(), model, start, budget, func(actx context.Context) error {
+		var err error
+		resp, err = p.Send(actx, &flex)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	d.stats.flexFallbacks.Add(1)
-	t0 := d.clock.Now()
-	resp, err := p.Send(ctx, req)
-	if err == nil && !d.pol.NoLearning {
-		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(t0))
+	if answered {
+		return resp, nil
+	}
+	fx.fallbacks.Add(1)
+	t0 := fx.clock.Now()
+	resp, err = p.Send(ctx, req)
+	if err == nil && !fx.pol.NoLearning {
+		fx.syncLat.observe(p.Name(), resp.Model, fx.clock.Now().Sub(t0))
 	}
 	return resp, err
 }
 
+// ExecuteFlex runs the flex attempts of a call of provider's model whose
+// budget counts from start (0: none), as SubmitFlex does: attempt sends
+// one attempt in the flex tier and returns nil once answered (its caller
+// keeps the answer), an error matching llmfleet.ErrFlexUnavailable or
+// llmfleet.ErrFlexUnsupported for a refusal, or another error to give up
+// with. A capacity refusal is retried after Policy.FlexRetryAfter while
+// the budget leaves room for the wait and a standard call (its predicted
+// latency and RescueMargin: the reserve the router plans with); an attempt
+// still unanswered when only that is left is given up (its context ends).
+// It returns true once an attempt was answered, false and nil when the
+// call is to go to the standard tier, or the error to give up with. See
+// llmfleet.FlexExecutor: the proxy streams its flex calls this way.
+func (d *Dispatcher) ExecuteFlex(ctx context.Context, provider, model string, start time.Time, budget time.Duration,
+	attempt func(context.Context) error) (bool, error) {
+	return d.flexer.execute(ctx, provider, model, start, budget, attempt)
+}
+
+// execute is ExecuteFlex.
+func (fx *flexExec) execute(ctx context.Context, provider, model string, start time.Time, budget time.Duration,
+	attempt func(context.Context) error) (bool, error) {
+	for n := 0; ; n++ {
+		t0 := fx.clock.Now()
+		// What a standard call needs after this attempt, should it fail.
+		reserve := fx.syncLat.predict(provider, model) + fx.pol.RescueMargin
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if budget > 0 {
+			// An attempt still unanswered when only a standard call's
+			// time is left is given up for one: flex never breaks a budget.
+			actx, cancel = withTimeout(fx.clock, ctx, start.Add(budget-reserve).Sub(t0))
+		}
+		err := attempt(actx)
+		late := err != nil && ctx.Err() == nil && context.Cause(actx) == errTimedOut
+		cancel()
+		if late {
+			fx.observe(provider, model, fx.clock.Now().Sub(t0), nil) // as slow as that, at least
+			fx.log.Info("flex call too slow for its budget: standard tier", "provider", provider, "model", model)
+			return false, nil
+		}
+		fx.observe(provider, model, fx.clock.Now().Sub(t0), err)
+		if err == nil || ctx.Err() != nil {
+			return err == nil, err
+		}
+		if errors.Is(err, llmfleet.ErrFlexUnsupported) {
+			fx.log.Info("flex tier refused for the model: standard tier from now on", "provider", provider, "model", model)
+			return false, nil
+		}
+		if !errors.Is(err, llmfleet.ErrFlexUnavailable) {
+			return false, err
+		}
+		wait := fx.pol.FlexRetryAfter(n)
+		if budget > 0 && fx.clock.Now().Add(wait+reserve).After(start.Add(budget)) {
+			return false, nil
+		}
+		if !fx.sleep(ctx, wait) {
+			return false, err
+		}
+	}
+}
+
+var _ llmfleet.FlexExecutor = (*Dispatcher)(nil)
+
 // sleep waits on the dispatcher's clock; false if ctx ended or the
 // dispatcher closed first.
 func (fx *flexExec) sleep(ctx context.Context, wait time.Duration) bool {
-	d := fx.d
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(d.ctx, cancel)
+	stop := context.AfterFunc(fx.closing, cancel)
 	defer stop()
-	return llmfleet.Sleep(sctx, d.clock, wait) == nil
+	return llmfleet.Sleep(sctx, fx.clock, wait) == nil
 }

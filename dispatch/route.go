@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -11,7 +12,18 @@ import (
 // predictors, the flex tier) and, for a prompt with cache breakpoints,
 // by the cost model.
 type router struct {
-	d *Dispatcher
+	pol         Policy
+	clock       llmfleet.Clock
+	log         *slog.Logger
+	predictor   *predictor                                            // batch turnarounds
+	syncLat     *predictor                                            // sync call latencies
+	flex        *flexTier                                             // what was learnt of flex tiers
+	hasFlex     func(provider, model string) bool                     // Dispatcher.Flex
+	prices      func(provider, model string) (cachecost.Prices, bool) // Dispatcher.Prices
+	cache       *cacheModel
+	fingerprint func(llmfleet.Credential) string
+	providers   []llmfleet.Provider
+	flights     *trackerSet // the ages of the batches in flight
 }
 
 // Plan returns the route Submit would choose for req now (see route).
@@ -42,21 +54,20 @@ type feasible struct {
 // feasibleRoutes applies Policy.Route and Policy.RouteFlex to a request
 // of model with budget.
 func (rt *router) feasibleRoutes(provider, model string, budget time.Duration) feasible {
-	d := rt.d
 	var f feasible
-	reserve := d.pol.Reserve(d.syncLat.predict(provider, model))
-	predicted := d.predictor.atCensored(provider, model, d.pol.OnTimeQuantile(), d.flightAges(provider, model))
-	f.blind = d.pol.Route(budget, predicted, reserve, false)
+	reserve := rt.pol.Reserve(rt.syncLat.predict(provider, model))
+	predicted := rt.predictor.atCensored(provider, model, rt.pol.OnTimeQuantile(), rt.flights.ages(provider, model))
+	f.blind = rt.pol.Route(budget, predicted, reserve, false)
 	f.batch = f.blind == llmfleet.RouteBatch
-	if !f.batch && !d.pol.NoLearning && d.pol.Explorable(budget, reserve, d.predictor.at(provider, model, 0.5)) &&
-		!d.predictor.has(provider, model) {
+	if !f.batch && !rt.pol.NoLearning && rt.pol.Explorable(budget, reserve, rt.predictor.at(provider, model, 0.5)) &&
+		!rt.predictor.has(provider, model) {
 		f.batch, f.explore = true, true
 	}
-	if d.Flex != nil {
+	if rt.hasFlex != nil {
 		fi := rt.flexInfo(provider, model)
-		flexReserve := d.syncLat.predict(provider, model) + d.pol.RescueMargin
-		f.flex = d.pol.RouteFlex(llmfleet.RouteSync, budget, flexReserve, fi) == llmfleet.RouteFlex
-		if f.flex && d.pol.RouteFlex(f.blind, budget, flexReserve, fi) == llmfleet.RouteFlex {
+		flexReserve := rt.syncLat.predict(provider, model) + rt.pol.RescueMargin
+		f.flex = rt.pol.RouteFlex(llmfleet.RouteSync, budget, flexReserve, fi) == llmfleet.RouteFlex
+		if f.flex && rt.pol.RouteFlex(f.blind, budget, flexReserve, fi) == llmfleet.RouteFlex {
 			f.blind = llmfleet.RouteFlex
 		}
 	}
@@ -74,24 +85,42 @@ func (rt *router) feasibleRoutes(provider, model string, budget time.Duration) f
 // expected bill, never one expected to cost more than sync, the
 // conversation kept on its cache unless the other is clearly cheaper.
 func (rt *router) route(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) llmfleet.Route {
-	d := rt.d
 	provider, model := p.Name(), info.Model
 	f := rt.feasibleRoutes(provider, model, budget)
 	r := f.blind
-	if !d.pol.CacheBlind && info.Prompt.Cached() && (f.batch || f.flex) {
+	if !rt.pol.CacheBlind && info.Prompt.Cached() && (f.batch || f.flex) {
 		if v, ok := rt.costView(p, req, info, budget, f, true); ok {
 			r = v.choice.Route
-			d.cache.book.Routed(d.fingerprint(req.Credential), info.Prompt.Conversation, r, d.clock.Now())
+			rt.cache.book.Routed(rt.fingerprint(req.Credential), info.Prompt.Conversation, r, rt.clock.Now())
 		}
 	}
 	if r == llmfleet.RouteBatch && f.explore {
-		if !d.predictor.explore(provider, model) {
+		if !rt.predictor.explore(provider, model) {
 			r = llmfleet.RouteSync // another request explores it already
 		} else {
-			d.log.Info("exploring a model's batch turnaround", "provider", provider, "model", model)
+			rt.log.Info("exploring a model's batch turnaround", "provider", provider, "model", model)
 		}
 	}
 	return r
+}
+
+// flexInfo returns what RouteFlex reads of a model's flex tier.
+func (rt *router) flexInfo(provider, model string) Flex {
+	has := rt.hasFlex != nil && rt.hasFlex(provider, model)
+	return rt.flex.info(provider, model, has)
+}
+
+// cacheRequest is what the cost model knew of a request when it was
+// routed, for learning from its answer and pricing its counterfactual.
+func (rt *router) cacheRequest(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) *costView {
+	if rt.pol.CacheBlind || !info.Prompt.Cached() {
+		return nil
+	}
+	v, ok := rt.costView(p, req, info, budget, feasible{batch: true}, false)
+	if !ok {
+		return nil
+	}
+	return &v
 }
 
 // costView is what the cost model says of a request: the cost model's
@@ -114,22 +143,21 @@ type costView struct {
 // to measure the batch cache's rate (cachecost.Explore), and the trial is
 // counted; otherwise it only looks.
 func (rt *router) costView(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration, f feasible, decide bool) (costView, bool) {
-	d := rt.d
-	if d.Prices == nil {
+	if rt.prices == nil {
 		return costView{}, false
 	}
 	provider, model := p.Name(), info.Model
-	prices, ok := d.Prices(provider, model)
+	prices, ok := rt.prices(provider, model)
 	if !ok {
 		return costView{}, false
 	}
-	cred := d.fingerprint(req.Credential)
-	believed, missing := d.cache.book.Request(model, cred, info.Prompt, d.cache.book.Output(model))
+	cred := rt.fingerprint(req.Credential)
+	believed, missing := rt.cache.book.Request(model, cred, info.Prompt, rt.cache.book.Output(model))
 	if len(missing) > 0 {
-		d.cache.readPrefixes(cred, missing) // for the turns to come
+		rt.cache.readPrefixes(cred, missing) // for the turns to come
 	}
-	now := d.clock.Now()
-	v := costView{model: cachecost.Model{Prices: prices, Rates: d.cache.book.Rates(provider, model, cred)}, believed: believed, at: now}
+	now := rt.clock.Now()
+	v := costView{model: cachecost.Model{Prices: prices, Rates: rt.cache.book.Rates(provider, model, cred)}, believed: believed, at: now}
 	ahead := rt.ahead(provider, model, cred, budget, f)
 	v.sync = v.model.Cost(believed, cachecost.Option{Route: llmfleet.RouteSync, At: now})
 	v.sync.Ahead = v.model.AheadOf(believed, v.sync, ahead)
@@ -140,17 +168,17 @@ func (rt *router) costView(p llmfleet.Provider, req *llmfleet.Request, info llmf
 		opts = append(opts, e)
 	}
 	if f.batch {
-		b := v.model.Cost(d.cache.book.Presume(believed, cred, now), rt.batchOption(provider, model, budget, now, v.sync.USD))
+		b := v.model.Cost(rt.cache.book.Presume(believed, cred, now), rt.batchOption(provider, model, budget, now, v.sync.USD))
 		b.Ahead = v.model.AheadOf(believed, b, ahead)
 		v.batch = &b
 		opts = append(opts, b)
 	}
-	v.choice = cachecost.Choose(d.cache.book.Current(cred, info.Prompt.Conversation, now), cachecost.DefaultMargin, v.sync, opts...)
-	if v.batch != nil && decide && !f.explore && d.pol.CacheTrials > 0 {
-		measuring := d.cache.book.Measuring(provider, model, cred, int64(d.pol.CacheTrials))
+	v.choice = cachecost.Choose(rt.cache.book.Current(cred, info.Prompt.Conversation, now), cachecost.DefaultMargin, v.sync, opts...)
+	if v.batch != nil && decide && !f.explore && rt.pol.CacheTrials > 0 {
+		measuring := rt.cache.book.Measuring(provider, model, cred, int64(rt.pol.CacheTrials))
 		if c := cachecost.Explore(v.choice, v.sync, *v.batch, measuring, cacheTrialMargin); c.Route != v.choice.Route {
 			v.choice = c
-			d.cache.book.Tried(provider, model, cred)
+			rt.cache.book.Tried(provider, model, cred)
 		}
 	}
 	if v.batch != nil { // (whatever routing chose: a forced batch is batched too)
@@ -167,16 +195,15 @@ const cacheTrialMargin = 0.3
 // conversation of model under cred whose budget allows f (see
 // cachecost.Ahead).
 func (rt *router) ahead(provider, model, cred string, budget time.Duration, f feasible) cachecost.Ahead {
-	d := rt.d
-	if d.pol.CacheLookAhead < 0 {
+	if rt.pol.CacheLookAhead < 0 {
 		return cachecost.Ahead{}
 	}
-	median := d.predictor.at(provider, model, 0.5)
-	a := cachecost.Ahead{Weight: d.pol.CacheLookAhead, Think: d.cache.book.Think(cred), Batchable: f.batch,
-		SyncLatency: d.syncLat.at(provider, model, 0.5), BatchLatency: median + d.pol.BatchWindow/2}
+	median := rt.predictor.at(provider, model, 0.5)
+	a := cachecost.Ahead{Weight: rt.pol.CacheLookAhead, Think: rt.cache.book.Think(cred), Batchable: f.batch,
+		SyncLatency: rt.syncLat.at(provider, model, 0.5), BatchLatency: median + rt.pol.BatchWindow/2}
 	if f.batch {
-		avail := budget - d.pol.Reserve(d.syncLat.predict(provider, model)) - d.pol.Slack() - d.pol.BatchWindow/2
-		a.Late = d.predictor.lateShare(provider, model, avail)
+		avail := budget - rt.pol.Reserve(rt.syncLat.predict(provider, model)) - rt.pol.Slack() - rt.pol.BatchWindow/2
+		a.Late = rt.predictor.lateShare(provider, model, avail)
 	}
 	return a
 }
@@ -187,13 +214,12 @@ func (rt *router) ahead(provider, model, cred string, budget time.Duration, f fe
 // rescued, paying rescue on top) with the share of the model's
 // turnarounds that would not fit its budget less the rescue's reserve.
 func (rt *router) batchOption(provider, model string, budget time.Duration, now time.Time, rescue float64) cachecost.Option {
-	d := rt.d
-	median := d.predictor.at(provider, model, 0.5)
-	wait := d.pol.BatchWindow / 2
-	avail := budget - d.pol.Reserve(d.syncLat.predict(provider, model)) - d.pol.Slack() - wait
+	median := rt.predictor.at(provider, model, 0.5)
+	wait := rt.pol.BatchWindow / 2
+	avail := budget - rt.pol.Reserve(rt.syncLat.predict(provider, model)) - rt.pol.Slack() - wait
 	late := 0.0
-	if !d.pol.NoRescue {
-		late = d.predictor.lateShare(provider, model, avail)
+	if !rt.pol.NoRescue {
+		late = rt.predictor.lateShare(provider, model, avail)
 	}
 	return cachecost.Option{Route: llmfleet.RouteBatch, At: now.Add(wait + median/2), Late: late, Rescue: rescue}
 }
@@ -206,8 +232,7 @@ func (rt *router) batchOption(provider, model string, budget time.Duration, now 
 // next turn is expected to save by reading it (it goes to batch too, at
 // the batch cache's hit rate) repays the dearer write.
 func (rt *router) upgradeTTL(provider, model string, v costView) bool {
-	d := rt.d
-	if d.pol.NoTTLUpgrade || v.batch == nil {
+	if rt.pol.NoTTLUpgrade || v.batch == nil {
 		return false
 	}
 	if _, ok := rt.providerUpgrader(provider); !ok {
@@ -217,7 +242,7 @@ func (rt *router) upgradeTTL(provider, model string, v costView) bool {
 	if len(pts) == 0 || pts[len(pts)-1].TTL >= time.Hour {
 		return false
 	}
-	wait := d.predictor.at(provider, model, 0.5) + d.pol.BatchWindow/2
+	wait := rt.predictor.at(provider, model, 0.5) + rt.pol.BatchWindow/2
 	if wait < 5*time.Minute {
 		return false
 	}
@@ -231,8 +256,7 @@ func (rt *router) upgradeTTL(provider, model string, v costView) bool {
 
 // providerUpgrader returns the TTLUpgrader of a provider, if it is one.
 func (rt *router) providerUpgrader(name string) (llmfleet.TTLUpgrader, bool) {
-	d := rt.d
-	for _, p := range d.Providers {
+	for _, p := range rt.providers {
 		if p.Name() == name {
 			u, ok := p.(llmfleet.TTLUpgrader)
 			return u, ok

@@ -118,3 +118,51 @@ func (ts *trackerSet) relinquishLocked() {
 		}
 	}
 }
+
+// ages returns the ages of the batches of a model still in flight.
+func (ts *trackerSet) ages(provider, model string) []time.Duration {
+	d := ts.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	var ages []time.Duration
+	for _, t := range ts.m {
+		if t.prov.Name() != provider {
+			continue
+		}
+		for _, f := range t.flights {
+			if f.ended == nil && slices.Contains(f.models, model) {
+				ages = append(ages, now.Sub(f.submitted))
+			}
+		}
+	}
+	return ages
+}
+
+// countLocked returns how many batches are in flight (0 before Open).
+func (ts *trackerSet) countLocked() int {
+	if ts == nil {
+		return 0
+	}
+	n := 0
+	for _, t := range ts.m {
+		n += len(t.flights)
+	}
+	return n
+}
+
+// infoLocked describes the batches in flight, in no order (none before
+// Open).
+func (ts *trackerSet) infoLocked() []FlightInfo {
+	if ts == nil {
+		return nil
+	}
+	var out []FlightInfo
+	for _, t := range ts.m {
+		for _, f := range t.flights {
+			out = append(out, FlightInfo{ID: f.id, Provider: t.prov.Name(), Models: slices.Clone(f.models),
+				Requests: len(f.waiters), Submitted: f.submitted, PredictedEnd: f.submitted.Add(f.predicted), Ended: f.ended != nil})
+		}
+	}
+	return out
+}

@@ -16,6 +16,9 @@ func (s *Server) handleMessages(c *call) {
 		return
 	}
 	p, e := parseParams(body, modeSync)
+	if e == nil {
+		e = s.checkModel(p.model)
+	}
 	if e != nil {
 		writeError(c.w, e, c.id)
 		return
@@ -40,6 +43,7 @@ func (s *Server) handleMessages(c *call) {
 	}
 	fp, _ := promptBlocks(p) // validated by parseParams
 	rep := buildReply(p)
+	rep.model = s.answerModel(p.model)
 	s.mu.Lock()
 	now := s.now()
 	s.advance(now)
@@ -64,6 +68,9 @@ func (s *Server) handleCountTokens(c *call) {
 		return
 	}
 	p, e := parseParams(body, modeCount)
+	if e == nil {
+		e = s.checkModel(p.model)
+	}
 	if e != nil {
 		writeError(c.w, e, c.id)
 		return

@@ -99,14 +99,19 @@ func noteModel(ctx context.Context, model string) {
 	}
 }
 
-// serveAccess serves r through next and reports it to s.Access: when next
-// returns, or, for a caller whose connection the handler took over to
-// answer later (parkConn), when that answer has been written.
-func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request)) {
+// newAccessRec starts the access record of r, served by s.
+func newAccessRec(s *Server, r *http.Request) *accessRec {
 	a := &accessRec{s: s, start: s.clock.Now(), method: r.Method, path: r.URL.Path}
 	if c := credentialFrom(r.Header); !c.IsZero() {
 		a.key = &clientName{s: s, cred: c}
 	}
+	return a
+}
+
+// serve serves r through next and reports it to Server.Access: when next
+// returns, or, for a caller whose connection the handler took over to
+// answer later (pipeline.park), when that answer has been written.
+func (a *accessRec) serve(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request)) {
 	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
 	aw := &accessWriter{ResponseWriter: w}
 	next(aw, r)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/llmfleet/llmfleet"
 )
@@ -73,32 +72,6 @@ func cutUnquoted(s string, sep byte) (before, after string) {
 	return s, ""
 }
 
-// serveAsync accepts a routed call for batching and answers 202 with its
-// ticket at once.
-//
-// The Submitter gets what is left of the budget, counted from the
-// request's arrival (at least a nanosecond, should it be spent: the pool
-// then flushes as soon as it can; nothing fails).
-func (s *Server) serveAsync(w http.ResponseWriter, r *http.Request, c *call) {
-	budget := c.budget
-	if budget > 0 {
-		budget = max(s.remaining(c), time.Nanosecond)
-	}
-	id, err := s.Submitter.(llmfleet.Tickets).Enqueue(r.Context(), budget, c.req)
-	if errors.Is(err, llmfleet.ErrNoStore) {
-		writeAPIError(w, noTickets)
-		return
-	}
-	if err != nil {
-		s.writeFailure(w, r, err)
-		return
-	}
-	h := w.Header()
-	h.Set("Location", RequestsPath+id)
-	h.Set("Preference-Applied", "respond-async")
-	writeTicket(w, id, llmfleet.RequestQueued)
-}
-
 // writeTicket answers 202 with the ticket of a pending request.
 func writeTicket(w http.ResponseWriter, id string, state llmfleet.RequestState) {
 	body, _ := json.Marshal(ticket{ID: id, Type: ticketType, Status: string(state)})
@@ -112,62 +85,53 @@ func writeTicket(w http.ResponseWriter, id string, state llmfleet.RequestState) 
 	w.Write(body)
 }
 
-// serveTicket serves GET /llmfleet/v1/requests/{id}: 202 with the ticket
-// while the request is pending, then the status and body its synchronous
-// call would have been answered with, in the shapes of the API it was
-// made through (its provider's). A request is visible only to the
-// credential that submitted it (in proxy-held-key mode, to the client key
-// that did); anyone else gets 404, as for an id that does not exist.
-func (s *Server) serveTicket(w http.ResponseWriter, r *http.Request) {
-	s.answerTicket(w, r, false)
+// ticketDesk serves the tickets API under one face: GET
+// RequestsPath + id (the Anthropic face) or OpenAIRequestsPath + id (the
+// OpenAI face), its refusals in that face's envelope. It answers 202 with
+// the ticket while the request is pending, then the status and body its
+// synchronous call would have been answered with, in the shapes of the
+// API it was made through (its provider's face). A request is visible
+// only to the credential that submitted it (in proxy-held-key mode, to
+// the client key that did); anyone else gets 404, as for an id that does
+// not exist.
+type ticketDesk struct {
+	s *Server
+	f face
 }
 
-// answerTicket answers a GET of a ticket; openAIFace says whether its
-// refusals go in OpenAI's envelope (the path under the OpenAI face) or in
-// Anthropic's.
-func (s *Server) answerTicket(w http.ResponseWriter, r *http.Request, openAIFace bool) {
-	id := r.PathValue("id")
-	refuse := func(status int, msg string) { refuseTicket(w, openAIFace, status, msg) }
-	sr, ok := s.findTicket(r, id, refuse)
-	if !ok {
+// serve serves GET <tickets path>{id}.
+func (t ticketDesk) serve(w http.ResponseWriter, r *http.Request) {
+	sr, e := t.find(r, r.PathValue("id"))
+	if e != nil {
+		t.f.refuse(w, e)
 		return
 	}
 	if sr.State != llmfleet.RequestDone || sr.Result == nil {
 		writeTicket(w, sr.ID, sr.State)
 		return
 	}
-	if sr.Provider == openAIProvider {
-		s.writeOpenAIStored(w, r, sr)
-		return
-	}
-	status, body := resultAnswer(sr.Result)
-	h := w.Header()
-	h.Set(HeaderRequestID, sr.ID)
-	h.Set(HeaderRoute, string(llmfleet.RouteBatch))
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	reqID := ""
-	if status != http.StatusOK {
-		var env struct {
-			RequestID string `json:"request_id"`
-		}
-		json.Unmarshal(body, &env)
-		reqID = env.RequestID
-	}
-	if reqID == "" {
-		reqID = llmfleet.NewID("req_")
-	}
-	h.Set("Request-Id", reqID)
-	w.WriteHeader(status)
-	w.Write(body)
+	providerFace(t.s, sr.Provider).stored(r.Context(), w, sr)
 }
 
-// findTicket reads the request id for the credential r presents, or
-// answers the refusal (401, 404, 500) with refuse and returns false. In
-// proxy-held-key mode the request must have been sent by the client key
-// presented, through either face.
-func (s *Server) findTicket(r *http.Request, id string, refuse func(status int, msg string)) (*llmfleet.StoredRequest, bool) {
-	notFound := "llmfleet has no request " + strconv.Quote(id) + " for this credential"
+// providerFace returns the face of the API a provider's requests are made
+// through.
+func providerFace(s *Server, provider string) face {
+	if provider == openAIProvider {
+		return openAIFace{s: s}
+	}
+	return anthropicFace{s: s}
+}
+
+// ticketNotFoundMessage is the message of an unknown ticket.
+func ticketNotFoundMessage(id string) string {
+	return "llmfleet has no request " + strconv.Quote(id) + " for this credential"
+}
+
+// find reads the request id for the credential r presents, or returns
+// the refusal (401, 404, 500). In proxy-held-key mode the request must
+// have been sent by the client key presented, through either face.
+func (t ticketDesk) find(r *http.Request, id string) (*llmfleet.StoredRequest, *refusal) {
+	s := t.s
 	cred := credentialFrom(r.Header)
 	forms := keyForms(cred)
 	// clients are the names the presented key may have been stored under:
@@ -175,20 +139,16 @@ func (s *Server) findTicket(r *http.Request, id string, refuse func(status int, 
 	// which tickets made before names were by key alone carry.
 	var clients []string
 	if s.Credentials != nil {
-		forms = s.heldForms(cred)
-		if forms == nil {
-			refuse(http.StatusUnauthorized, "")
-			return nil, false
+		if forms = t.heldForms(cred); forms == nil {
+			return nil, t.f.says(unknownKey, "")
 		}
-		clients = []string{s.ownerName(cred), s.fingerprint(cred)}
+		clients = []string{s.ownerName(cred), fingerprint(s.Fingerprint, cred)}
 	} else if cred.IsZero() {
-		refuse(http.StatusUnauthorized, noKeyMessage)
-		return nil, false
+		return nil, t.f.says(noKey, "")
 	}
 	tickets, ok := s.Submitter.(llmfleet.Tickets)
 	if !ok {
-		refuse(http.StatusNotFound, notFound)
-		return nil, false
+		return nil, t.f.says(ticketNotFound, id)
 	}
 	var sr *llmfleet.StoredRequest
 	var err error
@@ -199,72 +159,31 @@ func (s *Server) findTicket(r *http.Request, id string, refuse func(status int, 
 	}
 	switch {
 	case errors.Is(err, llmfleet.ErrNotFound):
-		refuse(http.StatusNotFound, notFound)
-		return nil, false
+		return nil, t.f.says(ticketNotFound, id)
 	case err != nil:
 		if r.Context().Err() == nil {
 			s.log.Warn("request lookup failed", "request_id", id, "err", err)
 		}
-		refuse(http.StatusInternalServerError, "llmfleet could not read its state")
-		return nil, false
+		return nil, t.f.says(ticketState, "")
 	case clients != nil && !slices.Contains(clients, sr.Header.Get(clientHeader)):
-		refuse(http.StatusNotFound, notFound)
-		return nil, false
+		return nil, t.f.says(ticketNotFound, id)
 	}
-	return sr, true
+	return sr, nil
 }
 
 // heldForms returns, in proxy-held-key mode, the upstream credentials a
 // request of the client presenting cred was stored under: the Anthropic
 // one and, if the OpenAI face is open, the OpenAI one; nil if neither
 // face admits the key.
-func (s *Server) heldForms(cred llmfleet.Credential) []llmfleet.Credential {
+func (t ticketDesk) heldForms(cred llmfleet.Credential) []llmfleet.Credential {
 	var forms []llmfleet.Credential
-	if up, ok := s.Credentials(cred); ok {
+	if up, ok := t.s.Credentials(cred); ok {
 		forms = append(forms, up)
 	}
-	if s.OpenAICredentials != nil {
-		if up, ok := s.OpenAICredentials(cred); ok {
+	if t.s.OpenAICredentials != nil {
+		if up, ok := t.s.OpenAICredentials(cred); ok {
 			forms = append(forms, openAIKey(up))
 		}
 	}
 	return forms
-}
-
-// noKeyMessage is the message of a ticket asked for without a key.
-const noKeyMessage = "x-api-key header is required"
-
-// refuseTicket answers a refusal of the tickets API with status and msg
-// in the envelope of the face asked (msg "" for 401: the face's own
-// message for an unknown key).
-func refuseTicket(w http.ResponseWriter, openAIFace bool, status int, msg string) {
-	if openAIFace {
-		typ, code := "invalid_request_error", ""
-		switch status {
-		case http.StatusUnauthorized:
-			code = "invalid_api_key"
-			switch msg {
-			case "":
-				msg = "Incorrect API key provided. This llmfleet admits clients by keys of its own."
-			case noKeyMessage:
-				msg = "You didn't provide an API key. Provide it in an Authorization header: Bearer YOUR_KEY."
-			}
-		case http.StatusInternalServerError:
-			typ = "server_error"
-		}
-		writeOpenAIError(w, status, typ, code, "", msg)
-		return
-	}
-	switch status {
-	case http.StatusUnauthorized:
-		if msg == "" {
-			writeAPIError(w, unauthorized)
-			return
-		}
-		writeAPIError(w, &apiError{status, "authentication_error", msg})
-	case http.StatusNotFound:
-		writeAPIError(w, &apiError{status, "not_found_error", msg})
-	default:
-		writeAPIError(w, &apiError{status, "api_error", msg})
-	}
 }

@@ -3,10 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -16,12 +13,9 @@ import (
 // batchesPath is the path of the Message Batches API.
 const batchesPath = "/v1/messages/batches"
 
-// maxListCalls bounds the upstream calls of one filtered list of batches
-// (each asks for listPageSize batches).
-const (
-	maxListCalls = 10
-	listPageSize = 1000
-)
+// listPageSize is the limit of each upstream page of a filtered list of
+// Message Batches, the largest the API takes.
+const listPageSize = 1000
 
 // BatchOwners keeps which client created which provider batch through the
 // pass-through Message Batches API in proxy-held-key mode, where every
@@ -71,75 +65,39 @@ func isBatchesPath(path string) bool {
 
 // serveBatches serves the Message Batches API in proxy-held-key mode for
 // the client named client: a create records its batch as the client's, a
-// list shows only the client's batches, and any call about one batch
-// reaches upstream only if the client owns it (else 404, as for an
-// unknown id).
-func (s *Server) serveBatches(w http.ResponseWriter, r *http.Request, client string) {
+// list shows only the client's batches (ownerGate.list), and any call
+// about one batch reaches upstream only if the client owns it (else 404,
+// as for an unknown id).
+func (f anthropicFace) serveBatches(w http.ResponseWriter, r *http.Request, client string) {
+	g := ownerGate{book: bookOf(f.s), up: f.s.rp, f: f, client: client}
 	if r.URL.Path == batchesPath {
 		switch r.Method {
 		case http.MethodPost:
-			s.createBatch(w, r, client)
+			if rec, ok := g.create(w, r); ok {
+				rec.writeTo(w, rec.body.Bytes())
+			}
 			return
 		case http.MethodGet:
-			s.listBatches(w, r, client)
+			g.list(w, r, batchListShape)
 			return
 		}
 		fullDuplex(w)
-		s.rp.ServeHTTP(w, r) // a method the API refuses: nothing to see
+		f.s.rp.ServeHTTP(w, r) // a method the API refuses: nothing to see
 		return
 	}
 	id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, batchesPath+"/"), "/")
-	notFound := &apiError{http.StatusNotFound, "not_found_error", "Not found: no batch " + strconv.Quote(id) + " for this key"}
 	// The path must reach upstream as it was checked: no escapes, no dot
 	// segments that could name another batch there.
 	if r.URL.EscapedPath() != r.URL.Path || id == "" || strings.Contains(r.URL.Path, "/./") || strings.Contains(r.URL.Path, "/../") ||
 		strings.HasSuffix(r.URL.Path, "/.") || strings.HasSuffix(r.URL.Path, "/..") {
-		writeAPIError(w, notFound)
+		f.refuse(w, f.says(batchNotFound, id))
 		return
 	}
-	owner, err := s.batchOwners.BatchOwner(r.Context(), id)
-	switch {
-	case errors.Is(err, llmfleet.ErrNotFound) || err == nil && owner != client:
-		writeAPIError(w, notFound)
-		return
-	case err != nil:
-		s.stateError(w, r, "batch owner lookup failed", err)
+	if !g.owns(w, r, id, batchNotFound) {
 		return
 	}
 	fullDuplex(w)
-	s.rp.ServeHTTP(w, r)
-}
-
-// stateError answers 500 for a failure to read or write the proxy's state.
-func (s *Server) stateError(w http.ResponseWriter, r *http.Request, msg string, err error) {
-	if r.Context().Err() == nil {
-		s.log.Warn(msg, "path", r.URL.Path, "err", err)
-	}
-	writeAPIError(w, &apiError{http.StatusInternalServerError, "api_error", "llmfleet could not read or write its state"})
-}
-
-// createBatch passes a batch create upstream and records the batch it
-// made as the client's before answering.
-func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, client string) {
-	r.Header.Del("Accept-Encoding") // the answer is read here: plain, please
-	rec := newRecorder()
-	s.rp.ServeHTTP(rec, r)
-	if rec.status == http.StatusOK {
-		var b struct {
-			ID string `json:"id"`
-		}
-		if err := json.Unmarshal(rec.body.Bytes(), &b); err != nil || b.ID == "" {
-			s.log.Warn("batch created upstream without an id", "err", err)
-			writeAPIError(w, &apiError{http.StatusBadGateway, "api_error", "llmfleet could not read the upstream's answer"})
-			return
-		}
-		if err := s.batchOwners.RecordBatchOwner(context.WithoutCancel(r.Context()), b.ID, client); err != nil {
-			s.log.Warn("batch created upstream but its owner not recorded", "batch", b.ID, "err", err)
-			writeAPIError(w, &apiError{http.StatusInternalServerError, "api_error", "llmfleet could not record the batch " + b.ID})
-			return
-		}
-	}
-	rec.writeTo(w, rec.body.Bytes())
+	f.s.rp.ServeHTTP(w, r)
 }
 
 // batchList is a page of the list of batches, as the API answers it.
@@ -150,139 +108,53 @@ type batchList struct {
 	LastID  *string           `json:"last_id"`
 }
 
-// listBatches answers a list of batches with the client's own only. It
-// asks upstream for pages of listPageSize batches, in the direction of
-// the client's cursor (after_id, the default, pages towards older batches;
-// before_id towards newer ones), until it has the client's limit of its
-// batches or the list ends, in at most maxListCalls calls. has_more,
-// first_id and last_id describe the page answered: the ids are the first
-// and last of its data, so that they page on from there. Should the scan
-// end at its bound without finding one of the client's batches, the
-// answer is an empty page with has_more false (the ids of other clients'
-// batches are never shown, not even as a cursor).
-func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, client string) {
-	q := r.URL.Query()
-	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > listPageSize {
-			writeAPIError(w, invalidRequest("limit: Input should be an integer between 1 and 1000"))
-			return
-		}
-		limit = n
-	}
-	after, before := q.Get("after_id"), q.Get("before_id")
-	if after != "" && before != "" {
-		writeAPIError(w, invalidRequest("after_id and before_id cannot both be given"))
-		return
-	}
-	// A cursor must be one of the client's batches: another's would tell
-	// whether it exists.
-	for _, id := range []string{after, before} {
-		if id == "" {
-			continue
-		}
-		if owner, err := s.batchOwners.BatchOwner(r.Context(), id); err != nil || owner != client {
-			if err != nil && !errors.Is(err, llmfleet.ErrNotFound) {
-				s.stateError(w, r, "batch owner lookup failed", err)
-				return
-			}
-			writeAPIError(w, invalidRequest(strconv.Quote(id)+" is not a valid batch id for pagination"))
-			return
-		}
-	}
-	r.Header.Del("Accept-Encoding")
-	var kept []json.RawMessage
-	hasMore := false
-	var last *recorder
-	for range maxListCalls {
-		uq := url.Values{"limit": {strconv.Itoa(listPageSize)}}
-		if before != "" {
-			uq.Set("before_id", before)
-		} else if after != "" {
-			uq.Set("after_id", after)
-		}
-		rec := fetchWith(s.rp, r, uq)
-		last = rec
-		if rec.status != http.StatusOK {
-			rec.writeTo(w, rec.body.Bytes()) // the upstream's error, as it is
-			return
-		}
-		var page batchList
-		if err := json.Unmarshal(rec.body.Bytes(), &page); err != nil {
-			// Never passed on: it may list other clients' batches.
-			s.log.Warn("unreadable list of batches from upstream", "err", err)
-			writeAPIError(w, &apiError{http.StatusBadGateway, "api_error", "llmfleet could not read the upstream's answer"})
-			return
-		}
-		var mine []json.RawMessage
-		for _, item := range page.Data {
-			var b struct {
-				ID string `json:"id"`
-			}
-			if json.Unmarshal(item, &b) != nil {
-				continue
-			}
-			owned, err := s.ownedBy(r.Context(), b.ID, client)
-			if err != nil {
-				s.stateError(w, r, "batch owner lookup failed", err)
-				return
-			}
-			if owned {
-				mine = append(mine, item)
-			}
-		}
-		if before != "" { // newest first: the newer page goes in front
-			kept = append(mine, kept...)
-		} else {
-			kept = append(kept, mine...)
-		}
-		hasMore = page.HasMore
-		if len(kept) >= limit || !page.HasMore || page.FirstID == nil || page.LastID == nil {
-			break
-		}
-		if before != "" {
-			before = *page.FirstID
-		} else {
-			after = *page.LastID
-		}
-	}
-	if len(kept) > limit {
-		if before != "" { // keep those next to the cursor
-			kept = kept[len(kept)-limit:]
-		} else {
-			kept = kept[:limit]
-		}
-		hasMore = true
-	}
-	out := batchList{Data: kept, HasMore: hasMore}
-	if out.Data == nil {
-		out.Data = []json.RawMessage{}
-		out.HasMore = false
-	}
-	if len(kept) > 0 {
-		first, lastID := idOf(kept[0]), idOf(kept[len(kept)-1])
-		out.FirstID, out.LastID = &first, &lastID
-	}
-	body, _ := json.Marshal(out)
-	last.writeTo(w, body)
+// batchListShape is how the Message Batches API lists: after_id, the
+// default, pages towards older batches, before_id towards newer ones,
+// from a page's first_id and last_id.
+var batchListShape = listShape{
+	pageSize: listPageSize, defLimit: 20, maxLimit: listPageSize,
+	after: "after_id", before: "before_id", pageCursors: true,
+	render: func(kept []json.RawMessage, hasMore bool, first, last *string) any {
+		return batchList{Data: kept, HasMore: hasMore, FirstID: first, LastID: last}
+	},
 }
 
-// idOf returns the id of a batch object.
-func idOf(item json.RawMessage) string {
-	var b struct {
-		ID string `json:"id"`
+// prefix: the Anthropic face is served at the root, /v1/<path>.
+func (f anthropicFace) prefix() (mount, api string) { return "", "/v1/" }
+
+// hold maps the client's key to the upstream credential the proxy holds
+// for it (Server.Credentials).
+func (f anthropicFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
+	up, ok := f.s.Credentials(presented)
+	if !ok {
+		return up, f.says(unknownKey, "")
 	}
-	json.Unmarshal(item, &b)
-	return b.ID
+	return up, nil
 }
 
-// ownedBy reports whether the recorded owner of id is client; an id with
-// no owner recorded is nobody's.
-func (s *Server) ownedBy(ctx context.Context, id, client string) (bool, error) {
-	owner, err := s.batchOwners.BatchOwner(ctx, id)
-	if errors.Is(err, llmfleet.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil && owner == client, err
+// forCall returns the face for a call by the client named client.
+func (f anthropicFace) forCall(_, client string) mountedFace {
+	f.client = client
+	return f
 }
+
+// routed: POST /v1/messages goes through the pipeline (the mux sends it
+// there before the mount).
+func (f anthropicFace) routed(method, path string) bool {
+	return method == http.MethodPost && path == "/v1/messages"
+}
+
+// owned: the Message Batches API, served by owner.
+func (f anthropicFace) owned(path string) bool { return isBatchesPath(path) }
+
+// serveOwned serves the Message Batches API for the face's client.
+func (f anthropicFace) serveOwned(w http.ResponseWriter, r *http.Request) {
+	f.serveBatches(w, r, f.client)
+}
+
+// shared reports whether a pass-through call may go upstream under the
+// key every client shares (anthropicShared).
+func (f anthropicFace) shared(method, path string) bool { return anthropicShared(method, path) }
+
+// upstream is the Anthropic face's reverse proxy.
+func (f anthropicFace) upstream() http.Handler { return f.s.rp }

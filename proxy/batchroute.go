@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -11,86 +12,27 @@ import (
 	"github.com/llmfleet/llmfleet/claudewire"
 )
 
-// This file holds the Anthropic face's batch route: a routed call pooled
-// through the Submitter and answered from its batch.
+// This file holds the Anthropic face's answers on the batch route: the
+// Message, or a synthesised event stream for a streaming caller, and
+// failures as the sync API would have answered them.
 
-// budgetSpent answers a batched call whose budget ran out before it could
-// be handed to the Submitter (reading and checking its body took it all).
-func budgetSpent(w http.ResponseWriter, c *call) {
-	id := llmfleet.NewID("req_")
-	msg := "The request's latency budget of " + strconv.FormatInt(c.budget.Milliseconds(), 10) +
-		" ms ran out before llmfleet could queue it."
-	writeErrorBody(w, failure{status: http.StatusGatewayTimeout, requestID: id, noRetry: true,
-		body: claudewire.Envelope("timeout_error", msg, id)})
+// anthropicPing appends the ping event a waiting stream is sent.
+func anthropicPing(b []byte) []byte { return append(b, pingEvent...) }
+
+// anthropicStreamHead sets the headers of a synthesised event stream. If
+// trailer is set, the batch id header is declared as a trailer, to be set
+// once it is known.
+func anthropicStreamHead(h http.Header, trailer bool) {
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Request-Id", llmfleet.NewID("req_"))
+	if trailer {
+		h.Set("Trailer", HeaderBatchID)
+	}
 }
 
-// serveBatch pools a routed call into a batch and answers with its result:
-// the Message as JSON, or a synthesised event stream for a streaming caller.
-//
-// The Submitter gets what is left of the budget, counted from the
-// request's arrival, and starts its own timer with it; a budget already
-// spent is answered 504 timeout_error at once.
-func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, c *call) {
-	ctx := r.Context()
-	w.Header().Set(HeaderRequestID, c.req.ID)
-	budget := c.budget
-	if budget > 0 {
-		if budget = s.remaining(c); budget <= 0 {
-			budgetSpent(w, c)
-			return
-		}
-	}
-	if !c.stream {
-		if s.parkConn(w, r, c, budget) {
-			return // answered later, on the connection taken over
-		}
-		resp, err := s.Submitter.SubmitBatch(ctx, budget, c.req)
-		s.writeBatchAnswer(ctx, w, c, resp, err)
-		return
-	}
-
-	p := &parkedStream{w: w, rc: http.NewResponseController(w), clock: s.clock, interval: s.PingInterval}
-	if p.interval <= 0 {
-		p.interval = DefaultPingInterval
-	}
-	p.arm()
-	resp, err := s.Submitter.SubmitBatch(ctx, budget, c.req)
-	begun := p.stop()
-	if err != nil {
-		s.logFailure(ctx, err)
-		setBatchID(w, err) // a trailer if the stream had begun
-		f := s.batchFailure(ctx, c, err)
-		if !begun {
-			writeErrorBody(w, f)
-			return
-		}
-		writeErrorEvent(w, f.eventData())
-		p.rc.Flush()
-		return
-	}
-	if resp.BatchID != "" {
-		w.Header().Set(HeaderBatchID, resp.BatchID) // a trailer if the stream had begun
-	}
-	if !begun {
-		p.begin(false)
-	}
-	if err := writeMessageEvents(w, resp.Body); err != nil {
-		s.log.Warn("batch result is not a Message", "batch", resp.BatchID, "err", err)
-		writeErrorEvent(w, claudewire.Envelope("api_error", "llmfleet got a malformed batch result", llmfleet.NewID("req_")))
-	}
-	p.rc.Flush()
-}
-
-// writeBatchAnswer answers a non-streaming batched call with what the
-// Submitter returned: the Message as JSON, or the error as the sync API
-// would have answered it. ctx is the caller's.
-func (s *Server) writeBatchAnswer(ctx context.Context, w http.ResponseWriter, c *call, resp *llmfleet.Response, err error) {
-	if err != nil {
-		s.logFailure(ctx, err)
-		setBatchID(w, err)
-		writeErrorBody(w, s.batchFailure(ctx, c, err))
-		return
-	}
+// answer answers a non-streaming batched call with its Message.
+func (f anthropicFace) answer(_ context.Context, w http.ResponseWriter, _ *call, resp *llmfleet.Response) {
 	h := w.Header()
 	if resp.RequestID != "" {
 		h.Set(HeaderRequestID, resp.RequestID)
@@ -108,6 +50,46 @@ func (s *Server) writeBatchAnswer(ctx context.Context, w http.ResponseWriter, c 
 	w.Write(resp.Body)
 }
 
+// fail answers err, from the Submitter, as the sync API would have.
+func (f anthropicFace) fail(ctx context.Context, w http.ResponseWriter, c *call, err error, stored bool) {
+	if !stored {
+		writeErrorBody(w, failureFor(err))
+		return
+	}
+	setBatchID(w, err)
+	writeErrorBody(w, f.batchFailure(ctx, c, err))
+}
+
+// endStream ends a streaming batched call's stream: the Message as
+// events, or the failure as an error event (or an error answer if the
+// stream has not begun).
+func (f anthropicFace) endStream(ctx context.Context, p *streamPark, c *call, resp *llmfleet.Response, err error, begun bool) {
+	w := p.w
+	if err != nil {
+		logFailure(f.s.log, ctx, err)
+		setBatchID(w, err) // a trailer if the stream had begun
+		fl := f.batchFailure(ctx, c, err)
+		if !begun {
+			writeErrorBody(w, fl)
+			return
+		}
+		writeErrorEvent(w, fl.eventData())
+		p.rc.Flush()
+		return
+	}
+	if resp.BatchID != "" {
+		w.Header().Set(HeaderBatchID, resp.BatchID) // a trailer if the stream had begun
+	}
+	if !begun {
+		p.begin(false)
+	}
+	if err := writeMessageEvents(w, resp.Body); err != nil {
+		f.s.log.Warn("batch result is not a Message", "batch", resp.BatchID, "err", err)
+		writeErrorEvent(w, claudewire.Envelope("api_error", "llmfleet got a malformed batch result", llmfleet.NewID("req_")))
+	}
+	p.rc.Flush()
+}
+
 // setBatchID names the batch of a batched request that failed in it.
 func setBatchID(w http.ResponseWriter, err error) {
 	var be *llmfleet.BatchError
@@ -120,37 +102,95 @@ func setBatchID(w http.ResponseWriter, err error) {
 // the Submitter stored an answer for the request (llmfleet.Tickets), that
 // very answer is given, so that fetching the request again later gets the
 // same bytes, request_id included.
-func (s *Server) batchFailure(ctx context.Context, c *call, err error) failure {
-	f := failureFor(err)
-	t, ok := s.Submitter.(llmfleet.Tickets)
+func (f anthropicFace) batchFailure(ctx context.Context, c *call, err error) failure {
+	fl := failureFor(err)
+	t, ok := f.s.Submitter.(llmfleet.Tickets)
 	if !ok || ctx.Err() != nil {
-		return f
+		return fl
 	}
 	sr, lerr := t.Lookup(ctx, c.req.ID, c.req.Credential)
 	if lerr != nil || sr.State != llmfleet.RequestDone || sr.Result == nil || sr.Result.Err == nil {
-		return f
+		return fl
 	}
-	f.status, f.body = resultAnswer(sr.Result)
+	fl.status, fl.body = resultAnswer(sr.Result)
+	if id := requestIDOf(fl.body); id != "" {
+		fl.requestID = id
+	}
+	return fl
+}
+
+// requestIDOf returns the request_id of an Anthropic error envelope.
+func requestIDOf(body []byte) string {
 	var env struct {
 		RequestID string `json:"request_id"`
 	}
-	if json.Unmarshal(f.body, &env) == nil && env.RequestID != "" {
-		f.requestID = env.RequestID
+	json.Unmarshal(body, &env)
+	return env.RequestID
+}
+
+// stored answers a stored Anthropic request that is done: the status and
+// body its call would have been answered with.
+func (f anthropicFace) stored(_ context.Context, w http.ResponseWriter, sr *llmfleet.StoredRequest) {
+	status, body := resultAnswer(sr.Result)
+	h := w.Header()
+	h.Set(HeaderRequestID, sr.ID)
+	h.Set(HeaderRoute, string(llmfleet.RouteBatch))
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	reqID := ""
+	if status != http.StatusOK {
+		reqID = requestIDOf(body)
 	}
-	return f
+	if reqID == "" {
+		reqID = llmfleet.NewID("req_")
+	}
+	h.Set("Request-Id", reqID)
+	w.WriteHeader(status)
+	w.Write(body)
 }
 
-// writeFailure answers err, from the Submitter, as the sync API would have.
-func (s *Server) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
-	s.logFailure(r.Context(), err)
-	f := failureFor(err)
-	writeErrorBody(w, f)
+// says returns the Anthropic face's refusal of kind k.
+func (f anthropicFace) says(k refusalKind, arg string) *refusal {
+	e := &refusal{status: http.StatusBadRequest, typ: "invalid_request_error"}
+	switch k {
+	case stateFailed:
+		e.status, e.typ, e.msg = http.StatusInternalServerError, "api_error", "llmfleet could not read or write its state"
+	case ticketState:
+		e.status, e.typ, e.msg = http.StatusInternalServerError, "api_error", "llmfleet could not read its state"
+	case unreadable:
+		e.status, e.typ, e.msg = http.StatusBadGateway, "api_error", "llmfleet could not read the upstream's answer"
+	case badLimit:
+		e.msg = "limit: Input should be an integer between 1 and " + arg
+	case bothCursors:
+		e.msg = "after_id and before_id cannot both be given"
+	case badCursor:
+		e.msg = strconv.Quote(arg) + " is not a valid batch id for pagination"
+	case batchNotFound, fileNotFound:
+		e.status, e.typ, e.msg = http.StatusNotFound, "not_found_error", "Not found: no batch "+strconv.Quote(arg)+" for this key"
+	case ticketNotFound:
+		e.status, e.typ, e.msg = http.StatusNotFound, "not_found_error", ticketNotFoundMessage(arg)
+	case notRecorded:
+		e.status, e.typ, e.msg = http.StatusInternalServerError, "api_error", "llmfleet could not record the batch "+arg
+	case unknownKey:
+		e = refusalOf(unauthorized)
+	case noKey:
+		e = refusalOf(missingKey)
+	case unknownPath:
+		e.status, e.typ, e.msg = http.StatusNotFound, "not_found_error", "Not found: "+arg
+	case faceClosed:
+		e.status, e.typ, e.msg = http.StatusForbidden, "permission_error", "This llmfleet holds no key for the Anthropic API."
+	case notShared:
+		e.status, e.typ, e.msg = http.StatusForbidden, "permission_error", "This llmfleet holds one key for all its clients: "+arg+
+			" would reach what other clients made under it, so it is not passed on."
+	}
+	return e
 }
 
-func (s *Server) logFailure(ctx context.Context, err error) {
+// logFailure logs a batched call's failure that is llmfleet's own.
+func logFailure(log *slog.Logger, ctx context.Context, err error) {
 	var pe *llmfleet.Error
 	if ctx.Err() != nil || errors.As(err, &pe) {
 		return // the caller left, or the provider answered: nothing wrong here
 	}
-	s.log.Warn("batched request failed", "err", err)
+	log.Warn("batched request failed", "err", err)
 }

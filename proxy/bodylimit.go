@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -58,6 +59,45 @@ func (b *bodyBudget) release(n int64) {
 	if b.max >= 0 {
 		b.held.Add(-n)
 	}
+}
+
+// read reads a request body of at most MaxBodyBytes, within the body
+// read timeout and the budget of bytes in unfinished bodies.
+func (b *bodyBudget) read(r *http.Request) ([]byte, *apiError) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	if r.ContentLength > MaxBodyBytes {
+		return nil, tooLarge
+	}
+	if r.ContentLength > 0 {
+		// The length is known (and net/http holds the client to it): read
+		// into a buffer of exactly that size, which a parked request keeps.
+		if !b.reserve(r.ContentLength) {
+			return nil, bodiesFull
+		}
+		defer b.release(r.ContentLength)
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, readFailed(r, err)
+		}
+		bodyRead(r)
+		return body, nil
+	}
+	cr := &countedReader{r: io.LimitReader(r.Body, MaxBodyBytes+1), b: b}
+	defer func() { b.release(cr.held) }()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(cr); err != nil {
+		if errors.Is(err, errBodiesFull) {
+			return nil, bodiesFull
+		}
+		return nil, readFailed(r, err)
+	}
+	if buf.Len() > MaxBodyBytes {
+		return nil, tooLarge
+	}
+	bodyRead(r)
+	return buf.Bytes(), nil
 }
 
 // BodyBytesInFlight returns the bytes now reserved for request bodies the
@@ -122,13 +162,14 @@ func (c *countedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// guardBody starts the body read timeout of r, a request with a body.
-func (s *Server) guardBody(w http.ResponseWriter, r *http.Request) {
-	if r.Body == nil || r.Body == http.NoBody || s.bodyTimeout <= 0 {
+// guardBody starts the body read timeout of r, a request with a body:
+// it has timeout (none if 0 or less) to send it whole.
+func guardBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) {
+	if r.Body == nil || r.Body == http.NoBody || timeout <= 0 {
 		return
 	}
 	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) != nil {
+	if rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
 		return // not a connection whose deadline can be set
 	}
 	r.Body = &guardedBody{ReadCloser: r.Body, rc: rc}

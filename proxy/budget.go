@@ -12,8 +12,14 @@ import (
 // This file reads a request's latency budget when it comes in the path
 // (/budget/<ms>/...) or in the header llmfleet-latency-budget-ms.
 
+// budgetPrefix returns the handler of /budget/<ms>/<path>: <path>, served
+// by mux, with a budget.
+func budgetPrefix(mux http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { serveBudgetPrefix(mux, w, r) }
+}
+
 // serveBudgetPrefix serves /budget/<ms>/<path> as <path> with a budget.
-func (s *Server) serveBudgetPrefix(w http.ResponseWriter, r *http.Request) {
+func serveBudgetPrefix(mux http.Handler, w http.ResponseWriter, r *http.Request) {
 	path := "/" + r.PathValue("path")
 	budget, err := parseBudget(r.PathValue("ms"))
 	if err != nil {
@@ -32,7 +38,7 @@ func (s *Server) serveBudgetPrefix(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r2 := withPath(r, path, rawPath)
-	s.mux.ServeHTTP(w, r2.WithContext(llmfleet.WithBudget(r.Context(), budget)))
+	mux.ServeHTTP(w, r2.WithContext(llmfleet.WithBudget(r.Context(), budget)))
 }
 
 // withPath returns a shallow copy of r for another path.

@@ -96,10 +96,11 @@ func (k *ClientKeys) Map(presented llmfleet.Credential) (llmfleet.Credential, bo
 	return llmfleet.Credential{}, false
 }
 
-// fingerprint names a client credential (see Server.Fingerprint).
-func (s *Server) fingerprint(c llmfleet.Credential) string {
-	if s.Fingerprint != nil {
-		return s.Fingerprint(c)
+// fingerprint names a client credential with hook, Server.Fingerprint
+// (nil: Credential.Fingerprint(nil)).
+func fingerprint(hook func(llmfleet.Credential) string, c llmfleet.Credential) string {
+	if hook != nil {
+		return hook(c)
 	}
 	return c.Fingerprint(nil)
 }
@@ -107,7 +108,7 @@ func (s *Server) fingerprint(c llmfleet.Credential) string {
 // ownerName names the client presenting c in proxy-held-key mode: the
 // fingerprint of its key, whichever header carried it.
 func (s *Server) ownerName(c llmfleet.Credential) string {
-	return s.fingerprint(clientKey(c))
+	return fingerprint(s.Fingerprint, clientKey(c))
 }
 
 var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key"}

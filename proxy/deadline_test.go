@@ -13,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/middleware/anthropicmw"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
@@ -199,7 +200,7 @@ func TestMalformedDeadlineHeader(t *testing.T) {
 
 	srv := &proxy.Server{}
 	client := anthropic.NewClient(option.WithBaseURL(st.up.URL), option.WithAPIKey("sk-mw"), option.WithMaxRetries(0),
-		option.WithMiddleware(srv.Middleware()))
+		option.WithMiddleware(anthropicmw.New(srv)))
 	_, err := client.Messages.New(context.Background(), userParams("hi"), option.WithHeader("llmfleet-deadline", "HARD"))
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Error(), "llmfleet-deadline") {
@@ -217,7 +218,7 @@ func TestMiddlewareSyncDeadline(t *testing.T) {
 		held := st.onClock(clock)
 		srv := &proxy.Server{Clock: clock}
 		client := anthropic.NewClient(option.WithBaseURL(st.up.URL), option.WithAPIKey("sk-mw"), option.WithMaxRetries(0),
-			option.WithMiddleware(srv.Middleware()))
+			option.WithMiddleware(anthropicmw.New(srv)))
 		opts := []option.RequestOption{}
 		if hard {
 			opts = append(opts, option.WithHeader("llmfleet-deadline", "hard"))

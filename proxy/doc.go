@@ -4,8 +4,8 @@
 // event-stream-synthesis code path:
 //
 //   - Server.Handler, the transparent HTTP proxy behind `llmfleet serve`;
-//   - Server.Middleware, an option.Middleware for
-//     github.com/anthropics/anthropic-sdk-go that routes in process.
+//   - Server.SDK, the router behind the SDK middlewares (packages
+//     middleware/anthropicmw and middleware/openaimw), in process.
 //
 // # Proxy
 //
@@ -28,13 +28,8 @@
 //
 // The sync route and every other /v1/ path go upstream through
 // httputil.ReverseProxy: bodies stream both ways, server-sent events are
-// flushed as they arrive, connections are pooled. Unless Server.Transport
-// is set, a call to a plain-HTTP upstream with a body of known length up
-// to 1 MiB is written, and its answer read, on the goroutine serving the
-// caller, over a pooled HTTP/1.1 connection (the handoffs between
-// http.Transport's goroutines cost more than such a call); https, a
-// proxy from the environment, upgrades, Expect: 100-continue and larger
-// bodies go through http.Transport. The proxy does not read
+// flushed as they arrive, connections are pooled (an http.Transport,
+// unless Server.Transport is set). The proxy does not read
 // the body of a sync request without a budget; one with a budget is read
 // whole first (at most 32 MB, else 413 request_too_large), for routing
 // and so that it can be sent again (see Latency budgets), and then handed
@@ -274,8 +269,10 @@
 // errors are in OpenAI's envelope {"error":{"message","type","param",
 // "code"}}. Its sync and flex calls keep the budgets' rules above: not
 // cut by the budget unless llmfleet-deadline: hard, cut by the upstream
-// timeout; a flex call refused for capacity is retried only while the
-// budget leaves room for the wait and a standard call after it.
+// timeout; a flex call's attempts are the engine's (the Submitter, a
+// llmfleet.FlexExecutor; without one, a single attempt): one refused for
+// capacity is retried only while the budget leaves room for the wait and
+// a standard call after it, the reserve the engine routes with.
 //
 // In proxy-held-key mode (Server.OpenAICredentials) only reads of the
 // models pass through under the shared key; files and batches made
@@ -347,8 +344,11 @@
 //
 // # SDK middleware
 //
+// The SDK middlewares are in packages of their own, middleware/anthropicmw
+// and middleware/openaimw, over the Server's SDKRouter:
+//
 //	srv := &proxy.Server{Submitter: dispatcher}
-//	client := anthropic.NewClient(option.WithMiddleware(srv.Middleware()))
+//	client := anthropic.NewClient(option.WithMiddleware(anthropicmw.New(srv)))
 //	ctx = llmfleet.WithBudget(ctx, 10*time.Minute)
 //	msg, err := client.Messages.New(ctx, params)          // may be batched
 //	stream := client.Messages.NewStreaming(ctx, params)   // likewise

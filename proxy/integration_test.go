@@ -20,6 +20,7 @@ import (
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/emulator"
+	"github.com/llmfleet/llmfleet/middleware/anthropicmw"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
@@ -331,7 +332,7 @@ func TestStackPassThrough(t *testing.T) {
 
 func TestStackMiddleware(t *testing.T) {
 	st := newStack(t, dispatch.Policy{})
-	client := newClient(st.emuTS.URL, option.WithMiddleware(st.srv.Middleware()))
+	client := newClient(st.emuTS.URL, option.WithMiddleware(anthropicmw.New(st.srv)))
 
 	var raw *http.Response
 	ctx := llmfleet.WithBudget(context.Background(), 10*time.Minute)

@@ -8,49 +8,63 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/llmfleet/llmfleet"
 )
 
-// Middleware returns an anthropic-sdk-go middleware that routes the SDK's
-// create-message calls (client.Messages.New and NewStreaming) whose context
-// carries a latency budget (llmfleet.WithBudget) exactly as the proxy
-// routes POST /v1/messages, in process: a call routed sync goes on through
-// the SDK's own HTTP client; a batched one is answered from its batch, as a
-// Message or as a synthesised event stream. A call without a budget takes
-// Server.DefaultBudget, as in the proxy (0, the default: sync, unchanged);
-// every other call goes on unchanged. Upstream and Transport are not used.
-// A call routed sync is the SDK's own: its context, the SDK's timeout and
-// its retries govern it, not the proxy's retries nor Server.UpstreamTimeout,
-// and its budget does not cut it unless the call asks for a hard deadline
-// (option.WithHeader("llmfleet-deadline", "hard")), when it is answered
-// 504 timeout_error once its budget has run out; a batched one's budget
-// counts from the middleware's entry, as the proxy's from a request's
-// arrival.
-func (s *Server) Middleware() option.Middleware {
+// SDKRouter routes the calls of a provider SDK in process, as the Server
+// routes them over HTTP: the SDK middlewares of packages
+// middleware/anthropicmw (anthropic-sdk-go) and middleware/openaimw
+// (openai-go) are its methods. Each method has the shape of both SDKs'
+// option.Middleware: it takes a request the SDK is about to send and
+// next, which sends it on through the SDK's own HTTP client.
+type SDKRouter struct{ s *Server }
+
+// Next sends a request on, as an SDK middleware's next does.
+type Next = func(*http.Request) (*http.Response, error)
+
+// SDK returns the Server's router of SDK calls. Upstream and Transport
+// are not used by it: a call routed sync goes on through the SDK's own
+// HTTP client.
+func (s *Server) SDK() *SDKRouter {
 	s.init()
-	return s.middleware
+	return &SDKRouter{s}
 }
 
-func (s *Server) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+// Messages routes the create-message calls of anthropic-sdk-go
+// (client.Messages.New and NewStreaming) whose context carries a latency
+// budget (llmfleet.WithBudget) exactly as the proxy routes POST
+// /v1/messages: a call routed sync goes on through next; a batched one is
+// answered from its batch, as a Message or as a synthesised event stream.
+// A call without a budget takes Server.DefaultBudget, as in the proxy (0,
+// the default: sync, unchanged); every other call goes on unchanged. A
+// call routed sync is the SDK's own: its context, the SDK's timeout and
+// its retries govern it, not the proxy's retries nor
+// Server.UpstreamTimeout, and its budget does not cut it unless the call
+// asks for a hard deadline (option.WithHeader("llmfleet-deadline",
+// "hard")), when it is answered 504 timeout_error once its budget has run
+// out; a batched one's budget counts from the middleware's entry, as the
+// proxy's from a request's arrival.
+func (sr *SDKRouter) Messages(req *http.Request, next Next) (*http.Response, error) {
+	s := sr.s
 	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/v1/messages") {
 		return next(req)
 	}
-	c, e := s.plan(req)
+	p := pipeline{s, anthropicFace{s: s}}
+	c, e := p.plan(req, true)
 	if e != nil {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
-			writeAPIError(w, e)
+			p.f.refuse(w, e)
 		}), nil
 	}
 	if c.route == llmfleet.RouteBatch {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
 			if c.async {
-				s.serveAsync(w, r, c)
+				p.enqueue(w, r, c)
 				return
 			}
-			s.serveBatch(w, r, c)
+			p.batch(w, r, c)
 		}), nil
 	}
 	for k := range req.Header {
@@ -67,7 +81,7 @@ func (s *Server) middleware(req *http.Request, next option.MiddlewareNext) (*htt
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		req.ContentLength = int64(len(body))
 	}
-	resp, err := s.nextWithin(req, c.hard && c.budget > 0, s.remaining(c), next, func(w http.ResponseWriter, _ *http.Request) {
+	resp, err := s.nextWithin(req, c.hard && c.budget > 0, c.remaining(s.clock.Now()), next, func(w http.ResponseWriter, _ *http.Request) {
 		s.writeCut(w, callCutHard, c.budget)
 	})
 	if resp != nil {

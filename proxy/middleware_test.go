@@ -10,6 +10,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/middleware/anthropicmw"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
@@ -17,7 +18,7 @@ func TestMiddlewareRoutes(t *testing.T) {
 	up := newUpstream(t)
 	sub := &fakeSubmitter{}
 	srv := &proxy.Server{Submitter: sub, PingInterval: time.Millisecond}
-	client := newClient(up.URL, option.WithMiddleware(srv.Middleware()))
+	client := newClient(up.URL, option.WithMiddleware(anthropicmw.New(srv)))
 
 	// No budget: DefaultBudget 0, the SDK's own call (sync).
 	var raw *http.Response
@@ -31,7 +32,7 @@ func TestMiddlewareRoutes(t *testing.T) {
 
 	// No budget with a DefaultBudget: the same rule as the proxy's.
 	patient := &proxy.Server{Submitter: &fakeSubmitter{}, PingInterval: time.Millisecond, DefaultBudget: 10 * time.Minute}
-	pc := newClient(up.URL, option.WithMiddleware(patient.Middleware()))
+	pc := newClient(up.URL, option.WithMiddleware(anthropicmw.New(patient)))
 	if _, err := pc.Messages.New(context.Background(), userParams("default"), optResponse(&raw)); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestMiddlewareErrors(t *testing.T) {
 		return nil, &llmfleet.Error{StatusCode: 529, Type: "overloaded_error", Message: "Overloaded"}
 	}}
 	srv := &proxy.Server{Submitter: sub, PingInterval: time.Millisecond}
-	client := newClient("http://127.0.0.1:1", option.WithMiddleware(srv.Middleware()))
+	client := newClient("http://127.0.0.1:1", option.WithMiddleware(anthropicmw.New(srv)))
 	ctx := llmfleet.WithBudget(context.Background(), time.Hour)
 
 	_, err := client.Messages.New(ctx, userParams("x"))
@@ -139,7 +140,7 @@ func TestMiddlewareCancel(t *testing.T) {
 		return nil, ctx.Err()
 	}}
 	srv := &proxy.Server{Submitter: sub, PingInterval: time.Millisecond}
-	client := newClient("http://127.0.0.1:1", option.WithMiddleware(srv.Middleware()))
+	client := newClient("http://127.0.0.1:1", option.WithMiddleware(anthropicmw.New(srv)))
 	ctx, cancel := context.WithCancel(llmfleet.WithBudget(context.Background(), time.Hour))
 	s := client.Messages.NewStreaming(ctx, userParams("x"))
 	<-started

@@ -4,15 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/openaiwire"
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // DefaultOpenAIUpstream is the OpenAI API, the upstream of the OpenAI face
@@ -26,28 +24,6 @@ const OpenAIPrefix = "/openai"
 // openAIProvider is the provider name of the OpenAI face's Requests.
 const openAIProvider = "openai"
 
-// openAICall is one routed call of the OpenAI face.
-type openAICall struct {
-	route        llmfleet.Route
-	forced       bool
-	budget       time.Duration
-	arrived      time.Time
-	endpoint     string // /v1/chat/completions, ...
-	req          *llmfleet.Request
-	model        string
-	stream       bool
-	includeUsage bool
-	// owner, in proxy-held-key mode, names the client of a /v1/responses
-	// call, whose answer's response is recorded as its own (see
-	// openai_responses.go).
-	owner string
-	// async reports whether the caller asked for a ticket at once
-	// (Prefer: respond-async) rather than for the answer.
-	async bool
-	// hard reports whether the budget is a hard deadline (HeaderDeadline).
-	hard bool
-}
-
 // writeOpenAIError answers with the OpenAI error envelope.
 func writeOpenAIError(w http.ResponseWriter, status int, typ, code, param, msg string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -56,62 +32,52 @@ func writeOpenAIError(w http.ResponseWriter, status int, typ, code, param, msg s
 	w.Write(openaiwire.Envelope(typ, code, param, msg))
 }
 
-// openAIError is an answer of the OpenAI face itself, in the envelope.
-type openAIError struct {
-	status                int
-	typ, code, param, msg string
+// openAIFace is the OpenAI API's face, under OpenAIPrefix: chat
+// completions, responses and embeddings through the routed-call pipeline,
+// the Files and Batches APIs by owner (openai_owners.go), the rest passed
+// upstream as allowed; its answers, errors and streams in OpenAI's
+// shapes.
+type openAIFace struct {
+	s *Server
+	// endpoint is the routed endpoint called (/v1/chat/completions, ...).
+	endpoint string
+	// client names the client in proxy-held-key mode ("" otherwise).
+	client string
+	// sdk says the call comes through the SDK middleware: the proxy
+	// keeps no responses of its clients there.
+	sdk bool
 }
 
-func (e *openAIError) write(w http.ResponseWriter) {
-	writeOpenAIError(w, e.status, e.typ, e.code, e.param, e.msg)
+// prefix: /openai/v1/<path> is <path> of the OpenAI API.
+func (f openAIFace) prefix() (mount, api string) { return OpenAIPrefix, "/v1/" }
+
+// hold maps the client's key to the OpenAI key the proxy holds for it
+// (Server.OpenAICredentials); without one the face is closed.
+func (f openAIFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
+	if f.s.OpenAICredentials == nil {
+		return llmfleet.Credential{}, f.says(faceClosed, "")
+	}
+	up, ok := f.s.OpenAICredentials(presented)
+	if !ok {
+		return up, f.says(unknownKey, "")
+	}
+	return up, nil
 }
 
-// serveOpenAI serves the OpenAI face: /openai/v1/<path> is <path> of the
-// OpenAI API; POST chat/completions, responses and embeddings are routed
-// by budget, everything else passes through.
-func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
-	path, ok := strings.CutPrefix(r.URL.Path, OpenAIPrefix)
-	if !ok || !strings.HasPrefix(path, "/v1/") {
-		writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", "Unknown request URL: "+r.Method+" "+r.URL.Path+".")
-		return
-	}
-	client := ""
-	if s.Credentials != nil {
-		if s.OpenAICredentials == nil {
-			writeOpenAIError(w, http.StatusForbidden, "permission_error", "", "",
-				"The OpenAI face of this llmfleet is closed: it runs with proxy-held keys and holds none for OpenAI.")
-			return
-		}
-		presented := credentialFrom(r.Header)
-		up, ok := s.OpenAICredentials(presented)
-		if !ok {
-			writeOpenAIError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "",
-				"Incorrect API key provided. This llmfleet admits clients by keys of its own.")
-			return
-		}
-		client = s.ownerName(presented)
-		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, up))
-	}
-	if r.Method == http.MethodPost && openaiwire.Routed(path) {
-		s.serveOpenAIRouted(w, r, path, client)
-		return
-	}
-	r2 := withPath(r, path, "")
-	if s.Credentials != nil {
-		switch {
-		case openAIOwned(path):
-			s.serveOpenAIOwned(w, r2, client)
-			return
-		case !openAIShared(r.Method, path):
-			writeOpenAIError(w, http.StatusForbidden, "permission_error", "", "",
-				"This llmfleet holds one OpenAI key for all its clients: "+r.Method+" "+path+
-					" would reach what other clients made under it, so it is not passed on.")
-			return
-		}
-	}
-	fullDuplex(w)
-	s.openAIRP.ServeHTTP(w, r2)
+// forCall returns the face for a call to path by the client named client.
+func (f openAIFace) forCall(path, client string) mountedFace {
+	f.endpoint, f.client = path, client
+	return f
 }
+
+// routed: POST chat/completions, responses and embeddings are routed by
+// budget; everything else passes through.
+func (f openAIFace) routed(method, path string) bool {
+	return method == http.MethodPost && openaiwire.Routed(path)
+}
+
+// upstream is the OpenAI face's reverse proxy.
+func (f openAIFace) upstream() http.Handler { return f.s.openAIRP }
 
 // openAIKey returns the key of a credential as OpenAI takes it: a bearer
 // token.
@@ -122,41 +88,85 @@ func openAIKey(c llmfleet.Credential) llmfleet.Credential {
 	return llmfleet.Credential{AuthToken: c.AuthToken}
 }
 
-// planOpenAI reads a routed call: its route header, budget, body, model.
-func (s *Server) planOpenAI(r *http.Request, endpoint string) (*openAICall, *openAIError) {
-	c := &openAICall{arrived: s.clock.Now(), endpoint: endpoint, route: llmfleet.RouteSync}
-	switch v := r.Header.Get(HeaderRoute); v {
-	case "":
-	case string(llmfleet.RouteSync), string(llmfleet.RouteFlex), string(llmfleet.RouteBatch):
-		c.route, c.forced = llmfleet.Route(v), true
-	default:
-		return nil, &openAIError{http.StatusBadRequest, "invalid_request_error", "", "llmfleet-route", "The llmfleet-route header must be sync, flex or batch."}
+// traits: sync, flex or batch may be forced; refusals of a call's headers
+// and body go without the route header; a batched caller waits in its
+// handler, a streaming one on ": ping" comments, the stream begun at once.
+func (f openAIFace) traits() faceTraits {
+	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch}, bare: true,
+		stream: streamShape{eager: true, ping: openAIPing, begin: openAIStreamHead}}
+}
+
+// openAIPing appends the comment a waiting chat stream is sent.
+func openAIPing(b []byte) []byte { return sse.AppendComment(b, "ping") }
+
+// openAIStreamHead sets the headers of a chat stream synthesised from a
+// batch.
+func openAIStreamHead(h http.Header, _ bool) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+}
+
+// admit checks that the call presents a key, as a bearer token.
+func (f openAIFace) admit(r *http.Request, _ *call) *refusal {
+	if credentialFrom(r.Header).AuthToken == "" {
+		e := f.says(noKey, "")
+		e.bare = true
+		return e
 	}
-	budget, given := llmfleet.BudgetFrom(r.Context())
-	if v := r.Header.Get(HeaderBudget); v != "" {
-		b, err := parseBudget(v)
+	return nil
+}
+
+// route reads the body (its model, stream and stream options), builds the
+// Request and routes it: forced, a ticket's (batch, without "stream": the
+// stored answer is the endpoint's JSON), else by the Submitter's plan.
+// Only chat streams are synthesised from a batch, and only some
+// endpoints have a flex tier. With proxy-held keys, a /v1/responses call
+// must not continue from another client's response (responseRefs).
+func (f openAIFace) route(r *http.Request, c *call, force llmfleet.Route) *refusal {
+	s := f.s
+	c.endpoint = f.endpoint
+	if e := f.parse(r, c); e != nil {
+		return e
+	}
+	if force != "" {
+		c.route = force
+	}
+	switch {
+	case c.async:
+		c.stream = false
+	case !c.forced && s.Submitter != nil:
+		c.route = s.Submitter.Plan(c.budget, c.req)
+	}
+	if !c.async && c.route == llmfleet.RouteBatch && c.stream && c.endpoint != openaiwire.ChatCompletions {
+		c.route = llmfleet.RouteSync // only chat streams are synthesised from a batch
+	}
+	if !c.async && c.route == llmfleet.RouteFlex && !openaiwire.Flexible(c.endpoint) {
+		c.route = llmfleet.RouteSync
+	}
+	if !f.sdk && s.Credentials != nil && isResponses(c.endpoint) {
+		e, err := bookOf(s).responseRefs(r.Context(), c.req.Body, f.client)
 		if err != nil {
-			return nil, &openAIError{http.StatusBadRequest, "invalid_request_error", "", "llmfleet-latency-budget-ms", "The llmfleet-latency-budget-ms header must be a non-negative integer number of milliseconds."}
+			logStateError(s.log, r, "owner lookup failed", err)
+			e = f.says(stateFailed, "")
 		}
-		budget, given = b, true
+		if e != nil {
+			e.bare = true
+			return e
+		}
+		c.owner = f.client
 	}
-	if !given {
-		budget = s.DefaultBudget
+	if c.route == llmfleet.RouteBatch && s.Submitter == nil {
+		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", param: "llmfleet-route", msg: "This llmfleet does not batch."}
 	}
-	c.budget = budget
-	hard, ok := hardDeadline(r.Header)
-	if !ok {
-		return nil, &openAIError{http.StatusBadRequest, "invalid_request_error", "", "llmfleet-deadline", badDeadline}
-	}
-	c.hard = hard
-	cred := credentialFrom(r.Header)
-	if cred.AuthToken == "" {
-		return nil, &openAIError{http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "",
-			"You didn't provide an API key. Provide it in an Authorization header: Bearer YOUR_KEY."}
-	}
-	body, e := s.readBody(r)
+	return nil
+}
+
+// parse reads the call's body and builds its Request.
+func (f openAIFace) parse(r *http.Request, c *call) *refusal {
+	s := f.s
+	body, e := s.bodies.read(r)
 	if e != nil {
-		return nil, &openAIError{e.status, "invalid_request_error", "", "", e.msg}
+		return &refusal{status: e.status, typ: "invalid_request_error", msg: e.msg, bare: true}
 	}
 	var fields struct {
 		Model         string `json:"model"`
@@ -166,10 +176,11 @@ func (s *Server) planOpenAI(r *http.Request, endpoint string) (*openAICall, *ope
 		} `json:"stream_options"`
 	}
 	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, &openAIError{http.StatusBadRequest, "invalid_request_error", "", "", "We could not parse the JSON body of your request."}
+		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", msg: "We could not parse the JSON body of your request.", bare: true}
 	}
 	if fields.Model == "" {
-		return nil, &openAIError{http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "model", "you must provide a model parameter"}
+		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", code: "missing_required_parameter", param: "model",
+			msg: "you must provide a model parameter", bare: true}
 	}
 	c.model, c.stream, c.includeUsage = fields.Model, fields.Stream, fields.StreamOptions.IncludeUsage
 	h := http.Header{}
@@ -178,145 +189,53 @@ func (s *Server) planOpenAI(r *http.Request, endpoint string) (*openAICall, *ope
 			h.Set(k, v)
 		}
 	}
+	cred := credentialFrom(r.Header)
 	upstream := llmfleet.Credential{AuthToken: cred.AuthToken}
 	if held, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
 		upstream = openAIKey(held) // proxy-held keys: pooled under the proxy's key
 	}
 	c.req = &llmfleet.Request{Provider: openAIProvider, Credential: upstream,
-		Header: h, Endpoint: endpoint, Body: body, Client: s.clientOf(cred)}
+		Header: h, Endpoint: c.endpoint, Body: body, Client: s.clientOf(cred)}
 	noteModel(r.Context(), c.model)
-	if !c.forced && s.Submitter != nil {
-		c.route = s.Submitter.Plan(budget, c.req)
-	}
-	if c.route == llmfleet.RouteBatch && c.stream && endpoint != openaiwire.ChatCompletions {
-		c.route = llmfleet.RouteSync // only chat streams are synthesised from a batch
-	}
-	if c.route == llmfleet.RouteFlex && !openaiwire.Flexible(endpoint) {
-		c.route = llmfleet.RouteSync
-	}
-	return c, nil
+	return nil
 }
 
-// serveOpenAIRouted serves a routed call of the client named client
-// ("" without proxy-held keys). With proxy-held keys, a /v1/responses
-// call must not continue from another client's response (responseRefs).
-func (s *Server) serveOpenAIRouted(w http.ResponseWriter, r *http.Request, endpoint, client string) {
-	c, e := s.planOpenAI(r, endpoint)
-	if e != nil {
-		e.write(w)
-		return
-	}
-	if s.Credentials != nil && isResponses(endpoint) {
-		e, err := s.responseRefs(r.Context(), c.req.Body, client)
-		if err != nil {
-			s.openAIStateError(w, r, "owner lookup failed", err)
-			return
-		}
-		if e != nil {
-			e.write(w)
-			return
-		}
-		c.owner = client
-	}
-	e = s.planOpenAIBatch(r, c)
-	w.Header().Set(HeaderRoute, string(c.route))
-	if e != nil {
-		e.write(w)
-		return
-	}
-	if a := accessOf(r.Context()); a != nil {
+// note records the budget of a call planned for the access log (its
+// model was noted as its body was read).
+func (f openAIFace) note(r *http.Request, c *call, e *refusal) {
+	if a := accessOf(r.Context()); a != nil && e == nil {
 		a.mu.Lock()
 		a.budget = c.budget
 		a.mu.Unlock()
 	}
-	if c.async {
-		s.serveOpenAIAsync(w, r, c)
-		return
-	}
-	if c.route == llmfleet.RouteBatch {
-		s.serveOpenAIBatch(w, r, c)
-		return
-	}
-	s.serveOpenAISync(w, r, c)
 }
 
-// serveOpenAIBatch pools the call and answers from its batch: the body
-// the endpoint would have answered, or for a streaming chat caller the
-// chunks it would have been streamed as (": ping" comments while it
-// waits).
-func (s *Server) serveOpenAIBatch(w http.ResponseWriter, r *http.Request, c *openAICall) {
-	if s.Submitter == nil {
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "llmfleet-route", "This llmfleet does not batch.")
+// refuse answers e in OpenAI's error envelope.
+func (f openAIFace) refuse(w http.ResponseWriter, e *refusal) {
+	writeOpenAIError(w, e.status, e.typ, e.code, e.param, e.msg)
+}
+
+// sync sends a call routed sync or flex upstream (openai_sync.go).
+func (f openAIFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
+	f.s.fwd.serveOpenAISync(w, r, c)
+}
+
+// endStream ends a chat stream synthesised from a batch: its chunks, or
+// an error chunk.
+func (f openAIFace) endStream(_ context.Context, p *streamPark, c *call, resp *llmfleet.Response, err error, _ bool) {
+	w := p.w
+	if err != nil {
+		_, _, _, msg := openAIFailure(err)
+		b, _ := json.Marshal(map[string]any{"error": json.RawMessage(errorObject(err, msg))})
+		w.Write(sse.AppendEvent(nil, "", b))
 		return
 	}
-	if c.req.ID != "" {
-		w.Header().Set(HeaderRequestID, c.req.ID) // with the first headers, a stream's too
-	}
-	type result struct {
-		resp *llmfleet.Response
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := s.Submitter.SubmitBatch(r.Context(), c.budget-s.clock.Now().Sub(c.arrived), c.req)
-		done <- result{resp, err}
-	}()
-	var res result
-	if c.stream {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
-		http.NewResponseController(w).Flush()
-		ping := s.PingInterval
-		if ping <= 0 {
-			ping = DefaultPingInterval
-		}
-		for waiting := true; waiting; {
-			tick, stop := s.after(ping)
-			select {
-			case res = <-done:
-				waiting = false
-			case <-tick:
-				io.WriteString(w, ": ping\n\n")
-				http.NewResponseController(w).Flush()
-			}
-			stop()
-		}
-		if res.err != nil {
-			_, _, _, msg := openAIFailure(res.err)
-			b, _ := json.Marshal(map[string]any{"error": json.RawMessage(errorObject(res.err, msg))})
-			w.Write([]byte("data: " + string(b) + "\n\n"))
-			return
-		}
-		out, err := openaiwire.AppendChunks(nil, res.resp.Body, c.includeUsage)
-		if err != nil {
-			w.Write([]byte("data: " + string(openaiwire.Envelope("api_error", "", "", "The batch answer could not be streamed.")) + "\n\n"))
-			return
-		}
-		w.Write(out)
+	out, err := openaiwire.AppendChunks(nil, resp.Body, c.includeUsage)
+	if err != nil {
+		w.Write(sse.AppendEvent(nil, "", openaiwire.Envelope("api_error", "", "", "The batch answer could not be streamed.")))
 		return
 	}
-	res = <-done
-	if res.err != nil {
-		s.logFailure(r.Context(), res.err)
-		status, body := openAIErrorAnswer(res.err)
-		writeOpenAIBody(w, status, body)
-		return
-	}
-	if c.owner != "" {
-		s.recordResponse(r.Context(), c.owner, res.resp.Body)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if res.resp.RequestID != "" {
-		w.Header().Set(HeaderRequestID, res.resp.RequestID)
-	}
-	if res.resp.BatchID != "" {
-		w.Header().Set(HeaderBatchID, res.resp.BatchID)
-	}
-	w.Header().Set(HeaderRoute, string(res.resp.Route))
-	w.Header().Set("Content-Length", itoa(int64(len(res.resp.Body))))
-	w.WriteHeader(http.StatusOK)
-	w.Write(res.resp.Body)
+	w.Write(out)
 }
 
 // openAIFailure returns the status, type, code and message a batched call
@@ -359,14 +278,6 @@ func errorObject(err error, msg string) []byte {
 	}
 	b, _ := json.Marshal(e)
 	return b
-}
-
-// after returns a channel closed after d on the Server's clock, and a
-// func that stops it.
-func (s *Server) after(d time.Duration) (<-chan struct{}, func()) {
-	ch := make(chan struct{})
-	t := s.clock.AfterFunc(d, func() { close(ch) })
-	return ch, func() { t.Stop() }
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

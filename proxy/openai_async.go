@@ -1,9 +1,10 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"net/http"
-	"time"
+	"strconv"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/openaiwire"
@@ -19,68 +20,32 @@ import (
 // OpenAI's envelope), for clients that know only that base URL.
 const OpenAIRequestsPath = OpenAIPrefix + "/v1/llmfleet/requests/"
 
-// planOpenAIBatch reads what a routed call of the OpenAI face asks of the
-// batch route: Idempotency-Key and Prefer: respond-async (which takes the
-// batch route whatever the budget, and drops "stream": the stored answer
-// is the endpoint's JSON). A batched call then gets its request id,
-// derived from its Idempotency-Key if it has one, and, with proxy-held
-// keys, the name of the client that sent it, so that only that client
-// reads it back.
-func (s *Server) planOpenAIBatch(r *http.Request, c *openAICall) *openAIError {
-	key, ok := idempotencyKey(r.Header)
-	if !ok {
-		return &openAIError{http.StatusBadRequest, "invalid_request_error", "invalid_idempotency_key", HeaderIdempotencyKey,
-			"The Idempotency-Key header must be 1 to 255 visible ASCII characters."}
-	}
-	if prefersAsync(r.Header) {
-		if v := r.Header.Get(HeaderRoute); v != "" && v != string(llmfleet.RouteBatch) {
-			return &openAIError{http.StatusBadRequest, "invalid_request_error", "", "llmfleet-route",
-				"Prefer: respond-async needs the batch route, and llmfleet-route asks for " + v + "."}
-		}
-		if _, ok := s.Submitter.(llmfleet.Tickets); !ok {
-			return &openAIError{http.StatusBadRequest, "invalid_request_error", "", "Prefer", noTickets.msg}
-		}
-		c.route, c.async, c.stream = llmfleet.RouteBatch, true, false
-	}
-	if c.route != llmfleet.RouteBatch {
-		return nil
-	}
-	presented := credentialFrom(r.Header)
-	c.req.ID = llmfleet.NewID("lfr_")
-	if key != "" {
-		c.req.ID, c.req.Retry = idempotentID(s.ownerName(presented), key), true
-	}
-	if s.Credentials != nil {
-		if c.req.Header == nil {
-			c.req.Header = make(http.Header)
-		}
-		c.req.Header.Set(clientHeader, s.ownerName(presented))
-	}
-	return nil
-}
-
-// serveOpenAIAsync accepts a routed call for batching and answers 202
-// with its ticket at once, as serveAsync does on the Anthropic face.
-func (s *Server) serveOpenAIAsync(w http.ResponseWriter, r *http.Request, c *openAICall) {
-	budget := c.budget
-	if budget > 0 {
-		budget = max(c.budget-s.clock.Now().Sub(c.arrived), time.Nanosecond)
-	}
-	id, err := s.Submitter.(llmfleet.Tickets).Enqueue(r.Context(), budget, c.req)
-	if errors.Is(err, llmfleet.ErrNoStore) {
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "Prefer", noTickets.msg)
-		return
-	}
-	if err != nil {
-		s.logFailure(r.Context(), err)
-		status, body := openAIErrorAnswer(err)
-		writeOpenAIBody(w, status, body)
-		return
+// answer answers a non-streaming batched call with the endpoint's body.
+// With proxy-held keys, the response a /v1/responses answer carries is
+// recorded as its client's first.
+func (f openAIFace) answer(ctx context.Context, w http.ResponseWriter, c *call, resp *llmfleet.Response) {
+	if c.owner != "" {
+		bookOf(f.s).recordResponse(ctx, c.owner, resp.Body)
 	}
 	h := w.Header()
-	h.Set("Location", RequestsPath+id)
-	h.Set("Preference-Applied", "respond-async")
-	writeTicket(w, id, llmfleet.RequestQueued)
+	h.Set("Content-Type", "application/json")
+	if resp.RequestID != "" {
+		h.Set(HeaderRequestID, resp.RequestID)
+	}
+	if resp.BatchID != "" {
+		h.Set(HeaderBatchID, resp.BatchID)
+	}
+	h.Set(HeaderRoute, string(resp.Route))
+	h.Set("Content-Length", itoa(int64(len(resp.Body))))
+	w.WriteHeader(http.StatusOK)
+	w.Write(resp.Body)
+}
+
+// fail answers a batched call that failed with err: the API's own
+// envelope and status when the provider answered, else openAIFailure's.
+func (f openAIFace) fail(_ context.Context, w http.ResponseWriter, _ *call, err error, _ bool) {
+	status, body := openAIErrorAnswer(err)
+	writeOpenAIBody(w, status, body)
 }
 
 // openAIErrorAnswer returns the status and body a batched call of the
@@ -107,6 +72,7 @@ func openAIResultAnswer(res *llmfleet.StoredResult) (int, []byte) {
 	return openAIErrorAnswer(res.Err.Error())
 }
 
+// writeOpenAIBody answers status with the JSON body.
 func writeOpenAIBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -115,20 +81,13 @@ func writeOpenAIBody(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
-// serveOpenAITicket serves GET /openai/v1/llmfleet/requests/{id}: the
-// tickets API under the OpenAI face's base URL, its refusals in OpenAI's
-// envelope.
-func (s *Server) serveOpenAITicket(w http.ResponseWriter, r *http.Request) {
-	s.answerTicket(w, r, true)
-}
-
-// writeOpenAIStored answers a stored OpenAI request sr that is done.
+// stored answers a stored OpenAI request sr that is done.
 // With proxy-held keys, the response a /v1/responses answer carries is
 // recorded as its client's first, as a live answer's is.
-func (s *Server) writeOpenAIStored(w http.ResponseWriter, r *http.Request, sr *llmfleet.StoredRequest) {
+func (f openAIFace) stored(ctx context.Context, w http.ResponseWriter, sr *llmfleet.StoredRequest) {
 	status, body := openAIResultAnswer(sr.Result)
-	if s.Credentials != nil && status == http.StatusOK && isResponses(sr.Endpoint) {
-		s.recordResponse(r.Context(), sr.Header.Get(clientHeader), body)
+	if f.s.Credentials != nil && status == http.StatusOK && isResponses(sr.Endpoint) {
+		bookOf(f.s).recordResponse(ctx, sr.Header.Get(clientHeader), body)
 	}
 	h := w.Header()
 	h.Set(HeaderRequestID, sr.ID)
@@ -137,4 +96,41 @@ func (s *Server) writeOpenAIStored(w http.ResponseWriter, r *http.Request, sr *l
 		h.Set("X-Request-Id", re.RequestID)
 	}
 	writeOpenAIBody(w, status, body)
+}
+
+// says returns the OpenAI face's refusal of kind k.
+func (f openAIFace) says(k refusalKind, arg string) *refusal {
+	e := &refusal{status: http.StatusBadRequest, typ: "invalid_request_error"}
+	switch k {
+	case stateFailed, notRecorded:
+		e.status, e.typ, e.msg = http.StatusInternalServerError, "server_error", "llmfleet could not read or write its state."
+	case ticketState:
+		e.status, e.typ, e.msg = http.StatusInternalServerError, "server_error", "llmfleet could not read its state"
+	case unreadable:
+		e.status, e.typ, e.msg = http.StatusBadGateway, "api_error", "llmfleet could not read the upstream's answer."
+	case badLimit:
+		e.param, e.msg = "limit", "limit must be between 1 and "+arg+"."
+	case bothCursors:
+		e.param, e.msg = "before", "after and before cannot both be given."
+	case badCursor:
+		e.param, e.msg = "after", strconv.Quote(arg)+" is not a valid cursor."
+	case fileNotFound:
+		e.status, e.param, e.msg = http.StatusNotFound, "id", "No such File object: "+arg
+	case batchNotFound:
+		e.status, e.msg = http.StatusNotFound, "No batch found with id '"+arg+"'."
+	case ticketNotFound:
+		e.status, e.msg = http.StatusNotFound, ticketNotFoundMessage(arg)
+	case unknownKey:
+		e.status, e.code, e.msg = http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided. This llmfleet admits clients by keys of its own."
+	case noKey:
+		e.status, e.code, e.msg = http.StatusUnauthorized, "invalid_api_key", "You didn't provide an API key. Provide it in an Authorization header: Bearer YOUR_KEY."
+	case unknownPath:
+		e.status, e.code, e.msg = http.StatusNotFound, "unknown_url", "Unknown request URL: "+arg+"."
+	case faceClosed:
+		e.status, e.typ, e.msg = http.StatusForbidden, "permission_error", "The OpenAI face of this llmfleet is closed: it runs with proxy-held keys and holds none for OpenAI."
+	case notShared:
+		e.status, e.typ, e.msg = http.StatusForbidden, "permission_error", "This llmfleet holds one OpenAI key for all its clients: "+arg+
+			" would reach what other clients made under it, so it is not passed on."
+	}
+	return e
 }

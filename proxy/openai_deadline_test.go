@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/middleware/openaimw"
 	"github.com/llmfleet/llmfleet/openaiemu"
 	"github.com/llmfleet/llmfleet/openaiwire"
 	"github.com/llmfleet/llmfleet/proxy"
@@ -178,7 +179,7 @@ func TestOpenAIFaceMalformedDeadline(t *testing.T) {
 	}
 	srv := &proxy.Server{}
 	mw := openai.NewClient(option.WithBaseURL(base+"/openai/v1"), option.WithAPIKey("sk-a"), option.WithMaxRetries(0),
-		option.WithMiddleware(srv.OpenAIMiddleware()))
+		option.WithMiddleware(openaimw.New(srv)))
 	_, err = mw.Chat.Completions.New(context.Background(), ask("hi"), option.WithHeader("llmfleet-deadline", "later"))
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || apiErr.Param != "llmfleet-deadline" {
 		t.Fatalf("middleware: %v", err)
@@ -223,7 +224,7 @@ func TestOpenAIMiddlewareHardDeadline(t *testing.T) {
 	_, held, _ := slowOpenAI(t, face, clock, time.Hour)
 	srv := &proxy.Server{Clock: clock}
 	c := openai.NewClient(option.WithBaseURL(face.OpenAIUpstream.String()+"/v1"), option.WithAPIKey("sk-a"),
-		option.WithMaxRetries(0), option.WithMiddleware(srv.OpenAIMiddleware()))
+		option.WithMaxRetries(0), option.WithMiddleware(openaimw.New(srv)))
 	errc := make(chan error, 1)
 	go func() {
 		ctx := llmfleet.WithBudget(context.Background(), 3*time.Second)

@@ -2,37 +2,32 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
-
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/jsonmember"
 	"github.com/llmfleet/llmfleet/openaiwire"
 )
 
-// OpenAIMiddleware returns an openai-go middleware that routes the SDK's
-// chat completions, responses and embeddings calls whose context carries
-// a latency budget (llmfleet.WithBudget) as the OpenAI face routes them,
-// in process: a call routed sync goes on through the SDK's own HTTP
-// client; one routed flex goes on with service_tier "flex" and, if the API
-// refuses the tier or its capacity, once more in the standard tier (the
-// SDK's own retries apply to each); a batched one is answered from its
-// batch, as the endpoint's body or, for a chat stream, as its chunks. A
-// call without a budget takes Server.DefaultBudget (0, the default: sync,
-// unchanged); every other call goes on unchanged. The llmfleet-route
-// header of each answer says its route. A sync or flex call's budget does
-// not cut it unless the call asks for a hard deadline (llmfleet-deadline:
-// hard), when it is answered 504 timeout_error once its budget has run
-// out; the SDK's own timeout bounds it otherwise.
-func (s *Server) OpenAIMiddleware() option.Middleware {
-	s.init()
-	return s.openAIMiddleware
-}
-
-func (s *Server) openAIMiddleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+// OpenAI routes the openai-go SDK's chat completions, responses and
+// embeddings calls whose context carries a latency budget
+// (llmfleet.WithBudget) as the OpenAI face routes them: a call routed
+// sync goes on through next; one routed flex goes on with service_tier
+// "flex" and, if the API refuses the tier or its capacity, once more in
+// the standard tier (the SDK's own retries apply to each); a batched one
+// is answered from its batch, as the endpoint's body or, for a chat
+// stream, as its chunks. A call without a budget takes
+// Server.DefaultBudget (0, the default: sync, unchanged); every other
+// call goes on unchanged. The llmfleet-route header of each answer says
+// its route. A sync or flex call's budget does not cut it unless the call
+// asks for a hard deadline (llmfleet-deadline: hard), when it is answered
+// 504 timeout_error once its budget has run out; the SDK's own timeout
+// bounds it otherwise.
+func (sr *SDKRouter) OpenAI(req *http.Request, next Next) (*http.Response, error) {
+	s := sr.s
 	endpoint := ""
 	for _, ep := range []string{openaiwire.ChatCompletions, openaiwire.Responses, openaiwire.Embeddings} {
 		if strings.HasSuffix(req.URL.Path, strings.TrimPrefix(ep, "/v1")) {
@@ -42,9 +37,15 @@ func (s *Server) openAIMiddleware(req *http.Request, next option.MiddlewareNext)
 	if req.Method != http.MethodPost || endpoint == "" {
 		return next(req)
 	}
-	c, e := s.planOpenAI(req, endpoint)
+	p := pipeline{s, openAIFace{s: s, endpoint: endpoint, sdk: true}}
+	c, e := p.plan(req, false)
 	if e != nil {
-		return serveInProcess(req, func(w http.ResponseWriter, _ *http.Request) { e.write(w) }), nil
+		return serveInProcess(req, func(w http.ResponseWriter, _ *http.Request) {
+			if !e.bare {
+				w.Header().Set(HeaderRoute, string(c.route))
+			}
+			p.f.refuse(w, e)
+		}), nil
 	}
 	body := []byte(c.req.Body)
 	for k := range req.Header {
@@ -55,7 +56,7 @@ func (s *Server) openAIMiddleware(req *http.Request, next option.MiddlewareNext)
 	if c.route == llmfleet.RouteBatch {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
-			s.serveOpenAIBatch(w, r, c)
+			p.batch(w, r, c)
 		}), nil
 	}
 	call := func(req *http.Request) (*http.Response, error) {
@@ -63,7 +64,7 @@ func (s *Server) openAIMiddleware(req *http.Request, next option.MiddlewareNext)
 		return next(req)
 	}
 	if c.route == llmfleet.RouteFlex {
-		call = func(req *http.Request) (*http.Response, error) { return s.flexThrough(req, c, body, next) }
+		call = func(req *http.Request) (*http.Response, error) { return sr.flexThrough(req, c, body, next) }
 	}
 	resp, err := s.nextWithin(req, c.hard && c.budget > 0, c.budget-s.clock.Now().Sub(c.arrived), call,
 		func(w http.ResponseWriter, _ *http.Request) {
@@ -75,31 +76,22 @@ func (s *Server) openAIMiddleware(req *http.Request, next option.MiddlewareNext)
 	return resp, err
 }
 
-// flexThrough sends a flex call of the middleware on with service_tier
-// "flex" and, if the API refuses the tier or its capacity, once more in
-// the standard tier.
-func (s *Server) flexThrough(req *http.Request, c *openAICall, body []byte, next option.MiddlewareNext) (*http.Response, error) {
+// flexThrough sends a flex call of the middleware on through the
+// engine's flex executor (flex.go): with service_tier "flex", retried or
+// sent once more in the standard tier as the engine decides.
+func (sr *SDKRouter) flexThrough(req *http.Request, c *openAICall, body []byte, next Next) (*http.Response, error) {
 	flexBody, err := jsonmember.Set(body, "service_tier", []byte(`"flex"`))
 	if err != nil {
 		flexBody = body
 	}
-	setBody(req, flexBody)
-	start := s.clock.Now()
-	resp, err := next(req)
-	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadRequest) {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		reason := openaiwire.Reason(resp.StatusCode, b)
-		if fo, ok := s.Submitter.(llmfleet.FlexObserver); ok && reason != nil {
-			fo.ObserveFlex(openAIProvider, c.model, s.clock.Now().Sub(start), reason)
-		}
-		if reason == nil {
-			resp.Body = io.NopCloser(bytes.NewReader(b))
-		} else {
-			setBody(req, body) // the standard tier
-			resp, err = next(req)
+	send := func(b []byte) func(context.Context) (*http.Response, error) {
+		return func(ctx context.Context) (*http.Response, error) {
+			r := req.WithContext(ctx)
+			setBody(r, b)
+			return next(r)
 		}
 	}
+	resp, _, err := flexCall{exec: sr.s.fwd.flex, c: c, attempt: send(flexBody), standard: send(body)}.run(req.Context())
 	return resp, err
 }
 

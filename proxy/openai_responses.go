@@ -34,7 +34,7 @@ import (
 // is checked, so that a body repeating one cannot show the proxy one
 // value and the API another. It returns an error if an owner cannot be
 // read.
-func (s *Server) responseRefs(ctx context.Context, body []byte, client string) (*openAIError, error) {
+func (b ownerBook) responseRefs(ctx context.Context, body []byte, client string) (*refusal, error) {
 	ms, err := jsonmember.Members(body)
 	if err != nil {
 		return nil, nil // not an object: the API refuses it
@@ -48,14 +48,14 @@ func (s *Server) responseRefs(ctx context.Context, body []byte, client string) (
 			if json.Unmarshal(v, &id) != nil {
 				continue // not a string: the API refuses it
 			}
-			if owned, err := s.ownedBy(ctx, id, client); err != nil || !owned {
-				return &openAIError{http.StatusNotFound, "invalid_request_error", "previous_response_not_found", "previous_response_id",
-					"Previous response with id '" + id + "' not found."}, err
+			if owned, err := b.owns(ctx, id, client); err != nil || !owned {
+				return &refusal{status: http.StatusNotFound, typ: "invalid_request_error", code: "previous_response_not_found",
+					param: "previous_response_id", msg: "Previous response with id '" + id + "' not found."}, err
 			}
 		case strings.EqualFold(m.Key, "conversation"):
 			id := conversationID(v)
-			return &openAIError{http.StatusNotFound, "invalid_request_error", "conversation_not_found", "conversation",
-				"Conversation with id '" + id + "' not found."}, nil
+			return &refusal{status: http.StatusNotFound, typ: "invalid_request_error", code: "conversation_not_found",
+				param: "conversation", msg: "Conversation with id '" + id + "' not found."}, nil
 		}
 	}
 	return nil, nil
@@ -81,7 +81,7 @@ func conversationID(v []byte) string {
 // client named client, as the client's. A failure is logged, not
 // answered: the answer is the client's all the same, and continuing
 // from the response is refused until it is recorded.
-func (s *Server) recordResponse(ctx context.Context, client string, body []byte) {
+func (b ownerBook) recordResponse(ctx context.Context, client string, body []byte) {
 	var o struct {
 		ID     string `json:"id"`
 		Object string `json:"object"`
@@ -89,12 +89,12 @@ func (s *Server) recordResponse(ctx context.Context, client string, body []byte)
 	if json.Unmarshal(body, &o) != nil || o.ID == "" || o.Object != "response" {
 		return
 	}
-	s.recordResponseID(ctx, client, o.ID)
+	b.recordResponseID(ctx, client, o.ID)
 }
 
-func (s *Server) recordResponseID(ctx context.Context, client, id string) {
-	if err := s.batchOwners.RecordBatchOwner(context.WithoutCancel(ctx), id, client); err != nil {
-		s.log.Warn("owner of a response not recorded: continuing from it will be refused", "response", id, "err", err)
+func (b ownerBook) recordResponseID(ctx context.Context, client, id string) {
+	if err := b.record(ctx, id, client); err != nil {
+		b.log.Warn("owner of a response not recorded: continuing from it will be refused", "response", id, "err", err)
 	}
 }
 
@@ -104,9 +104,9 @@ func (s *Server) recordResponseID(ctx context.Context, client, id string) {
 // whole first; in an event stream, the id of the events' response
 // (response.created, then the others) is recorded as the event ends,
 // before the bytes that end it are handed on.
-func (s *Server) ownedResponses(ctx context.Context, client string, res *http.Response) io.ReadCloser {
+func (b ownerBook) ownedResponses(ctx context.Context, client string, res *http.Response) io.ReadCloser {
 	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		return &wholeBody{body: res.Body, done: func(b []byte) { s.recordResponse(ctx, client, b) }}
+		return &wholeBody{body: res.Body, done: func(body []byte) { b.recordResponse(ctx, client, body) }}
 	}
 	recorded := ""
 	dec := &sse.Decoder{MaxData: maxKept, Emit: func(e sse.Event) {
@@ -117,7 +117,7 @@ func (s *Server) ownedResponses(ctx context.Context, client string, res *http.Re
 		}
 		if json.Unmarshal(e.Data, &ev) == nil && ev.Response.ID != "" && ev.Response.ID != recorded {
 			recorded = ev.Response.ID
-			s.recordResponseID(ctx, client, recorded)
+			b.recordResponseID(ctx, client, recorded)
 		}
 	}}
 	return &tappedBody{body: res.Body, tap: dec}

@@ -3,266 +3,192 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
+	"net/http/httputil"
 	"strings"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/jsonmember"
 	"github.com/llmfleet/llmfleet/openaiwire"
-	"github.com/llmfleet/llmfleet/sse"
 )
 
-// This file holds the OpenAI face's sync and flex routes: the call made
-// upstream, its answer streamed back, its usage read for the ledger.
+// This file holds the OpenAI face's sync and flex routes: the call goes
+// upstream through the forwarder's reverse proxy of the face, as a
+// pass-through call does, its answer streams back through a tap that reads
+// its usage for the ledger (openaitap.go).
+
+// openAISync is a sync or flex call of the OpenAI face on its way through
+// the reverse proxy; it rides in the request's context. Its fields are
+// written by the goroutine serving the call, or by the reverse proxy's
+// transport, hooks and copy, which that goroutine waits for.
+type openAISync struct {
+	c      *openAICall
+	caller context.Context // the caller's context, not the bounded one
+	bound  *callBound
+	served llmfleet.Tier // the tier asked for on the last attempt
+	tap    *openAITap    // the answer's, once its headers came
+	failed bool          // no answer came: the error handler answered
+}
+
+type openAISyncKey struct{}
+
+func openAISyncOf(r *http.Request) *openAISync {
+	oc, _ := r.Context().Value(openAISyncKey{}).(*openAISync)
+	return oc
+}
 
 // serveOpenAISync makes the call upstream, flex or standard, and streams
 // its answer back, reading its usage for the ledger. Its budget does not
 // cut it unless it is a hard deadline (c.hard); the upstream timeout
 // does, while no answer has come (deadline.go).
-func (s *Server) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *openAICall) {
+func (f *forwarder) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *openAICall) {
 	hard := time.Duration(0)
 	if c.hard && c.budget > 0 {
-		if hard = c.budget - s.clock.Now().Sub(c.arrived); hard <= 0 {
-			s.reportOpenAI(c, "", nil, "timeout_error", false)
-			writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", s.cutMessage(callCutHard, c.budget, "upstream OpenAI API"))
+		if hard = c.budget - f.clock.Now().Sub(c.arrived); hard <= 0 {
+			f.obs.openAI(c, "", nil, "timeout_error", false)
+			writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", f.s.cutMessage(callCutHard, c.budget, "upstream OpenAI API"))
 			return
 		}
 	}
-	ctx, b := s.bound(r.Context(), hard, s.upstreamTimeout)
+	ctx, b := f.s.bound(r.Context(), hard, f.timeout)
 	defer b.release()
-	res, served, err := s.openAIUpstreamCall(ctx, r, c, []byte(c.req.Body))
-	if err == nil && !b.answered() {
-		res.Body.Close()
-		err = errCut
-	}
-	if err != nil {
-		s.openAICallFailed(w, r, c, served, b.cutBy())
-		return
-	}
-	if c.owner != "" && res.StatusCode == http.StatusOK {
-		res.Body = s.ownedResponses(r.Context(), c.owner, res)
-	}
-	defer res.Body.Close()
-	for k, vs := range res.Header {
-		if k == "Content-Length" || strings.EqualFold(k, "Connection") {
-			continue
-		}
-		w.Header()[k] = vs
-	}
+	oc := &openAISync{c: c, caller: r.Context(), bound: b, served: llmfleet.TierStandard}
+	up := withPath(r.WithContext(context.WithValue(ctx, openAISyncKey{}, oc)), c.endpoint, "")
+	up.URL.RawQuery = ""
+	up.Body, up.ContentLength = io.NopCloser(bytes.NewReader([]byte(c.req.Body))), int64(len(c.req.Body))
 	w.Header().Set(HeaderRoute, string(c.route))
-	if res.ContentLength >= 0 && !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		w.Header().Set("Content-Length", itoa(res.ContentLength))
-	}
-	w.WriteHeader(res.StatusCode)
-	tap := &openAITap{sse: strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream")}
-	whole := copyAnswer(w, res.Body, tap)
+	// Deferred: the reverse proxy aborts the handler (http.ErrAbortHandler)
+	// when an answer breaks off; the call is reported all the same.
+	defer f.openAIAnswered(oc)
+	f.openAI.ServeHTTP(w, up)
+}
+
+// openAIAnswered reports a call once its answer has been passed on, or
+// broke off; one that got no answer was reported by openAIError.
+func (f *forwarder) openAIAnswered(oc *openAISync) {
+	t := oc.tap
 	switch {
-	case res.StatusCode >= 400:
-		s.reportOpenAI(c, served, tap, openaiwire.ErrorOf(res.StatusCode, tap.raw.Bytes(), "").Type, false)
-	case !whole && r.Context().Err() != nil:
+	case oc.failed || t == nil:
+	case t.status >= 400:
+		f.obs.openAI(oc.c, oc.served, t, openaiwire.ErrorOf(t.status, t.raw.Bytes(), "").Type, false)
+	case !t.eof && oc.caller.Err() != nil:
 		// The caller left during the answer, which is billed all the same.
-		s.reportOpenAI(c, served, tap, "caller_canceled", true)
+		f.obs.openAI(oc.c, oc.served, t, "caller_canceled", true)
 	default:
-		s.reportOpenAI(c, served, tap, "ok", false)
+		f.obs.openAI(oc.c, oc.served, t, "ok", false)
 	}
 }
 
-// copyAnswer passes body on to w as it comes, through tap, and reports
-// whether it came whole.
-func copyAnswer(w http.ResponseWriter, body io.Reader, tap *openAITap) bool {
-	buf := make([]byte, 32<<10)
-	flusher, _ := w.(http.Flusher)
-	for {
-		n, rerr := body.Read(buf)
-		if n > 0 {
-			tap.write(buf[:n])
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return false
-			}
-			if tap.sse && flusher != nil {
-				flusher.Flush()
-			}
-		}
-		if rerr != nil {
-			return rerr == io.EOF
-		}
+// rewriteOpenAI prepares an upstream request of the OpenAI face: a sync
+// call goes with its credential (the client's, or the proxy-held key) and
+// without the caller's Accept-Encoding, so that its usage can be read; a
+// pass-through call with the proxy-held key, if any.
+func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest) {
+	pr.SetURL(f.openAIUpstream)
+	pr.Out.Host = f.openAIUpstream.Host
+	dropOwnHeaders(pr.Out.Header)
+	if oc := openAISyncOf(pr.In); oc != nil {
+		pr.Out.Header.Del("Accept-Encoding")
+		setCredential(pr.Out.Header, oc.c.req.Credential)
+		return
 	}
+	if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
+		setCredential(pr.Out.Header, openAIKey(c))
+	}
+}
+
+// tapOpenAI is the OpenAI face's ModifyResponse: the answer to a sync
+// call is read as it streams by (openAITap), and, for a /v1/responses call
+// with proxy-held keys, its response recorded as its client's.
+func (f *forwarder) tapOpenAI(resp *http.Response) error {
+	oc := openAISyncOf(resp.Request)
+	if oc == nil {
+		return nil
+	}
+	c := oc.c
+	if c.owner != "" && resp.StatusCode == http.StatusOK {
+		resp.Body = bookOf(f.s).ownedResponses(oc.caller, c.owner, resp)
+	}
+	resp.Header.Del(HeaderRoute) // the proxy's own, set by serveOpenAISync
+	oc.tap = &openAITap{rc: resp.Body, status: resp.StatusCode,
+		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+	resp.Body = oc.tap
+	return nil
+}
+
+// openAIError answers a request of the OpenAI face that got no answer:
+// a sync call as openAICallFailed says, any other 502.
+func (f *forwarder) openAIError(w http.ResponseWriter, r *http.Request, err error) {
+	if oc := openAISyncOf(r); oc != nil {
+		oc.failed = true
+		f.openAICallFailed(w, r, oc.c, oc.served, oc.bound.cutBy())
+		return
+	}
+	f.log.Warn("openai upstream unreachable", "path", r.URL.Path, "err", err)
+	w.Header().Set("Connection", "close")
+	writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "The upstream OpenAI API could not be reached.")
 }
 
 // openAICallFailed answers and reports a sync or flex call that got no
 // answer: cut by state (callCutHard, callCutTimeout: 504 timeout_error),
 // left by its caller, or failed to reach the upstream (502). A call cut
 // after it was sent may be billed: its usage is estimated.
-func (s *Server) openAICallFailed(w http.ResponseWriter, r *http.Request, c *openAICall, served llmfleet.Tier, state int32) {
+func (f *forwarder) openAICallFailed(w http.ResponseWriter, r *http.Request, c *openAICall, served llmfleet.Tier, state int32) {
 	switch {
 	case state == callCutHard || state == callCutTimeout:
-		s.log.Info("sync call cut before the upstream answered", "path", r.URL.Path, "route", c.route,
+		f.log.Info("sync call cut before the upstream answered", "path", r.URL.Path, "route", c.route,
 			"budget", c.budget, "upstream_timeout", state == callCutTimeout)
-		s.reportOpenAI(c, served, nil, "timeout_error", true)
-		writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", s.cutMessage(state, c.budget, "upstream OpenAI API"))
+		f.obs.openAI(c, served, nil, "timeout_error", true)
+		writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", f.s.cutMessage(state, c.budget, "upstream OpenAI API"))
 	case r.Context().Err() != nil:
-		s.reportOpenAI(c, served, nil, "caller_canceled", true)
+		f.obs.openAI(c, served, nil, "caller_canceled", true)
 	default:
-		s.reportOpenAI(c, served, nil, "api_error", false)
+		f.obs.openAI(c, served, nil, "api_error", false)
 		writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "The upstream OpenAI API could not be reached.")
 	}
 }
 
-// openAIUpstreamCall sends the call, in the flex tier on the flex route:
-// a capacity refusal is retried while the budget leaves room for a
-// standard call after the wait, a tier refusal goes standard at once. It
-// returns the response to pass on (any status) and the route's tier asked
-// for the last attempt.
-func (s *Server) openAIUpstreamCall(ctx context.Context, r *http.Request, c *openAICall, body []byte) (*http.Response, llmfleet.Tier, error) {
-	if c.route != llmfleet.RouteFlex {
-		res, err := s.openAIPost(ctx, r, c, body)
-		return res, llmfleet.TierStandard, err
+// sendOpenAI sends a sync or flex call (the forwarder's transport) and
+// returns its answer, unless the call was cut first.
+func (f *forwarder) sendOpenAI(req *http.Request, oc *openAISync) (*http.Response, error) {
+	res, err := f.openAIAttempts(req, oc)
+	if err == nil && !oc.bound.answered() {
+		res.Body.Close()
+		return nil, errCut
 	}
+	return res, err
+}
+
+// openAIAttempts sends the call, on the flex route through the engine's
+// flex executor (flex.go). It returns the response to pass on (any
+// status) and sets oc.served to the tier asked for on the last attempt.
+func (f *forwarder) openAIAttempts(req *http.Request, oc *openAISync) (*http.Response, error) {
+	c := oc.c
+	if c.route != llmfleet.RouteFlex {
+		return f.next.RoundTrip(req)
+	}
+	body := []byte(c.req.Body)
 	flexBody, err := jsonmember.Set(body, "service_tier", []byte(`"flex"`))
 	if err != nil {
 		flexBody = body
 	}
-	fo, _ := s.Submitter.(llmfleet.FlexObserver)
-	wait := s.FlexRetryBackoff
-	if wait <= 0 {
-		wait = time.Second
-	}
-	for {
-		start := s.clock.Now()
-		res, err := s.openAIPost(ctx, r, c, flexBody)
-		if err != nil {
-			return nil, llmfleet.TierFlex, err
-		}
-		if res.StatusCode != http.StatusTooManyRequests && res.StatusCode != http.StatusBadRequest {
-			if fo != nil && res.StatusCode/100 == 2 {
-				fo.ObserveFlex(openAIProvider, c.model, s.clock.Now().Sub(start), nil)
-			}
-			return res, llmfleet.TierFlex, nil
-		}
-		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		res.Body.Close()
-		reason := openaiwire.Reason(res.StatusCode, b)
-		if reason == nil { // another error: pass it on as it came
-			res.Body = io.NopCloser(bytes.NewReader(b))
-			return res, llmfleet.TierFlex, nil
-		}
-		if fo != nil {
-			fo.ObserveFlex(openAIProvider, c.model, s.clock.Now().Sub(start), reason)
-		}
-		if errors.Is(reason, llmfleet.ErrFlexUnavailable) {
-			// A wait llmfleet adds: the budget bounds it.
-			if c.budget <= 0 || s.clock.Now().Add(wait+openAIStandardReserve).Before(c.arrived.Add(c.budget)) {
-				tick, stop := s.after(wait)
-				select {
-				case <-tick:
-				case <-ctx.Done():
-					stop()
-					return nil, llmfleet.TierFlex, ctx.Err()
-				}
-				wait = min(2*wait, 30*time.Second)
-				continue
-			}
-		}
-		res, err = s.openAIPost(ctx, r, c, body) // the standard tier
-		return res, llmfleet.TierStandard, err
-	}
+	fc := flexCall{exec: f.flex, c: c,
+		attempt: func(ctx context.Context) (*http.Response, error) {
+			return f.next.RoundTrip(withBody(ctx, req, flexBody))
+		},
+		standard: func(ctx context.Context) (*http.Response, error) { return f.next.RoundTrip(withBody(ctx, req, body)) }}
+	res, tier, err := fc.run(req.Context())
+	oc.served = tier
+	return res, err
 }
 
-// openAIStandardReserve is what a flex call's retries leave of its budget
-// for the standard call after them.
-const openAIStandardReserve = 30 * time.Second
-
-// openAIPost posts body to the upstream endpoint with the client's headers
-// (less llmfleet's own and hop-by-hop ones).
-func (s *Server) openAIPost(ctx context.Context, r *http.Request, c *openAICall, body []byte) (*http.Response, error) {
-	u := *s.openAIUpstream
-	u.Path = strings.TrimSuffix(u.Path, "/") + c.endpoint
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	for k, vs := range r.Header {
-		lk := strings.ToLower(k)
-		if strings.HasPrefix(lk, "llmfleet-") || lk == "connection" || lk == "content-length" || lk == "host" || lk == "accept-encoding" {
-			continue
-		}
-		req.Header[k] = vs
-	}
-	setCredential(req.Header, c.req.Credential) // the client's, or the proxy-held key
-	return s.openAIClient.Do(req)
-}
-
-// openAITap reads an answer as it streams by: a JSON answer is kept whole
-// up to a limit (an OpenAI answer's usage comes last), an event stream's
-// usage, model and tier are read off its chunks.
-type openAITap struct {
-	sse    bool
-	raw    bytes.Buffer
-	events sse.Decoder
-	answer openaiwire.Answer
-}
-
-func (t *openAITap) write(p []byte) {
-	if !t.sse {
-		if t.raw.Len()+len(p) <= maxKept {
-			t.raw.Write(p)
-		}
-		return
-	}
-	if t.events.Emit == nil {
-		t.events = sse.Decoder{MaxData: maxKept, Emit: func(e sse.Event) {
-			if a, err := openaiwire.ReadAnswer(e.Data); err == nil {
-				if a.Model != "" {
-					t.answer.Model = a.Model
-				}
-				if a.Tier != "" {
-					t.answer.Tier = a.Tier
-				}
-				if a.Usage != (llmfleet.Usage{}) {
-					t.answer.Usage = a.Usage
-				}
-			}
-		}}
-	}
-	t.events.Write(p)
-}
-
-func (t *openAITap) result() openaiwire.Answer {
-	if !t.sse {
-		a, _ := openaiwire.ReadAnswer(t.raw.Bytes())
-		return a
-	}
-	return t.answer
-}
-
-// reportOpenAI hands the ledger entry of a sync or flex call to Observe:
-// the usage its answer's tap read (outcome ok, or a caller gone during
-// the answer), in the tier served or else asked. A call cut after it was
-// sent (cut) and whose usage is not known has it estimated from its body
-// (LedgerEntry.Estimated): the upstream may bill it.
-func (s *Server) reportOpenAI(c *openAICall, asked llmfleet.Tier, tap *openAITap, outcome string, cut bool) {
-	if s.Observe == nil {
-		return
-	}
-	now := s.clock.Now()
-	e := llmfleet.LedgerEntry{Time: now, Provider: openAIProvider, Model: c.model, Route: c.route, Outcome: outcome,
-		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client}
-	if tap != nil && (outcome == "ok" || cut) {
-		a := tap.result()
-		e.Usage, e.Tier = a.Usage, a.Tier
-		if a.Model != "" {
-			e.Model = a.Model
-		}
-	}
-	if cut && e.Usage == (llmfleet.Usage{}) {
-		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
-	}
-	if e.Tier == "" && (outcome == "ok" || cut) {
-		e.Tier = asked
-	}
-	e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, c.budget)
-	s.Observe(e)
+// withBody returns a copy of req, an upstream request, within ctx and
+// with body b.
+func withBody(ctx context.Context, req *http.Request, b []byte) *http.Request {
+	r := req.Clone(ctx)
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return r
 }

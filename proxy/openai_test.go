@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/middleware/openaimw"
 	oai "github.com/llmfleet/llmfleet/openai"
 	"github.com/llmfleet/llmfleet/openaiemu"
 	"github.com/llmfleet/llmfleet/pricing"
@@ -29,7 +30,7 @@ import (
 func openAIFace(t *testing.T, emu *openaiemu.Server, observe func(llmfleet.LedgerEntry)) string {
 	t.Helper()
 	d, u := openAIEngine(t, emu)
-	srv := &proxy.Server{Submitter: d, OpenAIUpstream: u, Observe: observe, FlexRetryBackoff: time.Millisecond, PingInterval: 10 * time.Millisecond}
+	srv := &proxy.Server{Submitter: d, OpenAIUpstream: u, Observe: observe, PingInterval: 10 * time.Millisecond}
 	ps := httptest.NewServer(srv.Handler())
 	t.Cleanup(ps.Close)
 	return ps.URL
@@ -44,7 +45,7 @@ func openAIEngine(t *testing.T, emu *openaiemu.Server) (*dispatch.Dispatcher, *u
 	t.Cleanup(up.Close)
 	d := &dispatch.Dispatcher{Providers: []llmfleet.Provider{&oai.Provider{BaseURL: up.URL}}, Flex: pricing.Default().Flex,
 		Policy: dispatch.Policy{BatchWindow: 20 * time.Millisecond, BatchMinSize: 100, PollInterval: 20 * time.Millisecond,
-			SyncLatencyPrior: time.Second, FlexLatencyPrior: time.Second, NoRescue: true}}
+			SyncLatencyPrior: time.Second, FlexLatencyPrior: time.Second, FlexRetryBackoff: time.Millisecond, NoRescue: true}}
 	if err := d.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -193,9 +194,10 @@ func TestOpenAIFaceKeysNotMixed(t *testing.T) {
 	}
 }
 
-// TestOpenAIFaceFlexFallback: flex refused for capacity is retried, then
-// sent standard within the budget; the ledger entry is route flex, tier
-// standard.
+// TestOpenAIFaceFlexFallback: flex refused for capacity is retried by the
+// engine's flex executor, then sent standard while the budget leaves the
+// engine's reserve (the sync latency prior, 1s, and RescueMargin, 2s);
+// the ledger entry is route flex, tier standard.
 func TestOpenAIFaceFlexFallback(t *testing.T) {
 	var refused atomic.Int32
 	emu := &openaiemu.Server{FlexUnavailable: func(string) bool { refused.Add(1); return true }}
@@ -207,7 +209,7 @@ func TestOpenAIFaceFlexFallback(t *testing.T) {
 	p.Model = "o4-mini"
 	var hr *http.Response
 	res, err := c.Chat.Completions.New(context.Background(), p, option.WithHeader("llmfleet-route", "flex"),
-		option.WithHeader("llmfleet-latency-budget-ms", "30300"), option.WithResponseInto(&hr))
+		option.WithHeader("llmfleet-latency-budget-ms", "3300"), option.WithResponseInto(&hr))
 	if err != nil || res.ServiceTier == "flex" || hr.Header.Get("Llmfleet-Route") != "flex" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -237,7 +239,7 @@ func TestOpenAIMiddleware(t *testing.T) {
 	defer d.Close(context.Background())
 	srv := &proxy.Server{Submitter: d}
 	c := openai.NewClient(option.WithBaseURL(up.URL+"/v1"), option.WithAPIKey("sk-a"), option.WithMaxRetries(0),
-		option.WithMiddleware(srv.OpenAIMiddleware()))
+		option.WithMiddleware(openaimw.New(srv)))
 	var hr *http.Response
 	res, err := c.Chat.Completions.New(context.Background(), ask("no budget"), option.WithResponseInto(&hr))
 	if err != nil || hr.Header.Get("Llmfleet-Route") != "sync" || res.Choices[0].Message.Content != "Answer to: no budget" {

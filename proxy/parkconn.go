@@ -26,7 +26,9 @@ const parkLookupTimeout = 10 * time.Second
 // complete response itself, with Connection: close, once the Submitter
 // calls back.
 type parkedConn struct {
-	s    *Server
+	// p renders the answer (pipeline.answer) and counts the caller in
+	// its Server's parkedSet until it is written.
+	p    pipeline
 	conn net.Conn
 	c    *call
 	// h holds the headers the handler had set before the take-over
@@ -36,7 +38,7 @@ type parkedConn struct {
 	a *accessRec
 }
 
-// parkConn parks a non-streaming batched call on its connection alone, if
+// park parks a non-streaming batched call on its connection alone, if
 // it can: the Submitter is a llmfleet.FuncSubmitter, the request is
 // HTTP/1.1 and w can hand its connection over (not HTTP/2, not a
 // recorder, not the SDK middleware). It reports whether it did; the call
@@ -48,7 +50,8 @@ type parkedConn struct {
 // before; its answer closes the connection and the pipelined request goes
 // unanswered, which a pipelining client must be ready for (RFC 9112,
 // section 9.3.2).
-func (s *Server) parkConn(w http.ResponseWriter, r *http.Request, c *call, budget time.Duration) bool {
+func (pl pipeline) park(w http.ResponseWriter, r *http.Request, c *call, budget time.Duration) bool {
+	s := pl.s
 	fs, ok := s.Submitter.(llmfleet.FuncSubmitter)
 	if !ok || r.ProtoMajor != 1 || r.ProtoMinor < 1 {
 		return false
@@ -58,7 +61,7 @@ func (s *Server) parkConn(w http.ResponseWriter, r *http.Request, c *call, budge
 	if err != nil {
 		return false // cannot be taken over: today's path
 	}
-	p := &parkedConn{s: s, conn: conn, c: c, h: h, a: accessOf(r.Context())}
+	p := &parkedConn{p: pl, conn: conn, c: c, h: h, a: accessOf(r.Context())}
 	if p.a != nil {
 		p.a.mu.Lock()
 		p.a.parked = true
@@ -87,17 +90,17 @@ func (p *parkedConn) done(resp *llmfleet.Response, err error) {
 }
 
 // answer writes the complete response to resp or err on the connection,
-// as serveBatch would have written it, with Connection: close, closes the
+// as the pipeline would have written it, with Connection: close, closes the
 // connection and reports the access record. A write that fails (the
 // caller left) is no error: the answer stays readable by its ticket.
 func (p *parkedConn) answer(resp *llmfleet.Response, err error, pipelined bool) {
-	defer p.s.parked.remove(p)
+	defer p.p.s.parked.remove(p)
 	ctx, cancel := context.WithTimeout(context.Background(), parkLookupTimeout)
 	rec := &recorder{header: p.h}
-	p.s.writeBatchAnswer(ctx, rec, p.c, resp, err)
+	p.p.answer(ctx, rec, p.c, resp, err)
 	cancel()
 	if rec.header.Get("Date") == "" {
-		rec.header.Set("Date", p.s.clock.Now().UTC().Format(http.TimeFormat))
+		rec.header.Set("Date", p.p.s.clock.Now().UTC().Format(http.TimeFormat))
 	}
 	out := &http.Response{
 		StatusCode:    rec.status,
@@ -114,7 +117,7 @@ func (p *parkedConn) answer(resp *llmfleet.Response, err error, pipelined bool) 
 	_, werr := p.conn.Write(buf.Bytes())
 	p.close(pipelined)
 	if werr != nil {
-		p.s.log.Debug("parked caller gone before its answer", "request_id", p.c.req.ID, "err", werr)
+		p.p.s.log.Debug("parked caller gone before its answer", "request_id", p.c.req.ID, "err", werr)
 	}
 	if p.a != nil {
 		status := rec.status
@@ -138,14 +141,15 @@ func (p *parkedConn) close(pipelined bool) {
 }
 
 // parkedSet holds the callers parked on their connections, which
-// http.Server.Shutdown does not see, for Server.Drain. Its zero value is
-// empty.
+// http.Server.Shutdown does not see, for Server.Drain: the parker. Its
+// zero value is empty.
 type parkedSet struct {
 	mu    sync.Mutex
 	conns map[*parkedConn]struct{}
 	idle  chan struct{} // closed when the set empties, if someone waits
 }
 
+// add counts p as parked.
 func (ps *parkedSet) add(p *parkedConn) {
 	ps.mu.Lock()
 	if ps.conns == nil {
@@ -155,6 +159,7 @@ func (ps *parkedSet) add(p *parkedConn) {
 	ps.mu.Unlock()
 }
 
+// remove counts p answered, waking Drain if it was the last.
 func (ps *parkedSet) remove(p *parkedConn) {
 	ps.mu.Lock()
 	delete(ps.conns, p)
@@ -171,8 +176,10 @@ func (ps *parkedSet) remove(p *parkedConn) {
 // were any. Their answers come from the Submitter: close it first, so
 // that it answers every caller. http.Server.Shutdown does not wait for
 // these callers, whose connections net/http handed over.
-func (s *Server) Drain(ctx context.Context) error {
-	ps := &s.parked
+func (s *Server) Drain(ctx context.Context) error { return s.parked.drain(ctx) }
+
+// drain waits until ps is empty or ctx ends (see Server.Drain).
+func (ps *parkedSet) drain(ctx context.Context) error {
 	for {
 		ps.mu.Lock()
 		if len(ps.conns) == 0 {
@@ -198,8 +205,11 @@ func (s *Server) Drain(ctx context.Context) error {
 }
 
 // Parked returns the number of callers parked on their connections alone.
-func (s *Server) Parked() int {
-	s.parked.mu.Lock()
-	defer s.parked.mu.Unlock()
-	return len(s.parked.conns)
+func (s *Server) Parked() int { return s.parked.count() }
+
+// count returns the number of callers parked.
+func (ps *parkedSet) count() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.conns)
 }

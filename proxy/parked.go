@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -9,15 +8,31 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
-// parkedStream keeps a streaming caller's connection alive while its
-// batched request waits: every interval it sends a ping event, the first
-// one preceded by the 200 status and the stream's headers. It holds no
-// goroutine while waiting, only a timer.
-type parkedStream struct {
+// streamShape is how a face keeps a streaming caller waiting.
+type streamShape struct {
+	// eager sends the stream's status and headers at once; else they go
+	// out with the first ping, so that a result arriving before it is
+	// answered exactly as the sync API would.
+	eager bool
+	// ping appends to b the bytes sent every interval while the caller
+	// waits.
+	ping func(b []byte) []byte
+	// begin sets the stream's headers; trailer says the batch id header
+	// is to be declared as a trailer, set once it is known.
+	begin func(h http.Header, trailer bool)
+}
+
+// streamPark keeps a streaming caller's connection alive while its
+// batched request waits: every interval it sends the face's ping, the
+// first one preceded by the 200 status and the stream's headers unless
+// they went out at once. It holds no goroutine while waiting, only a
+// timer.
+type streamPark struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
 	clock    llmfleet.Clock
 	interval time.Duration
+	shape    streamShape
 
 	mu     sync.Mutex
 	begun  bool
@@ -26,14 +41,26 @@ type parkedStream struct {
 	failed bool // a write failed: the caller is gone
 }
 
-// arm starts the ping timer.
-func (p *parkedStream) arm() {
+// newStreamPark starts keeping w's caller waiting, a ping every interval
+// (0: DefaultPingInterval).
+func newStreamPark(w http.ResponseWriter, clock llmfleet.Clock, interval time.Duration, shape streamShape) *streamPark {
+	p := &streamPark{w: w, rc: http.NewResponseController(w), clock: clock, interval: interval, shape: shape}
+	if p.interval <= 0 {
+		p.interval = DefaultPingInterval
+	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if shape.eager {
+		p.begin(false)
+		p.rc.Flush()
+	}
 	p.timer = p.clock.AfterFunc(p.interval, p.ping)
-	p.mu.Unlock()
+	return p
 }
 
-func (p *parkedStream) ping() {
+// ping sends a ping, the stream's headers first if not sent yet, and
+// arms the next one.
+func (p *streamPark) ping() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.done || p.failed {
@@ -42,7 +69,7 @@ func (p *parkedStream) ping() {
 	if !p.begun {
 		p.begin(true)
 	}
-	if _, err := io.WriteString(p.w, pingEvent); err != nil || p.rc.Flush() != nil {
+	if _, err := p.w.Write(p.shape.ping(nil)); err != nil || p.rc.Flush() != nil {
 		p.failed = true
 		return
 	}
@@ -51,21 +78,15 @@ func (p *parkedStream) ping() {
 
 // begin sends the status and headers of the stream. If trailer is set, the
 // batch id header is declared as a trailer, to be set once it is known.
-func (p *parkedStream) begin(trailer bool) {
-	h := p.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Request-Id", llmfleet.NewID("req_"))
-	if trailer {
-		h.Set("Trailer", HeaderBatchID)
-	}
+func (p *streamPark) begin(trailer bool) {
+	p.shape.begin(p.w.Header(), trailer)
 	p.w.WriteHeader(http.StatusOK)
 	p.begun = true
 }
 
 // stop ends the pings and reports whether the stream has begun. After stop
 // returns, the timer writes nothing more.
-func (p *parkedStream) stop() bool {
+func (p *streamPark) stop() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done = true

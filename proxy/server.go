@@ -38,7 +38,7 @@ const (
 // POST /v1/messages by latency budget through a Submitter and passes every
 // other /v1/ path upstream unchanged. Its zero value is a plain reverse proxy
 // to the Anthropic API; set Submitter to route. A Server must not be copied
-// or have its fields changed once Handler or Middleware has been called.
+// or have its fields changed once Handler or SDK has been called.
 type Server struct {
 	// Submitter routes and batches create-message calls. If nil, every
 	// request goes to the sync route and a forced batch route is refused.
@@ -50,9 +50,7 @@ type Server struct {
 
 	// Transport makes the upstream calls of the sync route and the
 	// pass-through paths. Nil means a pooled clone of
-	// http.DefaultTransport, shared by the Server's handlers, in front of
-	// which calls to a plain-HTTP upstream with small bodies are made on
-	// the caller's goroutine (see the package doc).
+	// http.DefaultTransport, shared by the Server's handlers.
 	Transport http.RoundTripper
 
 	// Provider is the provider name put on the Requests given to the
@@ -167,11 +165,6 @@ type Server struct {
 	// the OpenAI face (/openai/v1/...); nil means DefaultOpenAIUpstream.
 	OpenAIUpstream *url.URL
 
-	// FlexRetryBackoff is the wait before the first retry of a flex call
-	// the OpenAI face makes that was refused for capacity; it doubles at
-	// each retry. 0 means 1s.
-	FlexRetryBackoff time.Duration
-
 	// UpstreamTimeout bounds the wait for the upstream's answer to a
 	// routed sync or flex call, whatever its budget: a call whose
 	// response headers have not come by then is cut and answered 504
@@ -197,22 +190,20 @@ type Server struct {
 	// hold only a copy buffer and are not counted.
 	MaxBodyBytesInFlight int64
 
-	once     sync.Once
-	log      *slog.Logger
-	clock    llmfleet.Clock
-	upstream *url.URL
-	rp       *httputil.ReverseProxy
-	mux      *http.ServeMux
+	once  sync.Once
+	log   *slog.Logger
+	clock llmfleet.Clock
+	fwd   *forwarder // the upstream calls of both faces (forward.go)
+	// rp and openAIRP are the forwarder's reverse proxies of the faces.
+	rp, openAIRP *httputil.ReverseProxy
+	mux          *http.ServeMux
 
 	batchOwners     BatchOwners
 	bodyTimeout     time.Duration
 	upstreamTimeout time.Duration
 
-	openAIUpstream *url.URL
-	openAIRP       *httputil.ReverseProxy
-	openAIClient   *http.Client
-	bodies         bodyBudget
-	parked         parkedSet // callers parked on their connections (parkconn.go)
+	bodies bodyBudget
+	parked parkedSet // callers parked on their connections (parkconn.go)
 }
 
 // Handler returns the HTTP handler of the proxy:
@@ -255,7 +246,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		r = withPath(r, r.URL.Path+"/", "")
 	}
 	if s.Access != nil && r.URL.Path != "/healthz" {
-		s.serveAccess(w, r, s.route)
+		newAccessRec(s, r).serve(w, r, s.route)
 		return
 	}
 	s.route(w, r)
@@ -274,7 +265,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, &apiError{http.StatusMethodNotAllowed, "invalid_request_error", "Method CONNECT is not allowed: llmfleet is no forward proxy."})
 		return
 	}
-	s.guardBody(w, r)
+	guardBody(w, r, s.bodyTimeout)
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -301,64 +292,19 @@ func (s *Server) init() {
 		if s.bodies.max == 0 {
 			s.bodies.max = DefaultMaxBodyBytesInFlight
 		}
-		s.upstream = s.Upstream
-		if s.upstream == nil {
-			s.upstream, _ = url.Parse(DefaultUpstream)
-		}
-		t := s.Transport
-		if t == nil {
-			dt := http.DefaultTransport.(*http.Transport).Clone()
-			dt.MaxIdleConns = 1024
-			dt.MaxIdleConnsPerHost = 256
-			t = &connTransport{Next: dt, Now: s.clock.Now}
-		}
-		s.rp = &httputil.ReverseProxy{
-			Rewrite:   s.rewrite,
-			Transport: &budgetTransport{s: s, next: t},
-			// 0: an event stream, and a response of unknown length,
-			// are flushed at once by ReverseProxy itself; a JSON answer
-			// of known length goes out without a flush timer.
-			FlushInterval:  0,
-			BufferPool:     &bufferPool{},
-			ErrorHandler:   s.upstreamError,
-			ModifyResponse: s.tapResponse,
-			ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		}
-		s.openAIUpstream = openAIUpstreamURL(s.OpenAIUpstream)
-		s.openAIClient = &http.Client{Transport: t}
-		s.openAIRP = &httputil.ReverseProxy{
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(s.openAIUpstream)
-				pr.Out.Host = s.openAIUpstream.Host
-				for k := range pr.Out.Header {
-					if len(k) > 9 && strings.EqualFold(k[:9], "llmfleet-") {
-						pr.Out.Header.Del(k)
-					}
-				}
-				if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
-					setCredential(pr.Out.Header, openAIKey(c))
-				}
-			},
-			Transport:  t,
-			BufferPool: &bufferPool{},
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				s.log.Warn("openai upstream unreachable", "path", r.URL.Path, "err", err)
-				w.Header().Set("Connection", "close")
-				writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "The upstream OpenAI API could not be reached.")
-			},
-			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		}
+		s.fwd = newForwarder(s)
+		s.rp, s.openAIRP = s.fwd.anthropic, s.fwd.openAI
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Write([]byte("ok\n"))
 		})
-		mux.HandleFunc("POST /v1/messages", s.serveMessages)
-		mux.HandleFunc("GET "+RequestsPath+"{id}", s.serveTicket)
-		mux.HandleFunc("GET "+OpenAIRequestsPath+"{id}", s.serveOpenAITicket)
-		mux.HandleFunc("/v1/", s.servePassThrough)
-		mux.HandleFunc(OpenAIPrefix+"/", s.serveOpenAI)
-		mux.HandleFunc("/budget/{ms}/{path...}", s.serveBudgetPrefix)
+		mux.HandleFunc("POST /v1/messages", pipeline{s, anthropicFace{s: s}}.serve)
+		mux.HandleFunc("GET "+RequestsPath+"{id}", ticketDesk{s, anthropicFace{s: s}}.serve)
+		mux.HandleFunc("GET "+OpenAIRequestsPath+"{id}", ticketDesk{s, openAIFace{s: s}}.serve)
+		mux.HandleFunc("/v1/", mount{s, anthropicFace{s: s}}.serve)
+		mux.HandleFunc(OpenAIPrefix+"/", mount{s, openAIFace{s: s}}.serve)
+		mux.HandleFunc("/budget/{ms}/{path...}", budgetPrefix(mux))
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, &apiError{http.StatusNotFound, "not_found_error", "Not found: " + r.URL.Path})
 		})

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -28,7 +27,7 @@ import (
 // most maxSyncRetries times: waits llmfleet adds, which the budget bounds;
 // the body of such a call was read whole (serveSync), so it can be.
 //
-// The work is done in the reverse proxy's transport (budgetTransport), so
+// The work is done in the reverse proxy's transport (the forwarder), so
 // that the reverse proxy sees one round trip: the answer that was passed
 // on, or the error of a call that was cut.
 
@@ -46,40 +45,22 @@ const (
 	errorPeek = 16 << 10
 )
 
-// budgetTransport is the reverse proxy's transport: it sends a bounded
-// sync call as its budget and bound allow (Server.sendBounded) and every
-// other request through next as it is.
-type budgetTransport struct {
-	s    *Server
-	next http.RoundTripper
-}
-
-func (t *budgetTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	sc := syncCallOf(req)
-	if sc == nil || sc.bound == nil {
-		return t.next.RoundTrip(req)
-	}
-	return t.s.sendBounded(t.next, req, sc)
-}
-
 // sendBounded sends req, a sync call under its bound, and returns the
 // answer to pass on: the first that is not to be retried (only a call
 // with a budget is), if it came before the call was cut. The call's
 // context ends when it is cut.
-func (s *Server) sendBounded(next http.RoundTripper, req *http.Request, sc *syncCall) (*http.Response, error) {
+func (f *forwarder) sendBounded(req *http.Request, sc *syncCall) (*http.Response, error) {
 	for try := 0; ; try++ {
-		resp, err := next.RoundTrip(req)
+		resp, err := f.next.RoundTrip(req)
 		if err != nil {
 			return nil, err
 		}
 		if try < maxSyncRetries && sc.budget > 0 {
-			if wait, ok := s.retryWait(resp, sc); ok {
+			if wait, ok := f.retryWait(resp, sc); ok {
 				kind := discardError(resp)
-				if s.UpstreamError != nil {
-					s.UpstreamError(kind)
-				}
-				s.log.Debug("sync call retried within its budget", "status", resp.StatusCode, "error", kind, "wait", wait, "retry", try+1)
-				if err := sleep(req.Context(), s.clock, wait); err != nil {
+				f.obs.failed(kind)
+				f.log.Debug("sync call retried within its budget", "status", resp.StatusCode, "error", kind, "wait", wait, "retry", try+1)
+				if err := llmfleet.Sleep(req.Context(), f.clock, wait); err != nil {
 					return nil, err
 				}
 				req = sc.resend(req)
@@ -100,11 +81,11 @@ func (s *Server) sendBounded(next http.RoundTripper, req *http.Request, sc *sync
 // did not mark x-should-retry: false, whose retry-after (retry-after-ms,
 // or retry-after in seconds or as an HTTP date) leaves at least
 // retryMargin of the budget. An answer without retry-after is passed on.
-func (s *Server) retryWait(resp *http.Response, sc *syncCall) (time.Duration, bool) {
+func (f *forwarder) retryWait(resp *http.Response, sc *syncCall) (time.Duration, bool) {
 	if resp.StatusCode < 400 || strings.EqualFold(resp.Header.Get("X-Should-Retry"), "false") {
 		return 0, false
 	}
-	now := s.clock.Now()
+	now := f.clock.Now()
 	wait, ok := claudewire.RetryAfter(resp.Header, now)
 	if !ok || wait > sc.deadline.Sub(now)-retryMargin {
 		return 0, false
@@ -169,36 +150,20 @@ type readCloser struct {
 	io.Closer
 }
 
-// sleep waits d on clock, or until ctx ends.
-func sleep(ctx context.Context, clock llmfleet.Clock, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	done := make(chan struct{})
-	t := clock.AfterFunc(d, func() { close(done) })
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
-	}
-}
-
 // callCut answers a sync call cut by state (callCutHard: its hard
 // deadline, callCutTimeout: the upstream timeout) with 504 timeout_error
 // and reports it; sent says whether it went upstream, where it may be
 // billed (its entry's usage is then estimated).
-func (s *Server) callCut(w http.ResponseWriter, r *http.Request, sc *syncCall, state int32, sent bool) {
+func (f *forwarder) callCut(w http.ResponseWriter, r *http.Request, sc *syncCall, state int32, sent bool) {
 	if state == callCutTimeout {
-		s.log.Warn("the upstream did not answer within the upstream timeout", "path", r.URL.Path, "timeout", s.upstreamTimeout)
+		f.log.Warn("the upstream did not answer within the upstream timeout", "path", r.URL.Path, "timeout", f.timeout)
 	} else {
-		s.log.Info("latency budget ran out before the upstream answered: cut (hard deadline)", "path", r.URL.Path, "budget", sc.budget)
+		f.log.Info("latency budget ran out before the upstream answered: cut (hard deadline)", "path", r.URL.Path, "budget", sc.budget)
 	}
 	if sent {
-		s.reportCut(sc, "", llmfleet.Usage{}, "timeout_error")
+		f.obs.cut(sc, "", llmfleet.Usage{}, "timeout_error")
 	} else {
-		s.reportSync(sc, "", llmfleet.Usage{}, "timeout_error")
+		f.obs.done(sc, "", llmfleet.Usage{}, "timeout_error")
 	}
-	s.writeCut(w, state, sc.budget)
+	f.s.writeCut(w, state, sc.budget)
 }

@@ -155,3 +155,20 @@ func TestAppendEvent(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendComment(t *testing.T) {
+	for text, want := range map[string]string{
+		"ping":         ": ping\n\n",
+		"":             ": \n\n",
+		"a\nb\r\nc\rd": ": a\n: b\n: c\n: d\n\n",
+	} {
+		got := AppendComment(nil, text)
+		if string(got) != want {
+			t.Errorf("AppendComment(%q) = %q, want %q", text, got, want)
+		}
+		r := NewReader(strings.NewReader(string(got) + "data: x\n\n"))
+		if e, err := r.Next(); err != nil || string(e.Data) != "x" {
+			t.Errorf("after AppendComment(%q): %+v %v, want the next event", text, e, err)
+		}
+	}
+}

@@ -36,3 +36,25 @@ func AppendEvent(buf []byte, name string, data ...[]byte) []byte {
 	}
 	return append(buf, "\n\n"...)
 }
+
+// AppendComment appends to buf a comment (a line a reader ignores, often
+// sent to keep a stream alive) of text, ended by an empty line, and
+// returns the extended buffer. Each line of text is a comment line of its
+// own.
+func AppendComment(buf []byte, text string) []byte {
+	for {
+		buf = append(buf, ": "...)
+		i := indexLineEnd([]byte(text))
+		if i < 0 {
+			buf = append(buf, text...)
+			break
+		}
+		buf = append(buf, text[:i]...)
+		buf = append(buf, '\n')
+		if text[i] == '\r' && i+1 < len(text) && text[i+1] == '\n' {
+			i++
+		}
+		text = text[i+1:]
+	}
+	return append(buf, "\n\n"...)
+}

@@ -3,24 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
-	"log/slog"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/emulator"
-	"github.com/llmfleet/llmfleet/ledger"
+	"github.com/llmfleet/llmfleet/internal/simrun"
 	"github.com/llmfleet/llmfleet/simulate"
-	"github.com/llmfleet/llmfleet/sqlite"
 )
 
 func init() { commands["simulate"] = runSimulate }
@@ -134,7 +128,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	var runs []simulate.Config
 	for _, name := range strings.Split(names, ",") {
-		cfg, err := policyConfig(base, strings.TrimSpace(name))
+		cfg, err := simrun.PolicyConfig(base, strings.TrimSpace(name))
 		if err != nil {
 			return err
 		}
@@ -145,7 +139,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	reports, err := runPolicies(base, turns, runs, cached)
+	reports, err := simrun.Run(base, turns, runs, cached)
 	if err != nil {
 		return err
 	}
@@ -159,9 +153,9 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return nil
 	}
 	if cached {
-		return writeCacheComparison(stdout, base, reports)
+		return simrun.WriteCacheComparison(stdout, base, reports)
 	}
-	return writeSimulation(stdout, reports)
+	return simrun.WriteTable(stdout, reports)
 }
 
 // flagSet reports whether the flag name was set, on the command line or
@@ -216,7 +210,7 @@ func (f *simFlags) loadWorkload(ctx context.Context) ([]simulate.Turn, error) {
 	case sources != 1:
 		return nil, fmt.Errorf("give one of --workload, --fleet and --from-ledger")
 	case *f.fromLedger:
-		return ledgerWorkload(ctx, *f.dbPath, *f.since)
+		return simrun.LedgerWorkload(ctx, *f.dbPath, *f.since)
 	case *f.fleet != "":
 		a, t, ok := strings.Cut(*f.fleet, "x")
 		agents, err1 := strconv.Atoi(a)
@@ -243,155 +237,4 @@ func (f *simFlags) loadWorkload(ctx context.Context) ([]simulate.Turn, error) {
 		r = file
 	}
 	return simulate.ReadWorkload(r)
-}
-
-// policyConfig is base under the policy name.
-func policyConfig(base simulate.Config, name string) (simulate.Config, error) {
-	cfg := base
-	cfg.Name = name
-	switch name {
-	case "llmfleet":
-	case "prefer-batch":
-		cfg.Policy.PreferBatch = true
-	case simulate.CacheBlindName:
-		cfg.Policy.CacheBlind = true
-	case simulate.AllSyncName:
-		cfg.Policy = simulate.AllSync(cfg.Policy)
-	case "seed":
-		cfg.Policy = simulate.SeedPolicy(cfg.Policy)
-	default:
-		return cfg, fmt.Errorf("--policy: unknown policy %q (llmfleet, prefer-batch, cache-blind, all-sync, seed)", name)
-	}
-	return cfg, nil
-}
-
-// runPolicies runs each of runs on turns: compared with all-sync and the
-// best router when the workload has prompt structures (cached).
-func runPolicies(base simulate.Config, turns []simulate.Turn, runs []simulate.Config, cached bool) ([]simulate.Report, error) {
-	if cached {
-		return simulate.Compare(base, turns, runs)
-	}
-	var reports []simulate.Report
-	for _, cfg := range runs {
-		rep, err := simulate.Run(cfg, turns)
-		if err != nil {
-			return nil, fmt.Errorf("policy %s: %w", cfg.Name, err)
-		}
-		reports = append(reports, rep)
-	}
-	return reports, nil
-}
-
-// ledgerWorkload reads the ledger entries of the last since from the
-// database at path and turns them into a workload.
-func ledgerWorkload(ctx context.Context, path, since string) ([]simulate.Turn, error) {
-	if path == "" {
-		p, err := sqlite.DefaultPath()
-		if err != nil {
-			return nil, err
-		}
-		path = p
-	}
-	// Opening creates a missing database: refuse instead.
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil, fmt.Errorf("no llmfleet database at %s (see --db)", path)
-		}
-		return nil, err
-	}
-	p, err := ledger.ParsePeriod(since, "", "", time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("--since: %w", err)
-	}
-	if p.From.IsZero() {
-		p.From = time.Unix(0, 0)
-	}
-	db := &sqlite.DB{Path: path, Logger: slog.New(slog.DiscardHandler)}
-	if err := db.Open(ctx); err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	entries, err := db.Ledger(ctx, p.From, p.To)
-	if err != nil {
-		return nil, err
-	}
-	if len(entries) == 0 {
-		return nil, fmt.Errorf("the ledger at %s has no entries in that period", path)
-	}
-	return simulate.FromLedger(entries), nil
-}
-
-// writeSimulation prints the reports as tables.
-func writeSimulation(w io.Writer, reports []simulate.Report) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "policy\trequests\tsync\tflex\tbatch\tbatches\tmgmt calls\tcost\tsync equivalent\tsaved\tbound\t% of bound\trescued\tflex fallbacks\tbudget misses\t")
-	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t$%.2f\t$%.2f\t$%.2f\t$%.2f\t%.1f%%\t%d\t%d\t%d\t\n", r.Policy, r.Requests, r.Routes["sync"], r.Routes["flex"], r.Routes["batch"],
-			r.Batches, r.ManagementCalls, r.CostUSD, r.SyncEquivalentUSD, r.SavedUSD, r.BoundSavedUSD, 100*r.SavedOfBound, r.Rescued, r.FlexFallbacks, r.BudgetMisses)
-	}
-	fmt.Fprintln(tw, "\t")
-	fmt.Fprintln(tw, "latency p50 / p99 by budget\t≤5s\t≤1m\t≤10m\t>10m\t")
-	for _, r := range reports {
-		fmt.Fprintf(tw, "%s", r.Policy)
-		for _, c := range []string{"le_5s", "le_1m", "le_10m", "gt_10m"} {
-			p, ok := r.Latency[c]
-			if !ok {
-				fmt.Fprint(tw, "\t-")
-				continue
-			}
-			fmt.Fprintf(tw, "\t%s / %s", ms(p.P50), ms(p.P99))
-		}
-		fmt.Fprintln(tw, "\t")
-	}
-	return tw.Flush()
-}
-
-func ms(v int64) string {
-	d := time.Duration(v) * time.Millisecond
-	if d >= time.Minute {
-		return d.Round(time.Second).String()
-	}
-	return d.Round(100 * time.Millisecond).String()
-}
-
-// writeCacheComparison prints the reports of a comparison (Compare) as a
-// table: per policy, its cost, its saving against all-sync and its share
-// of the best router's, its routes, its cache hit rates by route, its
-// rescues and its broken budgets.
-func writeCacheComparison(w io.Writer, base simulate.Config, reports []simulate.Report) error {
-	c := base.Cache
-	fmt.Fprintf(w, "prompt cache: sync hit rate %g, batch hit rate %g, cross rate %g; seed %d\n\n", c.SyncHitRate, c.BatchHitRate, c.CrossRate, base.Seed)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "policy\trequests\tsync\tflex\tbatch\tcost\tsaved vs all-sync\t% of best\tsync cache hits\tbatch cache hits\trescued\tbudget misses\t")
-	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%.0f%%\t%s\t%s\t%d\t%d\t\n", r.Policy, r.Requests, r.Routes["sync"], r.Routes["flex"], r.Routes["batch"],
-			dollars(r.CostUSD), dollars(r.SavedUSD), 100*r.SavedOfBound, hitRate(r.Cache, "sync", "flex"), hitRate(r.Cache, "batch"), r.Rescued, r.BudgetMisses)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(w, "\ncache hits: the share of the cached prefixes' tokens read rather than written (the best router's: expected)")
-	return err
-}
-
-// hitRate formats the cache hit rate of the routes together ("-" when
-// none cached anything).
-func hitRate(cache map[string]simulate.CacheStats, routes ...string) string {
-	var read, written int64
-	for _, r := range routes {
-		read += cache[r].ReadTokens
-		written += cache[r].WriteTokens
-	}
-	if read+written == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f%%", 100*float64(read)/float64(read+written))
-}
-
-// dollars formats USD to the cent, the sign first.
-func dollars(v float64) string {
-	if v < 0 {
-		return fmt.Sprintf("-$%.2f", -v)
-	}
-	return fmt.Sprintf("$%.2f", v)
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/middleware/anthropicmw"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
@@ -255,7 +256,7 @@ func sdkAsk(ctx context.Context, c config, d *dispatch.Dispatcher) (askFunc, err
 	client := anthropic.NewClient(
 		option.WithBaseURL(c.url),
 		option.WithAPIKey(c.key),
-		option.WithMiddleware(srv.Middleware()),
+		option.WithMiddleware(anthropicmw.New(srv)),
 	)
 	ctx = llmfleet.WithBudget(ctx, c.budget)
 	return clientAsk(ctx, client, c.model), nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/middleware/openaimw"
 	oai "github.com/llmfleet/llmfleet/openai"
 	"github.com/llmfleet/llmfleet/pricing"
 	"github.com/llmfleet/llmfleet/proxy"
@@ -43,7 +44,7 @@ func openAIAsk(ctx context.Context, c config, d *dispatch.Dispatcher) (askFunc, 
 	case "sdk":
 		srv := &proxy.Server{Submitter: d}
 		client := openai.NewClient(option.WithBaseURL(c.url+"/v1"), option.WithAPIKey(c.key),
-			option.WithMiddleware(srv.OpenAIMiddleware()))
+			option.WithMiddleware(openaimw.New(srv)))
 		return openAIClientAsk(llmfleet.WithBudget(ctx, c.budget), client, c.model), nil
 	case "proxy":
 		client := openai.NewClient(option.WithBaseURL(c.url+"/v1"), option.WithAPIKey(c.key),

@@ -1,0 +1,96 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// mountedFace is a face served under a path prefix of its own (the OpenAI
+// face under OpenAIPrefix): besides its part of the pipeline, its
+// pass-through rules.
+type mountedFace interface {
+	face
+	// prefix returns the path prefix the face is served under and the
+	// prefix of its API's paths after it ("/openai", "/v1/").
+	prefix() (mount, api string)
+	// hold returns, in proxy-held-key mode, the upstream credential of the
+	// client presenting presented, or the refusal (the face holds no key,
+	// the key is unknown).
+	hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal)
+	// forCall returns the face for a call to path (the API's) by the
+	// client named client ("" without proxy-held keys).
+	forCall(path, client string) mountedFace
+	// routed reports whether a call of method to path goes through the
+	// routed-call pipeline.
+	routed(method, path string) bool
+	// owned reports whether path is of an API whose objects the face
+	// keeps by owner in proxy-held-key mode, served by serveOwned.
+	owned(path string) bool
+	serveOwned(w http.ResponseWriter, r *http.Request)
+	// shared reports whether a pass-through call may go upstream, in
+	// proxy-held-key mode, under the key every client shares.
+	shared(method, path string) bool
+	// upstream passes a call on to the face's upstream.
+	upstream() http.Handler
+}
+
+// mount serves the paths of a face under its prefix: with proxy-held keys
+// the client is admitted by its key first; routed calls go through the
+// pipeline; the rest passes upstream, with proxy-held keys only the
+// face's owned APIs (by owner) and what every client may share.
+type mount struct {
+	s *Server
+	f mountedFace
+}
+
+// serve serves a request under the face's prefix.
+func (m mount) serve(w http.ResponseWriter, r *http.Request) {
+	s := m.s
+	prefix, api := m.f.prefix()
+	path, ok := strings.CutPrefix(r.URL.Path, prefix)
+	if !ok || !strings.HasPrefix(path, api) {
+		m.f.refuse(w, m.f.says(unknownPath, r.Method+" "+r.URL.Path))
+		return
+	}
+	client := ""
+	if s.Credentials != nil {
+		presented := credentialFrom(r.Header)
+		up, e := m.f.hold(presented)
+		if e != nil {
+			m.f.refuse(w, e)
+			return
+		}
+		client = s.ownerName(presented)
+		r = r.WithContext(context.WithValue(r.Context(), upstreamCredential{}, up))
+	}
+	f := m.f.forCall(path, client)
+	if f.routed(r.Method, path) {
+		pipeline{s, f}.serve(w, r)
+		return
+	}
+	r2 := r
+	if prefix != "" {
+		r2 = withPath(r, path, "")
+	}
+	if s.Credentials != nil {
+		switch {
+		case f.owned(path):
+			f.serveOwned(w, r2)
+			return
+		case !f.shared(r.Method, path):
+			f.refuse(w, f.says(notShared, r.Method+" "+path))
+			return
+		}
+	}
+	fullDuplex(w)
+	f.upstream().ServeHTTP(w, r2)
+}
+
+// The faces of the proxy.
+var (
+	_ mountedFace = anthropicFace{}
+	_ mountedFace = openAIFace{}
+)

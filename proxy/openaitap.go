@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/openaiwire"
+	"github.com/llmfleet/llmfleet/sse"
+)
+
+// openAITap is the body of the answer to a sync or flex call of the
+// OpenAI face: it passes every byte on as the reverse proxy reads it and
+// reads the answer as it streams by: a JSON answer is kept whole up to a
+// limit (an OpenAI answer's usage comes last), an event stream's usage,
+// model and tier are read off its chunks.
+type openAITap struct {
+	rc     io.ReadCloser
+	status int
+	sse    bool
+	eof    bool // the answer came whole
+	raw    bytes.Buffer
+	events sse.Decoder
+	answer openaiwire.Answer
+}
+
+func (t *openAITap) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if n > 0 {
+		t.write(p[:n])
+	}
+	if err == io.EOF {
+		t.eof = true
+	}
+	return n, err
+}
+
+func (t *openAITap) Close() error { return t.rc.Close() }
+
+func (t *openAITap) write(p []byte) {
+	if !t.sse {
+		if t.raw.Len()+len(p) <= maxKept {
+			t.raw.Write(p)
+		}
+		return
+	}
+	if t.events.Emit == nil {
+		t.events = sse.Decoder{MaxData: maxKept, Emit: t.event}
+	}
+	t.events.Write(p)
+}
+
+// event reads a chunk of an event stream.
+func (t *openAITap) event(e sse.Event) {
+	a, err := openaiwire.ReadAnswer(e.Data)
+	if err != nil {
+		return
+	}
+	if a.Model != "" {
+		t.answer.Model = a.Model
+	}
+	if a.Tier != "" {
+		t.answer.Tier = a.Tier
+	}
+	if a.Usage != (llmfleet.Usage{}) {
+		t.answer.Usage = a.Usage
+	}
+}
+
+func (t *openAITap) result() openaiwire.Answer {
+	if !t.sse {
+		a, _ := openaiwire.ReadAnswer(t.raw.Bytes())
+		return a
+	}
+	return t.answer
+}
+
+// openAI hands the ledger entry of a sync or flex call of the OpenAI face
+// to Observe: the usage its answer's tap read (outcome ok, or a caller
+// gone during the answer), in the tier served or else asked. A call cut
+// after it was sent (cut) and whose usage is not known has it estimated
+// from its body (LedgerEntry.Estimated): the upstream may bill it.
+func (o *syncObserver) openAI(c *openAICall, asked llmfleet.Tier, tap *openAITap, outcome string, cut bool) {
+	if o.observe == nil {
+		return
+	}
+	now := o.clock.Now()
+	e := llmfleet.LedgerEntry{Time: now, Provider: openAIProvider, Model: c.model, Route: c.route, Outcome: outcome,
+		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client}
+	if tap != nil && (outcome == "ok" || cut) {
+		a := tap.result()
+		e.Usage, e.Tier = a.Usage, a.Tier
+		if a.Model != "" {
+			e.Model = a.Model
+		}
+	}
+	if cut && e.Usage == (llmfleet.Usage{}) {
+		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
+	}
+	if e.Tier == "" && (outcome == "ok" || cut) {
+		e.Tier = asked
+	}
+	e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, c.budget)
+	o.observe(e)
+}
