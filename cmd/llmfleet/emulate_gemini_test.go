@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"regexp"
+	"testing"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// TestEmulateGeminiListener: emulate --gemini-addr serves the Gemini
+// emulator on a listener of its own, which the genai SDK calls over
+// loopback: a sync call, a stream, a flex call shed at
+// --gemini-flex-shed 1 with the status and retry delay the flags set, and
+// an inline batch ended after --gemini-turnaround.
+func TestEmulateGeminiListener(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runEmulate(ctx, []string{"--listen", "127.0.0.1:0", "--gemini-addr", "127.0.0.1:0",
+			"--gemini-turnaround", "50ms", "--gemini-flex-shed", "1", "--gemini-flex-shed-status", "429",
+			"--gemini-retry-delay", "48s"}, &out, &errOut)
+	}()
+	re := regexp.MustCompile(`gemini emulator listening on (http://\S+)`)
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no gemini listener: %q %q", out.String(), errOut.String())
+	}
+	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Models.GenerateContent(ctx, "gemini-2.5-flash", genai.Text("hi"), nil)
+	if err != nil || resp.Text() != "Answer to: hi" || resp.UsageMetadata.PromptTokenCount != 1 {
+		t.Fatalf("generate: %v %+v", err, resp)
+	}
+	var text string
+	for r, err := range c.Models.GenerateContentStream(ctx, "gemini-2.5-pro", genai.Text("a story"), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		text += r.Text()
+	}
+	if text != "Answer to: a story" {
+		t.Errorf("streamed %q", text)
+	}
+	_, err = c.Models.GenerateContent(ctx, "gemini-2.5-flash", genai.Text("shed me"), &genai.GenerateContentConfig{ServiceTier: genai.ServiceTierFlex})
+	var apiErr genai.APIError
+	if !errors.As(err, &apiErr) || apiErr.Code != 429 || apiErr.Status != "RESOURCE_EXHAUSTED" || len(apiErr.Details) == 0 ||
+		apiErr.Details[0]["retryDelay"] != "48s" {
+		t.Errorf("shed flex call: %v %+v", err, apiErr)
+	}
+	job, err := c.Batches.Create(ctx, "gemini-2.5-flash", &genai.BatchJobSource{InlinedRequests: []*genai.InlinedRequest{
+		{Contents: genai.Text("batched"), Metadata: map[string]string{"key": "q1"}}}}, &genai.CreateBatchJobConfig{DisplayName: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for job.State != genai.JobStateSucceeded {
+		if job.State == genai.JobStateFailed || job.State == genai.JobStateCancelled || job.State == genai.JobStateExpired {
+			t.Fatalf("batch %s", job.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if job, err = c.Batches.Get(ctx, job.Name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rs := job.Dest.InlinedResponses; len(rs) != 1 || rs[0].Response.Text() != "Answer to: batched" {
+		t.Errorf("batch answers %+v", rs)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]string{{"--gemini-flex-shed", "1.5"}, {"--gemini-flex-shed-status", "500"}, {"--gemini-turnaround", "-1s"}} {
+		if err := runEmulate(t.Context(), append([]string{"--listen", "127.0.0.1:0"}, bad...), io.Discard, io.Discard); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}
