@@ -190,10 +190,16 @@ func parseTurnarounds(s string) (func(model string, r *rand.Rand) time.Duration,
 // parseLatencies parses the --latency flag: as --turnaround, but models
 // no range names take 0.
 func parseLatencies(s string) (func(model string, r *rand.Rand) time.Duration, error) {
+	return emulator.ParseDurations("--latency", latencyShape(s))
+}
+
+// latencyShape returns s, a latency flag's value, with "0" for the models
+// no range names when it names none for every model.
+func latencyShape(s string) string {
 	if first, _, _ := strings.Cut(s, ","); strings.Contains(first, "=") {
-		s = "0," + s
+		return "0," + s
 	}
-	return emulator.ParseDurations("--latency", s)
+	return s
 }
 
 // withStragglers returns draw with fraction of its draws factor times

@@ -8,16 +8,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/geminiemu"
 )
 
 // geminiFlags are the flags of emulate's Gemini listener.
 type geminiFlags struct {
-	addr                    *string
-	turnaround, pending     *time.Duration
-	flexLatency, retryDelay *time.Duration
-	shed                    *float64
-	shedStatus              *int
+	addr, flexLatency               *string
+	turnaround, pending, retryDelay *time.Duration
+	shed                            *float64
+	shedStatus                      *int
 }
 
 // addGeminiFlags adds the Gemini emulator's flags to fs.
@@ -27,7 +27,7 @@ func addGeminiFlags(fs *flag.FlagSet) *geminiFlags {
 		turnaround: fs.Duration("gemini-turnaround", geminiemu.DefaultBatchTurnaround,
 			"how long a Gemini batch takes from its create to its end (48h or more: it expires)"),
 		pending:     fs.Duration("gemini-batch-pending", 0, "how long a Gemini batch stays PENDING after its create"),
-		flexLatency: fs.Duration("gemini-flex-latency", 0, `how long a Gemini flex call (serviceTier "flex") waits before its answer (the real API's target: 1m to 15m)`),
+		flexLatency: fs.String("gemini-flex-latency", "0", `how long a Gemini flex call (serviceTier "flex") waits before its answer, in the shape of --latency ("20s", "10s-1m,gemini-2.5-pro=1m-2m"; the real API's target: 1m to 15m)`),
 		shed: fs.Float64("gemini-flex-shed", 0,
 			"fraction of Gemini flex calls shed for lack of capacity (unbilled), from 0 to 1; the draws are seeded by --seed"),
 		shedStatus: fs.Int("gemini-flex-shed-status", http.StatusServiceUnavailable,
@@ -49,30 +49,49 @@ func (f *geminiFlags) server(seed int64) (*geminiemu.Server, error) {
 		name string
 		v    time.Duration
 	}{{"--gemini-turnaround", *f.turnaround}, {"--gemini-batch-pending", *f.pending},
-		{"--gemini-flex-latency", *f.flexLatency}, {"--gemini-retry-delay", *f.retryDelay}} {
+		{"--gemini-retry-delay", *f.retryDelay}} {
 		if d.v < 0 {
 			return nil, fmt.Errorf("%s %s is negative", d.name, d.v)
 		}
 	}
-	srv := &geminiemu.Server{BatchTurnaround: *f.turnaround, BatchPending: *f.pending,
-		FlexLatency: *f.flexLatency, RetryDelay: *f.retryDelay}
+	flexLat, err := emulator.ParseDurations("--gemini-flex-latency", latencyShape(*f.flexLatency))
+	if err != nil {
+		return nil, err
+	}
+	srv := &geminiemu.Server{BatchTurnaround: *f.turnaround, BatchPending: *f.pending, RetryDelay: *f.retryDelay}
+	draws := newDraws(seed)
+	srv.FlexDelay = func(model string) time.Duration {
+		var d time.Duration
+		draws.with(func(r *rand.Rand) { d = flexLat(model, r) })
+		return d
+	}
 	if *f.shed > 0 {
-		srv.Shed = shedder(seed, *f.shed, *f.shedStatus)
+		srv.Shed = func(string) int {
+			shed := false
+			draws.with(func(r *rand.Rand) { shed = r.Float64() < *f.shed })
+			if shed {
+				return *f.shedStatus
+			}
+			return 0
+		}
 	}
 	return srv, nil
 }
 
-// shedder returns a geminiemu.Server.Shed that sheds fraction of the
-// calls with status, drawn from a source seeded by seed.
-func shedder(seed int64, fraction float64, status int) func(string) int {
-	var mu sync.Mutex
-	r := rand.New(rand.NewPCG(uint64(seed), 0x67656d696e69))
-	return func(string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		if r.Float64() < fraction {
-			return status
-		}
-		return 0
-	}
+// draws are the Gemini emulator's random draws, seeded by --seed, one at
+// a time.
+type draws struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+func newDraws(seed int64) *draws {
+	return &draws{r: rand.New(rand.NewPCG(uint64(seed), 0x67656d696e69))}
+}
+
+// with runs f with the source, alone.
+func (d *draws) with(f func(*rand.Rand)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f(d.r)
 }

@@ -19,28 +19,8 @@ import (
 func TestEmulateGeminiListener(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- runEmulate(ctx, []string{"--listen", "127.0.0.1:0", "--gemini-addr", "127.0.0.1:0",
-			"--gemini-turnaround", "50ms", "--gemini-flex-shed", "1", "--gemini-flex-shed-status", "429",
-			"--gemini-retry-delay", "48s"}, &out, &errOut)
-	}()
-	re := regexp.MustCompile(`gemini emulator listening on (http://\S+)`)
-	var addr string
-	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			addr = m[1]
-		}
-	}
-	if addr == "" {
-		t.Fatalf("no gemini listener: %q %q", out.String(), errOut.String())
-	}
-	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI,
-		HTTPOptions: genai.HTTPOptions{BaseURL: addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, done := startGeminiEmulator(ctx, t, "--gemini-turnaround", "50ms", "--gemini-flex-shed", "1", "--gemini-flex-shed-status", "429",
+		"--gemini-retry-delay", "48s")
 	resp, err := c.Models.GenerateContent(ctx, "gemini-2.5-flash", genai.Text("hi"), nil)
 	if err != nil || resp.Text() != "Answer to: hi" || resp.UsageMetadata.PromptTokenCount != 1 {
 		t.Fatalf("generate: %v %+v", err, resp)
@@ -82,9 +62,61 @@ func TestEmulateGeminiListener(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range [][]string{{"--gemini-flex-shed", "1.5"}, {"--gemini-flex-shed-status", "500"}, {"--gemini-turnaround", "-1s"}} {
+	for _, bad := range [][]string{{"--gemini-flex-shed", "1.5"}, {"--gemini-flex-shed-status", "500"}, {"--gemini-turnaround", "-1s"},
+		{"--gemini-flex-latency", "soon"}} {
 		if err := runEmulate(t.Context(), append([]string{"--listen", "127.0.0.1:0"}, bad...), io.Discard, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
 	}
+}
+
+// --gemini-flex-latency, in the shape of --latency: the models it names
+// wait their range, the others none.
+func TestEmulateGeminiFlexLatency(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	c, done := startGeminiEmulator(ctx, t, "--gemini-flex-latency", "gemini-2.5-pro=300ms-400ms")
+	flex := &genai.GenerateContentConfig{ServiceTier: genai.ServiceTierFlex}
+	for _, m := range []struct {
+		model    string
+		min, max time.Duration
+	}{{"gemini-2.5-pro", 300 * time.Millisecond, time.Minute}, {"gemini-2.5-flash", 0, 250 * time.Millisecond}} {
+		t0 := time.Now()
+		resp, err := c.Models.GenerateContent(ctx, m.model, genai.Text("hi"), flex)
+		if took := time.Since(t0); err != nil || took < m.min || took > m.max || resp.SDKHTTPResponse.Headers.Get("X-Gemini-Service-Tier") != "flex" {
+			t.Errorf("%s: %v in %s, %+v", m.model, err, took, resp)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startGeminiEmulator runs emulate with --gemini-addr and args until ctx
+// ends, and returns a genai client of its Gemini listener and the
+// command's end.
+func startGeminiEmulator(ctx context.Context, t *testing.T, args ...string) (*genai.Client, chan error) {
+	t.Helper()
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runEmulate(ctx, append([]string{"--listen", "127.0.0.1:0", "--gemini-addr", "127.0.0.1:0"}, args...), &out, &errOut)
+	}()
+	re := regexp.MustCompile(`gemini emulator listening on (http://\S+)`)
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no gemini listener: %q %q", out.String(), errOut.String())
+	}
+	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "k", Backend: genai.BackendGeminiAPI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, done
 }
