@@ -80,7 +80,7 @@ func TestReadMessageMatchesEmulator(t *testing.T) {
 func TestEmulatorStreamErrorEvent(t *testing.T) {
 	em, p, _ := startEmulator(t)
 	em.InjectFault(emulator.Fault{StreamError: true, StreamErrorAfter: 3})
-	body := `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	body := `{"model":"claude-sonnet-4-6","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	rc, err := p.Stream(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(body)})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestEmulatorRetryAfter(t *testing.T) {
 	em, p, sl := startEmulator(t)
 	em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, Status: 429, RetryAfter: 3 * time.Second})
 	em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, Status: 529, RetryAfterMs: 250 * time.Millisecond})
-	body := `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
+	body := `{"model":"claude-sonnet-4-6","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
 	if _, err := p.Send(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(body)}); err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +144,8 @@ func TestEmulatorCreateFaults(t *testing.T) {
 		tc.f.Endpoint = emulator.EndpointCreate
 		em.InjectFault(tc.f)
 		items := []llmfleet.BatchItem{
-			{CustomID: "t-a", Params: []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"}]}`)},
-			{CustomID: "t-b", Params: []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"b"}]}`)},
+			{CustomID: "t-a", Params: []byte(`{"model":"claude-sonnet-4-6","max_tokens":5,"messages":[{"role":"user","content":"a"}]}`)},
+			{CustomID: "t-b", Params: []byte(`{"model":"claude-sonnet-4-6","max_tokens":5,"messages":[{"role":"user","content":"b"}]}`)},
 		}
 		b, err := p.CreateBatch(t.Context(), emuCred, "t", nil, items)
 		var ue *llmfleet.UncertainError

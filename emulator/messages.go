@@ -14,6 +14,9 @@ func (s *Server) handleMessages(c *call) {
 		return
 	}
 	p, e := parseParams(body, modeSync)
+	if e == nil {
+		e = s.checkModel(p.model)
+	}
 	if e != nil {
 		writeError(c.w, e, c.id)
 		return
@@ -36,6 +39,7 @@ func (s *Server) handleMessages(c *call) {
 	}
 	fp, _ := promptBlocks(p) // validated by parseParams
 	rep := buildReply(p)
+	rep.model = s.answerModel(p.model)
 	s.mu.Lock()
 	now := s.now()
 	s.advance(now)
@@ -60,6 +64,9 @@ func (s *Server) handleCountTokens(c *call) {
 		return
 	}
 	p, e := parseParams(body, modeCount)
+	if e == nil {
+		e = s.checkModel(p.model)
+	}
 	if e != nil {
 		writeError(c.w, e, c.id)
 		return

@@ -98,10 +98,27 @@ type Server struct {
 
 	// Models are the model ids GET /v1/models lists and GET
 	// /v1/models/{model_id} knows. Nil means the Anthropic models of the
-	// default price table (pricing.Default).
+	// default price table (pricing.Default). The messages endpoints serve
+	// these, the aliases (of that table or of ModelIDs) that lead to them,
+	// and TestModel; any
+	// other model is refused with 404 not_found_error, as the real API
+	// does (a batch request for it ends errored).
 	Models []string
 
+	// ModelIDs maps a model alias to the dated id the answers to it name,
+	// as the real API does (a request of claude-haiku-4-5 is answered by
+	// claude-haiku-4-5-20251001). Nil means the aliases of the default
+	// price table; an empty map answers every model by the name asked
+	// (aliases are still served).
+	ModelIDs map[string]string
+
+	// BatchRetryAfter is the Retry-After header a GET of a batch still
+	// processing answers (the real API sends 10 seconds), in whole
+	// seconds. Zero means 10s; a negative value sends none.
+	BatchRetryAfter time.Duration
+
 	once  sync.Once
+	names *modelNames // set by init
 	mu    sync.Mutex
 	st    *state
 	reqN  uint64 // request id counter, guarded by mu
@@ -121,6 +138,7 @@ type state struct {
 
 func (s *Server) init() {
 	s.once.Do(func() {
+		s.names = s.newModelNames()
 		s.st = &state{
 			batches: map[string]*batch{},
 			byKey:   map[string][]*batch{},
@@ -370,28 +388,5 @@ func readBody(c *call, limit int64) ([]byte, *apiError) {
 	}
 	return b, nil
 }
-
-// statusWriter remembers the status written, for the log line.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 var errDropped = errors.New("connection dropped")

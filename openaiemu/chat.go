@@ -66,6 +66,22 @@ type chatCompletion struct {
 	SystemFingerprint string       `json:"system_fingerprint"`
 }
 
+// chatChunk is one chunk of a streamed chat completion. With
+// stream_options.include_usage every chunk has "usage": null but the last,
+// which has no choices and the whole usage; without, no usage member.
+// Every chunk carries an obfuscation member, as the API's do.
+type chatChunk struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	ServiceTier       string       `json:"service_tier"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []chatChoice `json:"choices"`
+	Usage             any          `json:"usage,omitempty"`
+	Obfuscation       string       `json:"obfuscation"`
+}
+
 type chatChoice struct {
 	Index        int             `json:"index"`
 	Message      *replyMessage   `json:"message,omitempty"`
@@ -140,13 +156,23 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
+	withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	n := 0
 	chunk := func(c chatChoice, u *usage) {
-		ch := chatCompletion{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
-			Choices: []chatChoice{}, ServiceTier: tier, SystemFingerprint: fingerprint, Usage: u}
+		ch := chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
+			ServiceTier: tier, SystemFingerprint: fingerprint, Choices: []chatChoice{}}
 		if c.Delta != nil {
 			c.Logprobs = json.RawMessage("null")
 			ch.Choices = append(ch.Choices, c)
 		}
+		if withUsage {
+			ch.Usage = json.RawMessage("null")
+			if u != nil {
+				ch.Usage = u
+			}
+		}
+		ch.Obfuscation = obfuscation(id, n, len(ch.Choices))
+		n++
 		b, _ := json.Marshal(ch)
 		fmt.Fprintf(w, "data: %s\n\n", b)
 	}
@@ -157,7 +183,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		chunk(chatChoice{Delta: &replyMessage{Content: &piece}}, nil)
 	}
 	chunk(chatChoice{Delta: &replyMessage{}, FinishReason: &stop}, nil)
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+	if withUsage {
 		chunk(chatChoice{}, &u)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,15 +37,8 @@ type serveConfig struct {
 // the pricing section of the config file, if any (same shape as the
 // pricing package's prices.yaml).
 func priceTable(section yaml.Node) (*pricing.Table, error) {
-	t := pricing.Default()
-	if section.Kind == 0 {
-		return t, nil
-	}
-	doc, err := yaml.Marshal(&section)
+	t, err := pricing.Override(&section)
 	if err != nil {
-		return nil, fmt.Errorf("config: pricing: %v", err)
-	}
-	if err := t.Merge(bytes.NewReader(doc)); err != nil {
 		return nil, fmt.Errorf("config: %v", err)
 	}
 	return t, nil

@@ -55,6 +55,7 @@ func openEngine(cfg *Config, state *servestate.State) (*engine, error) {
 	}
 	obs, err := observe.New(observe.Config{
 		Price:      prices.Cost,
+		Canonical:  prices.Canonical,
 		Store:      state.DB,
 		Logger:     logger,
 		Provider:   provider.Name(),
