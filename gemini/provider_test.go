@@ -133,3 +133,15 @@ func TestExpiredBatch(t *testing.T) {
 		t.Fatalf("expired batch %+v, %v", b, err)
 	}
 }
+
+func TestUpstreamTimeout(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{10 * time.Minute, gemini.FlexUpstreamTimeout}, {30 * time.Minute, 30 * time.Minute}, {0, 0}, {-1, -1}} {
+		if got := gemini.UpstreamTimeout(c.in); got != c.want {
+			t.Errorf("UpstreamTimeout(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if gemini.FlexUpstreamTimeout <= gemini.FlexTarget {
+		t.Errorf("FlexUpstreamTimeout %s does not outlast FlexTarget %s", gemini.FlexUpstreamTimeout, gemini.FlexTarget)
+	}
+}

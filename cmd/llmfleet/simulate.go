@@ -66,6 +66,7 @@ type simFlags struct {
 	flexRefusal                                                  *float64
 	seed                                                         *uint64
 	fromLedger, asJSON                                           *bool
+	flexSet                                                      bool // --flex-latency was given
 	pf                                                           *policyFlags
 	cf                                                           *cacheFlags
 }
@@ -78,8 +79,8 @@ func addSimulateFlags(fs *flag.FlagSet) *simFlags {
 	return &simFlags{
 		workload:    fs.String("workload", "", "workload file, JSON lines ('-': standard input), or a generator: agents-cached[:AGENTSxTURNS]"),
 		fleet:       fs.String("fleet", "", "generate the workload instead: AGENTSxTURNS dependent turns (e.g. 100x6), 3 models of --provider, budgets from 5s to 24h"),
-		provider:    fs.String("provider", "anthropic", "the simulated provider, whose prices apply: anthropic, or openai (whose flex tier the engine may route to)"),
-		flexLat:     fs.String("flex-latency", "3s-30s", "latency of a flex call (--provider openai), in the shape of --turnaround"),
+		provider:    fs.String("provider", "anthropic", "the simulated provider, whose prices apply: anthropic, openai or gemini (whose flex tiers the engine may route to; gemini's takes minutes, and the upstream timeout is at least 20m, as serve's with Gemini)"),
+		flexLat:     fs.String("flex-latency", "3s-30s", "latency of a flex call (--provider openai or gemini), in the shape of --turnaround (default for gemini: 1m-15m, the API's target)"),
 		flexRefusal: fs.Float64("flex-refusal", 0, "fraction of flex calls refused for lack of capacity (429, unbilled), from 0 to 1"),
 		turn:        fs.String("turnaround", "2m-10m", `batch turnaround: a duration ("5m") or a uniform range ("2m-10m"), for every model, then model=range pairs for some ("2m-10m,claude-opus-4-6=5m-20m")`),
 		syncLat:     fs.String("sync-latency", "1s-3s", "latency of a sync call, in the shape of --turnaround"),
@@ -110,6 +111,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
+	f.flexSet = flagSet(fs, "flex-latency")
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
@@ -185,17 +187,12 @@ func (f *simFlags) baseConfig() (simulate.Config, error) {
 	if *f.flexRefusal < 0 || *f.flexRefusal > 1 {
 		return cfg, fmt.Errorf("--flex-refusal %v is not a fraction from 0 to 1", *f.flexRefusal)
 	}
-	switch *f.provider {
-	case "anthropic", "openai":
-	default:
-		return cfg, fmt.Errorf("--provider: unknown provider %q (anthropic, openai)", *f.provider)
-	}
 	cache, err := f.cf.config()
 	if err != nil {
 		return cfg, err
 	}
 	cfg.Policy, cfg.Seed, cfg.Provider, cfg.FlexRefusal, cfg.Cache = f.pf.policy(), *f.seed, *f.provider, *f.flexRefusal, &cache
-	return cfg, nil
+	return simrun.ForProvider(cfg, f.flexSet)
 }
 
 // loadWorkload reads or generates the workload the flags name.
@@ -218,11 +215,7 @@ func (f *simFlags) loadWorkload(ctx context.Context) ([]simulate.Turn, error) {
 		if !ok || err1 != nil || err2 != nil || agents <= 0 || n <= 0 {
 			return nil, fmt.Errorf("--fleet %q is not AGENTSxTURNS", *f.fleet)
 		}
-		models := simulate.FleetModels
-		if *f.provider == "openai" {
-			models = simulate.OpenAIFleetModels
-		}
-		return simulate.FleetOf(models, agents, n, *f.seed), nil
+		return simulate.FleetOf(simrun.FleetModels(*f.provider), agents, n, *f.seed), nil
 	}
 	if turns, ok, err := simulate.Generate(*f.workload, *f.seed); ok {
 		return turns, err
