@@ -50,3 +50,12 @@ func (r *Recorder) Status() int {
 
 // Body returns the body written. It aliases the Recorder's buffer.
 func (r *Recorder) Body() []byte { return r.body.Bytes() }
+
+// New returns a Recorder whose answer's header is h (written to as the
+// handler sets headers), for a caller that prepared some of them.
+func New(h http.Header) *Recorder { return &Recorder{header: h} }
+
+// Flush does nothing: the answer is kept until it is complete. (A handler
+// that flushes, such as httputil.ReverseProxy streaming an answer, finds
+// a Flusher.)
+func (r *Recorder) Flush() {}
