@@ -28,8 +28,6 @@ func (o *syncObserver) tapUsage(resp *http.Response) error {
 	t.sse = strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
 	if t.sse && resp.StatusCode < 300 {
 		t.events = &sseTap{}
-	} else {
-		t.json = &jsonTap{}
 	}
 	resp.Body = t
 	return nil
@@ -45,7 +43,7 @@ type usageTap struct {
 	status int
 	sse    bool
 	opaque bool // compressed: the usage cannot be read
-	json   *jsonTap
+	json   jsonTap // scans the answer unless events does
 	kept   *[]byte // a JSON answer's bytes not scanned yet
 	inline bool    // the JSON answer outgrew maxDeferredScan: scanned as it comes
 	events *sseTap
