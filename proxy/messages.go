@@ -179,7 +179,8 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 			r.Body = io.NopCloser(bytes.NewReader(c.body))
 			r.ContentLength = int64(len(c.body))
 		} else if sc != nil && r.Body != nil && r.Body != http.NoBody {
-			r.Body = countedBody{r.Body, &sc.sentBytes}
+			sc.counted = countedBody{r.Body, &sc.sentBytes}
+			r.Body = &sc.counted
 		}
 	}
 	if c.body == nil {

@@ -21,7 +21,8 @@ func (o *syncObserver) tapUsage(resp *http.Response) error {
 	if sc == nil {
 		return nil
 	}
-	t := &usageTap{obs: o, call: sc, rc: resp.Body, status: resp.StatusCode, ctx: resp.Request.Context()}
+	t := sc.newTap()
+	*t = usageTap{obs: o, call: sc, rc: resp.Body, status: resp.StatusCode, ctx: resp.Request.Context()}
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		t.opaque = true
 	}
@@ -31,6 +32,15 @@ func (o *syncObserver) tapUsage(resp *http.Response) error {
 	}
 	resp.Body = t
 	return nil
+}
+
+// newTap returns the usageTap of the call's response: the one it holds,
+// else (a second response) a new one.
+func (sc *syncCall) newTap() *usageTap {
+	if sc.ownTap != nil && sc.tapUsed.CompareAndSwap(false, true) {
+		return sc.ownTap
+	}
+	return &usageTap{}
 }
 
 // usageTap is the body of an observed response: it passes every byte on
