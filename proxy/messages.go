@@ -171,7 +171,8 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 					return
 				}
 			}
-			ctx, sc.bound = s.bound(ctx, hard, s.upstreamTimeout)
+			sc.bound = &sc.ownBound
+			ctx = sc.bound.start(s.clock, ctx, hard, s.upstreamTimeout)
 			defer sc.bound.release()
 		}
 		r = r.WithContext(ctx)

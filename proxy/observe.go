@@ -44,6 +44,7 @@ type syncCall struct {
 	// call at its hard deadline or the upstream timeout (deadline.go).
 	deadline time.Time
 	bound    *callBound
+	ownBound callBound // what bound points to, allocated with the call
 	// ownTap, for an observed call, is the usage tap of its response
 	// (usagetap.go), allocated with it; tapUsed says it is taken.
 	ownTap  *usageTap

@@ -52,7 +52,7 @@ type usageTap struct {
 	ctx    context.Context
 	status int
 	sse    bool
-	opaque bool // compressed: the usage cannot be read
+	opaque bool    // compressed: the usage cannot be read
 	json   jsonTap // scans the answer unless events does
 	kept   *[]byte // a JSON answer's bytes not scanned yet
 	inline bool    // the JSON answer outgrew maxDeferredScan: scanned as it comes
