@@ -163,7 +163,7 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 			ctx = context.WithValue(ctx, upstreamCredential{}, *c.cred)
 		}
 		if sc != nil {
-			ctx = context.WithValue(ctx, syncCallKey{}, sc)
+			ctx = sc.context(ctx)
 			hard := time.Duration(0)
 			if c.hard && c.budget > 0 {
 				if hard = sc.deadline.Sub(s.clock.Now()); hard <= 0 {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -44,7 +45,8 @@ type syncCall struct {
 	// call at its hard deadline or the upstream timeout (deadline.go).
 	deadline time.Time
 	bound    *callBound
-	ownBound callBound // what bound points to, allocated with the call
+	ownBound callBound   // what bound points to, allocated with the call
+	ctx      syncCallCtx // the context carrying it (context)
 	// ownTap, for an observed call, is the usage tap of its response
 	// (usagetap.go), allocated with it; tapUsed says it is taken.
 	ownTap  *usageTap
@@ -57,6 +59,26 @@ type syncCall struct {
 }
 
 type syncCallKey struct{}
+
+// syncCallCtx is a context carrying a syncCall under syncCallKey, as
+// context.WithValue would, held in the syncCall rather than allocated.
+type syncCallCtx struct {
+	context.Context
+	sc *syncCall
+}
+
+func (c *syncCallCtx) Value(key any) any {
+	if _, ok := key.(syncCallKey); ok {
+		return c.sc
+	}
+	return c.Context.Value(key)
+}
+
+// context returns parent carrying sc (syncCallOf reads it).
+func (sc *syncCall) context(parent context.Context) context.Context {
+	sc.ctx = syncCallCtx{parent, sc}
+	return &sc.ctx
+}
 
 // observedCallOf returns the syncCall of r if it is observed.
 func observedCallOf(r *http.Request) *syncCall {
