@@ -51,6 +51,7 @@ type accessRec struct {
 	start        time.Time
 	method, path string
 	key          *clientName // the presented credential's, nil without one
+	ownKey       clientName  // what key points to, allocated with the record
 
 	mu     sync.Mutex
 	model  string
@@ -103,7 +104,8 @@ func noteModel(ctx context.Context, model string) {
 func newAccessRec(s *Server, r *http.Request) *accessRec {
 	a := &accessRec{s: s, start: s.clock.Now(), method: r.Method, path: r.URL.Path}
 	if c := credentialFrom(r.Header); !c.IsZero() {
-		a.key = &clientName{s: s, cred: c}
+		a.ownKey = clientName{s: s, cred: c}
+		a.key = &a.ownKey
 	}
 	return a
 }

@@ -38,7 +38,7 @@ func (f anthropicFace) admit(r *http.Request, c *call) *refusal {
 	s := f.s
 	cred := credentialFrom(r.Header)
 	if s.Observe != nil || s.Submitter != nil {
-		c.client = s.clientNameOf(r, cred) // the key presented, not the upstream one
+		c.client = s.clientNameOf(r, cred, &c.ownClient) // the key presented, not the upstream one
 	}
 	if s.Credentials != nil {
 		up, ok := s.Credentials(cred)
