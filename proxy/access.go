@@ -50,8 +50,10 @@ type accessRec struct {
 	s            *Server
 	start        time.Time
 	method, path string
-	key          *clientName // the presented credential's, nil without one
-	ownKey       clientName  // what key points to, allocated with the record
+	key          *clientName  // the presented credential's, nil without one
+	ownKey       clientName   // what key points to, allocated with the record
+	ctx          accessCtx    // the request's context, carrying the record
+	w            accessWriter // the ResponseWriter noting the status
 
 	mu     sync.Mutex
 	model  string
@@ -62,6 +64,20 @@ type accessRec struct {
 }
 
 type accessKey struct{}
+
+// accessCtx is a context carrying an accessRec under accessKey, as
+// context.WithValue would, held in the record rather than allocated.
+type accessCtx struct {
+	context.Context
+	a *accessRec
+}
+
+func (c *accessCtx) Value(key any) any {
+	if _, ok := key.(accessKey); ok {
+		return c.a
+	}
+	return c.Context.Value(key)
+}
 
 func accessOf(ctx context.Context) *accessRec {
 	a, _ := ctx.Value(accessKey{}).(*accessRec)
@@ -114,8 +130,10 @@ func newAccessRec(s *Server, r *http.Request) *accessRec {
 // returns, or, for a caller whose connection the handler took over to
 // answer later (pipeline.park), when that answer has been written.
 func (a *accessRec) serve(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request)) {
-	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
-	aw := &accessWriter{ResponseWriter: w}
+	a.ctx = accessCtx{r.Context(), a}
+	r = r.WithContext(&a.ctx)
+	a.w = accessWriter{ResponseWriter: w}
+	aw := &a.w
 	next(aw, r)
 	a.mu.Lock()
 	parked := a.parked
