@@ -16,7 +16,8 @@ import (
 
 // BenchmarkSyncPathTLS compares, over an HTTPS upstream speaking HTTP/2
 // (as every provider does), a bare httputil.ReverseProxy with the proxy's
-// sync route, observed (ledger tap on) and not. Both reverse proxies use
+// sync route, observed (ledger tap on) and not, and observed with the
+// access log's hook as serve sets it. Both reverse proxies use
 // the same transport: a clone of http.DefaultTransport trusting the
 // upstream's certificate. The callers reach them over plain HTTP/1.1.
 func BenchmarkSyncPathTLS(b *testing.B) {
@@ -45,9 +46,14 @@ func BenchmarkSyncPathTLS(b *testing.B) {
 	observed := httptest.NewServer((&proxy.Server{Upstream: u, Transport: transport(),
 		Observe: func(llmfleet.LedgerEntry) {}, UpstreamError: func(string) {}}).Handler())
 	defer observed.Close()
+	// As serve runs it: the access log's hook on too.
+	served := httptest.NewServer((&proxy.Server{Upstream: u, Transport: transport(),
+		Observe: func(llmfleet.LedgerEntry) {}, UpstreamError: func(string) {}, Access: func(proxy.Access) {}}).Handler())
+	defer served.Close()
 	b.Run("bare-reverse-proxy", func(b *testing.B) { benchmarkPost(b, bare.URL+"/v1/messages") })
 	b.Run("proxy", func(b *testing.B) { benchmarkPost(b, plain.URL+"/v1/messages") })
 	b.Run("proxy-observed", func(b *testing.B) { benchmarkPost(b, observed.URL+"/v1/messages") })
+	b.Run("proxy-observed-accesslog", func(b *testing.B) { benchmarkPost(b, served.URL+"/v1/messages") })
 	if proto.Load() != 2 {
 		b.Fatalf("the upstream was reached over HTTP/%d, want HTTP/2", proto.Load())
 	}
