@@ -67,10 +67,10 @@ type Tickets interface {
 }
 
 // FlexObserver is implemented by Submitters that learn from flex calls
-// made outside them: the proxy makes its own flex calls, through its
-// reverse proxy, to stream them as they come, and reports each attempt so
-// that the engine's routing learns flex latency and which models refuse
-// the tier.
+// made outside them: a caller that makes its own flex calls reports each
+// attempt so that the engine's routing learns flex latency and which
+// models refuse the tier. (The proxy runs its flex calls through a
+// FlexExecutor, which learns from them itself.)
 type FlexObserver interface {
 	// ObserveFlex reports one flex attempt of a provider's model: how long
 	// it took to its answer's headers, and how it ended: nil for an

@@ -225,7 +225,7 @@ func TestResultsResumeAfterBreak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 5 || calls.Load() != 2 || len(sl.list()) != 1 {
+	if len(seen) != 5 || calls.Load() != 2 || len(sl.Slept()) != 1 {
 		t.Errorf("seen %v, %d calls", seen, calls.Load())
 	}
 	for id, n := range seen {

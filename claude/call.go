@@ -84,7 +84,7 @@ func (p *Provider) do(ctx context.Context, c *call) (*reply, error) {
 		delay := p.retryDelay(res, attempt)
 		p.logger().WarnContext(ctx, "anthropic: retrying", "op", c.op, "retry", attempt+1,
 			"error", err.Error(), "delay", delay, "credential", p.credLabel(c.cred))
-		if err := p.sleep(ctx, delay); err != nil {
+		if err := llmfleet.Sleep(ctx, p.Clock, delay); err != nil {
 			return nil, err
 		}
 	}

@@ -1,7 +1,6 @@
 package claude_test
 
 import (
-	"context"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -12,15 +11,12 @@ import (
 	"github.com/llmfleet/llmfleet/providertest"
 )
 
-func noSleep(ctx context.Context, d time.Duration) error { return ctx.Err() }
-
 func TestContract(t *testing.T) {
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T) providertest.Env {
 			clock := providertest.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
 			em := &emulator.Server{
-				Now:   clock.Now,
-				Sleep: noSleep,
+				Clock: clock,
 				Keys:  []string{"sk-ant-contract-good"},
 				Seed:  7,
 			}
@@ -29,15 +25,14 @@ func TestContract(t *testing.T) {
 			p := &claude.Provider{
 				BaseURL:    srv.URL,
 				HTTPClient: srv.Client(),
-				Now:        clock.Now,
-				Sleep:      noSleep,
+				Clock:      clock,
 			}
 			return providertest.Env{
 				Provider:      p,
 				Credential:    llmfleet.Credential{APIKey: "sk-ant-contract-good"},
 				BadCredential: llmfleet.Credential{APIKey: "sk-ant-contract-bad"},
 				Advance:       clock.Advance,
-				Now:           clock.Now,
+				Clock:         clock,
 				DropCreateResponse: func() {
 					em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointCreate, DropResponse: true})
 				},

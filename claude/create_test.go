@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/claudewire"
+	"github.com/llmfleet/llmfleet/providertest"
 )
 
 // items returns n items whose custom_ids carry tag.
@@ -21,7 +22,7 @@ func items(tag string, n int) []llmfleet.BatchItem {
 	return out
 }
 
-func newFake(t *testing.T) (*Provider, *fakeBatches, *sleeps) {
+func newFake(t *testing.T) (*Provider, *fakeBatches, *providertest.ManualClock) {
 	f := &fakeBatches{now: testNow}
 	p, sl := newTest(t, f)
 	return p, f, sl
@@ -73,8 +74,8 @@ func TestCreateRefused(t *testing.T) {
 	if !errors.As(err, &e) || e.StatusCode != 400 || errors.As(err, &ue) || errors.Is(err, llmfleet.ErrNotDelivered) {
 		t.Fatalf("err %v", err)
 	}
-	if c, _ := f.counts(); c != 1 || len(sl.list()) != 0 {
-		t.Errorf("%d creates, sleeps %v", c, sl.list())
+	if c, _ := f.counts(); c != 1 || len(sl.Slept()) != 0 {
+		t.Errorf("%d creates, sleeps %v", c, sl.Slept())
 	}
 }
 
@@ -88,8 +89,8 @@ func TestCreateRetriedOnRefusal(t *testing.T) {
 		if err != nil || b.ID != "msgbatch_1" || f.recorded() != 1 {
 			t.Fatalf("%d: %+v %v", status, b, err)
 		}
-		if c, _ := f.counts(); c != 2 || len(sl.list()) != 1 {
-			t.Errorf("%d: %d creates, sleeps %v", status, c, sl.list())
+		if c, _ := f.counts(); c != 2 || len(sl.Slept()) != 1 {
+			t.Errorf("%d: %d creates, sleeps %v", status, c, sl.Slept())
 		}
 
 		p, f, _ = newFake(t)
@@ -125,8 +126,8 @@ func TestCreate5xxUncertain(t *testing.T) {
 		if !ue.Answered || !errors.As(err, &e) || e.StatusCode != tc.status {
 			t.Errorf("%d %v: answered %v, err %v", tc.status, tc.header, ue.Answered, err)
 		}
-		if c, _ := f.counts(); c != 1 || len(sl.list()) != 0 {
-			t.Errorf("%d %v: %d creates, sleeps %v", tc.status, tc.header, c, sl.list())
+		if c, _ := f.counts(); c != 1 || len(sl.Slept()) != 0 {
+			t.Errorf("%d %v: %d creates, sleeps %v", tc.status, tc.header, c, sl.Slept())
 		}
 	}
 }
@@ -140,8 +141,8 @@ func TestCreateDroppedAfterWrite(t *testing.T) {
 	if ue := uncertain(t, err); ue.Answered {
 		t.Errorf("answered: %v", err)
 	}
-	if c, _ := f.counts(); c != 1 || len(sl.list()) != 0 {
-		t.Errorf("%d creates, sleeps %v", c, sl.list())
+	if c, _ := f.counts(); c != 1 || len(sl.Slept()) != 0 {
+		t.Errorf("%d creates, sleeps %v", c, sl.Slept())
 	}
 }
 
@@ -174,8 +175,8 @@ func TestCreateConnectionRefused(t *testing.T) {
 	if !errors.Is(err, llmfleet.ErrNotDelivered) || errors.As(err, &ue) || errors.As(err, &e) {
 		t.Fatalf("err %v", err)
 	}
-	if c, _ := f.counts(); c != 0 || len(sl.list()) != DefaultMaxRetries {
-		t.Errorf("%d creates, sleeps %v", c, sl.list())
+	if c, _ := f.counts(); c != 0 || len(sl.Slept()) != DefaultMaxRetries {
+		t.Errorf("%d creates, sleeps %v", c, sl.Slept())
 	}
 }
 
@@ -215,8 +216,8 @@ func TestCreateUnreadableAnswer(t *testing.T) {
 	})
 	_, err = p.CreateBatch(context.Background(), testCred, "t1", nil, items("t1", 2))
 	uncertain(t, err)
-	if c, _ := f.counts(); c != 1 || len(sl.list()) != 0 {
-		t.Errorf("cut answer: %d creates, sleeps %v", c, sl.list())
+	if c, _ := f.counts(); c != 1 || len(sl.Slept()) != 0 {
+		t.Errorf("cut answer: %d creates, sleeps %v", c, sl.Slept())
 	}
 }
 

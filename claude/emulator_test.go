@@ -1,11 +1,9 @@
 package claude_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,27 +13,17 @@ import (
 	"github.com/llmfleet/llmfleet/providertest"
 )
 
-// recordedSleeps records the waits asked for, without waiting.
-type recordedSleeps struct {
-	mu sync.Mutex
-	ds []time.Duration
-}
-
-func (r *recordedSleeps) Sleep(ctx context.Context, d time.Duration) error {
-	r.mu.Lock()
-	r.ds = append(r.ds, d)
-	r.mu.Unlock()
-	return ctx.Err()
-}
-
-func startEmulator(t *testing.T) (*emulator.Server, *claude.Provider, *recordedSleeps) {
+// startEmulator returns an emulator and a provider talking to it, on one
+// manual clock: the clock records the provider's waits, without waiting
+// (the emulator waits only for a latency or a delay, which these tests
+// do not set).
+func startEmulator(t *testing.T) (*emulator.Server, *claude.Provider, *providertest.ManualClock) {
 	t.Helper()
 	clock := providertest.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
-	em := &emulator.Server{Now: clock.Now, Sleep: noSleep}
+	em := &emulator.Server{Clock: clock}
 	srv := httptest.NewServer(em)
 	t.Cleanup(srv.Close)
-	sl := &recordedSleeps{}
-	return em, &claude.Provider{BaseURL: srv.URL, HTTPClient: srv.Client(), Now: clock.Now, Sleep: sl.Sleep}, sl
+	return em, &claude.Provider{BaseURL: srv.URL, HTTPClient: srv.Client(), Clock: clock}, clock
 }
 
 var emuCred = llmfleet.Credential{APIKey: "sk-ant-emulator"}
@@ -80,7 +68,7 @@ func TestReadMessageMatchesEmulator(t *testing.T) {
 func TestEmulatorStreamErrorEvent(t *testing.T) {
 	em, p, _ := startEmulator(t)
 	em.InjectFault(emulator.Fault{StreamError: true, StreamErrorAfter: 3})
-	body := `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	body := `{"model":"claude-sonnet-4-6","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	rc, err := p.Stream(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(body)})
 	if err != nil {
 		t.Fatal(err)
@@ -97,19 +85,19 @@ func TestEmulatorRetryAfter(t *testing.T) {
 	em, p, sl := startEmulator(t)
 	em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, Status: 429, RetryAfter: 3 * time.Second})
 	em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, Status: 529, RetryAfterMs: 250 * time.Millisecond})
-	body := `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
+	body := `{"model":"claude-sonnet-4-6","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
 	if _, err := p.Send(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(body)}); err != nil {
 		t.Fatal(err)
 	}
-	if len(sl.ds) != 2 || sl.ds[0] != 3*time.Second || sl.ds[1] != 250*time.Millisecond {
-		t.Errorf("sleeps %v", sl.ds)
+	if ds := sl.Slept(); len(ds) != 2 || ds[0] != 3*time.Second || ds[1] != 250*time.Millisecond {
+		t.Errorf("sleeps %v", ds)
 	}
 	// A spend-cap 429 that forbids retries is returned at once.
 	em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, Status: 429, ShouldRetry: "false", ErrorCode: "enforced_spend_limit_reached"})
 	_, err := p.Send(t.Context(), &llmfleet.Request{Credential: emuCred, Body: []byte(body)})
 	var e *llmfleet.Error
-	if !errors.As(err, &e) || e.StatusCode != 429 || e.RequestID == "" || len(sl.ds) != 2 {
-		t.Errorf("err %v, sleeps %v", err, sl.ds)
+	if !errors.As(err, &e) || e.StatusCode != 429 || e.RequestID == "" || len(sl.Slept()) != 2 {
+		t.Errorf("err %v, sleeps %v", err, sl.Slept())
 	}
 	// A connection dropped after the body was sent is not retried.
 	em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, DropAfterBody: true})
@@ -144,8 +132,8 @@ func TestEmulatorCreateFaults(t *testing.T) {
 		tc.f.Endpoint = emulator.EndpointCreate
 		em.InjectFault(tc.f)
 		items := []llmfleet.BatchItem{
-			{CustomID: "t-a", Params: []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"}]}`)},
-			{CustomID: "t-b", Params: []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"b"}]}`)},
+			{CustomID: "t-a", Params: []byte(`{"model":"claude-sonnet-4-6","max_tokens":5,"messages":[{"role":"user","content":"a"}]}`)},
+			{CustomID: "t-b", Params: []byte(`{"model":"claude-sonnet-4-6","max_tokens":5,"messages":[{"role":"user","content":"b"}]}`)},
 		}
 		b, err := p.CreateBatch(t.Context(), emuCred, "t", nil, items)
 		var ue *llmfleet.UncertainError

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,42 +15,20 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/providertest"
 )
 
 var testCred = llmfleet.Credential{APIKey: "sk-ant-test-SECRETKEY"}
 
-// sleeps records the waits a Provider asked for, without waiting.
-type sleeps struct {
-	mu sync.Mutex
-	ds []time.Duration
-}
-
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.ds = append(s.ds, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleeps) list() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.ds...)
-}
-
 // newTest starts h on loopback and returns a Provider talking to it, with
-// an injected clock and a sleep that does not wait.
-func newTest(t *testing.T, h http.Handler) (*Provider, *sleeps) {
+// a manual clock reading testNow, whose waits take no time and are
+// recorded.
+func newTest(t *testing.T, h http.Handler) (*Provider, *providertest.ManualClock) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	s := &sleeps{}
-	return &Provider{
-		BaseURL:    srv.URL,
-		HTTPClient: srv.Client(),
-		Now:        func() time.Time { return testNow },
-		Sleep:      s.sleep,
-	}, s
+	clock := providertest.NewManualClock(testNow)
+	return &Provider{BaseURL: srv.URL, HTTPClient: srv.Client(), Clock: clock}, clock
 }
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

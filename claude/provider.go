@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -61,13 +60,10 @@ type Provider struct {
 	// Zero means DefaultReconcileSkew.
 	ReconcileSkew time.Duration
 
-	// Now returns the current time. Nil means time.Now.
-	Now func() time.Time
-
-	// Sleep waits for d or until ctx is done, returning ctx.Err() in the
-	// latter case. It is used for retry backoff. Nil
-	// means a real timer.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock tells the time (to read a Retry-After given as a date) and
+	// times the waits of retry backoff, through llmfleet.Sleep. Nil means
+	// the real clock.
+	Clock llmfleet.Clock
 
 	// Logger receives retry and reconciliation events. Nil means no
 	// logging.
@@ -145,27 +141,10 @@ func (p *Provider) skew() time.Duration {
 }
 
 func (p *Provider) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
+	if p.Clock != nil {
+		return p.Clock.Now()
 	}
 	return time.Now()
-}
-
-func (p *Provider) sleep(ctx context.Context, d time.Duration) error {
-	if p.Sleep != nil {
-		return p.Sleep(ctx, d)
-	}
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func (p *Provider) logger() *slog.Logger {

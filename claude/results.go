@@ -64,7 +64,7 @@ func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id str
 		}
 		p.logger().WarnContext(ctx, "anthropic: results stream broke; fetching again", "batch", id,
 			"delivered", len(seen), "error", err.Error(), "credential", p.credLabel(cred))
-		if err := p.sleep(ctx, p.retryDelay(nil, attempt)); err != nil {
+		if err := llmfleet.Sleep(ctx, p.Clock, p.retryDelay(nil, attempt)); err != nil {
 			return err
 		}
 	}

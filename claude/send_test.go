@@ -133,7 +133,7 @@ func TestSendErrorEnvelope(t *testing.T) {
 		e.RequestID != "req_body" || e.RetryAfter != 7*time.Second || !bytes.Contains(e.Body, []byte(`"request_id":"req_body"`)) {
 		t.Errorf("error %+v", e)
 	}
-	if calls.Load() != 1 || len(sl.list()) != 0 {
+	if calls.Load() != 1 || len(sl.Slept()) != 0 {
 		t.Errorf("400 retried: %d calls", calls.Load())
 	}
 }
@@ -192,7 +192,7 @@ func TestSendRetries(t *testing.T) {
 			if int(calls.Load()) != tc.wantCalls {
 				t.Errorf("%d calls, want %d", calls.Load(), tc.wantCalls)
 			}
-			ds := sl.list()
+			ds := sl.Slept()
 			if len(ds) != tc.wantCalls-1 {
 				t.Fatalf("%d sleeps", len(ds))
 			}
@@ -247,7 +247,7 @@ func TestSendNotRetriedAfterWrite(t *testing.T) {
 	if !errors.As(err, &ue) || ue.Answered {
 		t.Fatalf("err %v", err)
 	}
-	if calls.Load() != 1 || len(sl.list()) != 0 {
+	if calls.Load() != 1 || len(sl.Slept()) != 0 {
 		t.Errorf("retried a written Send: %d calls", calls.Load())
 	}
 	if strings.Contains(err.Error(), "SECRETKEY") {
@@ -296,8 +296,8 @@ func TestSendRetriedBeforeWrite(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatal(err)
 	}
-	if calls.Load() != 1 || len(sl.list()) != 2 {
-		t.Errorf("%d calls, %d sleeps", calls.Load(), len(sl.list()))
+	if calls.Load() != 1 || len(sl.Slept()) != 2 {
+		t.Errorf("%d calls, %d sleeps", calls.Load(), len(sl.Slept()))
 	}
 
 	p.HTTPClient = failingDials(3)
@@ -313,7 +313,7 @@ func TestContextEndsBackoff(t *testing.T) {
 		w.Header().Set("Retry-After", "3600")
 		writeError(w, 429, "rate_limit_error", "slow down")
 	}))
-	p.Sleep = nil // the real timer; the context ends it
+	p.Clock = nil // the real clock; the context ends the wait
 	ctx, cancel := context.WithCancel(context.Background())
 	p.Logger = slog.New(cancelHandler{cancel})
 	_, err := p.Send(ctx, &llmfleet.Request{Credential: testCred, Body: []byte(`{}`)})

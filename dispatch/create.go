@@ -95,7 +95,7 @@ func (cr *creator) send(c *createCall) {
 			c.answeredAt = d.clock.Now()
 		}
 		d.log.Warn("batch create may or may not have made the batch; reconciling", "provider", c.prov.Name(),
-			"batch", c.localID, "credential", d.credLabel(c.first.Credential), "requests", len(c.ws), "answered", ue.Answered, "err", err)
+			"batch", c.localID, "credential", credLabel(d.Sealer, c.first.Credential), "requests", len(c.ws), "answered", ue.Answered, "err", err)
 		d.mu.Lock()
 		for _, w := range c.ws {
 			w.advance(stateReconciling, d.log)
@@ -113,7 +113,7 @@ func (cr *creator) send(c *createCall) {
 func (cr *creator) createFailed(c *createCall, err error, recorded bool) {
 	d := cr.d
 	d.log.Warn("batch create failed", "provider", c.prov.Name(), "batch", c.localID,
-		"credential", d.credLabel(c.first.Credential), "requests", len(c.ws), "err", err)
+		"credential", credLabel(d.Sealer, c.first.Credential), "requests", len(c.ws), "err", err)
 	cause := fmt.Errorf("llmfleet: batch create failed: %w", err)
 	answers := make([]answer, len(c.ws))
 	for i, w := range c.ws {
@@ -150,6 +150,6 @@ func (cr *creator) submittedLocked(c *createCall, b *llmfleet.Batch) {
 	delete(cr.creating, c.localID)
 	d.stats.batchesSubmitted.Add(1)
 	d.log.Info("batch created", "provider", c.prov.Name(), "batch", c.localID, "batch_id", b.ID,
-		"credential", d.credLabel(c.first.Credential), "requests", len(c.ws))
+		"credential", credLabel(d.Sealer, c.first.Credential), "requests", len(c.ws))
 	d.trackers.trackLocked(c.prov, c.first.Credential, c.localID, b, c.ws)
 }

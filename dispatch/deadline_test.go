@@ -113,12 +113,21 @@ type emuStack struct {
 	l     ledgerOf
 }
 
+// emuClock is the emulator's clock: the real time, and waits on the step
+// clock, each told on slept once its timer is set.
+type emuClock struct {
+	llmfleet.RealClock
+	st *emuStack
+}
+
+func (c emuClock) Sleep(ctx context.Context, d time.Duration) error {
+	return c.st.clock.sleepNoting(ctx, d, func() { c.st.slept <- d })
+}
+
 func newEmuStack(t *testing.T, pol Policy) *emuStack {
 	t.Helper()
 	st := &emuStack{clock: newStepClock(), slept: make(chan time.Duration, 4)}
-	emu := &emulator.Server{Sleep: func(ctx context.Context, d time.Duration) error {
-		return st.clock.sleepNoting(ctx, d, func() { st.slept <- d })
-	}}
+	emu := &emulator.Server{Clock: emuClock{st: st}}
 	up := httptest.NewServer(emu)
 	t.Cleanup(up.Close)
 	st.d = &Dispatcher{Providers: []llmfleet.Provider{&claude.Provider{BaseURL: up.URL, MaxRetries: -1}},

@@ -132,7 +132,7 @@ func (an *answerer) deliver(answers []answer, batchID string, then func()) bool 
 	}
 	// Recorded once the others are stored, so that a delivery tried again
 	// does not record them twice.
-	d.recordLate(late)
+	d.paid.late(late)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if then != nil {

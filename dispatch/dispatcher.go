@@ -85,7 +85,8 @@ type Dispatcher struct {
 	// Go, if set, runs each goroutine the Dispatcher starts (creates,
 	// polls, rescues, the sync calls of SubmitFunc, ...): it must run f
 	// concurrently, e.g. with go f(). A simulator sets it to know when
-	// the engine has no work running; nil means go f().
+	// the engine has no work running; nil means go f(). It may be called
+	// with the dispatcher's lock held: it must only start f.
 	Go func(f func())
 
 	pol       Policy
@@ -98,6 +99,8 @@ type Dispatcher struct {
 	calls     syncCaller           // the calls sent synchronously
 	answers   answerer             // stores answers, then answers callers
 	rescues   rescuer              // rescues late batched requests sync
+	paid      *paidLedger          // the entries of calls paid apart from their answer
+	accepts   acceptor             // takes batched requests in
 	shared    llmfleet.SharedStore // set when the Store is one
 
 	ctx    context.Context // ends when Close gives up waiting
@@ -167,9 +170,8 @@ func (d *Dispatcher) Open() error {
 	d.syncLat = newPredictor(d.pol.SyncLatencyPrior, nil, syncLatencyQuantile, d.pol.TurnaroundSamples)
 	d.flex = newFlexTier(d.pol)
 	d.work.goHook = d.Go
-	d.calls = syncCaller{d}
-	d.answers = answerer{d}
-	d.rescues = rescuer{d}
+	d.calls, d.answers, d.rescues, d.accepts = syncCaller{d}, answerer{d}, rescuer{d}, acceptor{d}
+	d.paid = &paidLedger{d: d}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.openParts()
 	d.ids = requestIDs{d: d, live: map[string]*waiter{}}
@@ -224,9 +226,9 @@ func (d *Dispatcher) fingerprint(c llmfleet.Credential) string {
 
 // credLabel names a credential in a log line: its keyed fingerprint
 // with a Sealer, else llmfleet.Redacted (never a label under a public key).
-func (d *Dispatcher) credLabel(c llmfleet.Credential) string {
-	if d.Sealer != nil {
-		return d.Sealer.Fingerprint(c)
+func credLabel(sealer llmfleet.Sealer, c llmfleet.Credential) string {
+	if sealer != nil {
+		return sealer.Fingerprint(c)
 	}
 	return llmfleet.Redacted
 }

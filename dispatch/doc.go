@@ -6,7 +6,30 @@
 //
 // # Shape
 //
-// The Dispatcher is a small coordinator over parts with one job each:
+// The Dispatcher is a façade over parts with one job each. On the
+// request side:
+//
+//   - acceptor: takes a batched request in (its waiter), makes it durable
+//     within its budget, then pools it or sends it sync at once; answers
+//     a caller that stops waiting.
+//   - requestIDs: the requests waiting here by id, and the callers that
+//     attach to one by giving its id again.
+//   - rescuer: the rescue timers, and the sync call of a batched request
+//     late for its deadline.
+//   - syncCaller: the calls sent synchronously (the sync route, rescues,
+//     sending at once), their bounds, and the sync route's ledger entry.
+//   - answerer: stores answers with their ledger entries, then answers
+//     their callers; holds an answer the store cannot take yet and
+//     retries its storing.
+//   - paidLedger: the ledger entries of calls paid apart from their
+//     answer, kept in memory until the store takes them.
+//   - workGroup: the work under way that Close waits for, and the
+//     dispatcher's goroutines (through the Go hook).
+//   - engineLock: the lock over pools, trackers and waiters; what calls
+//     out (Observe, answers, followers' replies) is queued while it is
+//     held and made once it is released.
+//
+// On the batch side:
 //
 //   - Policy: the pure rules (Route, FlushAt, NextCheck, Settled,
 //     RetryAfter). It reads no clock and does no I/O.
@@ -21,7 +44,9 @@
 //     Dispatcher has no Store.
 //   - waiter: one request, moving queued → submitting → (reconciling →)
 //     in flight → done, or back to queued when its batch is proven never
-//     made.
+//     made (the moves in waiter.go). Every move is checked: one the
+//     state machine refuses is a bug, which panics in a test binary and
+//     is logged in a server (see badMove).
 //
 // All time comes from the injected Clock (timers, the create and poll
 // deadlines), so the same engine runs under a virtual clock: a Clock that

@@ -129,7 +129,7 @@ func (rv *adopter) reuseLocked(id string) *waiter {
 func (rv *adopter) reviveLocked(r *llmfleet.StoredRequest, cred llmfleet.Credential) (*waiter, error) {
 	d := rv.d
 	req := &llmfleet.Request{Provider: r.Provider, Credential: cred, Header: r.Header, Endpoint: r.Endpoint, Body: r.Body, ID: r.ID, Client: r.Client}
-	w, err := d.newWaiter(req, r.Budget, r.AcceptedAt)
+	w, err := d.accepts.newWaiter(req, r.Budget, r.AcceptedAt)
 	if err != nil {
 		return nil, err
 	}

@@ -25,52 +25,6 @@ type rescuer struct{ d *Dispatcher }
 // its rescue reserves before the deadline.
 const syncLatencyQuantile = 0.95
 
-// recordLate records answers that came second as paid, not delivered, at
-// the route they came by. Entries the store cannot take now are kept and
-// recorded once it can.
-func (d *Dispatcher) recordLate(answers []answer) {
-	now := d.clock.Now()
-	entries := make([]llmfleet.LedgerEntry, 0, len(answers))
-	for _, a := range answers {
-		if a.resp == nil {
-			continue // an error is not billed
-		}
-		e := d.answers.entry(a.w, a.resp, nil, now, llmfleet.RescueLate)
-		e.Budget, e.BudgetMet = 0, true // its request is judged by the answer it got
-		entries = append(entries, e)
-	}
-	d.recordPaid(entries)
-}
-
-// recordPaid records entries of calls paid apart from their request's
-// answer, and hands them to Observe.
-func (d *Dispatcher) recordPaid(entries []llmfleet.LedgerEntry) {
-	if len(entries) == 0 {
-		return
-	}
-	d.recordLedger(entries)
-	if d.Observe != nil {
-		for _, e := range entries {
-			d.Observe(e, d.journal.durable())
-		}
-	}
-}
-
-// recordLedger records entries that complete no request, now or, if the
-// store cannot take them now, once it can (see retry).
-func (d *Dispatcher) recordLedger(entries []llmfleet.LedgerEntry) {
-	write := func() bool {
-		err := d.journal.ledger(d.ctx, entries)
-		if err != nil {
-			d.log.Warn("ledger entries not stored; will retry", "entries", len(entries), "err", err)
-		}
-		return err == nil
-	}
-	if !write() {
-		d.answers.retry(write)
-	}
-}
-
 // armLocked sets w's rescue timer, if it has a deadline.
 func (rs *rescuer) armLocked(w *waiter) {
 	d := rs.d
@@ -198,5 +152,5 @@ func (rs *rescuer) recordCut(w *waiter, err error, start time.Time) {
 		Model: w.info.Model, Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err), Latency: now.Sub(start),
 		Client: w.req.Client, Usage: llmfleet.EstimatedUsage(int64(len(w.plain))), Estimated: true,
 		BudgetMet: true} // its request is judged by the answer it gets
-	d.recordPaid([]llmfleet.LedgerEntry{d.answers.price(e)})
+	d.paid.record([]llmfleet.LedgerEntry{d.answers.price(e)})
 }

@@ -35,59 +35,12 @@ func (d *Dispatcher) SubmitSync(ctx context.Context, req *llmfleet.Request) (*ll
 	return d.calls.send(ctx, 0, req)
 }
 
-// newWaiter reads what the engine needs of req: its provider, model, pool
-// key and batch params. arrived is when it reached the dispatcher.
-func (d *Dispatcher) newWaiter(req *llmfleet.Request, budget time.Duration, arrived time.Time) (*waiter, error) {
-	p, err := d.provider(req)
-	if err != nil {
-		return nil, err
-	}
-	info, err := p.Inspect(req)
-	if err != nil {
-		return nil, err
-	}
-	params, err := p.BatchParams(req)
-	if err != nil {
-		return nil, err
-	}
-	id := req.ID
-	if id == "" {
-		id = llmfleet.NewID("lfr_")
-	}
-	w := &waiter{id: id, req: req, prov: p, info: info, params: params, plain: params, budget: budget,
-		arrived: arrived, retry: req.Retry, cacheBlind: d.pol.CacheBlind}
-	if budget > 0 {
-		w.deadline = arrived.Add(budget)
-	}
-	d.priceWaiter(w)
-	return w, nil
-}
-
-// priceWaiter asks the cost model about a batched request: what it
-// knows of its cache (for learning from its answer and pricing what the
-// sync route would have paid) and whether its cache TTLs are raised to
-// an hour for its batch (then w.params carries them; w.plain, which a
-// sync call of it sends, does not).
-func (d *Dispatcher) priceWaiter(w *waiter) {
-	w.cost = d.router.cacheRequest(w.prov, w.req, w.info, w.budget)
-	if w.cost == nil || !w.cost.ttl1h {
-		return
-	}
-	up, ok := w.prov.(llmfleet.TTLUpgrader)
-	if !ok {
-		return
-	}
-	if params, n, err := up.UpgradeTTL(w.params); err == nil && n > 0 {
-		w.params, w.rewrite = params, llmfleet.RewriteTTL1h
-	}
-}
-
 // SubmitBatch pools req into a batch whatever its budget and waits for its
 // answer. A positive budget, counted from now, bounds the wait and may
 // pull the pool's flush forward; 0 means no budget.
 func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
 	ch := make(chan outcome, 1)
-	if err := d.submitBatch(ctx, budget, req, func(resp *llmfleet.Response, err error) { ch <- outcome{resp, err} }); err != nil {
+	if err := d.accepts.submitBatch(ctx, budget, req, func(resp *llmfleet.Response, err error) { ch <- outcome{resp, err} }); err != nil {
 		return nil, err
 	}
 	o := <-ch
@@ -98,7 +51,7 @@ func (d *Dispatcher) SubmitBatch(ctx context.Context, budget time.Duration, req 
 // req is pooled whatever its budget and done is called exactly once, as
 // SubmitFunc's is. An error returned means done will not be called.
 func (d *Dispatcher) SubmitBatchFunc(ctx context.Context, budget time.Duration, req *llmfleet.Request, done func(*llmfleet.Response, error)) error {
-	return d.submitBatch(ctx, budget, req, done)
+	return d.accepts.submitBatch(ctx, budget, req, done)
 }
 
 // SubmitFunc routes req like Submit without waiting for its answer: done
@@ -116,7 +69,7 @@ func (d *Dispatcher) SubmitBatchFunc(ctx context.Context, budget time.Duration, 
 func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *llmfleet.Request, done func(*llmfleet.Response, error)) error {
 	route := d.Plan(budget, req)
 	if route == llmfleet.RouteBatch {
-		return d.submitBatch(ctx, d.pol.Budget(budget), req, done)
+		return d.accepts.submitBatch(ctx, d.pol.Budget(budget), req, done)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -134,82 +87,6 @@ func (d *Dispatcher) SubmitFunc(ctx context.Context, budget time.Duration, req *
 	return nil
 }
 
-// submitBatch pools req and arranges for reply to be called once (see
-// SubmitFunc).
-func (d *Dispatcher) submitBatch(ctx context.Context, budget time.Duration, req *llmfleet.Request, reply func(*llmfleet.Response, error)) error {
-	// A request whose id was accepted already (live here, or stored) is
-	// found by accept (errIDTaken) rather than looked up first: ids are
-	// almost always new.
-	w, err := d.newWaiter(req, budget, d.clock.Now())
-	if err == nil {
-		w.reply = reply
-		err = d.accept(ctx, w)
-	}
-	if errors.Is(err, errIDTaken) {
-		// Another call accepted the same id meanwhile: attach to it.
-		var attached bool
-		if attached, err = d.ids.attach(ctx, budget, req, reply); attached && err == nil {
-			return nil
-		} else if !attached {
-			err = fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
-		}
-	}
-	if err != nil {
-		d.stats.errors.Add(1)
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if w.replied {
-		return nil
-	}
-	if budget > 0 {
-		w.budgetTimer = d.clock.AfterFunc(max(w.deadline.Sub(d.clock.Now()), 0), func() {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			if w.replied || d.answers.replyHeldLocked(w) {
-				return
-			}
-			d.stats.budgetMisses.Add(1)
-			d.stats.errors.Add(1)
-			// Made here, not at submission: a parked request holds no error.
-			d.leaveLocked(w, fmt.Errorf("%w (budget %s)", llmfleet.ErrBudgetExceeded, budget))
-		})
-	}
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			d.leaveLocked(w, ctx.Err())
-		})
-		w.stopCtx = stop
-	}
-	return nil
-}
-
-// leaveLocked handles a caller that stopped waiting for cause, unless it
-// was answered already. Without a durable journal a queued request is
-// withdrawn from its pool (its ledger entry records why); otherwise, and
-// after submission, the request goes on and its answer is kept (or
-// dropped, without a Store). The caller is answered with cause.
-func (d *Dispatcher) leaveLocked(w *waiter, cause error) {
-	if w.replied {
-		return
-	}
-	if w.state == stateQueued && !d.journal.durable() {
-		d.pools.withdrawLocked(w)
-		w.must(stateDone, d.log)
-		d.rescues.stopLocked(w)
-		if d.Observe != nil {
-			e := d.answers.entryOf(w, nil, cause, d.clock.Now(), llmfleet.RescueNone)
-			d.mu.later(func() { d.Observe(d.answers.price(e), false) })
-		}
-	} else {
-		w.abandoned = true
-	}
-	d.answers.replyLocked(w, nil, cause)
-}
-
 // Enqueue accepts a request for batching without waiting for its answer
 // and returns llmfleet's id of it; the answer is stored and read with
 // Lookup. It needs a Store. A budget of 0 means none.
@@ -219,12 +96,12 @@ func (d *Dispatcher) Enqueue(ctx context.Context, budget time.Duration, req *llm
 	}
 	// A request of this id accepted already is not accepted again: accept
 	// finds it (errIDTaken).
-	w, err := d.newWaiter(req, budget, d.clock.Now())
+	w, err := d.accepts.newWaiter(req, budget, d.clock.Now())
 	if err != nil {
 		return "", err
 	}
 	w.detached = true
-	if err := d.accept(ctx, w); err != nil {
+	if err := d.accepts.accept(ctx, w); err != nil {
 		if errors.Is(err, errIDTaken) {
 			if _, err := d.ids.known(ctx, req); err != nil {
 				return "", err

@@ -20,8 +20,21 @@ func (s *Server) handleRetrieve(c *call) {
 		return
 	}
 	out := s.batchJSON(b, now, c.r)
+	settled := b.settled
 	s.mu.Unlock()
+	if ra := s.batchRetryAfter(); !settled && ra > 0 {
+		c.w.Header().Set("Retry-After", strconv.Itoa(int(ra/time.Second)))
+	}
 	writeJSON(c.w, http.StatusOK, out)
+}
+
+// batchRetryAfter returns BatchRetryAfter, 10s when zero, rounded up to
+// whole seconds.
+func (s *Server) batchRetryAfter() time.Duration {
+	if s.BatchRetryAfter == 0 {
+		return 10 * time.Second
+	}
+	return (s.BatchRetryAfter + time.Second - 1).Truncate(time.Second)
 }
 
 // handleCancel serves POST /v1/messages/batches/{id}/cancel.
@@ -107,6 +120,7 @@ func (s *Server) handleResults(c *call) {
 		ct = "application/binary"
 	}
 	c.w.Header().Set("Content-Type", ct)
+	c.w.Header().Set("Content-Disposition", "attachment; filename*=utf-8''"+b.id+"_results.jsonl")
 	c.w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	c.w.WriteHeader(http.StatusOK)
 	c.w.Write(data)

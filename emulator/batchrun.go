@@ -159,6 +159,9 @@ type erroredResult struct {
 func (s *Server) runBatchItem(b *batch, it *batchItem) *ranItem {
 	p, e := parseParams(it.params, modeBatch)
 	if e == nil {
+		e = s.checkModel(p.model)
+	}
+	if e == nil {
 		d := parseDirectives(p.lastUserText())
 		if d.expire {
 			return &ranItem{result: map[string]string{"type": "expired"}}
@@ -172,6 +175,7 @@ func (s *Server) runBatchItem(b *batch, it *batchItem) *ranItem {
 	}
 	fp, _ := promptBlocks(p)
 	rep := buildReply(p)
+	rep.model = s.answerModel(p.model)
 	in := s.useCache(b.key, cachesim.Batch, fp, it.done, s.rng("cache", "batch", b.id, it.customID))
 	u := makeUsage(in, rep.outputTokens, "batch")
 	bill := billOf(true, p, u)

@@ -134,7 +134,7 @@ func TestInputTokens(t *testing.T) {
 	if u := e.usage(body); u.InputTokens != n {
 		t.Fatalf("usage %+v, want %d", u, n)
 	}
-	ct := map[string]any{"model": "m", "messages": []any{map[string]any{"role": "user", "content": "count me"}}, "system": "be brief"}
+	ct := map[string]any{"model": "claude-sonnet-4-6", "messages": []any{map[string]any{"role": "user", "content": "count me"}}, "system": "be brief"}
 	r := e.do("POST", "/v1/messages/count_tokens", ct)
 	if r.status != 200 || r.json(t)["input_tokens"].(float64) != float64(n) {
 		t.Fatalf("count_tokens %d %s", r.status, r.body)

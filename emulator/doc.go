@@ -29,6 +29,12 @@
 // mid-conversation system message, which the real API and current Claude
 // Code releases send), in sync, streamed and batched requests alike. The
 // models listed are the Anthropic models of the price table (Server.Models).
+// As on the real API, an unknown model is refused with 404 not_found_error
+// "model: <id>" (TestModel is served for tests of unpriced traffic), an
+// answer to an alias names its dated id (claude-haiku-4-5 is answered by
+// claude-haiku-4-5-20251001; Server.ModelIDs), usage carries inference_geo
+// and a message no container member, and a GET of a batch still processing
+// answers Retry-After: 10 (Server.BatchRetryAfter).
 //
 // # Replies
 //
@@ -90,7 +96,7 @@
 //
 // # Batches
 //
-// Batch state is derived from Server.Now on each request, with no
+// Batch state is derived from Server.Clock on each request, with no
 // background goroutines. A batch ends Server.Turnaround after its creation
 // (the longest over its distinct models); its requests stay "processing"
 // until then and finish at random points within that time, when they run

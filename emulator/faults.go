@@ -3,13 +3,15 @@ package emulator
 import (
 	"bytes"
 	"fmt"
-	"github.com/llmfleet/llmfleet/claudewire"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 )
 
 // Fault is a failure the Server injects into the next matching requests.
@@ -63,7 +65,7 @@ type Fault struct {
 	// and a negative value means every matching request until ClearFaults.
 	Times int
 
-	// Delay is waited (with Server.Sleep) before anything else.
+	// Delay is waited (on Server.Clock) before anything else.
 	Delay time.Duration
 	// DropConnection closes the connection without reading the request
 	// body or answering.
@@ -88,7 +90,7 @@ type Fault struct {
 	// LandAfter later, as if the request had been processed then: its
 	// created_at, turnaround and expiry count from the landing time, and
 	// it shows up in Stats and in the listing only from then on. Time is
-	// Server.Now (not Server.Sleep): the batch is created lazily by the
+	// Server.Clock's Now (not a wait): the batch is created lazily by the
 	// first request (or Stats call) that sees the clock at or past the
 	// landing time, so manual clocks and testing/synctest bubbles need no
 	// goroutine to wake up. A create the emulator would refuse (bad key or
@@ -167,7 +169,7 @@ func (s *Server) takeFault(method, path, endpoint string, stream bool) (*Fault, 
 // applyFault carries out fault f for call c; serve runs the request
 // normally. It reports whether the request should still be served.
 func (s *Server) applyFault(c *call, f *Fault, serve func()) bool {
-	if s.sleep(c.r.Context(), f.Delay) != nil {
+	if f.Delay > 0 && llmfleet.Sleep(c.r.Context(), s.Clock, f.Delay) != nil {
 		return false
 	}
 	switch {

@@ -2,13 +2,11 @@ package emulator
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +19,16 @@ type env struct {
 	s     *Server
 	clock *providertest.ManualClock
 	ts    *httptest.Server
-	slept []time.Duration
-	mu    sync.Mutex
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, clock: providertest.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
 	e.s = &Server{
-		Now:  e.clock.Now,
-		Seed: 7,
+		Clock: e.clock,
+		Seed:  7,
 		Turnaround: func(model string, r *rand.Rand) time.Duration {
 			return 10*time.Second + time.Duration(r.IntN(10))*time.Second
-		},
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			e.mu.Lock()
-			e.slept = append(e.slept, d)
-			e.mu.Unlock()
-			return nil
 		},
 	}
 	e.ts = httptest.NewServer(e.s)

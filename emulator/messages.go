@@ -2,7 +2,9 @@ package emulator
 
 import (
 	"net/http"
+	"time"
 
+	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/cachesim"
 )
 
@@ -14,6 +16,9 @@ func (s *Server) handleMessages(c *call) {
 		return
 	}
 	p, e := parseParams(body, modeSync)
+	if e == nil {
+		e = s.checkModel(p.model)
+	}
 	if e != nil {
 		writeError(c.w, e, c.id)
 		return
@@ -27,8 +32,10 @@ func (s *Server) handleMessages(c *call) {
 	if s.SyncLatency != nil {
 		latency = s.SyncLatency(p.model, s.rng("sync-latency", p.digest))
 	}
-	if s.sleep(ctx, latency) != nil || s.sleep(ctx, d.slow) != nil {
-		return
+	for _, wait := range [...]time.Duration{latency, d.slow} {
+		if wait > 0 && llmfleet.Sleep(ctx, s.Clock, wait) != nil {
+			return
+		}
 	}
 	if d.errorType != "" {
 		writeError(c.w, directiveError(d.errorType), c.id)
@@ -36,6 +43,7 @@ func (s *Server) handleMessages(c *call) {
 	}
 	fp, _ := promptBlocks(p) // validated by parseParams
 	rep := buildReply(p)
+	rep.model = s.answerModel(p.model)
 	s.mu.Lock()
 	now := s.now()
 	s.advance(now)
@@ -60,6 +68,9 @@ func (s *Server) handleCountTokens(c *call) {
 		return
 	}
 	p, e := parseParams(body, modeCount)
+	if e == nil {
+		e = s.checkModel(p.model)
+	}
 	if e != nil {
 		writeError(c.w, e, c.id)
 		return

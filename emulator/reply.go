@@ -284,6 +284,9 @@ type usageJSON struct {
 	CacheCreation            cacheCreationJSON `json:"cache_creation"`
 	OutputTokens             int64             `json:"output_tokens"`
 	ServiceTier              string            `json:"service_tier"`
+	// InferenceGeo is where the answer was computed; real answers to
+	// requests that ask for no region say "not_available".
+	InferenceGeo string `json:"inference_geo"`
 }
 
 type cacheCreationJSON struct {
@@ -299,10 +302,12 @@ func makeUsage(in cachesim.Usage, output int64, tier string) usageJSON {
 		CacheCreation:            cacheCreationJSON{Ephemeral5m: in.Write5m, Ephemeral1h: in.Write1h},
 		OutputTokens:             output,
 		ServiceTier:              tier,
+		InferenceGeo:             "not_available",
 	}
 }
 
-// messageJSON is the Message object.
+// messageJSON is the Message object, with the members of real answers
+// (no container member: real answers have none).
 type messageJSON struct {
 	ID           string          `json:"id"`
 	Type         string          `json:"type"`
@@ -312,7 +317,6 @@ type messageJSON struct {
 	StopReason   *string         `json:"stop_reason"`
 	StopSequence *string         `json:"stop_sequence"`
 	StopDetails  json.RawMessage `json:"stop_details"`
-	Container    json.RawMessage `json:"container"`
 	Usage        usageJSON       `json:"usage"`
 }
 
@@ -321,7 +325,7 @@ var jsonNull = json.RawMessage("null")
 func (r *reply) message(u usageJSON) messageJSON {
 	sr := r.stopReason
 	return messageJSON{ID: r.id, Type: "message", Role: "assistant", Model: r.model, Content: r.content,
-		StopReason: &sr, StopSequence: r.stopSequence, StopDetails: jsonNull, Container: jsonNull, Usage: u}
+		StopReason: &sr, StopSequence: r.stopSequence, StopDetails: jsonNull, Usage: u}
 }
 
 // InputTokens returns the input tokens the emulator counts for the

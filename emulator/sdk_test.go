@@ -60,7 +60,7 @@ func TestSDKMessages(t *testing.T) {
 		}
 	}
 
-	_, err = c.Messages.New(ctx, anthropic.MessageNewParams{Model: "m", MaxTokens: 10,
+	_, err = c.Messages.New(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-6", MaxTokens: 10,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("[error:overloaded_error]"))}})
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 529 || apiErr.RequestID == "" {

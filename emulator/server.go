@@ -1,7 +1,6 @@
 package emulator
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/cachesim"
 )
 
@@ -32,13 +32,15 @@ const (
 // zero value is ready to use; set the fields before the first request and do
 // not change them afterwards. A Server is safe for concurrent use.
 //
-// Batch state is derived lazily from Now on every request: there are no
+// Batch state is derived lazily from Clock on every request: there are no
 // background goroutines, so a test that moves a manual clock forward sees
 // batches end without waiting.
 type Server struct {
-	// Now returns the current time. Nil means time.Now. Tests pass a manual
-	// clock and move it forward to make batches end or expire.
-	Now func() time.Time
+	// Clock tells the time and times the waits of Latency, SyncLatency,
+	// the [slow:] directive and Fault.Delay (through llmfleet.Sleep). Nil
+	// means the real clock. Tests pass a manual clock and move it forward
+	// to make batches end or expire.
+	Clock llmfleet.Clock
 
 	// Turnaround returns how long a batch of requests for model takes to
 	// end, drawing randomness from r only. A batch ends Turnaround after its
@@ -65,11 +67,6 @@ type Server struct {
 	// /v1/messages reply for its model instead of Latency, from r only (r
 	// is seeded by Seed and the request body).
 	SyncLatency func(model string, r *rand.Rand) time.Duration
-
-	// Sleep waits d or until ctx ends; it implements Latency, the [slow:]
-	// directive and Fault.Delay. Nil means a real timer. Tests pass a hook
-	// to avoid sleeping on real time.
-	Sleep func(ctx context.Context, d time.Duration) error
 
 	// Keys, if not empty, is the set of accepted API keys (sent as x-api-key
 	// or as "Authorization: Bearer"). Empty means any non-empty key is
@@ -98,10 +95,27 @@ type Server struct {
 
 	// Models are the model ids GET /v1/models lists and GET
 	// /v1/models/{model_id} knows. Nil means the Anthropic models of the
-	// default price table (pricing.Default).
+	// default price table (pricing.Default). The messages endpoints serve
+	// these, the aliases (of that table or of ModelIDs) that lead to them,
+	// and TestModel; any
+	// other model is refused with 404 not_found_error, as the real API
+	// does (a batch request for it ends errored).
 	Models []string
 
+	// ModelIDs maps a model alias to the dated id the answers to it name,
+	// as the real API does (a request of claude-haiku-4-5 is answered by
+	// claude-haiku-4-5-20251001). Nil means the aliases of the default
+	// price table; an empty map answers every model by the name asked
+	// (aliases are still served).
+	ModelIDs map[string]string
+
+	// BatchRetryAfter is the Retry-After header a GET of a batch still
+	// processing answers (the real API sends 10 seconds), in whole
+	// seconds. Zero means 10s; a negative value sends none.
+	BatchRetryAfter time.Duration
+
 	once  sync.Once
+	names *modelNames // set by init
 	mu    sync.Mutex
 	st    *state
 	reqN  uint64 // request id counter, guarded by mu
@@ -121,6 +135,7 @@ type state struct {
 
 func (s *Server) init() {
 	s.once.Do(func() {
+		s.names = s.newModelNames()
 		s.st = &state{
 			batches: map[string]*batch{},
 			byKey:   map[string][]*batch{},
@@ -131,8 +146,8 @@ func (s *Server) init() {
 }
 
 func (s *Server) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
+	if s.Clock != nil {
+		return s.Clock.Now()
 	}
 	return time.Now()
 }
@@ -142,23 +157,6 @@ func (s *Server) logger() *slog.Logger {
 		return s.Logger
 	}
 	return slog.Default()
-}
-
-func (s *Server) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	if s.Sleep != nil {
-		return s.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (s *Server) turnaround(model string, r *rand.Rand) time.Duration {
@@ -370,28 +368,5 @@ func readBody(c *call, limit int64) ([]byte, *apiError) {
 	}
 	return b, nil
 }
-
-// statusWriter remembers the status written, for the log line.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 var errDropped = errors.New("connection dropped")

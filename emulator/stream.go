@@ -47,7 +47,6 @@ type (
 		StopReason   *string         `json:"stop_reason"`
 		StopSequence *string         `json:"stop_sequence"`
 		StopDetails  json.RawMessage `json:"stop_details"`
-		Container    json.RawMessage `json:"container"`
 	}
 	evMessageUsage struct {
 		InputTokens              int64 `json:"input_tokens"`
@@ -129,7 +128,7 @@ func (s *Server) streamEvents(msg messageJSON) []sseEvent {
 	u := msg.Usage
 	evs = append(evs, sseEvent{"message_delta", evMessageDelta{
 		Type:  "message_delta",
-		Delta: evStop{msg.StopReason, msg.StopSequence, jsonNull, jsonNull},
+		Delta: evStop{msg.StopReason, msg.StopSequence, jsonNull},
 		Usage: evMessageUsage{u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens},
 	}})
 	evs = append(evs, sseEvent{"message_stop", evType{"message_stop"}})

@@ -263,15 +263,15 @@ func TestDirectivesSync(t *testing.T) {
 	}
 	e.s.Latency = 250 * time.Millisecond
 	e.do("POST", "/v1/messages", msgBody("y"))
-	if len(e.slept) != 2 || e.slept[0].String() != "3s" || e.slept[1].String() != "250ms" {
-		t.Fatalf("slept %v", e.slept)
+	if slept := e.clock.Slept(); len(slept) != 2 || slept[0].String() != "3s" || slept[1].String() != "250ms" {
+		t.Fatalf("slept %v", slept)
 	}
 	e.s.SyncLatency = func(model string, r *rand.Rand) time.Duration {
 		return time.Duration(len(model))*time.Millisecond + time.Duration(r.IntN(3))*time.Microsecond
 	}
 	e.do("POST", "/v1/messages", msgBody("z"))
 	e.do("POST", "/v1/messages", msgBody("z"))
-	if len(e.slept) != 4 || e.slept[2] != e.slept[3] || e.slept[2].Truncate(time.Millisecond) != time.Duration(len("claude-sonnet-4-6"))*time.Millisecond {
-		t.Fatalf("with SyncLatency, slept %v", e.slept)
+	if slept := e.clock.Slept(); len(slept) != 4 || slept[2] != slept[3] || slept[2].Truncate(time.Millisecond) != time.Duration(len("claude-sonnet-4-6"))*time.Millisecond {
+		t.Fatalf("with SyncLatency, slept %v", slept)
 	}
 }

@@ -58,7 +58,7 @@ func listDirect(t *testing.T, s *Server, key string) []batchJSON {
 }
 
 // TestLandAfterSynctest runs a late create on the time package's clock in
-// a synctest bubble: Now and Sleep are left nil.
+// a synctest bubble: Clock is left nil.
 func TestLandAfterSynctest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &Server{Seed: 3, Turnaround: func(string, *rand.Rand) time.Duration { return 10 * time.Second }}

@@ -60,22 +60,9 @@ func hangUp(w http.ResponseWriter) {
 	}
 }
 
-// instant is a ManualClock whose timers fire at once: a retry's wait
-// takes no time.
-type instant struct{ *providertest.ManualClock }
-
-func (instant) AfterFunc(_ time.Duration, f func()) llmfleet.Timer {
-	f()
-	return stopped{}
-}
-
-type stopped struct{}
-
-func (stopped) Stop() bool { return false }
-
 // newEnv starts a fresh emulator behind the create faults.
 func newEnv(t *testing.T) providertest.Env {
-	clock := instant{providertest.NewManualClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))}
+	clock := providertest.NewManualClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)) // a retry's wait takes no time
 	em := &geminiemu.Server{Clock: clock, Keys: []string{"AIza-contract-good"}}
 	faults := &createFaults{next: em}
 	srv := httptest.NewServer(faults)
@@ -84,7 +71,7 @@ func newEnv(t *testing.T) providertest.Env {
 		Provider:           &gemini.Provider{BaseURL: srv.URL, HTTPClient: srv.Client(), Clock: clock},
 		Credential:         llmfleet.Credential{APIKey: "AIza-contract-good"},
 		Advance:            clock.Advance,
-		Now:                clock.Now,
+		Clock:              clock,
 		DropCreateResponse: func() { faults.dropResponse.Store(true) },
 		DropCreateRequest:  func() { faults.dropRequest.Store(true) },
 		FailCreate:         func(status int) { faults.failStatus.Store(int32(status)) },

@@ -79,7 +79,7 @@ func TestSendFlex(t *testing.T) {
 // TestFileBatch: a batch over the inline limit goes as a file; its
 // results come from the responses file, by key.
 func TestFileBatch(t *testing.T) {
-	clock := instant{providertest.NewManualClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))}
+	clock := providertest.NewManualClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
 	em := &geminiemu.Server{Clock: clock}
 	p, _ := serve(t, em)
 	p.InlineBytes = 100
@@ -111,7 +111,7 @@ func TestFileBatch(t *testing.T) {
 // TestExpiredBatch: a batch the API let expire ends with expired results
 // and counts.
 func TestExpiredBatch(t *testing.T) {
-	clock := instant{providertest.NewManualClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))}
+	clock := providertest.NewManualClock(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
 	em := &geminiemu.Server{Clock: clock, BatchTurnaround: 100 * time.Hour}
 	p, _ := serve(t, em)
 	cred := llmfleet.Credential{AuthToken: "k"} // sent as a Bearer token, which the emulator does not take
@@ -131,5 +131,17 @@ func TestExpiredBatch(t *testing.T) {
 	b, err = p.GetBatch(t.Context(), cred, b.ID)
 	if err != nil || b.Status != llmfleet.BatchEnded || b.Counts.Expired != 1 || b.Counts.Total() != 1 {
 		t.Fatalf("expired batch %+v, %v", b, err)
+	}
+}
+
+func TestUpstreamTimeout(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{10 * time.Minute, gemini.FlexUpstreamTimeout}, {30 * time.Minute, 30 * time.Minute}, {0, 0}, {-1, -1}} {
+		if got := gemini.UpstreamTimeout(c.in); got != c.want {
+			t.Errorf("UpstreamTimeout(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if gemini.FlexUpstreamTimeout <= gemini.FlexTarget {
+		t.Errorf("FlexUpstreamTimeout %s does not outlast FlexTarget %s", gemini.FlexUpstreamTimeout, gemini.FlexTarget)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet/geminiwire"
+	"github.com/llmfleet/llmfleet/internal/httprec"
 	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
@@ -207,12 +208,12 @@ func (s *Server) answerLocked(b *batch, request json.RawMessage) (json.RawMessag
 	r, _ := http.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	r.Header.Set("X-Goog-Api-Key", b.owner)
 	r.SetPathValue("method", b.model+":"+geminiwire.MethodGenerate)
-	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	rec := &httprec.Recorder{}
 	s.faulty(s.modelMethod)(rec, r)
-	if rec.status == http.StatusOK {
-		return rec.body.Bytes(), nil
+	if rec.Status() == http.StatusOK {
+		return rec.Body(), nil
 	}
-	st, ok := geminiwire.ParseError(rec.body.Bytes())
+	st, ok := geminiwire.ParseError(rec.Body())
 	if !ok {
 		return nil, geminiwire.RPCStatus(geminiwire.StatusInternal, "Internal error encountered.")
 	}
@@ -247,23 +248,4 @@ func (b *batch) operation() geminiwire.Operation {
 		op.Done, op.Response = true, b.output
 	}
 	return op
-}
-
-// recorder keeps what a handler answers.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-	wrote  bool
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) Write(b []byte) (int, error) {
-	r.wrote = true
-	return r.body.Write(b)
-}
-func (r *recorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.status, r.wrote = code, true
-	}
 }

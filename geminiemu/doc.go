@@ -5,7 +5,8 @@
 //   - POST /v1beta/models/{model}:generateContent and
 //     :streamGenerateContent (?alt=sse: data-only events ended by CRLF
 //     CRLF; without it, a JSON array of chunks), with serviceTier "flex":
-//     served after Server.FlexLatency on the Clock, or shed by Server.Shed
+//     served after Server.FlexLatency (or Server.FlexDelay's draw) on the
+//     Clock, or shed by Server.Shed
 //     with 503 UNAVAILABLE or 429 RESOURCE_EXHAUSTED carrying a RetryInfo;
 //     the served tier in the x-gemini-service-tier header and
 //     usageMetadata.serviceTier.

@@ -25,7 +25,7 @@ func FuzzBodies(f *testing.F) {
 	methods := []string{geminiwire.MethodGenerate, geminiwire.MethodStream, geminiwire.MethodBatch}
 	f.Fuzz(func(t *testing.T, m uint8, body []byte) {
 		method := methods[int(m)%len(methods)]
-		clock := clockOf{providertest.NewManualClock(time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC))}
+		clock := providertest.NewManualClock(time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC))
 		em := &geminiemu.Server{Clock: clock}
 		req := httptest.NewRequest(http.MethodPost, "/v1beta/models/gemini-2.5-flash:"+method+"?alt=sse&key=k", bytes.NewReader(body))
 		rec := httptest.NewRecorder()

@@ -215,7 +215,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, model string, 
 }
 
 // flex decides a flex call: refused for a model without the tier, shed as
-// Shed says (not billed), or served after FlexLatency on the Clock.
+// Shed says (not billed), or served after FlexLatency (FlexDelay's) on the
+// Clock.
 func (s *Server) flex(w http.ResponseWriter, r *http.Request, model string) bool {
 	if !s.flexModel(model) {
 		writeError(w, http.StatusBadRequest, "The flex service_tier is not supported for models/"+model+".")
@@ -233,8 +234,12 @@ func (s *Server) flex(w http.ResponseWriter, r *http.Request, model string) bool
 			return false
 		}
 	}
-	if s.FlexLatency > 0 {
-		if err := llmfleet.Sleep(r.Context(), s.clock(), s.FlexLatency); err != nil {
+	wait := s.FlexLatency
+	if s.FlexDelay != nil {
+		wait = s.FlexDelay(model)
+	}
+	if wait > 0 {
+		if err := llmfleet.Sleep(r.Context(), s.clock(), wait); err != nil {
 			return false
 		}
 	}

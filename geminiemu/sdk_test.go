@@ -11,7 +11,6 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/geminiemu"
 	"github.com/llmfleet/llmfleet/providertest"
 )
@@ -105,7 +104,7 @@ func TestSDKGenerate(t *testing.T) {
 // isolation between keys.
 func TestSDKBatches(t *testing.T) {
 	clock := providertest.NewManualClock(time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC))
-	em := &geminiemu.Server{Clock: clockOf{clock}, BatchPending: time.Minute, BatchTurnaround: time.Hour}
+	em := &geminiemu.Server{Clock: clock, BatchPending: time.Minute, BatchTurnaround: time.Hour}
 	c, srv := start(t, em, "k1")
 	ctx := t.Context()
 	src := &genai.BatchJobSource{InlinedRequests: []*genai.InlinedRequest{
@@ -213,8 +212,3 @@ func TestSDKUnderPrefix(t *testing.T) {
 		t.Fatalf("upload: %+v, %v", f, err)
 	}
 }
-
-// clockOf makes a ManualClock an llmfleet.Clock (timers are not needed).
-type clockOf struct{ *providertest.ManualClock }
-
-func (c clockOf) AfterFunc(d time.Duration, f func()) llmfleet.Timer { return time.AfterFunc(d, f) }

@@ -42,6 +42,9 @@ type Server struct {
 	// FlexLatency is how long a flex call waits on the Clock before it is
 	// answered (the API's target is 1 to 15 minutes).
 	FlexLatency time.Duration
+	// FlexDelay, if set, is asked for each flex call's latency instead of
+	// FlexLatency (a draw per call).
+	FlexDelay func(model string) time.Duration
 	// Shed, if set, is asked for every flex call: 503 or 429 sheds it
 	// with UNAVAILABLE or RESOURCE_EXHAUSTED (not billed), 0 serves it.
 	Shed func(model string) int

@@ -85,7 +85,7 @@ func TestStrict(t *testing.T) {
 func TestFlexAndFaults(t *testing.T) {
 	var fault atomic.Int32
 	clock := providertest.NewManualClock(time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC))
-	em := &geminiemu.Server{Clock: clockOf{clock}, FlexModels: []string{"gemini-2.5-flash"}, RetryDelay: 3 * time.Second,
+	em := &geminiemu.Server{Clock: clock, FlexModels: []string{"gemini-2.5-flash"}, RetryDelay: 3 * time.Second,
 		Fault: func(path string) int {
 			if strings.Contains(path, "generateContent") {
 				return int(fault.Load())
@@ -141,7 +141,7 @@ func TestFlexAndFaults(t *testing.T) {
 // DEADLINE_EXCEEDED.
 func TestExpiry(t *testing.T) {
 	clock := providertest.NewManualClock(time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC))
-	srv := httptest.NewServer(&geminiemu.Server{Clock: clockOf{clock}, BatchTurnaround: 72 * time.Hour})
+	srv := httptest.NewServer(&geminiemu.Server{Clock: clock, BatchTurnaround: 72 * time.Hour})
 	defer srv.Close()
 	_, body, _ := post(t, srv, "/v1beta/models/gemini-2.5-flash:batchGenerateContent?key=k",
 		`{"batch":{"displayName":"t","inputConfig":{"requests":{"requests":[{"request":`+hello+`,"metadata":{"key":"a"}}]}}}}`)

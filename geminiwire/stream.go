@@ -114,7 +114,7 @@ func AppendStream(buf []byte, body []byte) ([]byte, error) {
 		if err := json.Compact(&compacted, body); err != nil {
 			return buf, err
 		}
-		return appendChunk(buf, compacted.Bytes()), nil
+		return sse.AppendEventCRLF(buf, "", compacted.Bytes()), nil
 	}
 	words := strings.SplitAfter(c.Text(), " ")
 	for i, w := range words {
@@ -128,7 +128,7 @@ func AppendStream(buf []byte, body []byte) ([]byte, error) {
 		if err != nil {
 			return buf, err
 		}
-		buf = appendChunk(buf, b)
+		buf = sse.AppendEventCRLF(buf, "", b)
 	}
 	return buf, nil
 }
@@ -141,10 +141,4 @@ func onlyText(c Content) bool {
 		}
 	}
 	return len(c.Parts) > 0
-}
-
-func appendChunk(buf, data []byte) []byte {
-	buf = append(buf, "data: "...)
-	buf = append(buf, data...)
-	return append(buf, "\r\n\r\n"...)
 }

@@ -10,10 +10,8 @@
 package jsonmember
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"unicode/utf8"
 )
 
 // ErrNotObject is returned for a text that is not a valid JSON object.
@@ -131,15 +129,7 @@ func Elements(arr []byte) ([][]byte, error) {
 }
 
 // unquote returns the text of s, a valid JSON string with its quotes.
-func unquote(s []byte) string {
-	in := s[1 : len(s)-1]
-	if bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
-		return string(in)
-	}
-	var out string
-	_ = json.Unmarshal(s, &out) // s is valid: it cannot fail
-	return out
-}
+func unquote(s []byte) string { return KeyText(s[1 : len(s)-1]) }
 
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {

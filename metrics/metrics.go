@@ -87,6 +87,7 @@ type Metrics struct {
 	known        atomic.Pointer[func(provider, model string) bool]
 	models       labelSet
 	kinds        labelSet
+	series       seriesCache // Observe's series by route and model
 }
 
 // New creates the metrics and registers them on reg.
@@ -168,25 +169,20 @@ func (m *Metrics) Observe(e llmfleet.LedgerEntry) {
 	if outcome == "" {
 		outcome = "unknown"
 	}
-	m.requests.WithLabelValues(route, model, outcome).Inc()
+	rs := m.series.of(route, model)
+	if rs == nil { // more route and model pairs than the cache keeps
+		rs = &routeSeries{}
+	}
+	rs.request(m.requests, route, model, outcome).Inc()
 	w5m, w1h := e.Usage.CacheWrites()
-	for _, k := range []struct {
-		kind string
-		n    int64
-	}{
-		{"input", e.Usage.InputTokens},
-		{"output", e.Usage.OutputTokens},
-		{"cache_write_5m", w5m},
-		{"cache_write_1h", w1h},
-		{"cache_read", e.Usage.CacheReadInputTokens},
-	} {
-		if k.n > 0 {
-			m.tokens.WithLabelValues(route, model, k.kind).Add(float64(k.n))
+	for i, n := range [len(tokenKinds)]int64{e.Usage.InputTokens, e.Usage.OutputTokens, w5m, w1h, e.Usage.CacheReadInputTokens} {
+		if n > 0 {
+			rs.counter(&rs.tokens[i], m.tokens, route, model, tokenKinds[i]).Add(float64(n))
 		}
 	}
 	if e.Priced {
 		if e.CostUSD > 0 {
-			m.cost.WithLabelValues(route, model).Add(e.CostUSD)
+			rs.counter(&rs.cost, m.cost, route, model, "").Add(e.CostUSD)
 		}
 		if saved := e.OtherRouteUSD - e.CostUSD; e.Discounted() && saved > 0 {
 			m.saved.Add(saved)
@@ -194,13 +190,13 @@ func (m *Metrics) Observe(e llmfleet.LedgerEntry) {
 		m.netSaved.Add(ledger.NetSaving(e))
 	}
 	if e.MissUSD > 0 {
-		m.routingMiss.WithLabelValues(route, model).Add(e.MissUSD)
+		rs.counter(&rs.miss, m.routingMiss, route, model, "").Add(e.MissUSD)
 	}
 	if e.Budget > 0 && !e.BudgetMet {
 		m.budgetMisses.Inc()
 	}
 	if e.Latency > 0 {
-		m.duration.WithLabelValues(route).Observe(e.Latency.Seconds())
+		rs.observer(m.duration, route).Observe(e.Latency.Seconds())
 	}
 }
 

@@ -20,6 +20,12 @@ type Config struct {
 	// Price prices the entries (the Cost method of a pricing.Table fits);
 	// nil leaves them unpriced.
 	Price ledger.PriceFunc
+	// Canonical, if set, gives every name of one model the same name
+	// (the Canonical method of a pricing.Table fits: a dated id such as
+	// claude-haiku-4-5-20251001 is claude-haiku-4-5), so that per-model
+	// figures in the ledger, the metrics and the dashboard count a model
+	// once; nil keeps the names the answers give.
+	Canonical func(provider, model string) string
 	// Store, if set, is where Observe records the entries, through a
 	// ledger.Writer, and whence the stats of a period are read.
 	Store llmfleet.Store
@@ -147,6 +153,8 @@ func (p *Pipeline) Price(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 		// A sync call that failed before its response named a model,
 		// and whose body routing did not need to read.
 		e.Model = "unknown"
+	} else if p.cfg.Canonical != nil {
+		e.Model = p.cfg.Canonical(e.Provider, e.Model)
 	}
 	e = ledger.Make(p.cfg.Price, e)
 	if !e.Priced && e.Usage == (llmfleet.Usage{}) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/ledger"
+	"github.com/llmfleet/llmfleet/pricing"
 )
 
 // memStore is a Store keeping ledger entries in memory; its other methods
@@ -102,6 +103,23 @@ func TestPrice(t *testing.T) {
 	}
 	if e := p.Price(llmfleet.LedgerEntry{Model: "x", Usage: llmfleet.Usage{InputTokens: 1}}); e.Priced {
 		t.Fatalf("an unknown model with tokens priced: %+v", e)
+	}
+}
+
+// TestPriceCanonicalModel checks that a dated model id is priced and
+// counted under the model's one name.
+func TestPriceCanonicalModel(t *testing.T) {
+	table := pricing.Default()
+	p, err := New(Config{Price: table.Cost, Canonical: table.Canonical, Provider: "anthropic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	u := llmfleet.Usage{InputTokens: 1000, OutputTokens: 10}
+	dated := p.Price(llmfleet.LedgerEntry{Model: "claude-haiku-4-5-20251001", Usage: u})
+	alias := p.Price(llmfleet.LedgerEntry{Model: "claude-haiku-4-5", Usage: u})
+	if dated.Model != "claude-haiku-4-5" || alias.Model != "claude-haiku-4-5" || !dated.Priced || dated.CostUSD != alias.CostUSD {
+		t.Fatalf("dated %+v, alias %+v: want one model, one price", dated, alias)
 	}
 }
 

@@ -2,7 +2,6 @@ package openai_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -72,17 +71,17 @@ func TestContract(t *testing.T) {
 		Wire: providertest.OpenAIChat,
 		New: func(t *testing.T) providertest.Env {
 			clock := providertest.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
-			em := &openaiemu.Server{Now: clock.Now, Keys: []string{"sk-contract-good"}}
+			em := &openaiemu.Server{Clock: clock, Keys: []string{"sk-contract-good"}}
 			faults := &createFaults{next: em}
 			srv := httptest.NewServer(faults)
 			t.Cleanup(srv.Close)
 			return providertest.Env{
 				Provider: &openai.Provider{BaseURL: srv.URL, HTTPClient: srv.Client(),
-					Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}, // a refused create is retried at once
+					Clock: &waits{}}, // a refused create is retried at once
 				Credential:         llmfleet.Credential{APIKey: "sk-contract-good"},
 				BadCredential:      llmfleet.Credential{APIKey: "sk-contract-bad"},
 				Advance:            clock.Advance,
-				Now:                clock.Now,
+				Clock:              clock,
 				DropCreateResponse: func() { faults.dropResponse.Store(true) },
 				DropCreateRequest:  func() { faults.dropRequest.Store(true) },
 				FailCreate:         func(status int) { faults.failStatus.Store(int32(status)) },

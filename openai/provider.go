@@ -34,7 +34,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/jsonmember"
@@ -66,12 +65,10 @@ type Provider struct {
 	// MaxRetries is the number of retries of each call of a batch create
 	// (see CreateBatch); 0 means DefaultMaxRetries, negative none.
 	MaxRetries int
-	// Now returns the current time (for a retry-after given as a date);
-	// nil means time.Now.
-	Now func() time.Time
-	// Sleep waits d or until ctx ends, returning ctx.Err() then: the wait
-	// before a retry. Nil means a real timer.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock tells the time (to read a retry-after given as a date) and
+	// times the wait before a retry, through llmfleet.Sleep. Nil means the
+	// real clock.
+	Clock llmfleet.Clock
 }
 
 var _ llmfleet.Provider = (*Provider)(nil)

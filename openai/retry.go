@@ -52,7 +52,7 @@ func (p *Provider) retriedCall(ctx context.Context, cred llmfleet.Credential, he
 		if deadline, ok := ctx.Deadline(); ok && p.now().Add(wait).After(deadline) {
 			return err // the wait would outlast the call
 		}
-		if p.sleep(ctx, wait) != nil {
+		if llmfleet.Sleep(ctx, p.Clock, wait) != nil {
 			return err
 		}
 	}
@@ -150,22 +150,8 @@ func (p *Provider) maxRetries() int {
 }
 
 func (p *Provider) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
+	if p.Clock != nil {
+		return p.Clock.Now()
 	}
 	return time.Now()
-}
-
-func (p *Provider) sleep(ctx context.Context, d time.Duration) error {
-	if p.Sleep != nil {
-		return p.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

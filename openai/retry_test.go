@@ -18,13 +18,16 @@ import (
 	"github.com/llmfleet/llmfleet/openaiemu"
 )
 
-// waits records the waits a Provider asks for, without waiting.
+// waits is the real clock but for its waits, which it records and does
+// not wait.
 type waits struct {
+	llmfleet.RealClock
 	mu sync.Mutex
 	d  []time.Duration
 }
 
-func (w *waits) sleep(ctx context.Context, d time.Duration) error {
+// Sleep records d and returns at once.
+func (w *waits) Sleep(ctx context.Context, d time.Duration) error {
 	w.mu.Lock()
 	w.d = append(w.d, d)
 	w.mu.Unlock()
@@ -81,7 +84,7 @@ func TestCreateBatchRetried(t *testing.T) {
 	srv := httptest.NewServer(up)
 	defer srv.Close()
 	w := &waits{}
-	d := &dispatch.Dispatcher{Providers: []llmfleet.Provider{&openai.Provider{BaseURL: srv.URL, Sleep: w.sleep}},
+	d := &dispatch.Dispatcher{Providers: []llmfleet.Provider{&openai.Provider{BaseURL: srv.URL, Clock: w}},
 		Policy: dispatch.Policy{BatchWindow: 20 * time.Millisecond, BatchMinSize: 3, PollInterval: 20 * time.Millisecond,
 			SyncLatencyPrior: time.Second, NoRescue: true}}
 	if err := d.Open(); err != nil {
@@ -174,7 +177,7 @@ func TestCreateBatchNotRetried(t *testing.T) {
 			}))
 			defer srv.Close()
 			w := &waits{}
-			p := &openai.Provider{BaseURL: srv.URL, Sleep: w.sleep}
+			p := &openai.Provider{BaseURL: srv.URL, Clock: w}
 			ctx := t.Context()
 			if c.deadline > 0 {
 				var cancel context.CancelFunc

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmfleet/llmfleet/internal/httprec"
 	"github.com/llmfleet/llmfleet/openaiwire"
 )
 
@@ -131,30 +132,9 @@ func (s *Server) answerLocked(b *batch, l batchLine) (int, []byte) {
 	if b.project != "" {
 		r.Header.Set("OpenAI-Project", b.project)
 	}
-	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	rec := &httprec.Recorder{}
 	s.answer(rec, r)
-	return rec.status, rec.body.Bytes()
-}
-
-// recorder keeps what a handler answers.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-	wrote  bool
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-
-func (r *recorder) Write(b []byte) (int, error) {
-	r.wrote = true
-	return r.body.Write(b)
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.status, r.wrote = code, true
-	}
+	return rec.Status(), rec.Body()
 }
 
 // shuffle reorders lines deterministically by seed: batch results come in

@@ -77,7 +77,7 @@ func outputLines(t *testing.T, c openai.Client, id string) map[string]map[string
 // only the owner sees it.
 func TestBatchLifecycle(t *testing.T) {
 	clk := providertest.NewManualClock(time.Unix(1_800_000_000, 0))
-	s := &openaiemu.Server{Now: clk.Now, BatchTurnaround: time.Minute,
+	s := &openaiemu.Server{Clock: clk, BatchTurnaround: time.Minute,
 		Fault: func(path string) (int, string) { return 0, "" }}
 	c := batchClient(t, s, "sk-alice")
 	b := createBatch(t, c, map[string]string{"llmfleet_tag": "lfb_1"},
@@ -182,7 +182,7 @@ func TestBatchTokenLimit(t *testing.T) {
 // than 24 h expires with batch_expired lines.
 func TestBatchCancelAndExpiry(t *testing.T) {
 	clk := providertest.NewManualClock(time.Unix(1_800_000_000, 0))
-	s := &openaiemu.Server{Now: clk.Now, BatchTurnaround: 4 * time.Minute}
+	s := &openaiemu.Server{Clock: clk, BatchTurnaround: 4 * time.Minute}
 	c := batchClient(t, s, "sk-a")
 	ctx := context.Background()
 	b := createBatch(t, c, nil, chatLine("a", "m", "1"), chatLine("b", "m", "2"), chatLine("c", "m", "3"), chatLine("d", "m", "4"))
@@ -219,7 +219,7 @@ func TestBatchCancelAndExpiry(t *testing.T) {
 // TestBatchListPaging: newest first, after and limit.
 func TestBatchListPaging(t *testing.T) {
 	clk := providertest.NewManualClock(time.Unix(1_800_000_000, 0))
-	s := &openaiemu.Server{Now: clk.Now}
+	s := &openaiemu.Server{Clock: clk}
 	c := batchClient(t, s, "sk-a")
 	var ids []string
 	for i := range 5 {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // chatRequest is the part of a chat completion request the emulator reads.
@@ -64,6 +66,22 @@ type chatCompletion struct {
 	Usage             *usage       `json:"usage,omitempty"`
 	ServiceTier       string       `json:"service_tier"`
 	SystemFingerprint string       `json:"system_fingerprint"`
+}
+
+// chatChunk is one chunk of a streamed chat completion. With
+// stream_options.include_usage every chunk has "usage": null but the last,
+// which has no choices and the whole usage; without, no usage member.
+// Every chunk carries an obfuscation member, as the API's do.
+type chatChunk struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	ServiceTier       string       `json:"service_tier"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []chatChoice `json:"choices"`
+	Usage             any          `json:"usage,omitempty"`
+	Obfuscation       string       `json:"obfuscation"`
 }
 
 type chatChoice struct {
@@ -140,15 +158,25 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
+	withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	n := 0
 	chunk := func(c chatChoice, u *usage) {
-		ch := chatCompletion{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
-			Choices: []chatChoice{}, ServiceTier: tier, SystemFingerprint: fingerprint, Usage: u}
+		ch := chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model,
+			ServiceTier: tier, SystemFingerprint: fingerprint, Choices: []chatChoice{}}
 		if c.Delta != nil {
 			c.Logprobs = json.RawMessage("null")
 			ch.Choices = append(ch.Choices, c)
 		}
+		if withUsage {
+			ch.Usage = json.RawMessage("null")
+			if u != nil {
+				ch.Usage = u
+			}
+		}
+		ch.Obfuscation = obfuscation(id, n, len(ch.Choices))
+		n++
 		b, _ := json.Marshal(ch)
-		fmt.Fprintf(w, "data: %s\n\n", b)
+		w.Write(sse.AppendEvent(nil, "", b))
 	}
 	empty := ""
 	chunk(chatChoice{Delta: &replyMessage{Role: "assistant", Content: &empty}}, nil)
@@ -157,8 +185,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		chunk(chatChoice{Delta: &replyMessage{Content: &piece}}, nil)
 	}
 	chunk(chatChoice{Delta: &replyMessage{}, FinishReason: &stop}, nil)
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+	if withUsage {
 		chunk(chatChoice{}, &u)
 	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
+	w.Write(sse.AppendEvent(nil, "", []byte("[DONE]")))
 }

@@ -1,8 +1,10 @@
 // Package openaiemu emulates a part of the OpenAI HTTP API for tests and
-// demos: POST /v1/chat/completions (plain and streamed), POST /v1/responses
-// (plain and streamed: response.created, output_text deltas,
-// response.completed) and POST /v1/embeddings, behind "Authorization: Bearer"
-// keys, with the flex service tier.
+// demos: POST /v1/chat/completions (plain and streamed, usage null on every
+// chunk but the last under include_usage), POST /v1/responses (plain and
+// streamed with the API's event sequence, from response.created to
+// response.completed, the usage only under response in the latter) and POST
+// /v1/embeddings (encoding_format float or base64), behind "Authorization:
+// Bearer" keys, with the flex service tier.
 //
 // Replies are deterministic: a chat answer is "Answer to: <last user
 // text>", token counts are word counts, an embedding is derived from a hash
@@ -31,8 +33,8 @@
 // share of their lines their elapsed time reached; the rest are
 // batch_cancelled or batch_expired lines of the error file.
 //
-// Not modelled: tools, images, audio, logprobs, the other events of
-// a /v1/responses stream, rate limits, batch webhooks, the cancelling delay (a
+// Not modelled: tools, images, audio, logprobs (always empty), reasoning
+// items and the other events of a /v1/responses stream, rate limits, batch webhooks, the cancelling delay (a
 // cancelled batch is cancelled at the next look), the finalizing step
 // (seen only while lines are being answered).
 package openaiemu

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 )
 
 // responsesRequest is the part of a POST /v1/responses body the emulator
@@ -37,8 +36,9 @@ type responseOutput struct {
 
 type responseContent struct {
 	Type        string `json:"type"`
-	Text        string `json:"text"`
 	Annotations []any  `json:"annotations"`
+	Logprobs    []any  `json:"logprobs"`
+	Text        string `json:"text"`
 }
 
 type responseUsage struct {
@@ -84,7 +84,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	done := responseObject{
 		ID: id, Object: "response", CreatedAt: created, Status: "completed", Model: req.Model,
 		Output: []responseOutput{{Type: "message", ID: hashID("msg_", id), Status: "completed", Role: "assistant",
-			Content: []responseContent{{Type: "output_text", Text: answer, Annotations: []any{}}}}},
+			Content: []responseContent{{Type: "output_text", Text: answer, Annotations: []any{}, Logprobs: []any{}}}}},
 		Usage: &u, ServiceTier: tier,
 	}
 	if !req.Stream {
@@ -92,28 +92,4 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	streamResponse(w, done, answer)
-}
-
-// streamResponse answers a streamed POST /v1/responses with the events
-// of done: response.created (the response in progress, no output, no
-// usage), a response.output_text.delta per word of answer, and
-// response.completed carrying done whole, as the API streams them.
-func streamResponse(w http.ResponseWriter, done responseObject, answer string) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	seq := 0
-	event := func(typ string, fields map[string]any) {
-		fields["type"], fields["sequence_number"] = typ, seq
-		seq++
-		b, _ := json.Marshal(fields)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
-	}
-	created := done
-	created.Status, created.Output, created.Usage = "in_progress", []responseOutput{}, nil
-	event("response.created", map[string]any{"response": created})
-	itemID := done.Output[0].ID
-	for _, word := range strings.SplitAfter(answer, " ") {
-		event("response.output_text.delta", map[string]any{"item_id": itemID, "output_index": 0, "content_index": 0, "delta": word})
-	}
-	event("response.completed", map[string]any{"response": done})
 }

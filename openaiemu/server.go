@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmfleet/llmfleet"
 )
 
 // MaxBodyBytes is the largest request body the emulator reads.
@@ -23,8 +25,8 @@ var DefaultFlexModels = []string{"o3", "o4-mini", "gpt-5", "gpt-5-mini", "gpt-5-
 // first request and do not change them afterwards. A Server is safe for
 // concurrent use.
 type Server struct {
-	// Now returns the current time. Nil means time.Now.
-	Now func() time.Time
+	// Clock tells the time. Nil means the real clock.
+	Clock llmfleet.Clock
 
 	// Keys, if not empty, is the set of accepted API keys. Empty means any
 	// non-empty Bearer key is accepted.
@@ -108,8 +110,8 @@ func (s *Server) count(f func(st *Stats)) {
 }
 
 func (s *Server) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
+	if s.Clock != nil {
+		return s.Clock.Now()
 	}
 	return time.Now()
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/llmfleet/llmfleet/jsonmember"
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // completion is what a chat.completion is read as to be streamed.
@@ -44,8 +45,9 @@ func AppendChunks(buf []byte, body []byte, includeUsage bool) ([]byte, error) {
 	if err := json.Unmarshal(body, &c); err != nil {
 		return buf, fmt.Errorf("openaiwire: not a chat completion: %w", err)
 	}
+	var ev []byte // the data of one chunk
 	head := func(b []byte) []byte {
-		b = append(b, `data: {"id":`...)
+		b = append(b, `{"id":`...)
 		b = appendString(b, c.ID)
 		b = append(b, `,"object":"chat.completion.chunk","created":`...)
 		b = strconv.AppendInt(b, c.Created, 10)
@@ -57,8 +59,8 @@ func AppendChunks(buf []byte, body []byte, includeUsage bool) ([]byte, error) {
 		b = appendRaw(b, c.ServiceTier)
 		return b
 	}
-	chunk := func(b []byte, index int, delta string, finish, logprobs json.RawMessage) []byte {
-		b = head(b)
+	chunk := func(buf []byte, index int, delta string, finish, logprobs json.RawMessage) []byte {
+		b := head(ev[:0])
 		b = append(b, `,"choices":[{"index":`...)
 		b = strconv.AppendInt(b, int64(index), 10)
 		b = append(b, `,"delta":`...)
@@ -71,7 +73,8 @@ func AppendChunks(buf []byte, body []byte, includeUsage bool) ([]byte, error) {
 		if includeUsage {
 			b = append(b, `,"usage":null`...)
 		}
-		return append(b, "}\n\n"...)
+		ev = append(b, '}')
+		return sse.AppendEvent(buf, "", ev)
 	}
 	for _, ch := range c.Choices {
 		role := ch.Message.Role
@@ -99,12 +102,12 @@ func AppendChunks(buf []byte, body []byte, includeUsage bool) ([]byte, error) {
 		buf = chunk(buf, ch.Index, `{}`, finish, nil)
 	}
 	if includeUsage {
-		buf = head(buf)
-		buf = append(buf, `,"choices":[],"usage":`...)
-		buf = appendRaw(buf, c.Usage)
-		buf = append(buf, "}\n\n"...)
+		ev = head(ev[:0])
+		ev = append(ev, `,"choices":[],"usage":`...)
+		ev = appendRaw(ev, c.Usage)
+		buf = sse.AppendEvent(buf, "", append(ev, '}'))
 	}
-	return append(buf, "data: [DONE]\n\n"...), nil
+	return sse.AppendEvent(buf, "", []byte("[DONE]")), nil
 }
 
 // appendRaw appends a raw JSON value, compacted (a data line holds no

@@ -38,6 +38,9 @@ type modelDoc struct {
 	BatchMultiplier *float64        `yaml:"batch-multiplier"`
 	FlexMultiplier  *float64        `yaml:"flex-multiplier"`
 	LongContext     *longContextDoc `yaml:"long-context"`
+	// CacheMultipliers, when given, replace the provider's for this model
+	// (field by field): Claude Opus 5.5 reads its cache at 0.05x input.
+	CacheMultipliers *multipliersDoc `yaml:"cache-multipliers"`
 }
 
 // longContextDoc holds the prices of requests whose input exceeds Above
@@ -79,14 +82,7 @@ func merge(base, over document) document {
 			out[name] = p
 		}
 		set(&p.BatchMultiplier, op.BatchMultiplier)
-		if om := op.CacheMultipliers; om != nil {
-			if p.CacheMultipliers == nil {
-				p.CacheMultipliers = &multipliersDoc{}
-			}
-			set(&p.CacheMultipliers.Write5m, om.Write5m)
-			set(&p.CacheMultipliers.Write1h, om.Write1h)
-			set(&p.CacheMultipliers.Read, om.Read)
-		}
+		mergeMultipliers(&p.CacheMultipliers, op.CacheMultipliers)
 		for id, om := range op.Models {
 			if om == nil {
 				continue
@@ -106,6 +102,7 @@ func merge(base, over document) document {
 			set(&m.CacheRead, om.CacheRead)
 			set(&m.BatchMultiplier, om.BatchMultiplier)
 			set(&m.FlexMultiplier, om.FlexMultiplier)
+			mergeMultipliers(&m.CacheMultipliers, om.CacheMultipliers)
 			if ol := om.LongContext; ol != nil {
 				if m.LongContext == nil {
 					m.LongContext = &longContextDoc{}
@@ -123,6 +120,19 @@ func merge(base, over document) document {
 		}
 	}
 	return out
+}
+
+// mergeMultipliers overrides *dst field by field with over, if given.
+func mergeMultipliers(dst **multipliersDoc, over *multipliersDoc) {
+	if over == nil {
+		return
+	}
+	if *dst == nil {
+		*dst = &multipliersDoc{}
+	}
+	set(&(*dst).Write5m, over.Write5m)
+	set(&(*dst).Write1h, over.Write1h)
+	set(&(*dst).Read, over.Read)
 }
 
 // set overwrites *dst with src when src is given.
@@ -149,6 +159,10 @@ func (p *providerDoc) clone() *providerDoc {
 		if m.LongContext != nil {
 			l := *m.LongContext
 			mc.LongContext = &l
+		}
+		if m.CacheMultipliers != nil {
+			cm := *m.CacheMultipliers
+			mc.CacheMultipliers = &cm
 		}
 		c.Models[id] = &mc
 	}

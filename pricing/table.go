@@ -29,6 +29,7 @@ type Table struct {
 type provider struct {
 	models  map[string]Price
 	aliases map[string]string
+	canon   map[string]string // model id -> the name its figures go under
 }
 
 // Default returns a new table holding the prices embedded in the binary.
@@ -79,37 +80,29 @@ func (t *Table) Merge(r io.Reader) error {
 // priced as claude-haiku-4-5), the same way. An empty provider means
 // DefaultProvider.
 func (t *Table) Lookup(providerName, model string) (Price, bool) {
-	if t == nil {
-		return Price{}, false
-	}
-	if providerName == "" {
-		providerName = DefaultProvider
-	}
-	t.mu.RLock()
-	p := t.providers[providerName]
-	t.mu.RUnlock()
+	p := t.provider(providerName)
 	if p == nil {
 		return Price{}, false
 	}
-	if pr, ok := p.find(model); ok {
-		return pr, true
+	id, ok := p.entry(model)
+	if !ok {
+		return Price{}, false
 	}
-	if short, ok := withoutDate(model); ok {
-		return p.find(short)
-	}
-	return Price{}, false
+	return p.models[id], true
 }
 
-// find looks a model up by id, then as an alias.
-func (p *provider) find(model string) (Price, bool) {
-	if pr, ok := p.models[model]; ok {
-		return pr, true
+// provider returns a provider's resolved prices, nil when the table has
+// none. An empty name means DefaultProvider.
+func (t *Table) provider(name string) *provider {
+	if t == nil {
+		return nil
 	}
-	if id, ok := p.aliases[model]; ok {
-		pr, ok := p.models[id]
-		return pr, ok
+	if name == "" {
+		name = DefaultProvider
 	}
-	return Price{}, false
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.providers[name]
 }
 
 // Cost returns the cost in USD of usage u of a model at route. priced is
@@ -179,17 +172,8 @@ func resolve(doc document) (map[string]*provider, error) {
 			batch = *pd.BatchMultiplier
 		}
 		mult := multipliersDoc{Write5m: ptr(1.0), Write1h: ptr(1.0), Read: ptr(1.0)}
-		if m := pd.CacheMultipliers; m != nil {
-			for _, f := range []struct {
-				name string
-				v    *float64
-				dst  **float64
-			}{{"write-5m", m.Write5m, &mult.Write5m}, {"write-1h", m.Write1h, &mult.Write1h}, {"read", m.Read, &mult.Read}} {
-				if err := checkPrice(name, "cache-multipliers "+f.name, f.v); err != nil {
-					return nil, err
-				}
-				set(f.dst, f.v)
-			}
+		if err := overrideMultipliers(&mult, name, pd.CacheMultipliers); err != nil {
+			return nil, err
 		}
 		p := &provider{models: make(map[string]Price, len(pd.Models)), aliases: make(map[string]string, len(pd.Aliases))}
 		for id, md := range pd.Models {
@@ -205,6 +189,7 @@ func resolve(doc document) (map[string]*provider, error) {
 			}
 			p.aliases[alias] = id
 		}
+		p.canon = p.canonicalNames()
 		out[name] = p
 	}
 	return out, nil
@@ -227,6 +212,9 @@ func resolveModel(where string, md *modelDoc, mult multipliersDoc, batch float64
 	}
 	if md.BatchMultiplier != nil {
 		batch = *md.BatchMultiplier
+	}
+	if err := overrideMultipliers(&mult, where, md.CacheMultipliers); err != nil {
+		return Price{}, err
 	}
 	pr := Price{
 		Input:        *md.Input,
@@ -259,6 +247,25 @@ func resolveModel(where string, md *modelDoc, mult multipliersDoc, batch float64
 		}
 	}
 	return pr, nil
+}
+
+// overrideMultipliers replaces the fields of *mult that m gives, after
+// checking them.
+func overrideMultipliers(mult *multipliersDoc, where string, m *multipliersDoc) error {
+	if m == nil {
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+		dst  **float64
+	}{{"write-5m", m.Write5m, &mult.Write5m}, {"write-1h", m.Write1h, &mult.Write1h}, {"read", m.Read, &mult.Read}} {
+		if err := checkPrice(where, "cache-multipliers "+f.name, f.v); err != nil {
+			return err
+		}
+		set(f.dst, f.v)
+	}
+	return nil
 }
 
 // derive returns input times a multiplier, rounded to the micro-dollar per

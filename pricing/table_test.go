@@ -40,7 +40,9 @@ func TestLookupMatching(t *testing.T) {
 		{"", "claude-haiku-4-5", 1},                    // default provider
 		{"openai", "gpt-4o-2024-08-06", 2.5},           // OpenAI date form
 		{"openai", "gpt-4o-2024-05-13", 5},             // exact id wins
-		{"anthropic", "claude-opus-5", 0},              // price unknown
+		{"anthropic", "claude-opus-5-5", 4},            //
+		{"anthropic", "claude-opus-5", 5},              //
+		{"anthropic", "claude-mythos-5", 0},            // price unknown
 		{"anthropic", "claude-sonnet-4-6x", 0},         //
 		{"anthropic", "20251001", 0},                   //
 		{"anthropic", "gpt-4o", 0},                     // other provider's model
@@ -146,7 +148,7 @@ func TestCost(t *testing.T) {
 }
 
 func TestCostUnpriced(t *testing.T) {
-	usd, ok := Default().Cost("anthropic", "claude-fable-5", usage(100, 100, 0, 0, 0), llmfleet.RouteBatch)
+	usd, ok := Default().Cost("anthropic", "claude-mythos-5", usage(100, 100, 0, 0, 0), llmfleet.RouteBatch)
 	if ok || usd != 0 {
 		t.Errorf("unknown model: %v, %v; want 0, false", usd, ok)
 	}

@@ -79,9 +79,9 @@ type Env struct {
 	// or expire without waiting. Nil skips the checks that need batches
 	// to end.
 	Advance func(d time.Duration)
-	// Now is the clock the engine reads to fill BatchQuery.Since before a
-	// create. Nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock the engine reads to fill BatchQuery.Since before
+	// a create. Nil means the real one.
+	Clock llmfleet.Clock
 
 	// DropCreateResponse makes the upstream create the next batch, then
 	// drop the connection instead of answering: CreateBatch must return
@@ -138,8 +138,8 @@ func (s *suite) env(t *testing.T) Env {
 }
 
 func (e Env) now() time.Time {
-	if e.Now != nil {
-		return e.Now()
+	if e.Clock != nil {
+		return e.Clock.Now()
 	}
 	return time.Now()
 }

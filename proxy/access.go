@@ -50,7 +50,10 @@ type accessRec struct {
 	s            *Server
 	start        time.Time
 	method, path string
-	key          *clientName // the presented credential's, nil without one
+	key          *clientName  // the presented credential's, nil without one
+	ownKey       clientName   // what key points to, allocated with the record
+	ctx          accessCtx    // the request's context, carrying the record
+	w            accessWriter // the ResponseWriter noting the status
 
 	mu     sync.Mutex
 	model  string
@@ -61,6 +64,20 @@ type accessRec struct {
 }
 
 type accessKey struct{}
+
+// accessCtx is a context carrying an accessRec under accessKey, as
+// context.WithValue would, held in the record rather than allocated.
+type accessCtx struct {
+	context.Context
+	a *accessRec
+}
+
+func (c *accessCtx) Value(key any) any {
+	if _, ok := key.(accessKey); ok {
+		return c.a
+	}
+	return c.Context.Value(key)
+}
 
 func accessOf(ctx context.Context) *accessRec {
 	a, _ := ctx.Value(accessKey{}).(*accessRec)
@@ -103,7 +120,8 @@ func noteModel(ctx context.Context, model string) {
 func newAccessRec(s *Server, r *http.Request) *accessRec {
 	a := &accessRec{s: s, start: s.clock.Now(), method: r.Method, path: r.URL.Path}
 	if c := credentialFrom(r.Header); !c.IsZero() {
-		a.key = &clientName{s: s, cred: c}
+		a.ownKey = clientName{s: s, cred: c}
+		a.key = &a.ownKey
 	}
 	return a
 }
@@ -112,8 +130,10 @@ func newAccessRec(s *Server, r *http.Request) *accessRec {
 // returns, or, for a caller whose connection the handler took over to
 // answer later (pipeline.park), when that answer has been written.
 func (a *accessRec) serve(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request)) {
-	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
-	aw := &accessWriter{ResponseWriter: w}
+	a.ctx = accessCtx{r.Context(), a}
+	r = r.WithContext(&a.ctx)
+	a.w = accessWriter{ResponseWriter: w}
+	aw := &a.w
 	next(aw, r)
 	a.mu.Lock()
 	parked := a.parked

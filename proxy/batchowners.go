@@ -74,7 +74,7 @@ func (f anthropicFace) serveBatches(w http.ResponseWriter, r *http.Request, clie
 		switch r.Method {
 		case http.MethodPost:
 			if rec, ok := g.create(w, r); ok {
-				rec.writeTo(w, rec.body.Bytes())
+				writeTo(w, rec, rec.Body())
 			}
 			return
 		case http.MethodGet:

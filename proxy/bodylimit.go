@@ -111,7 +111,7 @@ func (s *Server) BodyBytesInFlight() int64 {
 // has been read whole, the connection's read deadline is lifted.
 type guardedBody struct {
 	io.ReadCloser
-	rc       *http.ResponseController
+	rc       http.ResponseController
 	timedOut atomic.Bool
 	done     atomic.Bool
 }
@@ -168,11 +168,11 @@ func guardBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) {
 	if r.Body == nil || r.Body == http.NoBody || timeout <= 0 {
 		return
 	}
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
+	g := &guardedBody{ReadCloser: r.Body, rc: *http.NewResponseController(w)} // one allocation for both
+	if g.rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
 		return // not a connection whose deadline can be set
 	}
-	r.Body = &guardedBody{ReadCloser: r.Body, rc: rc}
+	r.Body = g
 }
 
 // bodyTimedOut reports whether reading r's body ran into the body read

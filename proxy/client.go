@@ -70,12 +70,14 @@ func (n *clientName) String() string {
 
 // clientNameOf returns the clientName of cred, presented with r: the
 // access record's when it names the same credential.
-func (s *Server) clientNameOf(r *http.Request, cred llmfleet.Credential) *clientName {
+// A new one is made in own, which the caller holds.
+func (s *Server) clientNameOf(r *http.Request, cred llmfleet.Credential, own *clientName) *clientName {
 	if cred.IsZero() && s.ClientName == nil {
 		return nil
 	}
 	if a := accessOf(r.Context()); a != nil && a.key != nil && a.key.cred == cred {
 		return a.key
 	}
-	return &clientName{s: s, cred: cred}
+	*own = clientName{s: s, cred: cred}
+	return own
 }

@@ -108,7 +108,12 @@ func fingerprint(hook func(llmfleet.Credential) string, c llmfleet.Credential) s
 // ownerName names the client presenting c in proxy-held-key mode: the
 // fingerprint of its key, whichever header carried it.
 func (s *Server) ownerName(c llmfleet.Credential) string {
-	return fingerprint(s.Fingerprint, clientKey(c))
+	return s.keyNames.name(clientKey(c), s.fingerprintOf)
+}
+
+// fingerprintOf names c with Server.Fingerprint (see fingerprint).
+func (s *Server) fingerprintOf(c llmfleet.Credential) string {
+	return fingerprint(s.Fingerprint, c)
 }
 
 var unauthorized = &apiError{http.StatusUnauthorized, "authentication_error", "invalid x-api-key"}

@@ -66,21 +66,30 @@ var errCut = errors.New("the call was cut before the upstream answered")
 type callBound struct {
 	state  atomic.Int32
 	cancel context.CancelFunc
-	timers []llmfleet.Timer
+	timer  llmfleet.Timer // at the earlier of the two bounds; nil: none
 }
 
 // bound returns ctx bounded on the Server's clock: cut after hard (0: no
 // hard deadline) and after timeout (0 or less: none).
 func (s *Server) bound(ctx context.Context, hard, timeout time.Duration) (context.Context, *callBound) {
-	ctx, cancel := context.WithCancel(ctx)
-	b := &callBound{cancel: cancel}
-	if hard > 0 {
-		b.timers = append(b.timers, s.clock.AfterFunc(hard, func() { b.cut(callCutHard) }))
+	b := new(callBound)
+	return b.start(s.clock, ctx, hard, timeout), b
+}
+
+// start bounds ctx with b, as Server.bound does, for a callBound held in
+// another value. One timer suffices: the earlier bound cuts the call,
+// and nothing is left for the later one to cut (the hard deadline wins a
+// tie).
+func (b *callBound) start(clock llmfleet.Clock, ctx context.Context, hard, timeout time.Duration) context.Context {
+	ctx, b.cancel = context.WithCancel(ctx)
+	d, state := hard, callCutHard
+	if timeout > 0 && (hard <= 0 || timeout < hard) {
+		d, state = timeout, callCutTimeout
 	}
-	if timeout > 0 {
-		b.timers = append(b.timers, s.clock.AfterFunc(timeout, func() { b.cut(callCutTimeout) }))
+	if d > 0 {
+		b.timer = clock.AfterFunc(d, func() { b.cut(state) })
 	}
-	return ctx, b
+	return ctx
 }
 
 func (b *callBound) cut(state int32) {
@@ -108,14 +117,14 @@ func (b *callBound) cutBy() int32 {
 	return b.state.Load()
 }
 
-// stop stops the bound's timers.
+// stop stops the bound's timer.
 func (b *callBound) stop() {
-	for _, t := range b.timers {
-		t.Stop()
+	if b.timer != nil {
+		b.timer.Stop()
 	}
 }
 
-// release stops the timers and ends the bounded context: once the call's
+// release stops the timer and ends the bounded context: once the call's
 // answer has been read.
 func (b *callBound) release() {
 	b.stop()

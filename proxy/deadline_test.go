@@ -29,19 +29,29 @@ const lateBody = `{"model":"claude-test","max_tokens":100,"messages":[{"role":"u
 // it returns gets a value as each wait begins (its timer set).
 func (st *budgetStack) onClock(clock *manualClock) <-chan time.Duration {
 	held := make(chan time.Duration, 4)
-	st.emu.Sleep = func(ctx context.Context, d time.Duration) error {
-		done := make(chan struct{})
-		timer := clock.AfterFunc(d, func() { close(done) })
-		held <- d
-		select {
-		case <-done:
-			return nil
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		}
-	}
+	st.emu.Clock = heldClock{clock: clock, held: held}
 	return held
+}
+
+// heldClock is the emulator's clock in onClock: the real time, its waits
+// on clock, each told on held as it begins.
+type heldClock struct {
+	llmfleet.RealClock
+	clock *manualClock
+	held  chan time.Duration
+}
+
+func (c heldClock) Sleep(ctx context.Context, d time.Duration) error {
+	done := make(chan struct{})
+	timer := c.clock.AfterFunc(d, func() { close(done) })
+	c.held <- d
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		timer.Stop()
+		return ctx.Err()
+	}
 }
 
 type syncAnswer struct {

@@ -158,7 +158,8 @@ type call struct {
 	// hard reports whether the budget is a hard deadline (HeaderDeadline).
 	hard bool
 	// client names the caller in the ledger (see clientOf).
-	client *clientName
+	client    *clientName
+	ownClient clientName // what client points to, unless the access record's
 
 	// endpoint is the OpenAI endpoint called (/v1/chat/completions, ...).
 	endpoint string

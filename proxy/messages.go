@@ -38,7 +38,7 @@ func (f anthropicFace) admit(r *http.Request, c *call) *refusal {
 	s := f.s
 	cred := credentialFrom(r.Header)
 	if s.Observe != nil || s.Submitter != nil {
-		c.client = s.clientNameOf(r, cred) // the key presented, not the upstream one
+		c.client = s.clientNameOf(r, cred, &c.ownClient) // the key presented, not the upstream one
 	}
 	if s.Credentials != nil {
 		up, ok := s.Credentials(cred)
@@ -163,7 +163,7 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 			ctx = context.WithValue(ctx, upstreamCredential{}, *c.cred)
 		}
 		if sc != nil {
-			ctx = context.WithValue(ctx, syncCallKey{}, sc)
+			ctx = sc.context(ctx)
 			hard := time.Duration(0)
 			if c.hard && c.budget > 0 {
 				if hard = sc.deadline.Sub(s.clock.Now()); hard <= 0 {
@@ -171,7 +171,8 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 					return
 				}
 			}
-			ctx, sc.bound = s.bound(ctx, hard, s.upstreamTimeout)
+			sc.bound = &sc.ownBound
+			ctx = sc.bound.start(s.clock, ctx, hard, s.upstreamTimeout)
 			defer sc.bound.release()
 		}
 		r = r.WithContext(ctx)
@@ -179,7 +180,8 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 			r.Body = io.NopCloser(bytes.NewReader(c.body))
 			r.ContentLength = int64(len(c.body))
 		} else if sc != nil && r.Body != nil && r.Body != http.NoBody {
-			r.Body = countedBody{r.Body, &sc.sentBytes}
+			sc.counted = countedBody{r.Body, &sc.sentBytes}
+			r.Body = &sc.counted
 		}
 	}
 	if c.body == nil {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -11,11 +12,12 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
-// This file observes the sync route for the cost ledger. The sync route
-// goes upstream through the reverse proxy, not through the Submitter, so
-// the proxy itself reads the usage off the response as it streams to the
-// caller: the body is wrapped in a reader that passes every byte on as it
-// comes and keeps only the few members it needs (model, usage, error).
+// This file holds the syncCall, what rides in the context of a call of
+// the Anthropic face's sync route to be bounded, retried and observed for
+// the cost ledger. The sync route goes upstream through the reverse
+// proxy, not through the Submitter, so the proxy itself reads the usage
+// off the response as it streams to the caller (usagetap.go) and hands
+// the ledger entry on (observer.go).
 
 // syncCall is what the proxy knows of a sync create-message call before
 // its response arrives: it is made for a call that is observed or has a
@@ -33,21 +35,50 @@ type syncCall struct {
 	// While held (serveSync sets it), the ledger entry is kept in pending
 	// rather than handed to Observe, until release: the answer reaches
 	// the caller first, the bookkeeping after.
-	mu      sync.Mutex
-	held    bool
-	pending *llmfleet.LedgerEntry
-	tap     *usageTap // a tap that ended while held: its report is due
+	mu         sync.Mutex
+	held       bool
+	pending    llmfleet.LedgerEntry // held by value: no allocation per call
+	hasPending bool
+	tap        *usageTap // a tap that ended while held: its report is due
 
 	// deadline is when its budget ends (syncbudget.go); bound cuts the
 	// call at its hard deadline or the upstream timeout (deadline.go).
 	deadline time.Time
 	bound    *callBound
+	ownBound callBound   // what bound points to, allocated with the call
+	ctx      syncCallCtx // the context carrying it (context)
+	// ownTap, for an observed call, is the usage tap of its response
+	// (usagetap.go), allocated with it; tapUsed says it is taken.
+	ownTap  *usageTap
+	tapUsed atomic.Bool
+	// counted is its request body counting sentBytes (messages.go).
+	counted countedBody
 	// sentBytes counts the bytes of a body not read whole (body nil) as
 	// they go upstream, for the estimate of a cut call's usage.
 	sentBytes atomic.Int64
 }
 
 type syncCallKey struct{}
+
+// syncCallCtx is a context carrying a syncCall under syncCallKey, as
+// context.WithValue would, held in the syncCall rather than allocated.
+type syncCallCtx struct {
+	context.Context
+	sc *syncCall
+}
+
+func (c *syncCallCtx) Value(key any) any {
+	if _, ok := key.(syncCallKey); ok {
+		return c.sc
+	}
+	return c.Context.Value(key)
+}
+
+// context returns parent carrying sc (syncCallOf reads it).
+func (sc *syncCall) context(parent context.Context) context.Context {
+	sc.ctx = syncCallCtx{parent, sc}
+	return &sc.ctx
+}
 
 // observedCallOf returns the syncCall of r if it is observed.
 func observedCallOf(r *http.Request) *syncCall {
@@ -69,8 +100,24 @@ func (f *forwarder) newSyncCall(c *call) *syncCall {
 	if !observed && c.budget <= 0 && f.timeout <= 0 {
 		return nil
 	}
-	return &syncCall{start: c.arrived, budget: c.budget, body: c.body, observed: observed, client: c.client,
-		deadline: c.arrived.Add(c.budget)}
+	var sc *syncCall
+	if observed {
+		o := new(observedCall)
+		sc = &o.syncCall
+		sc.ownTap = &o.tap
+	} else {
+		sc = new(syncCall)
+	}
+	sc.start, sc.budget, sc.body, sc.observed, sc.client = c.arrived, c.budget, c.body, observed, c.client
+	sc.deadline = c.arrived.Add(c.budget)
+	return sc
+}
+
+// observedCall is an observed syncCall and the usage tap of its response,
+// allocated together.
+type observedCall struct {
+	syncCall
+	tap usageTap
 }
 
 // hold keeps the call's ledger entry from Observe until released

@@ -97,7 +97,7 @@ func (o *syncObserver) report(sc *syncCall, model string, u llmfleet.Usage, outc
 		e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, sc.budget)
 		sc.mu.Lock()
 		if sc.held {
-			sc.pending = &e
+			sc.pending, sc.hasPending = e, true
 			sc.mu.Unlock()
 			return
 		}
@@ -133,13 +133,13 @@ func (o *syncObserver) noteCache(sc *syncCall, e *llmfleet.LedgerEntry) {
 // first off the tap that ended meanwhile.
 func (o *syncObserver) release(sc *syncCall) {
 	sc.mu.Lock()
-	e, t := sc.pending, sc.tap
-	sc.held, sc.pending, sc.tap = false, nil, nil
+	e, held, t := sc.pending, sc.hasPending, sc.tap
+	sc.held, sc.pending, sc.hasPending, sc.tap = false, llmfleet.LedgerEntry{}, false, nil
 	sc.mu.Unlock()
 	if t != nil {
 		t.report()
 	}
-	if e != nil {
-		o.hand(sc, e)
+	if held {
+		o.hand(sc, &e)
 	}
 }

@@ -70,10 +70,10 @@ func (f openAIFace) serveOwned(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del("Accept-Encoding") // read here: plain, please
 		rec := newRecorder()
 		g.up.ServeHTTP(rec, r)
-		if rec.status == http.StatusOK && !f.recordBatchFiles(w, r, g, rec.body.Bytes()) {
+		if rec.Status() == http.StatusOK && !f.recordBatchFiles(w, r, g, rec.Body()) {
 			return
 		}
-		rec.writeTo(w, rec.body.Bytes())
+		writeTo(w, rec, rec.Body())
 		return
 	}
 	fullDuplex(w)
@@ -103,10 +103,10 @@ func (f openAIFace) create(w http.ResponseWriter, r *http.Request, g ownerGate, 
 	if !ok {
 		return
 	}
-	if rec.status == http.StatusOK && kind == "batches" && !f.recordBatchFiles(w, r, g, rec.body.Bytes()) {
+	if rec.Status() == http.StatusOK && kind == "batches" && !f.recordBatchFiles(w, r, g, rec.Body()) {
 		return
 	}
-	rec.writeTo(w, rec.body.Bytes())
+	writeTo(w, rec, rec.Body())
 }
 
 // recordBatchFiles records the output and error files a batch object of

@@ -85,10 +85,10 @@ func (g ownerGate) create(w http.ResponseWriter, r *http.Request) (*recorder, bo
 	r.Header.Del("Accept-Encoding") // the answer is read here: plain, please
 	rec := newRecorder()
 	g.up.ServeHTTP(rec, r)
-	if rec.status != http.StatusOK {
+	if rec.Status() != http.StatusOK {
 		return rec, true
 	}
-	id := idOf(rec.body.Bytes())
+	id := idOf(rec.Body())
 	if id == "" {
 		g.book.log.Warn("object created upstream without an id", "path", r.URL.Path)
 		g.f.refuse(w, g.f.says(unreadable, ""))
@@ -237,7 +237,7 @@ func (g ownerGate) list(w http.ResponseWriter, r *http.Request, sh listShape) {
 		kept, hasMore = []json.RawMessage{}, false
 	}
 	body, _ := json.Marshal(sh.render(kept, hasMore, first, lastID))
-	last.writeTo(w, body)
+	writeTo(w, last, body)
 }
 
 // page fetches the next upstream page of lq. An error answer of the
@@ -258,11 +258,11 @@ func (g ownerGate) page(w http.ResponseWriter, r *http.Request, sh listShape, lq
 		uq.Set(sh.after, lq.after)
 	}
 	rec := fetchWith(g.up, r, uq)
-	if rec.status != http.StatusOK {
-		rec.writeTo(w, rec.body.Bytes())
+	if rec.Status() != http.StatusOK {
+		writeTo(w, rec, rec.Body())
 		return page, nil, false
 	}
-	if err := json.Unmarshal(rec.body.Bytes(), &page); err != nil {
+	if err := json.Unmarshal(rec.Body(), &page); err != nil {
 		g.book.log.Warn("unreadable list from upstream", "path", r.URL.Path, "err", err)
 		g.f.refuse(w, g.f.says(unreadable, ""))
 		return page, nil, false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/internal/httprec"
 )
 
 // parkWriteTimeout bounds the write of an answer to a caller parked on its
@@ -96,19 +97,19 @@ func (p *parkedConn) done(resp *llmfleet.Response, err error) {
 func (p *parkedConn) answer(resp *llmfleet.Response, err error, pipelined bool) {
 	defer p.p.s.parked.remove(p)
 	ctx, cancel := context.WithTimeout(context.Background(), parkLookupTimeout)
-	rec := &answerRecorder{h: p.h}
+	rec := httprec.New(p.h)
 	p.p.answer(ctx, rec, p.c, resp, err)
 	cancel()
-	if rec.h.Get("Date") == "" {
-		rec.h.Set("Date", p.p.s.clock.Now().UTC().Format(http.TimeFormat))
+	if rec.Header().Get("Date") == "" {
+		rec.Header().Set("Date", p.p.s.clock.Now().UTC().Format(http.TimeFormat))
 	}
 	out := &http.Response{
-		StatusCode:    rec.status,
+		StatusCode:    rec.Status(),
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        rec.h,
-		ContentLength: int64(rec.body.Len()),
-		Body:          io.NopCloser(&rec.body),
+		Header:        rec.Header(),
+		ContentLength: int64(len(rec.Body())),
+		Body:          io.NopCloser(bytes.NewReader(rec.Body())),
 		Close:         true,
 	}
 	var buf bytes.Buffer
@@ -120,11 +121,11 @@ func (p *parkedConn) answer(resp *llmfleet.Response, err error, pipelined bool) 
 		p.p.s.log.Debug("parked caller gone before its answer", "request_id", p.c.req.ID, "err", werr)
 	}
 	if p.a != nil {
-		status := rec.status
+		status := rec.Status()
 		if werr != nil {
 			status = 0
 		}
-		p.a.report(status, rec.h)
+		p.a.report(status, rec.Header())
 	}
 }
 
@@ -138,29 +139,6 @@ func (p *parkedConn) close(pipelined bool) {
 		io.Copy(io.Discard, p.conn)
 	}
 	p.conn.Close()
-}
-
-// answerRecorder is the http.ResponseWriter a parked caller's answer is
-// rendered into before it is written on the connection.
-type answerRecorder struct {
-	h      http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (a *answerRecorder) Header() http.Header { return a.h }
-
-func (a *answerRecorder) WriteHeader(code int) {
-	if a.status == 0 {
-		a.status = code
-	}
-}
-
-func (a *answerRecorder) Write(b []byte) (int, error) {
-	if a.status == 0 {
-		a.status = http.StatusOK
-	}
-	return a.body.Write(b)
 }
 
 // parkedSet holds the callers parked on their connections, which

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -31,7 +32,9 @@ func (p pipeline) serve(w http.ResponseWriter, r *http.Request) {
 		p.f.refuse(w, e)
 		return
 	}
-	p.s.log.Debug("routed", "route", c.route, "budget", c.budget, "async", c.async)
+	if p.s.log.Enabled(context.Background(), slog.LevelDebug) { // the arguments cost allocations
+		p.s.log.Debug("routed", "route", c.route, "budget", c.budget, "async", c.async)
+	}
 	switch {
 	case c.async:
 		p.enqueue(w, r, c)

@@ -169,7 +169,7 @@ func TestStreamEventOrder(t *testing.T) {
 		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}` + "\n\n" +
 		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":\"Paris\",\"n\":1.50,\"nested\":{\"a\":[1,2]}}"}}` + "\n\n" +
 		"event: content_block_stop\n" + `data: {"type":"content_block_stop","index":1}` + "\n\n" +
-		"event: message_delta\n" + `data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null,"stop_details":null,"container":null},"usage":{"input_tokens":40,"output_tokens":89}}` + "\n\n" +
+		"event: message_delta\n" + `data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null,"stop_details":null},"usage":{"input_tokens":40,"output_tokens":89}}` + "\n\n" +
 		"event: message_stop\n" + `data: {"type":"message_stop"}` + "\n\n"
 	if got != want {
 		t.Fatalf("stream\n got %s\nwant %s", got, want)

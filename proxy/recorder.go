@@ -1,53 +1,28 @@
 package proxy
 
 import (
-	"bytes"
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/llmfleet/llmfleet/internal/httprec"
 )
 
-// recorder is an http.ResponseWriter that keeps an upstream answer, for
-// the proxy to read before it answers.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
+// recorder keeps an upstream answer, for the proxy to read before it
+// answers: the one response recorder of the module (internal/httprec).
+type recorder = httprec.Recorder
 
-func newRecorder() *recorder { return &recorder{header: make(http.Header)} }
+func newRecorder() *recorder { return new(recorder) }
 
-func (rec *recorder) Header() http.Header { return rec.header }
-
-func (rec *recorder) WriteHeader(status int) {
-	if rec.status == 0 {
-		rec.status = status
-	}
-}
-
-func (rec *recorder) Write(p []byte) (int, error) {
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
-	return rec.body.Write(p)
-}
-
-// Flush does nothing: the answer is held until it is complete.
-func (rec *recorder) Flush() {}
-
-// writeTo answers w with the recorded status and headers and body.
-func (rec *recorder) writeTo(w http.ResponseWriter, body []byte) {
+// writeTo answers w with rec's status and headers, and body.
+func writeTo(w http.ResponseWriter, rec *recorder, body []byte) {
 	h := w.Header()
-	for k, v := range rec.header {
+	for k, v := range rec.Header() {
 		h[k] = v
 	}
 	h.Del("Content-Encoding")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	status := rec.status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	w.WriteHeader(status)
+	w.WriteHeader(rec.Status())
 	w.Write(body)
 }
 

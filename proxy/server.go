@@ -95,7 +95,8 @@ type Server struct {
 	// name reveals nothing of the key; it is also the label to log a key
 	// by, and the key label that names a client in the cost ledger (see
 	// ClientName). Nil means Credential.Fingerprint(nil), whose key is
-	// public: fine for access checks, not for logs.
+	// public: fine for access checks, not for logs. It must name a key
+	// alike every time: the names of recent keys are remembered.
 	Fingerprint func(llmfleet.Credential) string
 
 	// ClientName, if set, names the client presenting a credential for
@@ -218,6 +219,8 @@ type Server struct {
 
 	bodies bodyBudget
 	parked parkedSet // callers parked on their connections (parkconn.go)
+	// keyNames remembers the Fingerprint of client keys (keynames.go).
+	keyNames keyNames
 }
 
 // Handler returns the HTTP handler of the proxy:

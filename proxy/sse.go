@@ -87,7 +87,7 @@ func writeMessageEvents(w io.Writer, msg []byte) error {
 		[]byte(`{"type":"message_delta","delta":{"stop_reason":`), valueOr(msg, ms, "stop_reason"),
 		[]byte(`,"stop_sequence":`), valueOr(msg, ms, "stop_sequence"),
 		[]byte(`,"stop_details":`), valueOr(msg, ms, "stop_details"),
-		[]byte(`,"container":`), valueOr(msg, ms, "container"),
+		containerMember(msg, ms),
 		[]byte(`},"usage":`), deltaUsage(usage, usageMs), []byte("}"))
 	buf = sse.AppendEvent(buf, "message_stop", []byte(`{"type":"message_stop"}`))
 	_, err = w.Write(buf)
@@ -194,6 +194,17 @@ func valueOr(obj []byte, ms []jsonmember.Member, key string) []byte {
 		return m.Value(obj)
 	}
 	return []byte("null")
+}
+
+// containerMember returns the message's container as a member of
+// message_delta's delta (`,"container":…`), or nothing when the message
+// has none: the API sends no container member unless a tool made one.
+func containerMember(obj []byte, ms []jsonmember.Member) []byte {
+	m, ok := jsonmember.Find(ms, "container")
+	if !ok {
+		return nil
+	}
+	return append([]byte(`,"container":`), m.Value(obj)...)
 }
 
 // valueOrEmpty returns the value of member key of obj, or "".

@@ -28,9 +28,11 @@ func decodeUsage(raw []byte) llmfleet.Usage {
 	if fastUsage(raw, &u) {
 		return u
 	}
-	u = llmfleet.Usage{}
-	_ = json.Unmarshal(raw, &u)
-	return u
+	// A variable of its own, so that u stays off the heap on the fast
+	// path.
+	var slow llmfleet.Usage
+	_ = json.Unmarshal(raw, &slow)
+	return slow
 }
 
 // decodeString reads a raw JSON value as json.Unmarshal into a string

@@ -175,7 +175,7 @@ func TestUsageTapDeferredScan(t *testing.T) {
 	for _, size := range []int{10, maxDeferredScan - 200, maxDeferredScan + 1000, 3 * maxDeferredScan} {
 		body := `{"model":"claude-x","content":[{"type":"text","text":"` + strings.Repeat("a", size) +
 			`"}],"usage":{"input_tokens":7,"output_tokens":9}}`
-		tap := &usageTap{call: &syncCall{held: true}, rc: io.NopCloser(strings.NewReader(body)), json: &jsonTap{}}
+		tap := &usageTap{call: &syncCall{held: true}, rc: io.NopCloser(strings.NewReader(body))}
 		buf := make([]byte, 1000)
 		for {
 			if _, err := tap.Read(buf); err != nil {

@@ -21,18 +21,26 @@ func (o *syncObserver) tapUsage(resp *http.Response) error {
 	if sc == nil {
 		return nil
 	}
-	t := &usageTap{obs: o, call: sc, rc: resp.Body, status: resp.StatusCode, ctx: resp.Request.Context()}
+	t := sc.newTap()
+	*t = usageTap{obs: o, call: sc, rc: resp.Body, status: resp.StatusCode, ctx: resp.Request.Context()}
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		t.opaque = true
 	}
 	t.sse = strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
 	if t.sse && resp.StatusCode < 300 {
 		t.events = &sseTap{}
-	} else {
-		t.json = &jsonTap{}
 	}
 	resp.Body = t
 	return nil
+}
+
+// newTap returns the usageTap of the call's response: the one it holds,
+// else (a second response) a new one.
+func (sc *syncCall) newTap() *usageTap {
+	if sc.ownTap != nil && sc.tapUsed.CompareAndSwap(false, true) {
+		return sc.ownTap
+	}
+	return &usageTap{}
 }
 
 // usageTap is the body of an observed response: it passes every byte on
@@ -44,8 +52,8 @@ type usageTap struct {
 	ctx    context.Context
 	status int
 	sse    bool
-	opaque bool // compressed: the usage cannot be read
-	json   *jsonTap
+	opaque bool    // compressed: the usage cannot be read
+	json   jsonTap // scans the answer unless events does
 	kept   *[]byte // a JSON answer's bytes not scanned yet
 	inline bool    // the JSON answer outgrew maxDeferredScan: scanned as it comes
 	events *sseTap

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures durable acceptance through `llmfleet serve`: 128 callers
-# (`llmfleet bench load`, a separate process) post batched calls with
+# (`llmfleet-bench load`, a separate process) post batched calls with
 # `Prefer: respond-async`, each answered 202 once it is stored, for
 # DURATION (default 5s) after a warm-up; first against one serve on SQLite,
 # then against 1, 2 and 3 replicas of one fleet on PostgreSQL (a fresh
@@ -28,7 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 BIN=$WORK/llmfleet
-(cd "$ROOT" && go build -o "$BIN" ./cmd/llmfleet)
+(cd "$ROOT" && go build -o "$WORK/" ./cmd/llmfleet ./cmd/llmfleet-bench)
 export LLMFLEET_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 # started FILE: waits until the process writing FILE printed its URL.
@@ -59,7 +59,7 @@ run() {
 		urls+=${urls:+,}$(started "$WORK/serve$i.out")
 	done
 	local out
-	out=$("$BIN" bench load --url "$urls" --concurrency "$CALLERS" --duration "$DURATION" \
+	out=$("$BIN-bench" load --url "$urls" --concurrency "$CALLERS" --duration "$DURATION" \
 		--header 'Prefer: respond-async' --header 'llmfleet-route: batch' --header 'llmfleet-latency-budget-ms: 86400000')
 	kill -TERM "${pids[@]}"
 	wait "${pids[@]}" 2>/dev/null || true

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs `llmfleet bench` with the Portkey gateway (npm @portkey-ai/gateway,
+# Runs `llmfleet-bench` with the Portkey gateway (npm @portkey-ai/gateway,
 # pinned below, installed once into ~/.cache/llmfleet/portkey) measured as
-# a fourth target beside the upstream, a bare httputil.ReverseProxy and
-# llmfleet serve. Extra arguments go to llmfleet bench (e.g. -duration 3s).
+# a fourth target beside the upstream (HTTPS), a bare httputil.ReverseProxy
+# and llmfleet serve. Extra arguments go to llmfleet-bench (e.g. -duration
+# 3s). Without Node.js, run llmfleet-bench alone (see docs/benchmarks.md).
 # Needs Go, Node.js and npm.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +15,7 @@ if [[ ! -f $SERVER ]]; then
 	npm install --prefix "$CACHE" --no-audit --no-fund --no-save "@portkey-ai/gateway@$PORTKEY_VERSION" >"$CACHE/npm.log" 2>&1 ||
 		{ cat "$CACHE/npm.log"; exit 1; }
 fi
-BIN=$(mktemp -d)/llmfleet
-trap 'rm -rf "$(dirname "$BIN")"' EXIT
-(cd "$ROOT" && go build -o "$BIN" ./cmd/llmfleet)
-"$BIN" bench -portkey "$SERVER" "$@"
+BIN=$(mktemp -d)
+trap 'rm -rf "$BIN"' EXIT
+(cd "$ROOT" && go build -o "$BIN/" ./cmd/llmfleet ./cmd/llmfleet-bench)
+"$BIN/llmfleet-bench" -portkey "$SERVER" "$@"

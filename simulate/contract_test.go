@@ -30,7 +30,7 @@ func TestContract(t *testing.T) {
 					c.AfterFunc(d, func() {})
 					c.Run()
 				},
-				Now: c.Now,
+				Clock: c,
 			}
 		},
 		Answer: func(body []byte) string {

@@ -39,10 +39,13 @@ func TestGeminiFleet(t *testing.T) {
 	}
 }
 
-// TestGeminiFlexUpstreamTimeout records a finding: with the default
-// upstream timeout (10 minutes) the flex calls Gemini takes longer than
-// that to answer (its target is up to 15) are cut, and answered with an
-// error, though their budgets had time left.
+// TestGeminiFlexUpstreamTimeout records a finding: with the engine's
+// default upstream timeout (10 minutes) the flex calls Gemini takes longer
+// than that to answer (its target is up to 15) are cut, and answered with
+// an error, though their budgets had time left. The engine bounds every
+// call by one timeout, so a fleet routing Gemini flex runs with a longer
+// one (gemini.UpstreamTimeout: llmfleet simulate --provider gemini does,
+// as TestGeminiFleet).
 func TestGeminiFlexUpstreamTimeout(t *testing.T) {
 	r := run(t, Config{Name: "llmfleet", Provider: "gemini", Seed: 5, FlexLatencyRange: GeminiFlexRange},
 		FleetOf(GeminiFleetModels, 60, 4, 3))

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +17,7 @@ import (
 	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/claudewire"
+	"github.com/llmfleet/llmfleet/sse"
 )
 
 // Provider is a simulated provider on a Clock: sync calls take a drawn
@@ -29,8 +30,9 @@ type Provider struct {
 	// ProviderName is what Name returns; empty means "anthropic", whose
 	// prices the price table knows.
 	ProviderName string
-	// Clock is the virtual clock. Required.
-	Clock *Clock
+	// Clock is the clock its calls and batches take time on, usually a
+	// simulation's virtual Clock; nil means the real one.
+	Clock llmfleet.Clock
 	// Turnaround and SyncLatency draw a batch's turnaround and a sync
 	// call's latency for a model (see emulator.ParseDurations). Nil:
 	// 2m-10m and 1s-3s.
@@ -163,12 +165,20 @@ func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.R
 		}
 		lat, tier = p.draw(p.FlexLatency, DefaultFlexLatency, b.Model), llmfleet.TierFlex
 	}
-	if err := p.Clock.Sleep(ctx, lat); err != nil {
+	if err := llmfleet.Sleep(ctx, p.Clock, lat); err != nil {
 		return nil, err
 	}
 	u := p.syncUsage(req.Credential, b)
 	m := messageOf(b, u)
 	return &llmfleet.Response{Route: llmfleet.RouteSync, StatusCode: 200, Header: http.Header{}, Body: m, Usage: u, Model: b.Model, Tier: tier}, nil
+}
+
+// now reads the provider's clock.
+func (p *Provider) now() time.Time {
+	if p.Clock == nil {
+		return time.Now()
+	}
+	return p.Clock.Now()
 }
 
 // DefaultFlexLatency is the range a flex call's latency is drawn from
@@ -195,11 +205,11 @@ func (p *Provider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCl
 	var start map[string]any
 	_ = json.Unmarshal(resp.Body, &start)
 	start["content"] = []any{}
-	var sb strings.Builder
+	var stream []byte
 	event := func(name string, data map[string]any) {
 		data["type"] = name
 		j, _ := json.Marshal(data)
-		sb.WriteString("event: " + name + "\ndata: " + string(j) + "\n\n")
+		stream = sse.AppendEvent(stream, name, j)
 	}
 	event("message_start", map[string]any{"message": start})
 	event("content_block_start", map[string]any{"index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
@@ -207,7 +217,7 @@ func (p *Provider) Stream(ctx context.Context, req *llmfleet.Request) (io.ReadCl
 	event("content_block_stop", map[string]any{"index": 0})
 	event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": "end_turn"}, "usage": map[string]any{"output_tokens": resp.Usage.OutputTokens}})
 	event("message_stop", map[string]any{})
-	return io.NopCloser(strings.NewReader(sb.String())), nil
+	return io.NopCloser(bytes.NewReader(stream)), nil
 }
 
 // messagesShape reads Messages API bodies: their model, their pool key
@@ -272,7 +282,7 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 	if p.Straggler.Fraction > 0 && p.rng.Float64() < p.Straggler.Fraction {
 		turnaround = time.Duration(float64(turnaround) * p.Straggler.Factor)
 	}
-	now := p.Clock.Now()
+	now := p.now()
 	p.n++
 	id := fmt.Sprintf("msgbatch_sim%08d", p.n)
 	k := credKey(cred)
@@ -299,10 +309,10 @@ func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id str
 	p.count("results")
 	p.mu.Lock()
 	sb, err := p.get(cred, id)
-	if err == nil && p.Clock.Now().Before(sb.b.EndedAt) {
+	if err == nil && p.now().Before(sb.b.EndedAt) {
 		err = apiError("invalid_request_error", "batch "+id+" has not ended")
 	}
-	p.runDueLocked(p.Clock.Now())
+	p.runDueLocked(p.now())
 	p.mu.Unlock()
 	if err != nil {
 		return err
@@ -340,7 +350,7 @@ func (p *Provider) CancelBatch(ctx context.Context, cred llmfleet.Credential, id
 	if err != nil {
 		return nil, err
 	}
-	now := p.Clock.Now()
+	now := p.now()
 	if now.Before(sb.b.EndedAt) {
 		sb.canceled = true
 		sb.b.EndedAt = now

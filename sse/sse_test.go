@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"reflect"
@@ -153,6 +154,19 @@ func TestAppendEvent(t *testing.T) {
 		if got := string(AppendEvent(nil, c.name, data...)); got != c.want {
 			t.Errorf("AppendEvent(%q, %q) = %q, want %q", c.name, c.data, got, c.want)
 		}
+	}
+}
+
+// TestAppendEventCRLF: the same events, lines ended by CRLF, which a
+// Reader reads back as AppendEvent's.
+func TestAppendEventCRLF(t *testing.T) {
+	got := AppendEventCRLF(nil, "m", []byte("a\nb"), []byte(`{"c":1}`))
+	if want := "event: m\r\ndata: a\r\ndata: b{\"c\":1}\r\n\r\n"; string(got) != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	ev, err := NewReader(bytes.NewReader(got)).Next()
+	if err != nil || ev.Name != "m" || string(ev.Data) != "a\nb{\"c\":1}" {
+		t.Fatalf("read back %+v, %v", ev, err)
 	}
 }
 

@@ -7,10 +7,21 @@ package sse
 // data back with its line ends turned into LF. name must not contain a
 // line end.
 func AppendEvent(buf []byte, name string, data ...[]byte) []byte {
+	return appendEvent(buf, "\n", name, data)
+}
+
+// AppendEventCRLF is AppendEvent with every line ended by CRLF rather than
+// LF, as some servers send their events (Gemini's API among them).
+func AppendEventCRLF(buf []byte, name string, data ...[]byte) []byte {
+	return appendEvent(buf, "\r\n", name, data)
+}
+
+// appendEvent appends an event whose lines end in eol.
+func appendEvent(buf []byte, eol, name string, data [][]byte) []byte {
 	if name != "" {
 		buf = append(buf, "event: "...)
 		buf = append(buf, name...)
-		buf = append(buf, '\n')
+		buf = append(buf, eol...)
 	}
 	buf = append(buf, "data: "...)
 	afterCR := false
@@ -29,12 +40,14 @@ func AppendEvent(buf []byte, name string, data ...[]byte) []byte {
 				break
 			}
 			buf = append(buf, d[:i]...)
-			buf = append(buf, "\ndata: "...)
+			buf = append(buf, eol...)
+			buf = append(buf, "data: "...)
 			afterCR = d[i] == '\r'
 			d = d[i+1:]
 		}
 	}
-	return append(buf, "\n\n"...)
+	buf = append(buf, eol...)
+	return append(buf, eol...)
 }
 
 // AppendComment appends to buf a comment (a line a reader ignores, often

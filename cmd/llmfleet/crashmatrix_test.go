@@ -278,9 +278,8 @@ type matrixUpstream struct {
 func newMatrixUpstream(t *testing.T) *matrixUpstream {
 	u := &matrixUpstream{release: make(chan struct{}), finished: map[string]map[int]int{}, status: map[string]int{}}
 	u.emu = &emulator.Server{
-		Now:        u.now,
+		Clock:      matrixClock{u},
 		Turnaround: func(string, *rand.Rand) time.Duration { return matrixTurnaround },
-		Sleep:      u.hold,
 		Logger:     slog.New(slog.DiscardHandler),
 	}
 	u.srv = httptest.NewServer(http.HandlerFunc(u.serveHTTP))
@@ -288,6 +287,18 @@ func newMatrixUpstream(t *testing.T) *matrixUpstream {
 	t.Cleanup(u.releaseHeld) // before the server closes: it waits for its handlers
 	return u
 }
+
+// matrixClock is the emulator's clock: the upstream's time (see now),
+// and its waits hold the request (see hold).
+type matrixClock struct{ u *matrixUpstream }
+
+func (c matrixClock) Now() time.Time { return c.u.now() }
+
+func (c matrixClock) AfterFunc(d time.Duration, f func()) llmfleet.Timer {
+	return time.AfterFunc(d, f)
+}
+
+func (c matrixClock) Sleep(ctx context.Context, d time.Duration) error { return c.u.hold(ctx, d) }
 
 func (u *matrixUpstream) now() time.Time {
 	if t := u.frozen.Load(); t != nil {
@@ -312,7 +323,7 @@ func (u *matrixUpstream) thaw() { u.frozen.Store(nil) }
 // heldKey is the context key of the flag hold sets on a request it held.
 type heldKey struct{}
 
-// hold is the emulator's Sleep: it holds the request until the test
+// hold is the emulator's wait: it holds the request until the test
 // releases it or its client goes away, then drops it unprocessed.
 func (u *matrixUpstream) hold(ctx context.Context, _ time.Duration) error {
 	if held, ok := ctx.Value(heldKey{}).(*atomic.Bool); ok {

@@ -25,7 +25,8 @@ func init() { commands["emulate"] = runEmulate }
 const emulateUsage = `usage: llmfleet emulate [flags]
 
 Serves a local stand-in for the Anthropic Messages and Message Batches APIs
-(and, with --openai-addr, the OpenAI API) until interrupted: wire formats,
+(and, with --openai-addr, the OpenAI API; with --gemini-addr, the Gemini
+API) until interrupted: wire formats,
 batch turnarounds, usage and prompt caching as the real APIs have them,
 for tests and demos offline.
 
@@ -39,6 +40,14 @@ probability --cache-cross-rate (0: a batch never reads what a sync call
 wrote, as measured). It writes the breakpoints past what it read,
 billed as cache_creation.ephemeral_5m_input_tokens and
 ephemeral_1h_input_tokens. The draws are seeded by --seed and the request.
+
+Gemini (--gemini-addr): generateContent and streamGenerateContent, the
+flex tier (serviceTier "flex": answered after --gemini-flex-latency, or
+shed, unbilled, for --gemini-flex-shed of the calls with
+--gemini-flex-shed-status and a RetryInfo of --gemini-retry-delay), Batch
+Mode inline and from a file (PENDING for --gemini-batch-pending, ended
+--gemini-turnaround after its create), the Files API, models and
+countTokens, behind x-goog-api-key or ?key= (any key).
 
 ` + envUsage + `
 flags:
@@ -59,6 +68,7 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	straggler := fs.String("straggler", "", "FRACTION:FACTORx: that fraction of the batches take FACTOR times their turnaround (e.g. 0.05:10x), as llmfleet simulate --straggler")
 	openaiAddr := fs.String("openai-addr", "", `address of a second listener serving the OpenAI API emulator (chat completions, responses, embeddings, flex, files and batches); "" for none, "127.0.0.1:0" for any free port`)
 	openaiTurn := fs.Duration("openai-turnaround", openaiemu.DefaultBatchTurnaround, "how long an OpenAI batch takes")
+	gf := addGeminiFlags(fs)
 	verbose := fs.Bool("v", false, "log every request")
 	cf := addCacheFlags(fs, cachesim.Default())
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
@@ -84,6 +94,10 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	gemini, err := gf.server(*seed)
+	if err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -96,24 +110,44 @@ func runEmulate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Turnaround:  turnaround,
 		Cache:       &cache,
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
+	var l listeners
+	if err := l.add(*listen, srv, stdout, "emulator"); err != nil {
 		return err
 	}
-	servers := []*http.Server{{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
-	listeners := []net.Listener{ln}
-	fmt.Fprintf(stdout, "emulator listening on http://%s\n", ln.Addr())
 	if *openaiAddr != "" {
-		oln, err := net.Listen("tcp", *openaiAddr)
-		if err != nil {
-			ln.Close()
+		if err := l.add(*openaiAddr, &openaiemu.Server{BatchTurnaround: *openaiTurn}, stdout, "openai emulator"); err != nil {
 			return err
 		}
-		servers = append(servers, &http.Server{Handler: &openaiemu.Server{BatchTurnaround: *openaiTurn}, ReadHeaderTimeout: 10 * time.Second})
-		listeners = append(listeners, oln)
-		fmt.Fprintf(stdout, "openai emulator listening on http://%s\n", oln.Addr())
 	}
-	return serveUntil(ctx, servers, listeners)
+	if *gf.addr != "" {
+		if err := l.add(*gf.addr, gemini, stdout, "gemini emulator"); err != nil {
+			return err
+		}
+	}
+	return serveUntil(ctx, l.servers, l.lns)
+}
+
+// listeners are the emulate command's servers and their listeners.
+type listeners struct {
+	servers []*http.Server
+	lns     []net.Listener
+}
+
+// add listens on addr for h and says where on stdout as "<name>
+// listening on http://<addr>"; on an error it closes the listeners
+// already open.
+func (l *listeners) add(addr string, h http.Handler, stdout io.Writer, name string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		for _, o := range l.lns {
+			o.Close()
+		}
+		return err
+	}
+	l.servers = append(l.servers, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second})
+	l.lns = append(l.lns, ln)
+	fmt.Fprintf(stdout, "%s listening on http://%s\n", name, ln.Addr())
+	return nil
 }
 
 // serveUntil serves each server on its listener until ctx ends (then
@@ -156,10 +190,16 @@ func parseTurnarounds(s string) (func(model string, r *rand.Rand) time.Duration,
 // parseLatencies parses the --latency flag: as --turnaround, but models
 // no range names take 0.
 func parseLatencies(s string) (func(model string, r *rand.Rand) time.Duration, error) {
+	return emulator.ParseDurations("--latency", latencyShape(s))
+}
+
+// latencyShape returns s, a latency flag's value, with "0" for the models
+// no range names when it names none for every model.
+func latencyShape(s string) string {
 	if first, _, _ := strings.Cut(s, ","); strings.Contains(first, "=") {
-		s = "0," + s
+		return "0," + s
 	}
-	return emulator.ParseDurations("--latency", s)
+	return s
 }
 
 // withStragglers returns draw with fraction of its draws factor times

@@ -24,6 +24,7 @@ import (
 	"github.com/llmfleet/llmfleet/dashboard"
 	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/ledger"
+	"github.com/llmfleet/llmfleet/pricing"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes.
@@ -137,7 +138,8 @@ func (x *expected) add(t *testing.T, params anthropic.MessageNewParams, u anthro
 // there, or cold where the batch cache had it).
 func (x *expected) replaySync(t *testing.T) {
 	t.Helper()
-	ts := httptest.NewServer(&emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 }})
+	ts := httptest.NewServer(&emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 },
+		Models: append(pricing.Default().Models(pricing.DefaultProvider), "claude-custom-1")})
 	defer ts.Close()
 	client := anthropic.NewClient(option.WithBaseURL(ts.URL), option.WithAPIKey("sk-replay"), option.WithMaxRetries(0))
 	for _, c := range x.calls {
@@ -263,7 +265,11 @@ func checkUSD(t *testing.T, what string, got, want float64) {
 // report against costs computed here from the usage the emulator gave the
 // client and the published prices.
 func TestLedgerFigures(t *testing.T) {
-	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 }}
+	// The emulator serves the model the config file prices, as it refuses
+	// unknown ones, and answers an alias with its dated id, as the API
+	// does: the ledger and the metrics count both names as one model.
+	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 },
+		Models: append(pricing.Default().Models(pricing.DefaultProvider), "claude-custom-1")}
 	// The size of the body of the call cut by its hard deadline, whose
 	// usage the ledger estimates from it.
 	cutBody := make(chan int, 1)

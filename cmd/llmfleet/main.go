@@ -4,12 +4,12 @@
 //	llmfleet emulate  [flags]   a local stand-in for the Anthropic API
 //	llmfleet stats    [flags]   what the fleet paid, would have paid and saved
 //	llmfleet simulate [flags]   what a workload would cost under a policy
-//	llmfleet bench    [flags]   the proxy's overhead against a bare reverse proxy
 //	llmfleet version            the version of the binary (also --version)
 //
 // Every flag may also be set in the environment as LLMFLEET_<FLAG>.
 //
-// Run "llmfleet <command> -h" for the flags of a command.
+// Run "llmfleet <command> -h" for the flags of a command. The benchmarks
+// are a command of their own, llmfleet-bench, not part of this binary.
 package main
 
 import (
@@ -68,7 +68,6 @@ commands:
   emulate   run a local emulator of the Anthropic Messages and Batches APIs
   stats     print what the fleet paid, would have paid and saved, by model and route
   simulate  run a workload through the engine on a virtual clock: cost and broken budgets per policy
-  bench     measure serve against a bare reverse proxy (bench park: memory per parked caller; bench economics)
   version   print the version of the binary (also: llmfleet --version)
 
 Every flag may also be set in the environment as LLMFLEET_<FLAG> (upper

@@ -3,24 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
-	"log/slog"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/llmfleet/llmfleet/cachesim"
 	"github.com/llmfleet/llmfleet/emulator"
-	"github.com/llmfleet/llmfleet/ledger"
+	"github.com/llmfleet/llmfleet/internal/simrun"
 	"github.com/llmfleet/llmfleet/simulate"
-	"github.com/llmfleet/llmfleet/sqlite"
 )
 
 func init() { commands["simulate"] = runSimulate }
@@ -72,6 +66,7 @@ type simFlags struct {
 	flexRefusal                                                  *float64
 	seed                                                         *uint64
 	fromLedger, asJSON                                           *bool
+	flexSet                                                      bool // --flex-latency was given
 	pf                                                           *policyFlags
 	cf                                                           *cacheFlags
 }
@@ -84,8 +79,8 @@ func addSimulateFlags(fs *flag.FlagSet) *simFlags {
 	return &simFlags{
 		workload:    fs.String("workload", "", "workload file, JSON lines ('-': standard input), or a generator: agents-cached[:AGENTSxTURNS]"),
 		fleet:       fs.String("fleet", "", "generate the workload instead: AGENTSxTURNS dependent turns (e.g. 100x6), 3 models of --provider, budgets from 5s to 24h"),
-		provider:    fs.String("provider", "anthropic", "the simulated provider, whose prices apply: anthropic, or openai (whose flex tier the engine may route to)"),
-		flexLat:     fs.String("flex-latency", "3s-30s", "latency of a flex call (--provider openai), in the shape of --turnaround"),
+		provider:    fs.String("provider", "anthropic", "the simulated provider, whose prices apply: anthropic, openai or gemini (whose flex tiers the engine may route to; gemini's takes minutes, and the upstream timeout is at least 20m, as serve's with Gemini)"),
+		flexLat:     fs.String("flex-latency", "3s-30s", "latency of a flex call (--provider openai or gemini), in the shape of --turnaround (default for gemini: 1m-15m, the API's target)"),
 		flexRefusal: fs.Float64("flex-refusal", 0, "fraction of flex calls refused for lack of capacity (429, unbilled), from 0 to 1"),
 		turn:        fs.String("turnaround", "2m-10m", `batch turnaround: a duration ("5m") or a uniform range ("2m-10m"), for every model, then model=range pairs for some ("2m-10m,claude-opus-4-6=5m-20m")`),
 		syncLat:     fs.String("sync-latency", "1s-3s", "latency of a sync call, in the shape of --turnaround"),
@@ -116,6 +111,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
+	f.flexSet = flagSet(fs, "flex-latency")
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
@@ -134,7 +130,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	var runs []simulate.Config
 	for _, name := range strings.Split(names, ",") {
-		cfg, err := policyConfig(base, strings.TrimSpace(name))
+		cfg, err := simrun.PolicyConfig(base, strings.TrimSpace(name))
 		if err != nil {
 			return err
 		}
@@ -145,7 +141,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	reports, err := runPolicies(base, turns, runs, cached)
+	reports, err := simrun.Run(base, turns, runs, cached)
 	if err != nil {
 		return err
 	}
@@ -159,9 +155,9 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return nil
 	}
 	if cached {
-		return writeCacheComparison(stdout, base, reports)
+		return simrun.WriteCacheComparison(stdout, base, reports)
 	}
-	return writeSimulation(stdout, reports)
+	return simrun.WriteTable(stdout, reports)
 }
 
 // flagSet reports whether the flag name was set, on the command line or
@@ -191,17 +187,12 @@ func (f *simFlags) baseConfig() (simulate.Config, error) {
 	if *f.flexRefusal < 0 || *f.flexRefusal > 1 {
 		return cfg, fmt.Errorf("--flex-refusal %v is not a fraction from 0 to 1", *f.flexRefusal)
 	}
-	switch *f.provider {
-	case "anthropic", "openai":
-	default:
-		return cfg, fmt.Errorf("--provider: unknown provider %q (anthropic, openai)", *f.provider)
-	}
 	cache, err := f.cf.config()
 	if err != nil {
 		return cfg, err
 	}
 	cfg.Policy, cfg.Seed, cfg.Provider, cfg.FlexRefusal, cfg.Cache = f.pf.policy(), *f.seed, *f.provider, *f.flexRefusal, &cache
-	return cfg, nil
+	return simrun.ForProvider(cfg, f.flexSet)
 }
 
 // loadWorkload reads or generates the workload the flags name.
@@ -216,7 +207,7 @@ func (f *simFlags) loadWorkload(ctx context.Context) ([]simulate.Turn, error) {
 	case sources != 1:
 		return nil, fmt.Errorf("give one of --workload, --fleet and --from-ledger")
 	case *f.fromLedger:
-		return ledgerWorkload(ctx, *f.dbPath, *f.since)
+		return simrun.LedgerWorkload(ctx, *f.dbPath, *f.since)
 	case *f.fleet != "":
 		a, t, ok := strings.Cut(*f.fleet, "x")
 		agents, err1 := strconv.Atoi(a)
@@ -224,11 +215,7 @@ func (f *simFlags) loadWorkload(ctx context.Context) ([]simulate.Turn, error) {
 		if !ok || err1 != nil || err2 != nil || agents <= 0 || n <= 0 {
 			return nil, fmt.Errorf("--fleet %q is not AGENTSxTURNS", *f.fleet)
 		}
-		models := simulate.FleetModels
-		if *f.provider == "openai" {
-			models = simulate.OpenAIFleetModels
-		}
-		return simulate.FleetOf(models, agents, n, *f.seed), nil
+		return simulate.FleetOf(simrun.FleetModels(*f.provider), agents, n, *f.seed), nil
 	}
 	if turns, ok, err := simulate.Generate(*f.workload, *f.seed); ok {
 		return turns, err
@@ -243,155 +230,4 @@ func (f *simFlags) loadWorkload(ctx context.Context) ([]simulate.Turn, error) {
 		r = file
 	}
 	return simulate.ReadWorkload(r)
-}
-
-// policyConfig is base under the policy name.
-func policyConfig(base simulate.Config, name string) (simulate.Config, error) {
-	cfg := base
-	cfg.Name = name
-	switch name {
-	case "llmfleet":
-	case "prefer-batch":
-		cfg.Policy.PreferBatch = true
-	case simulate.CacheBlindName:
-		cfg.Policy.CacheBlind = true
-	case simulate.AllSyncName:
-		cfg.Policy = simulate.AllSync(cfg.Policy)
-	case "seed":
-		cfg.Policy = simulate.SeedPolicy(cfg.Policy)
-	default:
-		return cfg, fmt.Errorf("--policy: unknown policy %q (llmfleet, prefer-batch, cache-blind, all-sync, seed)", name)
-	}
-	return cfg, nil
-}
-
-// runPolicies runs each of runs on turns: compared with all-sync and the
-// best router when the workload has prompt structures (cached).
-func runPolicies(base simulate.Config, turns []simulate.Turn, runs []simulate.Config, cached bool) ([]simulate.Report, error) {
-	if cached {
-		return simulate.Compare(base, turns, runs)
-	}
-	var reports []simulate.Report
-	for _, cfg := range runs {
-		rep, err := simulate.Run(cfg, turns)
-		if err != nil {
-			return nil, fmt.Errorf("policy %s: %w", cfg.Name, err)
-		}
-		reports = append(reports, rep)
-	}
-	return reports, nil
-}
-
-// ledgerWorkload reads the ledger entries of the last since from the
-// database at path and turns them into a workload.
-func ledgerWorkload(ctx context.Context, path, since string) ([]simulate.Turn, error) {
-	if path == "" {
-		p, err := sqlite.DefaultPath()
-		if err != nil {
-			return nil, err
-		}
-		path = p
-	}
-	// Opening creates a missing database: refuse instead.
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil, fmt.Errorf("no llmfleet database at %s (see --db)", path)
-		}
-		return nil, err
-	}
-	p, err := ledger.ParsePeriod(since, "", "", time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("--since: %w", err)
-	}
-	if p.From.IsZero() {
-		p.From = time.Unix(0, 0)
-	}
-	db := &sqlite.DB{Path: path, Logger: slog.New(slog.DiscardHandler)}
-	if err := db.Open(ctx); err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	entries, err := db.Ledger(ctx, p.From, p.To)
-	if err != nil {
-		return nil, err
-	}
-	if len(entries) == 0 {
-		return nil, fmt.Errorf("the ledger at %s has no entries in that period", path)
-	}
-	return simulate.FromLedger(entries), nil
-}
-
-// writeSimulation prints the reports as tables.
-func writeSimulation(w io.Writer, reports []simulate.Report) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "policy\trequests\tsync\tflex\tbatch\tbatches\tmgmt calls\tcost\tsync equivalent\tsaved\tbound\t% of bound\trescued\tflex fallbacks\tbudget misses\t")
-	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t$%.2f\t$%.2f\t$%.2f\t$%.2f\t%.1f%%\t%d\t%d\t%d\t\n", r.Policy, r.Requests, r.Routes["sync"], r.Routes["flex"], r.Routes["batch"],
-			r.Batches, r.ManagementCalls, r.CostUSD, r.SyncEquivalentUSD, r.SavedUSD, r.BoundSavedUSD, 100*r.SavedOfBound, r.Rescued, r.FlexFallbacks, r.BudgetMisses)
-	}
-	fmt.Fprintln(tw, "\t")
-	fmt.Fprintln(tw, "latency p50 / p99 by budget\t≤5s\t≤1m\t≤10m\t>10m\t")
-	for _, r := range reports {
-		fmt.Fprintf(tw, "%s", r.Policy)
-		for _, c := range []string{"le_5s", "le_1m", "le_10m", "gt_10m"} {
-			p, ok := r.Latency[c]
-			if !ok {
-				fmt.Fprint(tw, "\t-")
-				continue
-			}
-			fmt.Fprintf(tw, "\t%s / %s", ms(p.P50), ms(p.P99))
-		}
-		fmt.Fprintln(tw, "\t")
-	}
-	return tw.Flush()
-}
-
-func ms(v int64) string {
-	d := time.Duration(v) * time.Millisecond
-	if d >= time.Minute {
-		return d.Round(time.Second).String()
-	}
-	return d.Round(100 * time.Millisecond).String()
-}
-
-// writeCacheComparison prints the reports of a comparison (Compare) as a
-// table: per policy, its cost, its saving against all-sync and its share
-// of the best router's, its routes, its cache hit rates by route, its
-// rescues and its broken budgets.
-func writeCacheComparison(w io.Writer, base simulate.Config, reports []simulate.Report) error {
-	c := base.Cache
-	fmt.Fprintf(w, "prompt cache: sync hit rate %g, batch hit rate %g, cross rate %g; seed %d\n\n", c.SyncHitRate, c.BatchHitRate, c.CrossRate, base.Seed)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "policy\trequests\tsync\tflex\tbatch\tcost\tsaved vs all-sync\t% of best\tsync cache hits\tbatch cache hits\trescued\tbudget misses\t")
-	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%.0f%%\t%s\t%s\t%d\t%d\t\n", r.Policy, r.Requests, r.Routes["sync"], r.Routes["flex"], r.Routes["batch"],
-			dollars(r.CostUSD), dollars(r.SavedUSD), 100*r.SavedOfBound, hitRate(r.Cache, "sync", "flex"), hitRate(r.Cache, "batch"), r.Rescued, r.BudgetMisses)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(w, "\ncache hits: the share of the cached prefixes' tokens read rather than written (the best router's: expected)")
-	return err
-}
-
-// hitRate formats the cache hit rate of the routes together ("-" when
-// none cached anything).
-func hitRate(cache map[string]simulate.CacheStats, routes ...string) string {
-	var read, written int64
-	for _, r := range routes {
-		read += cache[r].ReadTokens
-		written += cache[r].WriteTokens
-	}
-	if read+written == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f%%", 100*float64(read)/float64(read+written))
-}
-
-// dollars formats USD to the cent, the sign first.
-func dollars(v float64) string {
-	if v < 0 {
-		return fmt.Sprintf("-$%.2f", -v)
-	}
-	return fmt.Sprintf("$%.2f", v)
 }

@@ -84,11 +84,40 @@ func TestSimulateJSON(t *testing.T) {
 		t.Errorf("flex routes of llmfleet and prefer-batch: %v", flexed)
 	}
 	for _, bad := range [][]string{{"simulate"}, {"simulate", "--fleet", "3"}, {"simulate", "--fleet", "3x2", "--straggler", "2:3x"},
-		{"simulate", "--fleet", "3x2", "--policy", "other"}, {"simulate", "--fleet", "3x2", "--provider", "gemini"},
+		{"simulate", "--fleet", "3x2", "--policy", "other"}, {"simulate", "--fleet", "3x2", "--provider", "vertex"},
 		{"simulate", "--fleet", "3x2", "--flex-refusal", "2"}, {"simulate", "--fleet", "3x2", "--flex-latency", "soon"}} {
 		if code := run(t.Context(), bad, &stdout, &stderr); code == 0 {
 			t.Errorf("%v: exit 0", bad)
 		}
+	}
+}
+
+// --provider gemini: the Gemini fleet, flex calls of minutes (1m-15m by
+// default), none cut by the upstream timeout, which a Gemini fleet's
+// outlasts; flex shed at times falls back within budget.
+func TestSimulateGemini(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"simulate", "--fleet", "30x4", "--provider", "gemini", "--policy", "llmfleet,prefer-batch",
+		"--flex-refusal", "0.2", "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var flexed []int
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var r simulate.Report
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		flexed = append(flexed, r.Routes["flex"])
+		if r.Requests != 120 || r.BudgetMisses != 0 || r.Errors != 0 || r.SavedUSD <= 0 {
+			t.Errorf("gemini %s: %s", r.Policy, line)
+		}
+		// Flex of minutes: the budgets of a minute or less stay sync.
+		if r.Latency["le_1m"].Max > int64(time.Minute/time.Millisecond) {
+			t.Errorf("gemini %s: a budget of a minute answered in %dms", r.Policy, r.Latency["le_1m"].Max)
+		}
+	}
+	if len(flexed) != 2 || flexed[0] == 0 || flexed[0] <= flexed[1] {
+		t.Errorf("flex routes of llmfleet and prefer-batch: %v", flexed)
 	}
 }
 

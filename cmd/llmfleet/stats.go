@@ -7,17 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
-	"net/http"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/llmfleet/llmfleet/internal/ledgerread"
 	"github.com/llmfleet/llmfleet/ledger"
-	"github.com/llmfleet/llmfleet/postgres"
-	"github.com/llmfleet/llmfleet/sqlite"
 )
 
 func init() { commands["stats"] = runStats }
@@ -76,9 +70,9 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err error
 	)
 	if *base != "" {
-		s, err = statsFromURL(ctx, *base, *since, *from, *to)
+		s, err = ledgerread.FromURL(ctx, *base, *since, *from, *to)
 	} else {
-		s, err = statsFromDB(ctx, *dbPath, *since, *from, *to)
+		s, err = ledgerread.FromDB(ctx, *dbPath, *since, *from, *to)
 	}
 	if err != nil {
 		return err
@@ -89,87 +83,4 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return enc.Encode(s)
 	}
 	return ledger.WriteTable(stdout, s)
-}
-
-// statsFromDB summarizes the ledger of a period read from the database.
-func statsFromDB(ctx context.Context, path, since, from, to string) (ledger.Summary, error) {
-	p, err := ledger.ParsePeriod(since, from, to, time.Now())
-	if err != nil {
-		return ledger.Summary{}, err
-	}
-	if postgres.IsURL(path) {
-		db := &postgres.DB{URL: path, MaxConns: 2}
-		if err := db.Open(ctx); err != nil {
-			return ledger.Summary{}, fmt.Errorf("--db %s: %w", redactURL(path), err)
-		}
-		defer db.Close()
-		return ledger.SummarizePeriod(ctx, db, p)
-	}
-	if path == "" {
-		def, err := sqlite.DefaultPath()
-		if err != nil {
-			return ledger.Summary{}, err
-		}
-		path = def
-	}
-	// Opening creates a missing database: refuse instead, so that a
-	// mistyped path is not mistaken for an empty ledger.
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return ledger.Summary{}, fmt.Errorf("no llmfleet database at %s (see --db)", path)
-		}
-		return ledger.Summary{}, err
-	}
-	db := &sqlite.DB{Path: path, Logger: slog.New(slog.DiscardHandler)}
-	if err := db.Open(ctx); err != nil {
-		return ledger.Summary{}, err
-	}
-	defer db.Close()
-	return ledger.SummarizePeriod(ctx, db, p)
-}
-
-// statsFromURL asks a running proxy for the summary of a period.
-func statsFromURL(ctx context.Context, base, since, from, to string) (ledger.Summary, error) {
-	var s ledger.Summary
-	q := url.Values{}
-	switch {
-	case from != "":
-		q.Set("from", from)
-		if to != "" {
-			q.Set("to", to)
-		}
-	default:
-		q.Set("since", since)
-		if to != "" {
-			q.Set("to", to)
-		}
-	}
-	u := strings.TrimSuffix(base, "/") + "/llmfleet/v1/stats?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return s, err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return s, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return s, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var env struct {
-			Error struct{ Message string } `json:"error"`
-		}
-		if json.Unmarshal(body, &env) == nil && env.Error.Message != "" {
-			return s, fmt.Errorf("%s: %s: %s", u, resp.Status, env.Error.Message)
-		}
-		return s, fmt.Errorf("%s: %s", u, resp.Status)
-	}
-	if err := json.Unmarshal(body, &s); err != nil {
-		return s, fmt.Errorf("%s: %v", u, err)
-	}
-	return s, nil
 }

@@ -10,6 +10,11 @@ import (
 
 func init() { commands["version"] = runVersion }
 
+// version is the release version, set at link time by scripts/release.sh
+// and scripts/image.sh (-ldflags "-X main.version=v1.2.3", from git
+// describe). Empty otherwise: the build info's module version is used.
+var version string
+
 // buildVersion describes the running binary, from its build info: the
 // module version ("devel" for a build from a work tree), and the VCS
 // revision and time when the build recorded them.
@@ -18,14 +23,18 @@ type buildVersion struct {
 	Modified                bool
 }
 
-// readVersion reads the build info of the running binary.
+// readVersion reads the build info of the running binary; the version
+// set at link time, if any, wins over the module version.
 func readVersion() buildVersion {
 	v := buildVersion{Version: "devel"}
 	bi, ok := debug.ReadBuildInfo()
+	if version != "" {
+		v.Version = version
+	}
 	if !ok {
 		return v
 	}
-	if mv := bi.Main.Version; mv != "" && mv != "(devel)" {
+	if mv := bi.Main.Version; version == "" && mv != "" && mv != "(devel)" {
 		v.Version = mv
 	}
 	for _, s := range bi.Settings {

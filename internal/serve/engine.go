@@ -1,0 +1,149 @@
+package serve
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/cachecost"
+	"github.com/llmfleet/llmfleet/claude"
+	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/internal/servestate"
+	"github.com/llmfleet/llmfleet/observe"
+	"github.com/llmfleet/llmfleet/openai"
+	"github.com/llmfleet/llmfleet/pricing"
+	"github.com/llmfleet/llmfleet/proxy"
+)
+
+// engine is what serves behind the proxy: the dispatcher over the two
+// providers, and the ledger pipeline that prices, counts and stores
+// every call.
+type engine struct {
+	d      *dispatch.Dispatcher
+	obs    *observe.Pipeline
+	logger *slog.Logger
+}
+
+// openEngine makes the providers, the dispatcher and the ledger
+// pipeline, and opens the dispatcher. On an error nothing is left open
+// but the store.
+func openEngine(cfg *Config, state *servestate.State) (*engine, error) {
+	logger := cfg.Logger
+	prices := cfg.Prices
+	if prices == nil {
+		prices = pricing.Default()
+	}
+	provider := &claude.Provider{BaseURL: cfg.Upstream.String(), Logger: logger, CredentialLabel: state.Vault.Fingerprint}
+	if cfg.UpstreamTimeout <= 0 {
+		cfg.UpstreamTimeout = -1 // none, for the proxy and the dispatcher alike
+	}
+	pol := cfg.Policy
+	pol.UpstreamTimeout = cfg.UpstreamTimeout
+	d := &dispatch.Dispatcher{
+		Providers:       []llmfleet.Provider{provider, &openai.Provider{BaseURL: cfg.OpenAIUpstream.String()}},
+		Policy:          pol,
+		Logger:          logger,
+		Store:           state.DB,
+		Sealer:          state.Vault,
+		Retention:       cfg.Retention,
+		LedgerRetention: cfg.LedgerRetention,
+		Flex:            prices.Flex,
+		Prices:          costPrices(prices),
+		Lease:           cfg.State.Lease,
+	}
+	obs, err := observe.New(observe.Config{
+		Price:      prices.Cost,
+		Canonical:  prices.Canonical,
+		Store:      state.DB,
+		Logger:     logger,
+		Provider:   provider.Name(),
+		Stats:      d.Stats,
+		InFlight:   d.InFlight,
+		AdminKey:   cfg.AdminKey,
+		FleetSince: state.FleetSince,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{d: d, obs: obs, logger: logger}
+	// The provider's batch API calls (and their retries) count in the
+	// upstream error metric.
+	provider.HTTPClient = &http.Client{Transport: obs.CountErrors(upstreamTransport())}
+	d.Price = obs.Price
+	d.Observe = func(le llmfleet.LedgerEntry, stored bool) {
+		if stored {
+			obs.Counted(le) // written with its result already
+		} else {
+			obs.Observe(le)
+		}
+	}
+	d.ObserveTurnaround = obs.ObserveTurnaround
+	if err := d.Open(); err != nil {
+		// Recovery may have sent batches out already: let them be recorded.
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.Close(closeCtx)
+		cancel()
+		e.closeObserver()
+		return nil, err
+	}
+	return e, nil
+}
+
+// closeObserver writes the last ledger entries, waiting 10 seconds at
+// most; the store must still be open.
+func (e *engine) closeObserver() {
+	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.obs.Close(closeCtx); err != nil {
+		e.logger.Warn("ledger entries still pending at shutdown", "err", err)
+	}
+}
+
+// newProxy returns the proxy in front of e's dispatcher.
+func newProxy(cfg *Config, state *servestate.State, e *engine, access *accessLog) *proxy.Server {
+	srv := &proxy.Server{
+		Submitter:       e.d,
+		Upstream:        cfg.Upstream,
+		OpenAIUpstream:  cfg.OpenAIUpstream,
+		DefaultBudget:   cfg.Policy.DefaultBudget,
+		ToolResultsSync: cfg.ToolResultsSync,
+		PingInterval:    cfg.PingInterval,
+		Logger:          cfg.Logger,
+		Observe:         e.obs.Observe,
+		UpstreamError:   e.obs.UpstreamError,
+		Access:          access.record,
+		// Key labels (in the access log and the ledger's client column) are
+		// keyed with the instance secret.
+		Fingerprint:          state.Vault.Fingerprint,
+		BodyReadTimeout:      cfg.BodyReadTimeout,
+		MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight,
+		UpstreamTimeout:      cfg.UpstreamTimeout,
+	}
+	if creds := cfg.Credentials; creds != nil {
+		srv.Credentials = creds.Map
+		if !creds.OpenAI.IsZero() {
+			srv.OpenAICredentials = creds.MapOpenAI
+		}
+		srv.ClientName = creds.Name
+		srv.BatchOwners = state.DB
+	}
+	return srv
+}
+
+// upstreamTransport is the transport of the provider's client: the
+// default one, keeping more idle connections to the provider.
+func upstreamTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}
+
+// costPrices returns the cost model's price source of a price table.
+func costPrices(t *pricing.Table) func(provider, model string) (cachecost.Prices, bool) {
+	return func(provider, model string) (cachecost.Prices, bool) {
+		p, ok := t.Lookup(provider, model)
+		return cachecost.PricesOf(p), ok
+	}
+}
