@@ -77,10 +77,10 @@ func (gg geminiGate) one(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("Accept-Encoding") // read here: plain, please
 	rec := newRecorder()
 	gg.g.up.ServeHTTP(rec, r)
-	if rec.status == http.StatusOK && !gg.recordOutput(w, r, rec.body.Bytes()) {
+	if rec.Status() == http.StatusOK && !gg.recordOutput(w, r, rec.Body()) {
 		return
 	}
-	rec.writeTo(w, rec.body.Bytes())
+	writeTo(w, rec, rec.Body())
 }
 
 // recordOutput records the responses file a batch operation names as the
@@ -144,8 +144,8 @@ func (gg geminiGate) created(w http.ResponseWriter, r *http.Request, name func([
 	r.Header.Del("Accept-Encoding")
 	rec := newRecorder()
 	gg.g.up.ServeHTTP(rec, r)
-	if rec.status == http.StatusOK {
-		if n := name(rec.body.Bytes()); n != "" {
+	if rec.Status() == http.StatusOK {
+		if n := name(rec.Body()); n != "" {
 			if err := gg.g.book.record(r.Context(), n, gg.g.client); err != nil {
 				logStateError(gg.g.book.log, r, "object created upstream but its owner not recorded: "+n, err)
 				gg.f.refuse(w, gg.f.says(notRecorded, n))
@@ -153,7 +153,7 @@ func (gg geminiGate) created(w http.ResponseWriter, r *http.Request, name func([
 			}
 		}
 	}
-	rec.writeTo(w, rec.body.Bytes())
+	writeTo(w, rec, rec.Body())
 }
 
 // nameOf returns the resource name of an object.
@@ -183,11 +183,11 @@ func (gg geminiGate) list(w http.ResponseWriter, r *http.Request, kind string) {
 	next := ""
 	for range maxListCalls {
 		rec = fetchWith(gg.g.up, r, q)
-		if rec.status != http.StatusOK {
-			rec.writeTo(w, rec.body.Bytes())
+		if rec.Status() != http.StatusOK {
+			writeTo(w, rec, rec.Body())
 			return
 		}
-		page, err := readGeminiList(rec.body.Bytes(), member)
+		page, err := readGeminiList(rec.Body(), member)
 		if err != nil {
 			gg.g.book.log.Warn("unreadable list from upstream", "path", r.URL.Path, "err", err)
 			gg.f.refuse(w, gg.f.says(unreadable, ""))
@@ -212,7 +212,7 @@ func (gg geminiGate) list(w http.ResponseWriter, r *http.Request, kind string) {
 		out["nextPageToken"] = next
 	}
 	body, _ := json.Marshal(out)
-	rec.writeTo(w, body)
+	writeTo(w, rec, body)
 }
 
 // geminiList is a page of a Gemini list.
