@@ -233,6 +233,9 @@ type Server struct {
 //	     /openai/v1/...                the OpenAI face (chat/completions, responses and
 //	                                   embeddings routed, the rest passed upstream)
 //	GET  /openai/v1/llmfleet/requests/{id}  a ticket, refusals in OpenAI's envelope
+//	     /gemini/v1beta/...            the Gemini face (generateContent and
+//	                                   streamGenerateContent routed, the rest passed upstream)
+//	GET  /gemini/v1beta/llmfleet/requests/{id}  a ticket, refusals in Google's envelope
 //	     /budget/<ms>/<path>           <path> with a latency budget of <ms> milliseconds
 func (s *Server) Handler() http.Handler {
 	s.init()
