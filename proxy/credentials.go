@@ -65,6 +65,9 @@ type ClientKeys struct {
 	// OpenAI is the key sent to the OpenAI upstream for every admitted
 	// client (as a bearer token); zero keeps the OpenAI face closed.
 	OpenAI llmfleet.Credential
+	// Gemini is the key sent to the Gemini upstream for every admitted
+	// client (as x-goog-api-key); zero keeps the Gemini face closed.
+	Gemini llmfleet.Credential
 	// Hashes maps the hex SHA-256 of each admitted client key, as
 	// HashKey returns it, to a name for the client (used in logs).
 	Hashes map[string]string
@@ -82,6 +85,15 @@ func HashKey(key string) string {
 func (k *ClientKeys) MapOpenAI(presented llmfleet.Credential) (llmfleet.Credential, bool) {
 	if _, ok := k.lookup(presented); ok && !k.OpenAI.IsZero() {
 		return k.OpenAI, true
+	}
+	return llmfleet.Credential{}, false
+}
+
+// MapGemini is the Server.GeminiCredentials hook: it admits a client
+// presenting a known key and returns the Gemini key.
+func (k *ClientKeys) MapGemini(presented llmfleet.Credential) (llmfleet.Credential, bool) {
+	if _, ok := k.lookup(presented); ok && !k.Gemini.IsZero() {
+		return k.Gemini, true
 	}
 	return llmfleet.Credential{}, false
 }

@@ -26,6 +26,10 @@ type serveConfig struct {
 	// OpenAI key the proxy sends upstream for its clients; without it the
 	// OpenAI face is closed in proxy-held-key mode.
 	OpenAIUpstreamAPIKeyEnv string `yaml:"openai-upstream-api-key-env"`
+	// GeminiUpstreamAPIKeyEnv names the environment variable holding the
+	// Gemini key the proxy sends upstream for its clients; without it the
+	// Gemini face is closed in proxy-held-key mode.
+	GeminiUpstreamAPIKeyEnv string `yaml:"gemini-upstream-api-key-env"`
 	// ClientKeys maps a client name to the hex SHA-256 of its proxy key.
 	ClientKeys map[string]string `yaml:"client-keys"`
 	// Pricing overrides and extends the embedded price table, in the
@@ -68,7 +72,7 @@ func loadServeConfig(fs *flag.FlagSet, file string) (serveConfig, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		switch k {
-		case "upstream-api-key-env", "upstream-auth-token-env", "openai-upstream-api-key-env", "client-keys", "pricing":
+		case "upstream-api-key-env", "upstream-auth-token-env", "openai-upstream-api-key-env", "gemini-upstream-api-key-env", "client-keys", "pricing":
 			continue
 		case "config":
 			return cfg, fmt.Errorf("%s: a config file cannot name another", file)
@@ -93,7 +97,7 @@ func loadServeConfig(fs *flag.FlagSet, file string) (serveConfig, error) {
 // credentials returns the proxy-held-key hook the config asks for, or nil.
 func (c serveConfig) credentials(getenv func(string) string) (*proxy.ClientKeys, error) {
 	if len(c.ClientKeys) == 0 {
-		if c.UpstreamAPIKeyEnv != "" || c.UpstreamAuthTokenEnv != "" || c.OpenAIUpstreamAPIKeyEnv != "" {
+		if c.UpstreamAPIKeyEnv != "" || c.UpstreamAuthTokenEnv != "" || c.OpenAIUpstreamAPIKeyEnv != "" || c.GeminiUpstreamAPIKeyEnv != "" {
 			return nil, errors.New("config: an upstream key is set but no client-keys admit clients")
 		}
 		return nil, nil
@@ -116,6 +120,11 @@ func (c serveConfig) credentials(getenv func(string) string) (*proxy.ClientKeys,
 	if c.OpenAIUpstreamAPIKeyEnv != "" {
 		if keys.OpenAI.AuthToken = getenv(c.OpenAIUpstreamAPIKeyEnv); keys.OpenAI.AuthToken == "" {
 			return nil, fmt.Errorf("config: environment variable %s (openai-upstream-api-key-env) is empty", c.OpenAIUpstreamAPIKeyEnv)
+		}
+	}
+	if c.GeminiUpstreamAPIKeyEnv != "" {
+		if keys.Gemini.APIKey = getenv(c.GeminiUpstreamAPIKeyEnv); keys.Gemini.APIKey == "" {
+			return nil, fmt.Errorf("config: environment variable %s (gemini-upstream-api-key-env) is empty", c.GeminiUpstreamAPIKeyEnv)
 		}
 	}
 	for name, h := range c.ClientKeys {

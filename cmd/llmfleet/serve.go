@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet/claude"
+	"github.com/llmfleet/llmfleet/gemini"
 	"github.com/llmfleet/llmfleet/internal/serve"
 	"github.com/llmfleet/llmfleet/internal/servestate"
 	"github.com/llmfleet/llmfleet/openai"
@@ -23,9 +24,10 @@ func init() { commands["serve"] = runServe }
 const serveUsage = `usage: llmfleet serve [flags]
 
 Runs the batching proxy. Point clients at it as their Anthropic base URL,
-or at /openai/v1 on it as their OpenAI base URL; requests carrying a
-latency budget (header llmfleet-latency-budget-ms, or the path prefix
-/budget/<ms>) go flex or are batched when the budget allows. A budget
+at /openai/v1 on it as their OpenAI base URL, or at /gemini on it as
+their Gemini base URL; requests carrying a latency budget (header
+llmfleet-latency-budget-ms, or the path prefix /budget/<ms>) go flex or
+are batched when the budget allows. A budget
 routes; it does not cut a sync or flex call already sent (the upstream
 bills it all the same): one still unanswered when its budget runs out is
 answered late, a budget miss. A caller who wants the call cut then sends
@@ -40,6 +42,7 @@ name (flags given on the command line win):
   listen: 127.0.0.1:8787
   anthropic-url: https://api.anthropic.com
   openai-url: https://api.openai.com
+  gemini-url: https://generativelanguage.googleapis.com
   sync-max-latency: 5s
   batch-window: 30s
   batch-min-size: 10
@@ -55,6 +58,7 @@ name (flags given on the command line win):
   # the proxy sends its own credential upstream.
   upstream-api-key-env: ANTHROPIC_API_KEY
   openai-upstream-api-key-env: OPENAI_API_KEY   # opens the OpenAI face
+  gemini-upstream-api-key-env: GEMINI_API_KEY   # opens the Gemini face
   client-keys:
     alice: <hex SHA-256 of alice's proxy key: printf %s "$KEY" | sha256sum>
   # prices (file only): override or extend the embedded price table, in
@@ -102,7 +106,7 @@ flags:
 // serveFlags are the flags of "llmfleet serve".
 type serveFlags struct {
 	cfg                                          serveConfig // the --config file's settings that have no flag
-	listen, anthropicURL, openaiURL              *string
+	listen, anthropicURL, openaiURL, geminiURL   *string
 	pf                                           *policyFlags
 	toolSync, verbose                            *bool
 	ping, shutdown, upstreamTimeout              *time.Duration
@@ -127,6 +131,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 		listen:       fs.String("listen", "127.0.0.1:8787", "address to listen on"),
 		anthropicURL: fs.String("anthropic-url", claude.DefaultBaseURL, "base URL of the Anthropic API"),
 		openaiURL:    fs.String("openai-url", openai.DefaultBaseURL, "base URL of the OpenAI API (paths /v1/... appended); the OpenAI face is /openai/v1/ on the same listener"),
+		geminiURL:    fs.String("gemini-url", gemini.DefaultBaseURL, "base URL of the Gemini API (paths /v1beta/... appended); the Gemini face is /gemini/v1beta/ on the same listener"),
 		pf:           addPolicyFlags(fs),
 	}
 	f.toolSync = fs.Bool("tool-results-sync", false, "send turns whose last user message carries tool_result blocks sync")
@@ -177,6 +182,10 @@ func (f *serveFlags) config(logger *slog.Logger) (serve.Config, error) {
 	if err != nil || openaiUpstream.Scheme == "" || openaiUpstream.Host == "" {
 		return serve.Config{}, fmt.Errorf("--openai-url %q is not an absolute URL", *f.openaiURL)
 	}
+	geminiUpstream, err := url.Parse(strings.TrimSuffix(*f.geminiURL, "/"))
+	if err != nil || geminiUpstream.Scheme == "" || geminiUpstream.Host == "" {
+		return serve.Config{}, fmt.Errorf("--gemini-url %q is not an absolute URL", *f.geminiURL)
+	}
 	creds, err := f.cfg.credentials(os.Getenv)
 	if err != nil {
 		return serve.Config{}, err
@@ -194,7 +203,7 @@ func (f *serveFlags) config(logger *slog.Logger) (serve.Config, error) {
 		return serve.Config{}, fmt.Errorf("--retention must be positive")
 	}
 	return serve.Config{
-		Listen: *f.listen, Upstream: upstream, OpenAIUpstream: openaiUpstream,
+		Listen: *f.listen, Upstream: upstream, OpenAIUpstream: openaiUpstream, GeminiUpstream: geminiUpstream,
 		Policy: f.pf.policy(), UpstreamTimeout: *f.upstreamTimeout,
 		State: servestate.Config{DB: *f.dbPath, SecretFile: *f.secretFile, Getenv: os.Getenv,
 			Replica: *f.replicaName, Lease: *f.replicaLease},

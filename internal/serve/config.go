@@ -25,6 +25,9 @@ type Config struct {
 	// Upstream and OpenAIUpstream are the base URLs of the Anthropic and
 	// OpenAI APIs; both must be set.
 	Upstream, OpenAIUpstream *url.URL
+	// GeminiUpstream is the base URL of the Gemini API (nil: the public
+	// endpoint, gemini.DefaultBaseURL).
+	GeminiUpstream *url.URL
 	// Policy is the dispatcher's (its DefaultBudget is the proxy's too).
 	Policy dispatch.Policy
 	// UpstreamTimeout is how long a sync or flex call waits for the

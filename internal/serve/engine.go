@@ -10,6 +10,7 @@ import (
 	"github.com/llmfleet/llmfleet/cachecost"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/dispatch"
+	"github.com/llmfleet/llmfleet/gemini"
 	"github.com/llmfleet/llmfleet/internal/servestate"
 	"github.com/llmfleet/llmfleet/observe"
 	"github.com/llmfleet/llmfleet/openai"
@@ -42,7 +43,7 @@ func openEngine(cfg *Config, state *servestate.State) (*engine, error) {
 	pol := cfg.Policy
 	pol.UpstreamTimeout = cfg.UpstreamTimeout
 	d := &dispatch.Dispatcher{
-		Providers:       []llmfleet.Provider{provider, &openai.Provider{BaseURL: cfg.OpenAIUpstream.String()}},
+		Providers:       []llmfleet.Provider{provider, &openai.Provider{BaseURL: cfg.OpenAIUpstream.String()}, geminiProvider(cfg)},
 		Policy:          pol,
 		Logger:          logger,
 		Store:           state.DB,
@@ -107,6 +108,7 @@ func newProxy(cfg *Config, state *servestate.State, e *engine, access *accessLog
 		Submitter:       e.d,
 		Upstream:        cfg.Upstream,
 		OpenAIUpstream:  cfg.OpenAIUpstream,
+		GeminiUpstream:  cfg.GeminiUpstream,
 		DefaultBudget:   cfg.Policy.DefaultBudget,
 		ToolResultsSync: cfg.ToolResultsSync,
 		PingInterval:    cfg.PingInterval,
@@ -126,6 +128,9 @@ func newProxy(cfg *Config, state *servestate.State, e *engine, access *accessLog
 		if !creds.OpenAI.IsZero() {
 			srv.OpenAICredentials = creds.MapOpenAI
 		}
+		if !creds.Gemini.IsZero() {
+			srv.GeminiCredentials = creds.MapGemini
+		}
 		srv.ClientName = creds.Name
 		srv.BatchOwners = state.DB
 	}
@@ -138,6 +143,15 @@ func upstreamTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	return t
+}
+
+// geminiProvider returns the Gemini provider of cfg's upstream.
+func geminiProvider(cfg *Config) *gemini.Provider {
+	p := &gemini.Provider{}
+	if cfg.GeminiUpstream != nil {
+		p.BaseURL = cfg.GeminiUpstream.String()
+	}
+	return p
 }
 
 // costPrices returns the cost model's price source of a price table.
