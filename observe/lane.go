@@ -9,7 +9,7 @@ import (
 // LaneDelay is how long an item added to an idle Lane waits before the
 // lane runs it, with whatever else arrived meanwhile: long enough that
 // the lane's goroutine wakes rarely (at 2 ms, serve's added latency at one
-// caller was some 10% higher in llmfleet bench), short enough that
+// caller was some 10% higher in llmfleet-bench), short enough that
 // nothing waits long (readers of what it books settle it first).
 const LaneDelay = 50 * time.Millisecond
 

@@ -58,7 +58,7 @@
 // body as otherwise plus Connection: close, and closes the connection
 // (the client's next request opens a new one). A parked caller then
 // holds a few KB of heap: its request, the Submitter's record of it and
-// the connection (see "llmfleet bench park" in the README).
+// the connection (see "llmfleet-bench park" in docs/benchmarks.md).
 //
 // The access log line (Server.Access) of such a call is reported when its
 // answer has been written; its latency runs to then. A caller that leaves

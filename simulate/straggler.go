@@ -8,7 +8,7 @@ import (
 
 // ParseStraggler reads the --straggler flag's value, "FRACTION:FACTORx"
 // (e.g. "0.05:10x": 5% of batches take 10 times their turnaround); ""
-// means none. llmfleet simulate, llmfleet emulate and llmfleet bench economics read
+// means none. llmfleet simulate, llmfleet emulate and llmfleet-bench economics read
 // it with this one function.
 func ParseStraggler(s string) (Straggler, error) {
 	if s == "" {
