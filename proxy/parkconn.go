@@ -66,6 +66,10 @@ func (pl pipeline) park(w http.ResponseWriter, r *http.Request, c *call, budget 
 	if p.a != nil {
 		p.a.mu.Lock()
 		p.a.parked = true
+		// The record outlives the handler while the caller is parked: it
+		// must not keep net/http's response, and with it the connection's
+		// buffers, which the take-over dropped.
+		p.a.w.ResponseWriter = nil
 		p.a.mu.Unlock()
 	}
 	pipelined := brw.Reader.Buffered() > 0
