@@ -176,8 +176,8 @@ func (t ticketDesk) find(r *http.Request, id string) (*llmfleet.StoredRequest, *
 
 // heldForms returns, in proxy-held-key mode, the upstream credentials a
 // request of the client presenting cred was stored under: the Anthropic
-// one and, if the OpenAI face is open, the OpenAI one; nil if neither
-// face admits the key.
+// one and, for each of the OpenAI and Gemini faces that is open, its
+// own; nil if no face admits the key.
 func (t ticketDesk) heldForms(cred llmfleet.Credential) []llmfleet.Credential {
 	var forms []llmfleet.Credential
 	if up, ok := t.s.Credentials(cred); ok {
@@ -186,6 +186,11 @@ func (t ticketDesk) heldForms(cred llmfleet.Credential) []llmfleet.Credential {
 	if t.s.OpenAICredentials != nil {
 		if up, ok := t.s.OpenAICredentials(cred); ok {
 			forms = append(forms, openAIKey(up))
+		}
+	}
+	if t.s.GeminiCredentials != nil {
+		if up, ok := t.s.GeminiCredentials(cred); ok {
+			forms = append(forms, geminiKey(up))
 		}
 	}
 	return forms

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -84,5 +85,56 @@ func TestGeminiFaceHeldKeys(t *testing.T) {
 	_, err = st.client(t, "stranger", "", nil).Models.GenerateContent(ctx, "gemini-2.5-flash", genai.Text("hi"), nil)
 	if !errors.As(err, &ae) || ae.Code != http.StatusBadRequest || ae.Status != "INVALID_ARGUMENT" {
 		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// TestGeminiFaceHeldKeyTickets: with proxy-held keys, a Gemini call's
+// ticket reads for the client that made it (its request is stored under
+// the proxy's Gemini key) and is 404 for another client.
+func TestGeminiFaceHeldKeyTickets(t *testing.T) {
+	clients := map[string]bool{"ka": true, "kb": true}
+	srv := &proxy.Server{
+		Credentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
+			return llmfleet.Credential{APIKey: "anthropic"}, clients[p.APIKey]
+		},
+		GeminiCredentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
+			return llmfleet.Credential{APIKey: "gk"}, clients[p.APIKey]
+		},
+		ClientName: func(p llmfleet.Credential) string { return p.APIKey },
+	}
+	st := newGeminiStack(t, &geminiemu.Server{Keys: []string{"gk"}}, srv, true)
+	req, _ := http.NewRequest("POST", st.ts.URL+"/gemini/v1beta/models/gemini-2.5-flash:generateContent",
+		strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"`+geminiPrompt+`"}]}]}`))
+	req.Header.Set("x-goog-api-key", "ka")
+	req.Header.Set("Prefer", "respond-async")
+	res, err := st.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	id := res.Header.Get(proxy.HeaderRequestID)
+	if res.StatusCode != http.StatusAccepted || id == "" {
+		t.Fatalf("respond-async: %d, id %q", res.StatusCode, id)
+	}
+	read := func(key string) (int, string) {
+		res, err := st.ts.Client().Get(st.ts.URL + proxy.GeminiRequestsPath + id + "?key=" + key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	code, body := read("ka")
+	for code == http.StatusAccepted && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		code, body = read("ka")
+	}
+	if code != http.StatusOK || !strings.Contains(body, geminiAnswer) {
+		t.Errorf("the owner's ticket: %d %s", code, body)
+	}
+	if code, body := read("kb"); code != http.StatusNotFound || !strings.Contains(body, `"status":"NOT_FOUND"`) {
+		t.Errorf("another client's read: %d %s", code, body)
 	}
 }
