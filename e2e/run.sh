@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end check with real clients: builds llmfleet, starts the emulator
 # (its OpenAI listener too) and the proxy on free loopback ports, installs
-# the official TypeScript SDKs (@anthropic-ai/sdk, openai) and the Claude
+# the official TypeScript SDKs (@anthropic-ai/sdk, openai, @google/genai) and the Claude
 # Code CLI from npm (versions pinned in e2e/package.json and
 # e2e/package-lock.json, cached under e2e/.npm and e2e/node_modules), and
 # drives them through the proxy (openai through its /openai/v1 face). It
@@ -28,13 +28,15 @@ pass "build llmfleet"
 # and the proxy's cost model is told so (--cache-batch-rate-prior, as a
 # deployment sets it from its own usage): a patient conversation's first
 # turn is then cheaper batched, whatever its turns to come.
-"$WORK/llmfleet" emulate --listen 127.0.0.1:0 --turnaround 1s --cache-batch-hit-rate 0.9 --openai-addr 127.0.0.1:0 --openai-turnaround 1s -v \
+"$WORK/llmfleet" emulate --listen 127.0.0.1:0 --turnaround 1s --cache-batch-hit-rate 0.9 --openai-addr 127.0.0.1:0 --openai-turnaround 1s \
+	--gemini-addr 127.0.0.1:0 --gemini-turnaround 45s -v \
 	>"$WORK/emulator.out" 2>"$WORK/emulator.log" &
 PIDS+=($!)
 EMU=$(wait_addr "$WORK/emulator.out" "^emulator listening on") || die "emulator did not start"
 OPENAI_EMU=$(wait_addr "$WORK/emulator.out" "openai emulator listening on") || die "the OpenAI emulator did not start"
+GEMINI_EMU=$(wait_addr "$WORK/emulator.out" "gemini emulator listening on") || die "the Gemini emulator did not start"
 
-"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --openai-url "$OPENAI_EMU" --db "$WORK/llmfleet.db" \
+"$WORK/llmfleet" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --openai-url "$OPENAI_EMU" --gemini-url "$GEMINI_EMU" --db "$WORK/llmfleet.db" \
 	--batch-window 500ms --poll-interval 200ms --max-poll-interval 500ms \
 	--turnaround-prior 2s --ping-interval 250ms --cache-batch-rate-prior 0.9 -v \
 	>"$WORK/proxy.out" 2>"$WORK/proxy.log" &
@@ -48,7 +50,7 @@ fi
 
 # --- install the real clients ---------------------------------------------
 if npm install --no-audit --no-fund --cache "$E2E/.npm" >"$WORK/npm.log" 2>&1; then
-	pass "npm install @anthropic-ai/sdk openai @anthropic-ai/claude-code"
+	pass "npm install @anthropic-ai/sdk openai @google/genai @anthropic-ai/claude-code"
 else
 	die "npm install (see $WORK/npm.log)"
 fi
@@ -88,6 +90,7 @@ PINNED_CLAUDE=("${CLAUDE[@]}")
 # --- (a) the TypeScript SDKs ----------------------------------------------
 PROXY_URL=$PROXY node "$E2E/sdk.mjs" || FAILED=$((FAILED + 1))
 PROXY_URL=$PROXY OPENAI_EMU_URL=$OPENAI_EMU node "$E2E/openai.mjs" || FAILED=$((FAILED + 1))
+PROXY_URL=$PROXY node "$E2E/gemini.mjs" || FAILED=$((FAILED + 1))
 
 # --- (b) Claude Code, headless --------------------------------------------
 # counts prints "<sync /v1/messages calls> <batch submissions>" as the
