@@ -37,6 +37,15 @@ func (RealClock) Now() time.Time { return time.Now() }
 // AfterFunc calls time.AfterFunc.
 func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
+// Now returns the time on clock, the real one when nil: what a
+// zero-value config's optional Clock field tells.
+func Now(clock Clock) time.Time {
+	if clock == nil {
+		return time.Now()
+	}
+	return clock.Now()
+}
+
 // Sleep waits d on clock (the real one when nil), or until ctx ends, when
 // it returns ctx's error. It is the one way code here waits on a Clock: a
 // Clock that is a Sleeper (a simulation's) sees the wait itself; any

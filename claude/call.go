@@ -142,7 +142,7 @@ func (p *Provider) attempt(ctx context.Context, c *call, n int) (rep *reply, res
 	}
 	b, readErr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
-	apiErr := parseError(resp.StatusCode, resp.Header, b, p.now())
+	apiErr := parseError(resp.StatusCode, resp.Header, b, llmfleet.Now(p.Clock))
 	if c.op == "create" && maybeProcessed(resp) {
 		// A 5xx after the body was sent does not prove the batch was not
 		// created: reconcile, don't resend.
@@ -193,7 +193,7 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 
 // retryDelay is the wait before retry number n+1 (n counts from 0).
 func (p *Provider) retryDelay(h http.Header, n int) time.Duration {
-	if d, ok := retryAfter(h, p.now()); ok {
+	if d, ok := retryAfter(h, llmfleet.Now(p.Clock)); ok {
 		return d
 	}
 	d := min(500*time.Millisecond<<min(n, 10), 8*time.Second)

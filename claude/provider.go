@@ -140,13 +140,6 @@ func (p *Provider) skew() time.Duration {
 	return p.ReconcileSkew
 }
 
-func (p *Provider) now() time.Time {
-	if p.Clock != nil {
-		return p.Clock.Now()
-	}
-	return time.Now()
-}
-
 func (p *Provider) logger() *slog.Logger {
 	if p.Logger != nil {
 		return p.Logger

@@ -96,13 +96,6 @@ func (p *Provider) base() string {
 	return strings.TrimSuffix(p.BaseURL, "/")
 }
 
-func (p *Provider) clock() llmfleet.Clock {
-	if p.Clock == nil {
-		return llmfleet.RealClock{}
-	}
-	return p.Clock
-}
-
 // Name returns "gemini".
 func (p *Provider) Name() string { return Name }
 

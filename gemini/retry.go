@@ -51,10 +51,10 @@ func (p *Provider) retriedCall(ctx context.Context, cred llmfleet.Credential, c 
 			d := min(500*time.Millisecond<<min(attempt, 10), 8*time.Second)
 			wait = d - time.Duration(rand.Int64N(int64(d/4)+1))
 		}
-		if deadline, ok := ctx.Deadline(); ok && p.clock().Now().Add(wait).After(deadline) {
+		if deadline, ok := ctx.Deadline(); ok && llmfleet.Now(p.Clock).Add(wait).After(deadline) {
 			return nil, nil, err // the wait would outlast the call
 		}
-		if llmfleet.Sleep(ctx, p.clock(), wait) != nil {
+		if llmfleet.Sleep(ctx, p.Clock, wait) != nil {
 			return nil, nil, err
 		}
 	}

@@ -49,7 +49,7 @@ func (p *Provider) retriedCall(ctx context.Context, cred llmfleet.Credential, he
 			return err
 		}
 		wait := p.retryDelay(res, attempt)
-		if deadline, ok := ctx.Deadline(); ok && p.now().Add(wait).After(deadline) {
+		if deadline, ok := ctx.Deadline(); ok && llmfleet.Now(p.Clock).Add(wait).After(deadline) {
 			return err // the wait would outlast the call
 		}
 		if llmfleet.Sleep(ctx, p.Clock, wait) != nil {
@@ -132,7 +132,7 @@ func retryable(res *http.Response, body []byte) bool {
 // doubling at each retry up to 8 s, less up to a quarter (so that
 // callers that failed together spread out).
 func (p *Provider) retryDelay(h http.Header, n int) time.Duration {
-	if d, ok := claudewire.RetryAfter(h, p.now()); ok {
+	if d, ok := claudewire.RetryAfter(h, llmfleet.Now(p.Clock)); ok {
 		return d
 	}
 	d := min(500*time.Millisecond<<min(n, 10), 8*time.Second)
@@ -147,11 +147,4 @@ func (p *Provider) maxRetries() int {
 		return 0
 	}
 	return p.MaxRetries
-}
-
-func (p *Provider) now() time.Time {
-	if p.Clock != nil {
-		return p.Clock.Now()
-	}
-	return time.Now()
 }
