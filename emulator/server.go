@@ -146,10 +146,7 @@ func (s *Server) init() {
 }
 
 func (s *Server) now() time.Time {
-	if s.Clock != nil {
-		return s.Clock.Now()
-	}
-	return time.Now()
+	return llmfleet.Now(s.Clock)
 }
 
 func (s *Server) logger() *slog.Logger {

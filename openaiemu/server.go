@@ -110,10 +110,7 @@ func (s *Server) count(f func(st *Stats)) {
 }
 
 func (s *Server) now() time.Time {
-	if s.Clock != nil {
-		return s.Clock.Now()
-	}
-	return time.Now()
+	return llmfleet.Now(s.Clock)
 }
 
 func (s *Server) flexModel(model string) bool {

@@ -138,10 +138,7 @@ func (s *suite) env(t *testing.T) Env {
 }
 
 func (e Env) now() time.Time {
-	if e.Clock != nil {
-		return e.Clock.Now()
-	}
-	return time.Now()
+	return llmfleet.Now(e.Clock)
 }
 
 func (s *suite) wire() Wire {
