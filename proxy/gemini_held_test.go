@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -116,25 +115,11 @@ func TestGeminiFaceHeldKeyTickets(t *testing.T) {
 	if res.StatusCode != http.StatusAccepted || id == "" {
 		t.Fatalf("respond-async: %d, id %q", res.StatusCode, id)
 	}
-	read := func(key string) (int, string) {
-		res, err := st.ts.Client().Get(st.ts.URL + proxy.GeminiRequestsPath + id + "?key=" + key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	code, body := read("ka")
-	for code == http.StatusAccepted && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		code, body = read("ka")
-	}
+	code, body := st.awaitTicket(t, id, "ka")
 	if code != http.StatusOK || !strings.Contains(body, geminiAnswer) {
 		t.Errorf("the owner's ticket: %d %s", code, body)
 	}
-	if code, body := read("kb"); code != http.StatusNotFound || !strings.Contains(body, `"status":"NOT_FOUND"`) {
+	if code, body := st.readTicket(t, id, "kb"); code != http.StatusNotFound || !strings.Contains(body, `"status":"NOT_FOUND"`) {
 		t.Errorf("another client's read: %d %s", code, body)
 	}
 }

@@ -27,6 +27,31 @@ import (
 
 // geminiStack is llmfleet on loopback for the Gemini face: proxy →
 // dispatch.Dispatcher → gemini.Provider → geminiemu.Server.
+// readTicket reads ticket id under the Gemini face with key.
+func (st *geminiStack) readTicket(t *testing.T, id, key string) (int, string) {
+	t.Helper()
+	res, err := st.ts.Client().Get(st.ts.URL + proxy.GeminiRequestsPath + id + "?key=" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// awaitTicket reads ticket id with key until it is no longer pending (202),
+// for 10 s at the most.
+func (st *geminiStack) awaitTicket(t *testing.T, id, key string) (int, string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	code, body := st.readTicket(t, id, key)
+	for code == http.StatusAccepted && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		code, body = st.readTicket(t, id, key)
+	}
+	return code, body
+}
+
 type geminiStack struct {
 	emu *geminiemu.Server
 	d   *dispatch.Dispatcher
@@ -308,21 +333,8 @@ func TestGeminiFaceTickets(t *testing.T) {
 	if _, again := post("once"); again != id {
 		t.Errorf("retried with the same Idempotency-Key: %q, want %q", again, id)
 	}
-	read := func(key string) (int, string) {
-		res, err := st.ts.Client().Get(st.ts.URL + proxy.GeminiRequestsPath + id + "?key=" + key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	code, body := read("k1")
-	for code == http.StatusAccepted && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		code, body = read("k1")
-	}
+	read := func(key string) (int, string) { return st.readTicket(t, id, key) }
+	code, body := st.awaitTicket(t, id, "k1")
 	if code != http.StatusOK || !strings.Contains(body, geminiAnswer) {
 		t.Errorf("ticket: %d %s", code, body)
 	}
