@@ -117,15 +117,18 @@ func (m Model) values(t, rest float64, ttl time.Duration, a Ahead) prefixValues 
 }
 
 // warmShare returns the share of think times after which a prefix
-// written (or read) halfway through a wait of latency is still alive,
-// with ttl.
+// written (or read) by a turn is still alive, with ttl, when its
+// conversation's next turn looks it up: a wait of latency after the
+// entry was written (a batch item writes it halfway through its batch's
+// turnaround, and the next turn's item reads it halfway through its own,
+// after the pool's wait) plus the think time.
 func warmShare(think []time.Duration, latency, ttl time.Duration) float64 {
 	if len(think) == 0 {
 		return 1
 	}
 	n := 0
 	for _, th := range think {
-		if th+latency/2 < ttl {
+		if th+latency < ttl {
 			n++
 		}
 	}

@@ -86,26 +86,30 @@ func (b *Book) Output(model string) int64 {
 }
 
 // Rates returns the hit rates learned for a provider, model and
-// credential: each a smoothed share of the lookups that hit, the priors
-// counting as Weight lookups.
+// credential: each a smoothed share of the lookups that hit. A rate's
+// prior is what the provider's lookups of that kind show over its other
+// models and credentials (their caches behave alike), itself smoothed
+// towards the Priors; each prior counts as Weight lookups.
 func (b *Book) Rates(provider, model, cred string) Rates {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.init()
-	pr := b.Priors
-	if pr == (Rates{}) {
-		pr = Priors
-	}
-	w := b.Weight
-	if w <= 0 {
-		w = 4
-	}
+	pr := b.priors()
+	w := b.weight()
 	rate := func(lookup, entry llmfleet.Route, prior float64) float64 {
+		var all counts // the provider's other models' and credentials'
+		for k, c := range b.stats {
+			if k.provider == provider && k.lookup == lookup && k.entry == entry && (k.model != model || k.cred != cred) {
+				all.lookups += c.lookups
+				all.hits += c.hits
+			}
+		}
+		pooled := (float64(all.hits) + prior*w) / (float64(all.lookups) + w)
 		c := b.stats[statKey{provider, model, cred, lookup, entry}]
 		if c == nil {
-			return prior
+			return pooled
 		}
-		return (float64(c.hits) + prior*w) / (float64(c.lookups) + w)
+		return (float64(c.hits) + pooled*w) / (float64(c.lookups) + w)
 	}
 	sync := llmfleet.RouteSync
 	batch := llmfleet.RouteBatch
@@ -115,6 +119,20 @@ func (b *Book) Rates(provider, model, cred string) Rates {
 		// The cross rate pools both directions.
 		Cross: (rate(sync, batch, pr.Cross) + rate(batch, sync, pr.Cross)) / 2,
 	}
+}
+
+func (b *Book) priors() Rates {
+	if b.Priors == (Rates{}) {
+		return Priors
+	}
+	return b.Priors
+}
+
+func (b *Book) weight() float64 {
+	if b.Weight <= 0 {
+		return 4
+	}
+	return b.Weight
 }
 
 // Measuring reports whether the batch cache's rate of a provider, model

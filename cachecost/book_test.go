@@ -139,3 +139,58 @@ func TestBookLooksBackToTheLastTurn(t *testing.T) {
 		t.Fatalf("turn 2 observed: %+v, changed %+v", stat, changed)
 	}
 }
+
+// A rate's prior is what the provider's other models and credentials
+// show: a model never batched starts from the batch cache's rate its
+// provider measured elsewhere, not from the stated prior.
+func TestRatesStartFromTheProvidersOtherLookups(t *testing.T) {
+	var b Book
+	b.Load([]llmfleet.CacheStat{
+		{Provider: "anthropic", Model: "haiku", CredentialID: "k1", Lookup: llmfleet.RouteBatch, Entry: llmfleet.RouteBatch, Lookups: 36, Hits: 36},
+		{Provider: "openai", Model: "gpt", CredentialID: "k1", Lookup: llmfleet.RouteBatch, Entry: llmfleet.RouteBatch, Lookups: 36, Hits: 0},
+	})
+	pooled := (36 + 0.5*4) / 40.0
+	if r := b.Rates("anthropic", "sonnet", "k2"); !near(r.Batch, pooled) {
+		t.Errorf("a model never batched: %v, want the provider's other lookups %v", r.Batch, pooled)
+	}
+	// Its own lookups count against that prior; its own are not pooled twice.
+	b.Load([]llmfleet.CacheStat{
+		{Provider: "anthropic", Model: "haiku", CredentialID: "k1", Lookup: llmfleet.RouteBatch, Entry: llmfleet.RouteBatch, Lookups: 36, Hits: 36},
+		{Provider: "anthropic", Model: "sonnet", CredentialID: "k2", Lookup: llmfleet.RouteBatch, Entry: llmfleet.RouteBatch, Lookups: 4, Hits: 0},
+	})
+	if r, want := b.Rates("anthropic", "sonnet", "k2"), (0+pooled*4)/8; !near(r.Batch, want) {
+		t.Errorf("with its own misses: %v, want %v", r.Batch, want)
+	}
+	if r := b.Rates("anthropic", "haiku", "k1"); !near(r.Batch, (36+(0+0.5*4)/8*4)/40) {
+		t.Errorf("haiku: %v", r.Batch)
+	}
+}
+
+// A batch item that reads a prefix other conversations share, believed
+// to be only in the sync cache, may have read what another
+// conversation's batched turn wrote to the batch cache unknown to the
+// Book: no observation of the cross rate (which a shared system prompt
+// would otherwise teach to be high).
+func TestNoCrossObservationOfASharedPrefix(t *testing.T) {
+	var b Book
+	sys := llmfleet.Breakpoint{Hash: "sys", Bytes: 40_000, Tokens: 10_000, TTL: time.Hour}
+	prompt := func(conv string) llmfleet.Prompt {
+		return llmfleet.Prompt{Bytes: 48_000, Tokens: 12_000, Conversation: conv, Breakpoints: []llmfleet.Breakpoint{sys,
+			{Hash: "t-" + conv, Bytes: 48_000, Tokens: 12_000, TTL: 5 * time.Minute}}}
+	}
+	write := llmfleet.Usage{InputTokens: 5, CacheCreationInputTokens: 12_000}
+	read := llmfleet.Usage{InputTokens: 5, CacheReadInputTokens: 10_000, CacheCreationInputTokens: 2_000}
+	b.Observe(Lookup{Provider: "anthropic", Model: "m", Cred: "k", Prompt: prompt("a"), Route: llmfleet.RouteSync, At: t0, Usage: write})
+	// Unshared so far: a batch read of it is a cross observation.
+	if stat, _ := b.Observe(Lookup{Provider: "anthropic", Model: "m", Cred: "k", Prompt: prompt("a"), Route: llmfleet.RouteBatch,
+		At: t0.Add(time.Minute), Usage: llmfleet.Usage{InputTokens: 5, CacheReadInputTokens: 12_000}}); stat == nil || stat.Entry != llmfleet.RouteSync || stat.Hits != 1 {
+		t.Fatalf("unshared: %+v", stat)
+	}
+	b.Observe(Lookup{Provider: "anthropic", Model: "m", Cred: "k", Prompt: prompt("b"), Route: llmfleet.RouteSync, At: t0.Add(2 * time.Minute), Usage: read})
+	p := prompt("c")
+	p.Breakpoints = p.Breakpoints[:1]
+	if stat, _ := b.Observe(Lookup{Provider: "anthropic", Model: "m", Cred: "k", Prompt: p, Route: llmfleet.RouteBatch,
+		At: t0.Add(3 * time.Minute), Usage: llmfleet.Usage{InputTokens: 5, CacheReadInputTokens: 10_000}}); stat != nil {
+		t.Errorf("a shared prefix counted across the caches: %+v", stat)
+	}
+}

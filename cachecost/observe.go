@@ -164,6 +164,11 @@ func (b *Book) hitLocked(l Lookup, readAt int) *llmfleet.CacheStat {
 		entry := class
 		if !own {
 			entry = other(class)
+			if s := b.sharing[prefixKey{l.Cred, l.Believed[j].Hash}]; s != nil && s.convs > 1 {
+				// Another conversation's turn may have written it to
+				// this cache unknown: no observation of the cross rate.
+				return nil
+			}
 		}
 		k := statKey{l.Provider, l.Model, l.Cred, class, entry}
 		c := b.stats[k]

@@ -120,18 +120,23 @@ func TestBatchesGroupedByPrefix(t *testing.T) {
 }
 
 // Issue 21: a batched turn whose batch waits longer than 5 minutes (a
-// slow model) has its cache TTLs raised to an hour when the next turn's
-// expected read repays the dearer write (here its prefix is warm in the
-// batch cache, so it writes little), named in its ledger entry; not with
-// the upgrade turned off.
+// slow model) has its cache TTLs raised to an hour when the cost model
+// finds the turns to come repay the dearer write (here its prefix is
+// warm in the batch cache, so it writes little), named in its ledger
+// entry; not with the upgrade turned off, nor when a 5-minute entry
+// outlives the batch's wait (a fast model).
 func TestTTLUpgradeOfASlowBatch(t *testing.T) {
-	for _, off := range []bool{false, true} {
+	for _, tc := range []struct {
+		turnaround time.Duration
+		off, want  bool
+	}{{20 * time.Minute, false, true}, {20 * time.Minute, true, false}, {time.Minute, false, false}} {
+		off, turnaround := tc.off, tc.turnaround
 		synctest.Test(t, func(t *testing.T) {
 			f := newFake()
-			f.turnaround = func(string) time.Duration { return 20 * time.Minute }
+			f.turnaround = func(string) time.Duration { return turnaround }
 			var l ledgerOf
 			d := &Dispatcher{Providers: []llmfleet.Provider{f}, Prices: priced, Observe: l.observe,
-				Policy: Policy{BatchMinSize: 1, TurnaroundPrior: 20 * time.Minute, NoTTLUpgrade: off, CacheBatchRate: 0.9}}
+				Policy: Policy{BatchMinSize: 1, TurnaroundPrior: turnaround, NoTTLUpgrade: off, CacheBatchRate: 0.9}}
 			if err := d.Open(); err != nil {
 				t.Fatal(err)
 			}
@@ -152,10 +157,10 @@ func TestTTLUpgradeOfASlowBatch(t *testing.T) {
 			switch {
 			case len(es) != 1:
 				t.Fatalf("entries %+v", es)
-			case !off && (!upgraded || es[0].Rewrite != llmfleet.RewriteTTL1h):
-				t.Errorf("upgrade on: rewrite %q, params upgraded %v", es[0].Rewrite, upgraded)
-			case off && (upgraded || es[0].Rewrite != ""):
-				t.Errorf("upgrade off: rewrite %q, params upgraded %v", es[0].Rewrite, upgraded)
+			case tc.want && (!upgraded || es[0].Rewrite != llmfleet.RewriteTTL1h):
+				t.Errorf("%+v: rewrite %q, params upgraded %v, want upgraded", tc, es[0].Rewrite, upgraded)
+			case !tc.want && (upgraded || es[0].Rewrite != ""):
+				t.Errorf("%+v: rewrite %q, params upgraded %v, want as sent", tc, es[0].Rewrite, upgraded)
 			}
 		})
 	}

@@ -109,12 +109,13 @@
 // reads what the Dispatcher learned of prompt caching from every answer's
 // usage (prefix sizes, entries and their expiry, hit rates of each cache,
 // per provider, model and credential; stored and shared by replicas):
-// the batch cache's rate starts at Policy.CacheBatchRate and is measured
-// as turns are batched (Policy.CacheTrials lets routing batch a few to
-// measure it). Requests that share their prompt's first breakpoint pool
-// together. A batched request whose batch waits longer than 5 minutes
-// has its cache TTLs raised to an hour when the turns to come are
-// expected to read it (Policy.NoTTLUpgrade turns it off; its ledger entry
+// a rate starts from what the provider's other models and credentials
+// show, the batch cache's from Policy.CacheBatchRate before any, and is
+// measured as turns are batched (Policy.CacheTrials lets routing batch a
+// few to measure it). Requests that share their prompt's first
+// breakpoint pool together. A batched request has its cache TTLs raised
+// to an hour where the cost model finds it cheaper over the turn and the
+// turns to come (Policy.NoTTLUpgrade turns it off; its ledger entry
 // names the rewrite). The ledger's "would have paid" of a discounted
 // request is the sync route's expected bill with the sync cache's state
 // (LedgerEntry.SyncUSD), and MissUSD what its route's cache writes cost.

@@ -168,23 +168,39 @@ func (rt *router) costView(p llmfleet.Provider, req *llmfleet.Request, info llmf
 		opts = append(opts, e)
 	}
 	if f.batch {
-		b := v.model.Cost(rt.cache.book.Presume(believed, cred, now), rt.batchOption(provider, model, budget, now, v.sync.USD))
-		b.Ahead = v.model.AheadOf(believed, b, ahead)
-		v.batch = &b
+		b := rt.batchEstimate(v.model, provider, model, cred, believed, budget, now, v.sync.USD, ahead)
+		v.batch, v.ttl1h = &b, b.TTL1h
 		opts = append(opts, b)
 	}
 	v.choice = cachecost.Choose(rt.cache.book.Current(cred, info.Prompt.Conversation, now), cachecost.DefaultMargin, v.sync, opts...)
 	if v.batch != nil && decide && !f.explore && rt.pol.CacheTrials > 0 {
 		measuring := rt.cache.book.Measuring(provider, model, cred, int64(rt.pol.CacheTrials))
 		if c := cachecost.Explore(v.choice, v.sync, *v.batch, measuring, cacheTrialMargin); c.Route != v.choice.Route {
-			v.choice = c
+			v.choice, v.ttl1h = c, c.TTL1h
 			rt.cache.book.Tried(provider, model, cred)
 		}
 	}
-	if v.batch != nil { // (whatever routing chose: a forced batch is batched too)
-		v.ttl1h = rt.upgradeTTL(provider, model, v)
-	}
 	return v, true
+}
+
+// batchEstimate returns the estimate of the batch route under m: with
+// the request's own TTLs, or raised to an hour where that is cheaper
+// over this turn and the turns to come (see canUpgradeTTL).
+func (rt *router) batchEstimate(m cachecost.Model, provider, model, cred string, believed cachecost.Request, budget time.Duration, now time.Time, rescue float64, ahead cachecost.Ahead) cachecost.Estimate {
+	presumed := rt.cache.book.Presume(believed, cred, now)
+	o := rt.batchOption(provider, model, budget, now, rescue)
+	b := m.Cost(presumed, o)
+	b.Ahead = m.AheadOf(believed, b, ahead)
+	if !rt.canUpgradeTTL(provider, believed) {
+		return b
+	}
+	o.TTL1h = true
+	up := m.Cost(presumed, o)
+	up.Ahead = m.AheadOf(believed, up, ahead)
+	if up.USD+up.Ahead < b.USD+b.Ahead {
+		return up
+	}
+	return b
 }
 
 // cacheTrialMargin is how much more than the route chosen a trial of the
@@ -201,7 +217,7 @@ func (rt *router) ahead(provider, model, cred string, budget time.Duration, f fe
 	median := rt.predictor.at(provider, model, 0.5)
 	a := cachecost.Ahead{Weight: rt.pol.CacheLookAhead, Think: rt.cache.book.Think(cred), Batchable: f.batch,
 		SyncLatency: rt.syncLat.at(provider, model, 0.5), BatchLatency: median + rt.pol.BatchWindow/2}
-	if f.batch {
+	if f.batch && budget > 0 && !rt.pol.NoRescue { // (without a budget, nothing is rescued)
 		avail := budget - rt.pol.Reserve(rt.syncLat.predict(provider, model)) - rt.pol.Slack() - rt.pol.BatchWindow/2
 		a.Late = rt.predictor.lateShare(provider, model, avail)
 	}
@@ -218,40 +234,26 @@ func (rt *router) batchOption(provider, model string, budget time.Duration, now 
 	wait := rt.pol.BatchWindow / 2
 	avail := budget - rt.pol.Reserve(rt.syncLat.predict(provider, model)) - rt.pol.Slack() - wait
 	late := 0.0
-	if !rt.pol.NoRescue {
+	if !rt.pol.NoRescue && budget > 0 { // (without a budget, nothing is rescued)
 		late = rt.predictor.lateShare(provider, model, avail)
 	}
 	return cachecost.Option{Route: llmfleet.RouteBatch, At: now.Add(wait + median/2), Late: late, Rescue: rescue}
 }
 
-// upgradeTTL decides whether a request going to batch gets its cache
-// TTLs raised to an hour: only when the TTL upgrade is on, the provider
-// can, the prompt has a breakpoint under an hour, the batch's typical
-// wait outlasts five minutes (a 5-minute entry its turn writes would be
-// gone before the conversation's next turn could read it), and what the
-// next turn is expected to save by reading it (it goes to batch too, at
-// the batch cache's hit rate) repays the dearer write.
-func (rt *router) upgradeTTL(provider, model string, v costView) bool {
-	if rt.pol.NoTTLUpgrade || v.batch == nil {
+// canUpgradeTTL tells whether a request going to batch may get its
+// cache TTLs raised to an hour (the cost model then decides whether it
+// pays, weighing the write against the turns to come that find the
+// entry alive after the batch's wait): only when the TTL upgrade is on,
+// the provider can, and the prompt has a breakpoint under an hour.
+func (rt *router) canUpgradeTTL(provider string, believed cachecost.Request) bool {
+	if rt.pol.NoTTLUpgrade {
 		return false
 	}
 	if _, ok := rt.providerUpgrader(provider); !ok {
 		return false
 	}
-	pts := v.believed.Points
-	if len(pts) == 0 || pts[len(pts)-1].TTL >= time.Hour {
-		return false
-	}
-	wait := rt.predictor.at(provider, model, 0.5) + rt.pol.BatchWindow/2
-	if wait < 5*time.Minute {
-		return false
-	}
-	up := v.model.Cost(v.believed, cachecost.Option{Route: llmfleet.RouteBatch, At: v.batch.At, TTL1h: true})
-	extra := up.USD - (v.batch.USD - v.batch.Late*v.batch.Rescue)
-	last := float64(pts[len(pts)-1].Tokens)
-	pr := v.model.Prices
-	saving := v.model.Rates.Batch * last * (pr.Write5m - pr.Read) * pr.Batch
-	return saving > extra
+	pts := believed.Points
+	return len(pts) > 0 && pts[len(pts)-1].TTL < time.Hour
 }
 
 // providerUpgrader returns the TTLUpgrader of a provider, if it is one.

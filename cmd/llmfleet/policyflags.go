@@ -36,7 +36,7 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 		settle:        fs.Duration("settle-delay", 0, "how long after a create the provider's batch list is trusted to show the batch (0: dispatcher default, 2s)"),
 		batchRate:     fs.Float64("cache-batch-rate-prior", 0, "the batch cache's hit rate the cost model assumes until it measures it: the share of batch items that read what batch items wrote (the vendor says 30% to 98%); set it to what your own usage shows (0: 0.5)"),
 		trials:        fs.Int("cache-trials", 0, "turns per model and key the router may batch to measure the batch cache's rate, each expected to cost at most 30% more than the route it replaces (0: none)"),
-		ttlUpgrade:    onOffFlag(fs, "cache-ttl-upgrade", true, "raise the cache_control TTLs of a batched request to 1h where its batch's wait outlasts 5 minutes and the conversation's next turn is expected to repay the dearer write (each rewrite is named in its ledger entry): on or off"),
+		ttlUpgrade:    onOffFlag(fs, "cache-ttl-upgrade", true, "raise the cache_control TTLs of a batched request to 1h where the cost model finds it cheaper over the turn and the turns to come (its 5-minute entries would lapse before the next turn reads them) (each rewrite is named in its ledger entry): on or off"),
 	}
 }
 
