@@ -143,8 +143,10 @@ func New(cfg Config) (*Pipeline, error) {
 
 // Price returns e with its provider and model named (Config.Provider,
 // and "unknown" for a call that failed before naming one) and its costs
-// filled in. An entry without tokens counts as priced, whatever its
-// model: there is nothing to price.
+// filled in. A failed call without tokens counts as priced, whatever its
+// model: there is nothing to price. An answer ("ok") without tokens does
+// not: its usage was not read (a stream whose usage the proxy could not
+// find, say), and $0 would be a price it never had.
 func (p *Pipeline) Price(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 	if e.Provider == "" {
 		e.Provider = p.cfg.Provider
@@ -157,7 +159,11 @@ func (p *Pipeline) Price(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 		e.Model = p.cfg.Canonical(e.Provider, e.Model)
 	}
 	e = ledger.Make(p.cfg.Price, e)
-	if !e.Priced && e.Usage == (llmfleet.Usage{}) {
+	switch {
+	case e.Usage != (llmfleet.Usage{}):
+	case e.Outcome == "ok":
+		e.CostUSD, e.OtherRouteUSD, e.Priced = 0, 0, false
+	default:
 		e.Priced = true
 	}
 	return e

@@ -104,6 +104,10 @@ func TestPrice(t *testing.T) {
 	if e := p.Price(llmfleet.LedgerEntry{Model: "x", Usage: llmfleet.Usage{InputTokens: 1}}); e.Priced {
 		t.Fatalf("an unknown model with tokens priced: %+v", e)
 	}
+	// An answer whose usage was not read is not $0: it is unpriced.
+	if e := p.Price(llmfleet.LedgerEntry{Model: "m", Outcome: "ok"}); e.Priced || e.CostUSD != 0 || e.OtherRouteUSD != 0 {
+		t.Fatalf("an answer without usage priced: %+v", e)
+	}
 }
 
 // TestPriceCanonicalModel checks that a dated model id is priced and
