@@ -256,8 +256,8 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	}
 	s := p.totals.Summary()
 	p.log.Info("cost ledger", "sync_calls", s.SyncCalls, "batched_calls", s.BatchedCalls,
-		"paid_usd", s.CostUSD, "sync_equivalent_usd", s.SyncEquivalentUSD, "saved_usd", s.SavedUSD,
-		"routing_miss_usd", s.RoutingMissUSD, "net_saved_usd", s.NetSavedUSD, "cache_hit_rate", s.CacheHitRate,
+		"paid_usd", ledger.USD(s.CostUSD), "sync_equivalent_usd", ledger.USD(s.SyncEquivalentUSD), "saved_usd", ledger.USD(s.SavedUSD),
+		"routing_miss_usd", ledger.USD(s.RoutingMissUSD), "net_saved_usd", ledger.USD(s.NetSavedUSD), "cache_hit_rate", s.CacheHitRate,
 		"budget_misses", s.BudgetMisses, "unpriced_requests", s.UnpricedRequests)
 	return err
 }
