@@ -54,8 +54,9 @@ func (m *money) add(o money) {
 // point returns the savings point of the sums at t.
 func (m money) point(t time.Time) SavingsPoint {
 	saved := m.syncEq - m.cost
-	return SavingsPoint{Time: t, CostUSD: m.cost, SyncEquivalentUSD: m.syncEq, SavedUSD: saved,
-		RoutingMissUSD: m.miss, NetSavedUSD: saved - m.notInSaving}
+	r := ledger.RoundUSD // sums of prices: no float noise on the page
+	return SavingsPoint{Time: t, CostUSD: r(m.cost), SyncEquivalentUSD: r(m.syncEq), SavedUSD: r(saved),
+		RoutingMissUSD: r(m.miss), NetSavedUSD: r(saved - m.notInSaving)}
 }
 
 // turns holds one model's recent turnarounds and, to count a batch once,

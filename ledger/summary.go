@@ -57,7 +57,8 @@ type Breakdown struct {
 	// BudgetMisses counts the entries that missed their latency budget.
 	BudgetMisses int64 `json:"budget_misses"`
 	// UnpricedRequests counts the entries of models missing from the price
-	// table; their cost is unknown and not included above.
+	// table (and answers whose usage was not read); their cost is unknown
+	// and not included above.
 	UnpricedRequests int64 `json:"unpriced_requests"`
 	// CacheHitRate is the share of the cacheable tokens of Tokens read
 	// from the prompt cache (Tokens.CacheHitRate): from 0 to 1, 0 when
@@ -137,7 +138,8 @@ type Summary struct {
 	Rescued int64   `json:"rescued"`
 	LateUSD float64 `json:"late_usd"`
 	// UnpricedRequests counts the entries of models missing from the price
-	// table, UnpricedTokens their tokens; their cost is not included.
+	// table (and answers whose usage was not read), UnpricedTokens their
+	// tokens; their cost is not included.
 	UnpricedRequests int64  `json:"unpriced_requests"`
 	UnpricedTokens   Tokens `json:"unpriced_tokens"`
 	// Tokens counts all tokens by kind.

@@ -106,8 +106,9 @@ func latest(es []llmfleet.LedgerEntry, n int) []llmfleet.LedgerEntry {
 	return es
 }
 
-// Summary returns the aggregate of the entries added so far. The caller
-// sets BatchesSubmitted.
+// Summary returns the aggregate of the entries added so far, its dollar
+// figures rounded to the nano-dollar (RoundUSD). The caller sets
+// BatchesSubmitted.
 func (t *Totals) Summary() Summary {
 	t.mu.Lock()
 	s := t.s.clone()
@@ -137,6 +138,7 @@ func (t *Totals) Summary() Summary {
 		misses = []llmfleet.LedgerEntry{}
 	}
 	s.RecentBudgetMisses = misses
+	s.roundUSD()
 	return s
 }
 

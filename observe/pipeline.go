@@ -143,8 +143,10 @@ func New(cfg Config) (*Pipeline, error) {
 
 // Price returns e with its provider and model named (Config.Provider,
 // and "unknown" for a call that failed before naming one) and its costs
-// filled in. An entry without tokens counts as priced, whatever its
-// model: there is nothing to price.
+// filled in. A failed call without tokens counts as priced, whatever its
+// model: there is nothing to price. An answer ("ok") without tokens does
+// not: its usage was not read (a stream whose usage the proxy could not
+// find, say), and $0 would be a price it never had.
 func (p *Pipeline) Price(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 	if e.Provider == "" {
 		e.Provider = p.cfg.Provider
@@ -157,7 +159,11 @@ func (p *Pipeline) Price(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
 		e.Model = p.cfg.Canonical(e.Provider, e.Model)
 	}
 	e = ledger.Make(p.cfg.Price, e)
-	if !e.Priced && e.Usage == (llmfleet.Usage{}) {
+	switch {
+	case e.Usage != (llmfleet.Usage{}):
+	case e.Outcome == "ok":
+		e.CostUSD, e.OtherRouteUSD, e.Priced = 0, 0, false
+	default:
 		e.Priced = true
 	}
 	return e
@@ -250,8 +256,8 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	}
 	s := p.totals.Summary()
 	p.log.Info("cost ledger", "sync_calls", s.SyncCalls, "batched_calls", s.BatchedCalls,
-		"paid_usd", s.CostUSD, "sync_equivalent_usd", s.SyncEquivalentUSD, "saved_usd", s.SavedUSD,
-		"routing_miss_usd", s.RoutingMissUSD, "net_saved_usd", s.NetSavedUSD, "cache_hit_rate", s.CacheHitRate,
+		"paid_usd", ledger.USD(s.CostUSD), "sync_equivalent_usd", ledger.USD(s.SyncEquivalentUSD), "saved_usd", ledger.USD(s.SavedUSD),
+		"routing_miss_usd", ledger.USD(s.RoutingMissUSD), "net_saved_usd", ledger.USD(s.NetSavedUSD), "cache_hit_rate", s.CacheHitRate,
 		"budget_misses", s.BudgetMisses, "unpriced_requests", s.UnpricedRequests)
 	return err
 }

@@ -104,6 +104,10 @@ func TestPrice(t *testing.T) {
 	if e := p.Price(llmfleet.LedgerEntry{Model: "x", Usage: llmfleet.Usage{InputTokens: 1}}); e.Priced {
 		t.Fatalf("an unknown model with tokens priced: %+v", e)
 	}
+	// An answer whose usage was not read is not $0: it is unpriced.
+	if e := p.Price(llmfleet.LedgerEntry{Model: "m", Outcome: "ok"}); e.Priced || e.CostUSD != 0 || e.OtherRouteUSD != 0 {
+		t.Fatalf("an answer without usage priced: %+v", e)
+	}
 }
 
 // TestPriceCanonicalModel checks that a dated model id is priced and
@@ -175,11 +179,12 @@ func TestRegistryInjected(t *testing.T) {
 func TestCloseLogsTotals(t *testing.T) {
 	logs := &syncBuffer{}
 	st := &memStore{}
-	p, err := New(Config{Store: st, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	free := func(string, string, llmfleet.Usage, llmfleet.Route) (float64, bool) { return 0, true }
+	p, err := New(Config{Store: st, Price: free, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Observe(llmfleet.LedgerEntry{Outcome: "ok", MissUSD: 0.25})
+	p.Observe(llmfleet.LedgerEntry{Outcome: "ok", MissUSD: 0.25, Usage: llmfleet.Usage{InputTokens: 1}})
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -72,6 +73,7 @@ type Server struct {
 	seq     int
 	once    sync.Once
 	mux     *http.ServeMux
+	served  atomic.Int64 // numbers the requests, for their x-request-id
 }
 
 // Stats counts what the Server answered.
@@ -124,6 +126,8 @@ func (s *Server) flexModel(model string) bool {
 // ServeHTTP routes a request to its endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.count(func(st *Stats) { st.Requests[r.URL.Path]++ })
+	// Every answer of the API, errors too, names its request.
+	w.Header().Set("X-Request-Id", hashID("req_", strconv.FormatInt(s.served.Add(1), 10), r.URL.Path))
 	if !s.authorized(r) {
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "", "Incorrect API key provided.")
 		return

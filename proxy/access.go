@@ -37,7 +37,7 @@ type Access struct {
 	// Budget is the call's latency budget; 0 for none.
 	Budget time.Duration
 	// RequestID is llmfleet's id of a batched call (llmfleet-request-id),
-	// else the upstream's request-id header.
+	// else the upstream's (Anthropic's request-id, OpenAI's x-request-id).
 	RequestID string
 	// Key names the client's credential as the cost ledger does (the ClientName hook, else its key label under Server.Fingerprint); empty for
 	// a request without one. Never the key itself.
@@ -161,7 +161,7 @@ func (a *accessRec) report(status int, h http.Header) {
 		rec.Route = llmfleet.Route(h.Get(HeaderRoute))
 		rec.RequestID = h.Get(HeaderRequestID)
 		if rec.RequestID == "" {
-			rec.RequestID = h.Get("Request-Id")
+			rec.RequestID = upstreamRequestID(h)
 		}
 		a.mu.Lock()
 		rec.Model, rec.Budget = a.model, a.budget

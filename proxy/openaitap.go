@@ -13,7 +13,10 @@ import (
 // OpenAI face: it passes every byte on as the reverse proxy reads it and
 // reads the answer as it streams by: a JSON answer is kept whole up to a
 // limit (an OpenAI answer's usage comes last), an event stream's usage,
-// model and tier are read off its chunks.
+// model and tier are read off the events that carry them: a chat
+// stream's chunks (its last, under stream_options.include_usage), a
+// /v1/responses stream's response.completed (or .incomplete, .failed),
+// under its "response" (openaiwire.ReadStreamEvent).
 type openAITap struct {
 	rc     io.ReadCloser
 	status int
@@ -45,14 +48,15 @@ func (t *openAITap) write(p []byte) {
 		return
 	}
 	if t.events.Emit == nil {
-		t.events = sse.Decoder{MaxData: maxKept, Emit: t.event}
+		t.events = sse.Decoder{MaxData: maxKept, Keep: openaiwire.StreamedAnswerEvent, Emit: t.event}
 	}
 	t.events.Write(p)
 }
 
-// event reads a chunk of an event stream.
+// event reads an event of a stream: the last model, tier and usage
+// reported win.
 func (t *openAITap) event(e sse.Event) {
-	a, err := openaiwire.ReadAnswer(e.Data)
+	a, err := openaiwire.ReadStreamEvent(e.Data)
 	if err != nil {
 		return
 	}

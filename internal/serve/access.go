@@ -3,22 +3,17 @@ package serve
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
-	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/observe"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
 // accessLog writes the access log of "llmfleet serve", one line per
-// request (the proxy's Access hook), and counts the create-message calls
-// by route: those of the sync route go upstream through the reverse
-// proxy, not the dispatcher, whose stats do not see them.
+// request (the proxy's Access hook).
 type accessLog struct {
-	log       *slog.Logger
-	off       bool // --access-log=false: count, do not log
-	syncCalls atomic.Int64
+	log *slog.Logger
+	off bool // --access-log=false: do not log
 	// lines takes the writing of the lines off the goroutines answering
 	// the callers.
 	lines *observe.Lane[accessLine]
@@ -31,8 +26,8 @@ type accessLine struct {
 	level slog.Level
 }
 
-// newAccessLog returns an access log writing to log, or only counting
-// when off. Close it when done.
+// newAccessLog returns an access log writing to log, or,
+// when off, nothing. Close it when done.
 func newAccessLog(log *slog.Logger, off bool) *accessLog {
 	l := &accessLog{log: log, off: off}
 	l.lines = observe.NewLane(4096, l.write)
@@ -45,9 +40,6 @@ func (l *accessLog) close(ctx context.Context) error { return l.lines.Close(ctx)
 // record is the proxy's Access hook. A create-message call's line is at
 // info level, or warn for a 5xx; another request's at info level too.
 func (l *accessLog) record(a proxy.Access) {
-	if a.Messages && a.Route == llmfleet.RouteSync {
-		l.syncCalls.Add(1)
-	}
 	if l.off {
 		return
 	}

@@ -23,11 +23,16 @@ func startupLine(w io.Writer, asJSON bool, addr, upstream, openaiUpstream string
 }
 
 // statsAttr is the group "stats" of the shutdown line: the dispatcher's
-// counters, its sync calls counting those of the proxy's sync route
-// (proxySync), which go upstream without it.
-func statsAttr(s llmfleet.Stats, proxySync int64) slog.Attr {
+// counters, but for sync_calls, which is the ledger's count of sync calls
+// (ledgerSync), as the "cost ledger" line and /llmfleet/v1/stats give it.
+// The dispatcher's own count is not that: it counts the sync call of a
+// rescued or at-once-sync batched request, whose answer the access log
+// also saw as route sync (counted twice), and a rescue whose answer came
+// late (the ledger counts the request once, by the answer it got); the
+// access log's count of the proxy's sync route missed the Gemini face.
+func statsAttr(s llmfleet.Stats, ledgerSync int64) slog.Attr {
 	return slog.Group("stats",
-		slog.Int64("sync_calls", s.SyncCalls+proxySync),
+		slog.Int64("sync_calls", ledgerSync),
 		slog.Int64("batched_calls", s.BatchedCalls),
 		slog.Int64("batches_submitted", s.BatchesSubmitted),
 		slog.Int64("batches_ended", s.BatchesEnded),

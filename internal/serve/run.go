@@ -128,7 +128,7 @@ func (fr *front) serveUntil(ctx context.Context, timeout time.Duration, e *engin
 	if err := access.close(shutCtx); err != nil {
 		logger.Warn("access log lines not written at shutdown", "err", err)
 	}
-	logger.LogAttrs(context.Background(), slog.LevelInfo, "stopped", statsAttr(e.d.Stats(), access.syncCalls.Load()))
+	logger.LogAttrs(context.Background(), slog.LevelInfo, "stopped", statsAttr(e.d.Stats(), e.obs.Summary().SyncCalls))
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		return nil
 	}

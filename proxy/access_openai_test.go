@@ -1,0 +1,45 @@
+package proxy_test
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/openaiemu"
+	"github.com/llmfleet/llmfleet/proxy"
+)
+
+// TestAccessOpenAIStreamsRequestID: the access line of a streamed OpenAI
+// call carries its request id like the others: a /v1/responses stream
+// whose budget plans it batched (taken sync: only chat streams are
+// synthesised from a batch) the upstream's x-request-id, a batched chat
+// stream llmfleet's id, each as the caller's headers give it.
+func TestAccessOpenAIStreamsRequestID(t *testing.T) {
+	emu := &openaiemu.Server{BatchTurnaround: 30 * time.Millisecond}
+	d, u := openAIEngine(t, emu)
+	got := make(chan proxy.Access, 4)
+	srv := &proxy.Server{Submitter: d, OpenAIUpstream: u, Observe: func(llmfleet.LedgerEntry) {}, PingInterval: 10 * time.Millisecond,
+		Access: func(a proxy.Access) { got <- a }}
+	ps := httptest.NewServer(srv.Handler())
+	t.Cleanup(ps.Close)
+	for _, c := range []struct {
+		path, body, route, idHeader string
+	}{
+		{"/openai/v1/responses", `{"model":"gpt-4.1","stream":true,"input":"a patient stream"}`, "sync", "X-Request-Id"},
+		{"/openai/v1/chat/completions", `{"model":"gpt-4.1","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"a batched stream"}]}`,
+			"batch", "Llmfleet-Request-Id"},
+	} {
+		resp := post(t, ps.URL+c.path, c.body, "Authorization", "Bearer sk-a", "Llmfleet-Latency-Budget-Ms", "3600000")
+		body := readAll(t, resp.Body)
+		if resp.StatusCode != 200 || !strings.Contains(body, "a patient stream") && !strings.Contains(body, "a batched stream") {
+			t.Fatalf("%s: %d %s", c.path, resp.StatusCode, body)
+		}
+		a := oneAccess(t, got)
+		id := resp.Header.Get(c.idHeader)
+		if id == "" || a.RequestID != id || string(a.Route) != c.route || !a.Messages {
+			t.Errorf("%s: access %+v; want route %s, request id %q (%s)", c.path, a, c.route, id, c.idHeader)
+		}
+	}
+}
