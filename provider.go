@@ -149,6 +149,11 @@ type Batch struct {
 	// requests ran. The engine answers each request Results did not
 	// answer with it, or sends it another way if its budget allows.
 	Failure *Error
+	// PollAfter, if positive, is how long the provider asked that the
+	// batch not be looked at again (the Retry-After of the answer that
+	// reported it: Anthropic sends 10s on a running batch). The engine
+	// polls the batch no sooner. Zero: the provider asked nothing.
+	PollAfter time.Duration
 }
 
 // BatchPage is one page of a batch listing.

@@ -80,7 +80,8 @@ func decodeBatch(body []byte) (*llmfleet.Batch, error) {
 func batchPath(id string) string { return "/v1/messages/batches/" + url.PathEscape(id) }
 
 // GetBatch retrieves a batch (GET /v1/messages/batches/{id}). It is
-// idempotent and retried after any connection error.
+// idempotent and retried after any connection error. The answer's
+// Retry-After, on a batch not ended, is the batch's PollAfter.
 func (p *Provider) GetBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
 	if id == "" {
 		return nil, localError(http.StatusNotFound, "not_found_error", "empty batch id")
@@ -89,7 +90,16 @@ func (p *Provider) GetBatch(ctx context.Context, cred llmfleet.Credential, id st
 	if err != nil {
 		return nil, err
 	}
-	return decodeBatch(rep.body)
+	b, err := decodeBatch(rep.body)
+	if err != nil {
+		return nil, err
+	}
+	// A running batch's answer asks for a wait before the next look
+	// (Retry-After: 10, in seconds or as an HTTP date).
+	if d, ok := retryAfter(rep.header, llmfleet.Now(p.Clock)); ok && b.Status != llmfleet.BatchEnded {
+		b.PollAfter = d
+	}
+	return b, nil
 }
 
 // ListBatches lists the credential's batches, newest first: one page of at

@@ -33,6 +33,7 @@ func TestContract(t *testing.T) {
 				BadCredential: llmfleet.Credential{APIKey: "sk-ant-contract-bad"},
 				Advance:       clock.Advance,
 				Clock:         clock,
+				PollAfter:     10 * time.Second, // the emulator's, as the API's
 				DropCreateResponse: func() {
 					em.InjectFault(emulator.Fault{Endpoint: emulator.EndpointCreate, DropResponse: true})
 				},

@@ -30,7 +30,9 @@ type Policy struct {
 	// batches (see NextCheck). Default 5s.
 	PollInterval time.Duration
 	// MaxPollInterval caps the backoff between retries of a call that
-	// failed (a poll, a results download, a lookup). Default 30s.
+	// failed (a poll, a results download, a lookup), and the wait a
+	// provider asks for before a batch is looked at again
+	// (Batch.PollAfter, honoured up to it). Default 30s.
 	MaxPollInterval time.Duration
 	// TurnaroundPrior is the predicted batch turnaround of a model before
 	// any of its batches has been observed. Default 120s.

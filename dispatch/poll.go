@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -61,6 +62,8 @@ func (ts *trackerSet) trackLocked(prov llmfleet.Provider, cred llmfleet.Credenti
 		f.nextCheck = now
 	} else {
 		f.nextCheck = d.pol.NextCheck(now)
+		f.hint = b.PollAfter
+		f.askedLocked(&d.pol, now)
 	}
 	t.flights[f.id] = f
 	d.work.begin()
@@ -100,31 +103,18 @@ func (t *tracker) rescheduleLocked() {
 	})
 }
 
-// poll looks at every in-flight batch of the tracker with as few calls as
-// it can, then fetches the results of the batches that ended.
+// poll looks at the in-flight batches of the tracker with as few calls
+// as it can (one, but for batches a listing did not reach), then fetches
+// the results of the batches that ended. A batch whose provider asked
+// for a wait is not called for until the wait is over, but a listing
+// made for the others that shows it ended is taken.
 func (t *tracker) poll() {
 	d := t.d
 	d.mu.Lock()
-	open, ended := t.split()
+	open, waiting, ended := t.split(d.clock.Now())
 	d.mu.Unlock()
 
-	seen := map[string]*llmfleet.Batch{}
-	failed := map[string]error{}
-	// The status calls are bounded, so that one that never answers does
-	// not stall every batch of the credential.
-	ctx, cancel := withTimeout(d.clock, d.ctx, pollTimeout)
-	switch {
-	case len(open) == 1:
-		d.stats.managementCalls.Add(1)
-		if b, err := t.prov.GetBatch(ctx, t.cred, open[0]); err != nil {
-			failed[open[0]] = err
-		} else {
-			seen[b.ID] = b
-		}
-	case len(open) > 1:
-		t.list(ctx, open, seen, failed)
-	}
-	cancel()
+	lk := t.look(open, waiting)
 
 	d.mu.Lock()
 	now := d.clock.Now()
@@ -135,20 +125,27 @@ func (t *tracker) poll() {
 		if f == nil {
 			continue
 		}
-		if err := failed[id]; err != nil {
+		if err := lk.failed[id]; err != nil {
 			if t.pollFailedLocked(f, err, now) {
 				gone = append(gone, f)
 			}
+			t.wokenLocked(f, now)
 			continue
 		}
 		f.pollFailures, f.pollErr = 0, nil
-		b := seen[id]
+		b := lk.seen[id]
 		if b == nil || b.Status != llmfleet.BatchEnded {
-			f.nextCheck = d.pol.NextCheck(now)
+			t.runningLocked(f, lk, now)
 			continue
 		}
 		learnt = append(learnt, t.endedLocked(f, b, now)...)
 		ended = append(ended, f)
+	}
+	for _, id := range waiting {
+		if f, b := t.flights[id], lk.seen[id]; f != nil && f.ended == nil && !f.rerouting && b != nil && b.Status == llmfleet.BatchEnded {
+			learnt = append(learnt, t.endedLocked(f, b, now)...)
+			ended = append(ended, f)
+		}
 	}
 	d.mu.Unlock()
 
@@ -235,10 +232,11 @@ func (t *tracker) endedLocked(f *flight, b *llmfleet.Batch, now time.Time) []llm
 }
 
 // list pages through the credential's batches, newest first, until every
-// open batch was seen or the listing is older than the oldest of them. The
-// open batches it did not see are retrieved one by one. A failed list
-// fails every open batch; a failed retrieve, its batch.
-func (t *tracker) list(ctx context.Context, open []string, seen map[string]*llmfleet.Batch, failed map[string]error) {
+// open batch was seen or the listing is older than the oldest of them,
+// noting the waiting batches its pages show too. The open batches it did
+// not see are retrieved one by one. A failed list fails every open batch;
+// a failed retrieve, its batch.
+func (t *tracker) list(ctx context.Context, open, waiting []string, lk *looked) {
 	d := t.d
 	want := make(map[string]bool, len(open))
 	for _, id := range open {
@@ -251,14 +249,14 @@ func (t *tracker) list(ctx context.Context, open []string, seen map[string]*llmf
 		p, err := t.prov.ListBatches(ctx, t.cred, after, limit)
 		if err != nil {
 			for id := range want {
-				failed[id] = err
+				lk.failed[id] = err
 			}
 			return
 		}
 		for i := range p.Batches {
 			b := &p.Batches[i]
-			if want[b.ID] {
-				seen[b.ID] = b
+			if want[b.ID] || slices.Contains(waiting, b.ID) {
+				lk.seen[b.ID] = b
 				delete(want, b.ID)
 			}
 		}
@@ -268,13 +266,7 @@ func (t *tracker) list(ctx context.Context, open []string, seen map[string]*llmf
 		after = p.LastID
 	}
 	for id := range want {
-		d.stats.managementCalls.Add(1)
-		b, err := t.prov.GetBatch(ctx, t.cred, id)
-		if err != nil {
-			failed[id] = err
-			continue
-		}
-		seen[id] = b
+		t.retrieve(ctx, id, lk)
 	}
 }
 

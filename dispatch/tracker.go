@@ -44,6 +44,15 @@ type flight struct {
 	nextCheck time.Time
 	ended     *llmfleet.Batch // set once the provider reports it ended
 
+	// hint is the wait the provider last asked for before the batch is
+	// looked at again (Batch.PollAfter of a retrieve; a listing asks
+	// nothing and keeps it), and notBefore the time it asked for: no
+	// call is made for the batch sooner (see pollhint.go). wake is set
+	// by PollNow: the batch's next poll comes at once, hint or not.
+	hint      time.Duration
+	notBefore time.Time
+	wake      bool
+
 	// pollFailures counts status calls in a row that failed for this
 	// batch; pollErr is the last failure.
 	pollFailures int
@@ -73,24 +82,32 @@ func (t *tracker) due() time.Time {
 	return at
 }
 
-// split returns the ids of the flights not known to have ended, and the
-// flights that ended (whose results are to be fetched), both in the order
-// of their ids, so that a poll does the same in the same state (the
-// simulator's runs are reproducible).
-func (t *tracker) split() (open []string, ended []*flight) {
+// split returns the ids of the flights not known to have ended that may
+// be looked at now, those the provider asked not to look at yet
+// (waiting: a listing made for the others may still show them ended),
+// and the flights that ended (whose results are to be fetched), all in
+// the order of their ids, so that a poll does the same in the same state
+// (the simulator's runs are reproducible). It takes the flights' PollNow
+// wakes.
+func (t *tracker) split(now time.Time) (open, waiting []string, ended []*flight) {
 	for id, f := range t.flights {
 		if f.rerouting {
 			continue
 		}
-		if f.ended != nil {
+		f.wake = false
+		switch {
+		case f.ended != nil:
 			ended = append(ended, f)
-		} else {
+		case f.notBefore.After(now):
+			waiting = append(waiting, id)
+		default:
 			open = append(open, id)
 		}
 	}
 	slices.Sort(open)
+	slices.Sort(waiting)
 	slices.SortFunc(ended, func(a, b *flight) int { return strings.Compare(a.id, b.id) })
-	return open, ended
+	return open, waiting, ended
 }
 
 func (t *tracker) stop() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/claudewire"
 	"github.com/llmfleet/llmfleet/geminiwire"
 )
 
@@ -84,48 +85,62 @@ func output(op *geminiwire.Operation) *geminiwire.BatchOutput {
 // call makes one call of the API, path under the base URL, and returns
 // its 2xx answer's body; an error answer is an *llmfleet.Error.
 func (p *Provider) call(ctx context.Context, cred llmfleet.Credential, method, path string) ([]byte, error) {
+	b, _, err := p.callHeader(ctx, cred, method, path)
+	return b, err
+}
+
+// callHeader is call, returning the 2xx answer's header too.
+func (p *Provider) callHeader(ctx context.Context, cred llmfleet.Credential, method, path string) ([]byte, http.Header, error) {
 	hr, err := http.NewRequestWithContext(ctx, method, p.base()+path, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	setCredential(hr, cred)
 	res, err := p.client().Do(hr)
 	if err != nil {
-		return nil, fmt.Errorf("gemini: %s %s: %w", method, path, err)
+		return nil, nil, fmt.Errorf("gemini: %s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		return nil, fmt.Errorf("gemini: %s %s: %w", method, path, err)
+		return nil, nil, fmt.Errorf("gemini: %s %s: %w", method, path, err)
 	}
 	if res.StatusCode/100 != 2 {
-		return nil, geminiwire.ErrorOf(res.StatusCode, b, res.Header, false)
+		return nil, nil, geminiwire.ErrorOf(res.StatusCode, b, res.Header, false)
 	}
-	return b, nil
+	return b, res.Header, nil
 }
 
-// operation reads one batch.
-func (p *Provider) operation(ctx context.Context, cred llmfleet.Credential, id string) (*geminiwire.Operation, error) {
-	b, err := p.call(ctx, cred, http.MethodGet, "/"+geminiwire.Version+"/batches/"+url.PathEscape(id))
+// operation reads one batch, and the header of the answer.
+func (p *Provider) operation(ctx context.Context, cred llmfleet.Credential, id string) (*geminiwire.Operation, http.Header, error) {
+	b, h, err := p.callHeader(ctx, cred, http.MethodGet, "/"+geminiwire.Version+"/batches/"+url.PathEscape(id))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var op geminiwire.Operation
 	if err := json.Unmarshal(b, &op); err != nil {
-		return nil, fmt.Errorf("gemini: batch %s: %w", id, err)
+		return nil, nil, fmt.Errorf("gemini: batch %s: %w", id, err)
 	}
-	return &op, nil
+	return &op, h, nil
 }
 
 // GetBatch retrieves one batch. The counts of a batch that ended
 // cancelled or expired are those of its results, which tell the requests
-// that did not run from those that failed.
+// that did not run from those that failed. A Retry-After on the answer
+// for a batch not ended is its PollAfter.
 func (p *Provider) GetBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
-	op, err := p.operation(ctx, cred, id)
+	op, h, err := p.operation(ctx, cred, id)
 	if err != nil {
 		return nil, err
 	}
-	return p.counted(ctx, cred, op)
+	b, err := p.counted(ctx, cred, op)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := claudewire.RetryAfter(h, llmfleet.Now(p.Clock)); ok && b.Status != llmfleet.BatchEnded {
+		b.PollAfter = d // (the header's parsing is HTTP's, not Anthropic's)
+	}
+	return b, nil
 }
 
 func (p *Provider) counted(ctx context.Context, cred llmfleet.Credential, op *geminiwire.Operation) (*llmfleet.Batch, error) {

@@ -20,7 +20,7 @@ import (
 // expired batch, DEADLINE_EXCEEDED (expired). A batch that has not ended
 // has no results yet: an error, fn not called.
 func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id string, fn func(llmfleet.BatchResult) error) error {
-	op, err := p.operation(ctx, cred, id)
+	op, _, err := p.operation(ctx, cred, id)
 	if err != nil {
 		return err
 	}

@@ -125,13 +125,20 @@ func (p *Provider) list(ctx context.Context, cred llmfleet.Credential, after str
 }
 
 // GetBatch retrieves one batch. The counts of a batch that ended
-// cancelled or expired are read off its error file (see counted).
+// cancelled or expired are read off its error file (see counted). A
+// Retry-After on the answer for a batch not ended is its PollAfter.
 func (p *Provider) GetBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
 	var o batchObject
-	if err := p.call(ctx, cred, nil, http.MethodGet, "/v1/batches/"+url.PathEscape(id), nil, "", &o); err != nil {
+	h, err := p.callHeader(ctx, cred, nil, http.MethodGet, "/v1/batches/"+url.PathEscape(id), nil, "", &o)
+	if err != nil {
 		return nil, err
 	}
-	return p.counted(ctx, cred, &o)
+	b, err := p.counted(ctx, cred, &o)
+	if err != nil {
+		return nil, err
+	}
+	p.setPollAfter(b, h)
+	return b, nil
 }
 
 // counted returns o as llmfleet's batch. The request counts of the API

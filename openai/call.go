@@ -37,28 +37,34 @@ func (p *Provider) request(ctx context.Context, cred llmfleet.Credential, header
 // call makes one JSON call of the batch API and decodes its answer into
 // out; an error answer is an *llmfleet.Error.
 func (p *Provider) call(ctx context.Context, cred llmfleet.Credential, header http.Header, method, path string, body io.Reader, contentType string, out any) error {
+	_, err := p.callHeader(ctx, cred, header, method, path, body, contentType, out)
+	return err
+}
+
+// callHeader is call, returning the 2xx answer's header too.
+func (p *Provider) callHeader(ctx context.Context, cred llmfleet.Credential, header http.Header, method, path string, body io.Reader, contentType string, out any) (http.Header, error) {
 	hr, err := p.request(ctx, cred, header, method, path, body, contentType)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res, err := p.client().Do(hr)
 	if err != nil {
-		return fmt.Errorf("openai: %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		return fmt.Errorf("openai: %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("openai: %s %s: %w", method, path, err)
 	}
 	if res.StatusCode/100 != 2 {
-		return openaiwire.ErrorOf(res.StatusCode, b, res.Header.Get("X-Request-Id"))
+		return nil, openaiwire.ErrorOf(res.StatusCode, b, res.Header.Get("X-Request-Id"))
 	}
 	if out == nil {
-		return nil
+		return res.Header, nil
 	}
 	if w, ok := out.(*[]byte); ok {
 		*w = b
-		return nil
+		return res.Header, nil
 	}
-	return json.Unmarshal(b, out)
+	return res.Header, json.Unmarshal(b, out)
 }

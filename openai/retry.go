@@ -139,6 +139,14 @@ func (p *Provider) retryDelay(h http.Header, n int) time.Duration {
 	return d - time.Duration(rand.Int64N(int64(d/4)+1))
 }
 
+// setPollAfter sets b's PollAfter to the wait the answer's Retry-After
+// (retry-after-ms, seconds or an HTTP date) asks for, unless b ended.
+func (p *Provider) setPollAfter(b *llmfleet.Batch, h http.Header) {
+	if d, ok := claudewire.RetryAfter(h, llmfleet.Now(p.Clock)); ok && b.Status != llmfleet.BatchEnded {
+		b.PollAfter = d
+	}
+}
+
 func (p *Provider) maxRetries() int {
 	switch {
 	case p.MaxRetries == 0:

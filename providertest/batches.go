@@ -60,10 +60,16 @@ func waitEnded(t *testing.T, e Env, id string) *llmfleet.Batch {
 			t.Fatalf("GetBatch(%s) returned %s", id, b.ID)
 		}
 		if b.Status == llmfleet.BatchEnded {
+			if b.PollAfter != 0 {
+				t.Errorf("ended batch: PollAfter %s, want none", b.PollAfter)
+			}
 			return b
 		}
 		if b.Status != llmfleet.BatchInProgress && b.Status != llmfleet.BatchCanceling {
 			t.Fatalf("batch status %q", b.Status)
+		}
+		if b.PollAfter != e.PollAfter {
+			t.Errorf("batch %s: PollAfter %s, want the upstream's Retry-After, %s", b.Status, b.PollAfter, e.PollAfter)
 		}
 	}
 	t.Fatalf("batch %s did not end within 30h", id)

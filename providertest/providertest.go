@@ -12,7 +12,9 @@
 // It checks what the engine reads of a request: Inspect's model and pool
 // keys (equal for requests that differ only in their bodies, different
 // for different anthropic-beta headers), and BatchParams, which drops
-// "stream" and keeps every other byte. Batches are created with a tag
+// "stream" and keeps every other byte. GetBatch must report the wait a
+// running batch's answer asks for (Env.PollAfter) as its PollAfter, and
+// none once the batch ended. Batches are created with a tag
 // that begins every custom_id; FindBatch must find a batch by its tag once
 // it ended, answer the batch or ErrUndetermined while it runs, nil for a
 // tag never used, and never a batch created with another tag, including
@@ -82,6 +84,10 @@ type Env struct {
 	// Clock is the clock the engine reads to fill BatchQuery.Since before
 	// a create. Nil means the real one.
 	Clock llmfleet.Clock
+	// PollAfter is the wait the upstream asks for (Retry-After) on the
+	// retrieve of a batch not ended, 0 for none: GetBatch must report it
+	// as the batch's PollAfter, and none once the batch ended.
+	PollAfter time.Duration
 
 	// DropCreateResponse makes the upstream create the next batch, then
 	// drop the connection instead of answering: CreateBatch must return

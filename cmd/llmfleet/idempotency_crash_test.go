@@ -31,7 +31,7 @@ func TestCrashRetryWithIdempotencyKey(t *testing.T) {
 	db := filepath.Join(dir, "llmfleet.db")
 	serve := func() *process {
 		return start(t, bin, logs, "serve", "--listen", "127.0.0.1:0", "--anthropic-url", emu.url,
-			"--db", db, "--batch-window", "50ms", "--poll-interval", "50ms", "--turnaround-prior", "2s")
+			"--db", db, "--batch-window", "50ms", "--poll-interval", "50ms", "--max-poll-interval", "200ms", "--turnaround-prior", "2s")
 	}
 	const prompt = "idempotent after a crash"
 	body := fmt.Sprintf(`{"model":"claude-test","max_tokens":64,"messages":[{"role":"user","content":%q}]}`, prompt)

@@ -300,7 +300,7 @@ func TestReplicasOnePool(t *testing.T) {
 	for i := range 3 {
 		replicas = append(replicas, start(t, bin, logs, "serve", "--listen", "127.0.0.1:0", "--anthropic-url", u.srv.URL,
 			"--db", db, "--secret-file", filepath.Join(dir, "secret"), "--replica-name", fmt.Sprintf("r%d", i),
-			"--batch-window", "4s", "--batch-min-size", "1000", "--poll-interval", "50ms", "--turnaround-prior", "1s"))
+			"--batch-window", "4s", "--batch-min-size", "1000", "--poll-interval", "50ms", "--max-poll-interval", "200ms", "--turnaround-prior", "1s"))
 	}
 	var ids, prompts []string
 	var owner []int
