@@ -44,7 +44,7 @@ func TestHandlerServesPageAndAssets(t *testing.T) {
 	}{
 		{"/llmfleet/", "text/html; charset=utf-8", `<script src="app.js"`},
 		{"/llmfleet/index.html", "text/html; charset=utf-8", `<link rel="stylesheet" href="app.css">`},
-		{"/llmfleet/app.js", "text/javascript; charset=utf-8", `getJSON("v1/stats")`},
+		{"/llmfleet/app.js", "text/javascript; charset=utf-8", `"v1/stats?period="`},
 		{"/llmfleet/app.css", "text/css; charset=utf-8", `.kpi`},
 	} {
 		resp, body := get(t, srv, "GET", c.path)

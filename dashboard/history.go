@@ -34,7 +34,7 @@ type History struct {
 type bucket struct {
 	start time.Time
 	money
-	syncCalls, batchd int64
+	syncCalls, flexCalls, batchd int64
 }
 
 // money sums what entries cost: paid (cost), at the sync route
@@ -109,9 +109,12 @@ func (h *History) Add(e llmfleet.LedgerEntry) {
 		h.buckets = slices.Insert(h.buckets, i, bucket{start: start})
 		b = &h.buckets[i]
 	}
-	if e.Route == llmfleet.RouteBatch {
+	switch e.Route {
+	case llmfleet.RouteBatch:
 		b.batchd++
-	} else {
+	case llmfleet.RouteFlex:
+		b.flexCalls++
+	default:
 		b.syncCalls++
 	}
 	b.miss += e.MissUSD
@@ -235,7 +238,7 @@ func (h *History) Snapshot(now time.Time) Snapshot {
 		}
 		end = ms(end)
 		s.Savings = append(s.Savings, sum.point(end))
-		s.Traffic = append(s.Traffic, TrafficPoint{Time: ms(t), SyncCalls: b.syncCalls, BatchedCalls: b.batchd})
+		s.Traffic = append(s.Traffic, TrafficPoint{Time: ms(t), SyncCalls: b.syncCalls, FlexCalls: b.flexCalls, BatchedCalls: b.batchd})
 	}
 	return s
 }

@@ -45,10 +45,12 @@ type SavingsPoint struct {
 	NetSavedUSD       float64   `json:"net_saved_usd"`
 }
 
-// TrafficPoint counts the requests of a bucket by route.
+// TrafficPoint counts the requests of a bucket by route: sync, flex (a
+// synchronous call at batch prices) and batch.
 type TrafficPoint struct {
 	Time         time.Time `json:"time"`
 	SyncCalls    int64     `json:"sync_calls"`
+	FlexCalls    int64     `json:"flex_calls"`
 	BatchedCalls int64     `json:"batched_calls"`
 }
 

@@ -43,6 +43,11 @@ func (d *Dispatcher) Plan(budget time.Duration, req *llmfleet.Request) llmfleet.
 	return d.router.route(p, req, info, budget)
 }
 
+// SyncMaxLatency returns the largest budget that always goes sync
+// (Policy.SyncMaxLatency, its default applied once the Dispatcher is
+// open): the proxy names it when it says why a call went sync.
+func (d *Dispatcher) SyncMaxLatency() time.Duration { return d.pol.SyncMaxLatency }
+
 // feasible is what a request's budget allows: the batch route (its
 // model's turnaround, or an exploration of it, fits with the rescue's
 // reserve), the flex route, and the route the cache-blind rules choose.

@@ -2,7 +2,9 @@
 // core, Debian's chromium) and checks what it shows against
 // /llmfleet/v1/stats: the totals (net saving and routing misses among
 // them), the by-client table, the prompt cache by route and model, the
-// budget-miss labels, the charts (uPlot canvases), one colour per model, and that an
+// budget-miss labels, the charts (uPlot canvases), one colour per model,
+// the route split (sync, flex, batch), value axes as wide as their labels,
+// the period picker, "Connecting…" before the first figures, and that an
 // admin key entered is sent as a bearer token (and forgotten on click).
 // Prints PASS/FAIL lines; exits 1 if any check failed.
 //
@@ -176,6 +178,49 @@ try {
   const distinct = new Set(Object.values(colours.legend)).size === legendModels.length;
   if (same && distinct) pass(`one colour per model: ${JSON.stringify(colours.legend)}`);
   else fail(`model colours: ${JSON.stringify(colours)}`);
+
+  // The route split shows the three routes: the flex call is not sync.
+  const donut = await page.$eval("#chart-donut .donut-ring", (el) => ({ bg: el.style.background, title: el.title }));
+  const routes = `${stats.batched_calls} batched · ${stats.flex_calls} flex · ${stats.sync_calls} sync`;
+  if (donut.bg.includes("var(--flex)") && donut.title === routes) pass(`route split: ${donut.title}`);
+  else fail(`route split: ${JSON.stringify(donut)}, stats ${routes}`);
+
+  // A value axis is as wide as its widest label (uPlot's size hook).
+  const widths = await page.evaluate(() => {
+    const ctx = document.createElement("canvas").getContext("2d");
+    const u = { axes: [{ ticks: { size: 10 }, gap: 5, font: ["11px system-ui, sans-serif"] }], ctx };
+    ctx.font = "11px system-ui, sans-serif";
+    return { size: window.llmfleetDashboard.axisSize(u, ["$0", "$1,234.5"], 0, 1), label: ctx.measureText("$1,234.5").width / (window.devicePixelRatio || 1) };
+  });
+  if (widths.size >= widths.label + 15) pass(`a value axis fits its labels: ${widths.size}px for a ${widths.label.toFixed(1)}px label`);
+  else fail(`axis size ${JSON.stringify(widths)}`);
+
+  // The period picker: 1 h asks /llmfleet/v1/stats?period=1h, whose
+  // figures the page shows; "all" again goes back to the default.
+  const polled = await page.evaluate(() => Number(document.body.dataset.polled));
+  await page.click('#period button[data-period="1h"]');
+  await page.waitForFunction((n) => Number(document.body.dataset.polled) > n, polled, { timeout: 15000 });
+  const hour = await (await page.request.get(base + "/llmfleet/v1/stats?period=1h", { headers: { authorization: "Bearer e2e-admin-key" } })).json();
+  const picked = await page.evaluate(() => ({ pressed: document.querySelector('#period button[aria-pressed="true"]').dataset.period, url: location.search,
+    calls: document.getElementById("kpi-calls").dataset.value, paid: document.getElementById("kpi-paid").dataset.value }));
+  if (hour.period === "1h" && picked.pressed === "1h" && picked.url.includes("period=1h") &&
+    close(picked.calls, hour.sync_calls + hour.flex_calls + hour.batched_calls) && close(picked.paid, hour.cost_usd)) {
+    pass(`period picker: 1 h shows ${picked.calls} requests, $${Number(picked.paid).toFixed(6)}, as /llmfleet/v1/stats?period=1h`);
+  } else fail(`period picker: ${JSON.stringify(picked)}, stats ${JSON.stringify({ period: hour.period, cost: hour.cost_usd })}`);
+  await page.click('#period button[data-period="all"]');
+
+  // Until its first figures come, the page says it is connecting, not
+  // that nothing happened.
+  const slow = await browser.newPage();
+  await slow.route("**/llmfleet/v1/**", async (route) => {
+    await new Promise((r) => setTimeout(r, 2000));
+    await route.continue();
+  });
+  await slow.goto(base + "/llmfleet/");
+  const early = await slow.evaluate(() => [document.getElementById("chart-turnaround").textContent.trim(), document.querySelector("#models td").textContent.trim()]);
+  if (early[0] === "Connecting…" && early[1] === "Connecting…") pass("before its first figures the page says Connecting…");
+  else fail(`before the first figures: ${JSON.stringify(early)}`);
+  await slow.close();
 
   // An admin key in the tab's sessionStorage goes with every fetch as a
   // bearer token; "Forget" (a click) stops it.

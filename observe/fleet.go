@@ -15,8 +15,9 @@ import (
 // written with its result). Younger entries are read again each time.
 const fleetSettle = time.Minute
 
-// fleetTotals is the fleet's ledger since its start (Config.FleetSince),
-// read from the store a little at a time: what is older than fleetSettle
+// fleetTotals is the ledger in the store since a time (the whole ledger
+// for the stats without a period; every replica sharing the store reads
+// it alike), read a little at a time: what is older than fleetSettle
 // is added once, so a stats request reads the last minute's entries, not
 // the whole history, however long the fleet has run.
 type fleetTotals struct {

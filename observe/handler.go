@@ -8,15 +8,14 @@ import (
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/claudewire"
 	"github.com/llmfleet/llmfleet/dashboard"
-	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/metrics"
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
 // Handler serves the observability endpoints in front of the proxy:
 //
-//	GET /llmfleet/v1/stats      the ledger summary as JSON (since start, or the fleet's since its start with
-//	                            Config.FleetSince; ?since=24h or ?from=&to= read the store)
+//	GET /llmfleet/v1/stats      the ledger summary as JSON: the store's whole ledger, or ?period=1h, 24h,
+//	                            7d, 30d or all, or ?since=24h or ?from=&to=; without a store, since start
 //	GET /llmfleet/v1/dashboard  the dashboard's snapshot, batches in flight included
 //	GET /llmfleet/              the dashboard page
 //	GET /metrics                Prometheus metrics
@@ -73,46 +72,13 @@ func (p *Pipeline) batchesInFlight(context.Context) ([]dashboard.BatchInFlight, 
 	return out, nil
 }
 
-// serveStats serves GET /llmfleet/v1/stats: the totals since the pipeline
-// started, or with ?since=<duration> (e.g. 24h, 7d) or ?from=&to= (RFC
-// 3339) the ledger of that period read from the store.
+// serveStats serves GET /llmfleet/v1/stats: the summary of the period
+// asked for (statsOf), which it names in "period".
 func (p *Pipeline) serveStats(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var s ledger.Summary
-	noPeriod := q.Get("since") == "" && q.Get("from") == "" && q.Get("to") == ""
-	switch {
-	case noPeriod && p.cfg.FleetSince != nil && p.cfg.Store != nil:
-		since, err := p.cfg.FleetSince(r.Context())
-		if err != nil {
-			writeJSONError(w, http.StatusInternalServerError, "api_error", "reading the fleet's start: "+err.Error())
-			return
-		}
-		if err := p.writer.Flush(r.Context()); err != nil {
-			return // the caller left
-		}
-		if s, err = p.fleet.summary(r.Context(), p.cfg.Store, since, p.clock.Now()); err != nil {
-			writeJSONError(w, http.StatusInternalServerError, "api_error", "reading the ledger: "+err.Error())
-			return
-		}
-	case noPeriod:
-		s = p.Summary()
-	default:
-		period, err := ledger.ParsePeriod(q.Get("since"), q.Get("from"), q.Get("to"), p.clock.Now())
-		if err != nil {
-			writeJSONError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
-			return
-		}
-		if p.cfg.Store == nil {
-			writeJSONError(w, http.StatusNotFound, "not_found_error", "llmfleet keeps no ledger to read a period from")
-			return
-		}
-		if err := p.writer.Flush(r.Context()); err != nil {
-			return // the caller left
-		}
-		if s, err = ledger.SummarizePeriod(r.Context(), p.cfg.Store, period); err != nil {
-			writeJSONError(w, http.StatusInternalServerError, "api_error", "reading the ledger: "+err.Error())
-			return
-		}
+	s, period, e := p.statsOf(r)
+	if e != nil {
+		writeJSONError(w, e.status, e.typ, e.msg)
+		return
 	}
 	if !p.admin.admits(r) {
 		s = aggregatesOnly(s)
@@ -124,7 +90,7 @@ func (p *Pipeline) serveStats(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(body)
+	w.Write(withPeriod(body, period))
 }
 
 // writeJSONError answers in the Anthropic error envelope.

@@ -54,8 +54,23 @@ func TestHandlerStats(t *testing.T) {
 	if code != 200 || hdr.Get("Content-Type") != "application/json" || hdr.Get("Cache-Control") != "no-store" {
 		t.Fatalf("stats: %d %v %s", code, hdr, body)
 	}
-	if err := json.Unmarshal([]byte(body), &s); err != nil || s.BatchedCalls != 1 || s.SyncCalls != 0 || s.BatchesSubmitted != 7 {
-		t.Fatalf("running totals: %v %s", err, body)
+	// Without a period: the store's whole ledger, the entry of two days
+	// ago included.
+	if err := json.Unmarshal([]byte(body), &s); err != nil || s.BatchedCalls != 1 || s.SyncCalls != 1 || s.BatchesSubmitted != 1 ||
+		!strings.HasPrefix(body, `{"period":"all",`) {
+		t.Fatalf("the whole ledger: %v %s", err, body)
+	}
+	_, _, body = get(t, h, "/llmfleet/v1/stats?period=24h")
+	s = ledger.Summary{}
+	if err := json.Unmarshal([]byte(body), &s); err != nil || s.BatchedCalls != 1 || s.SyncCalls != 0 ||
+		!s.From.Equal(testNow.Add(-24*time.Hour)) || !strings.HasPrefix(body, `{"period":"24h",`) {
+		t.Fatalf("period=24h: %v %s", err, body)
+	}
+	for _, q := range []string{"period=2w", "period=24h&since=1h"} {
+		code, _, body = get(t, h, "/llmfleet/v1/stats?"+q)
+		if code != 400 || errorType(t, body) != "invalid_request_error" || !strings.Contains(body, "period") {
+			t.Fatalf("%s: %d %s", q, code, body)
+		}
 	}
 
 	// A period is read from the store, the entry just observed included
@@ -83,6 +98,11 @@ func TestHandlerStats(t *testing.T) {
 	}
 
 	noStore := newTestPipeline(t, nil).Handler(http.NotFoundHandler())
+	_, _, body = get(t, noStore, "/llmfleet/v1/stats")
+	s = ledger.Summary{}
+	if err := json.Unmarshal([]byte(body), &s); err != nil || s.BatchesSubmitted != 7 || !strings.HasPrefix(body, `{"period":"since_start",`) {
+		t.Fatalf("no store: the running totals: %v %s", err, body)
+	}
 	code, _, body = get(t, noStore, "/llmfleet/v1/stats?since=1h")
 	if code != 404 || errorType(t, body) != "not_found_error" {
 		t.Fatalf("a period without a store: %d %s", code, body)

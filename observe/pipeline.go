@@ -42,12 +42,6 @@ type Config struct {
 	Clock llmfleet.Clock
 	// Provider is the name given to the entries that name none.
 	Provider string
-	// FleetSince, if set, makes the stats without a period (GET
-	// /llmfleet/v1/stats) the fleet's: the store's ledger since the time
-	// it returns, which every replica of a fleet sharing the store reads
-	// alike (the earliest start of the fleet's replicas), rather than
-	// what this process counted since it started.
-	FleetSince func(ctx context.Context) (time.Time, error)
 	// Stats returns the dispatcher's counters, for the gauges, the stats
 	// and the dashboard; nil reports zeros.
 	Stats func() llmfleet.Stats
@@ -82,7 +76,7 @@ type Pipeline struct {
 	writer   *ledger.Writer     // nil without a store
 	admin    adminGate
 	lane     *Lane[laneEntry] // the bookkeeping, off the answering goroutines
-	fleet    fleetTotals      // with Config.FleetSince: the fleet's ledger
+	fleet    fleetTotals      // the store's whole ledger, read a little at a time
 }
 
 // laneEntry is an entry handed to the lane: store tells whether it goes

@@ -27,6 +27,9 @@ func (p pipeline) serve(w http.ResponseWriter, r *http.Request) {
 	if e == nil || !e.bare {
 		w.Header().Set(HeaderRoute, string(c.route))
 	}
+	if why := routeReason(p.s, c); e == nil && why != "" {
+		w.Header().Set(HeaderRouteReason, why)
+	}
 	p.f.note(r, c, e)
 	if e != nil {
 		p.f.refuse(w, e)
@@ -79,6 +82,9 @@ func (p pipeline) plan(r *http.Request, tickets bool) (*call, *refusal) {
 // forces, if any.
 func (p pipeline) headers(r *http.Request, c *call) (llmfleet.Route, *refusal) {
 	t := p.f.traits()
+	if e := unknownOwnHeader(r.Header, t.bare); e != nil {
+		return "", e
+	}
 	var force llmfleet.Route
 	if v := r.Header.Get(HeaderRoute); v != "" {
 		for _, rt := range t.routes {

@@ -398,7 +398,9 @@ func TestPassThroughAndNoLlmfleetHeadersUpstream(t *testing.T) {
 	up := newUpstream(t)
 	sub := &fakeSubmitter{route: llmfleet.RouteSync}
 	ts := newProxy(t, &proxy.Server{Submitter: sub}, up)
-	client := newClient(ts.URL, optHeader("llmfleet-latency-budget-ms", "600000"), optHeader("llmfleet-other", "x"))
+	// A header llmfleet does not know refuses a routed call
+	// (TestUnknownOwnHeaderRefused); a pass-through one drops it.
+	client := newClient(ts.URL, optHeader("llmfleet-latency-budget-ms", "600000"), optHeader("llmfleet-deadline", "hard"))
 
 	if _, err := client.Messages.New(context.Background(), userParams("sync by plan")); err != nil {
 		t.Fatal(err)
@@ -414,7 +416,7 @@ func TestPassThroughAndNoLlmfleetHeadersUpstream(t *testing.T) {
 	if s.Err() != nil || acc.Content[0].Text != "sync answer" {
 		t.Fatalf("sync stream: %v %+v", s.Err(), acc)
 	}
-	if _, err := client.Messages.Batches.Get(context.Background(), "msgbatch_1", anthropic.MessageBatchGetParams{}); err != nil {
+	if _, err := client.Messages.Batches.Get(context.Background(), "msgbatch_1", anthropic.MessageBatchGetParams{}, optHeader("llmfleet-other", "x")); err != nil {
 		t.Fatal(err)
 	}
 	page, err := client.Messages.Batches.List(context.Background(), anthropic.MessageBatchListParams{})

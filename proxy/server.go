@@ -326,6 +326,7 @@ func (s *Server) init() {
 		mux.HandleFunc(OpenAIPrefix+"/", mount{s, openAIFace{s: s}}.serve)
 		mux.HandleFunc("GET "+GeminiRequestsPath+"{id}", geminiTickets(s))
 		mux.HandleFunc(GeminiPrefix+"/", serveGemini(s))
+		handleMisdirected(mux) // calls made under a wrong base URL
 		mux.HandleFunc("/budget/{ms}/{path...}", budgetPrefix(mux))
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, &apiError{http.StatusNotFound, "not_found_error", "Not found: " + r.URL.Path})

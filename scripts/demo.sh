@@ -5,11 +5,14 @@
 # proxy in front of it (llmfleet serve), runs a fleet of agents through the
 # proxy twice (a patient budget: every turn is batched at half price; a
 # tight one: every turn goes sync), prints what was paid, what the same
-# traffic would have cost sync, and what batching saved, and leaves the
-# dashboard up.
+# traffic would have cost sync, and what batching saved: on the patient
+# traffic, and on both together.
 #
-# From a terminal it keeps the proxy running after the fleet ends and waits
-# for Ctrl-C; otherwise (CI, or DEMO_KEEP=0) it exits after printing.
+# It takes about 15 s once built; the first run compiles llmfleet first
+# (about 3 minutes on 2 cores). From a terminal it keeps the proxy running
+# after the fleet ends, prints the dashboard's address and waits for
+# Ctrl-C; otherwise (CI, or DEMO_KEEP=0) it exits after printing, and
+# names no dashboard that would be gone.
 #
 # Environment: EMULATOR_PORT (18788), SERVE_PORT (18787), DEMO_AGENTS (40),
 # DEMO_TURNAROUND (the emulator's batch turnaround, 2s-6s), DEMO_KEEP
@@ -48,7 +51,7 @@ wait_up() { # url name log
 	exit 1
 }
 
-echo "== building llmfleet and the fleet example"
+echo "== building llmfleet and the fleet example (a first, cold build takes about 3 minutes; later ones seconds)"
 go build -o "$tmp/llmfleet" ./cmd/llmfleet
 go build -o "$tmp/fleet" ./examples/fleet
 
@@ -83,6 +86,10 @@ echo "   Real Message Batches take minutes to hours (often 1-3 minutes for small
 echo "   the emulator compresses that to $turnaround so the demo ends quickly. With serve's default"
 echo "   --batch-window 30s, a lone batched request also waits up to 30s for others to pool with."
 
+# What the patient traffic paid, before the tight traffic joins it.
+num() { grep -o "\"$1\":[-0-9.e+]*" <<<"$2" | head -1 | cut -d: -f2; } # the first: the total
+patient=$(curl -fs "$srv/llmfleet/v1/stats")
+
 echo
 echo "== $agents agents x 2 dependent turns through the proxy, budget 1s: every turn goes sync"
 out=$("$tmp/fleet" -via proxy -anthropic-url "$srv" -n "$agents" -budget 1s)
@@ -92,13 +99,17 @@ echo
 echo "== what the fleet paid, what the same traffic would have cost sync, and what batching saved"
 "$tmp/llmfleet" stats --url "$srv" --since 0
 stats=$(curl -fs "$srv/llmfleet/v1/stats")
-num() { grep -o "\"$1\":[-0-9.e+]*" <<<"$stats" | head -1 | cut -d: -f2; } # the first: the total
-awk -v paid="$(num cost_usd)" -v would="$(num sync_equivalent_usd)" -v saved="$(num saved_usd)" 'BEGIN {
-	printf "paid $%.6f / would have paid $%.6f / saved $%.6f (%.0f%%)\n", paid, would, saved, (would > 0 ? 100*saved/would : 0) }'
-
+headline() { # label stats-json
+	awk -v label="$1" -v paid="$(num cost_usd "$2")" -v would="$(num sync_equivalent_usd "$2")" -v saved="$(num saved_usd "$2")" 'BEGIN {
+		printf "%-44s saved %3.0f%%: paid $%.6f of $%.6f at sync prices (saved $%.6f)\n", label, (would > 0 ? 100*saved/would : 0), paid, would, saved }'
+}
 echo
-echo "dashboard: $srv/llmfleet/"
+headline "batching, on the patient traffic (budget 10m):" "$patient"
+headline "on all the traffic (patient + tight):" "$stats"
+
 if [[ $keep == 1 ]]; then
+	echo
+	echo "dashboard: $srv/llmfleet/"
 	echo "(the proxy and the emulator keep running; Ctrl-C to stop)"
 	wait "${pids[@]}"
 fi

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/internal/envflag"
 	"github.com/llmfleet/llmfleet/pricing"
 	"github.com/llmfleet/llmfleet/proxy"
 	"gopkg.in/yaml.v3"
@@ -86,6 +87,9 @@ func loadServeConfig(fs *flag.FlagSet, file string) (serveConfig, error) {
 		}
 		if explicit[k] {
 			continue
+		}
+		if err := envflag.Unitless(fs, k, node.Value); err != nil {
+			return cfg, fmt.Errorf("%s: %v", file, err)
 		}
 		if err := fs.Set(k, node.Value); err != nil {
 			return cfg, fmt.Errorf("%s: %s: %v", file, k, err)

@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet/internal/ledgerread"
+	"github.com/llmfleet/llmfleet/internal/servestate"
 	"github.com/llmfleet/llmfleet/ledger"
+	"github.com/llmfleet/llmfleet/postgres"
+	"github.com/llmfleet/llmfleet/sqlite"
 )
 
 func init() { commands["stats"] = runStats }
@@ -19,7 +22,8 @@ func init() { commands["stats"] = runStats }
 const statsUsage = `usage: llmfleet stats [--db PATH | --url URL] [--since DURATION | --from TIME [--to TIME]] [--json]
 
 Prints what the fleet paid, what the same traffic would have cost at the
-sync route, and what batching saved, by model and by route, over a period;
+sync route, and what batching saved, by model and by route, over a period
+(first naming the database or URL it read);
 and the prompt cache's figures: the cache hit rate by route and model
 (tokens read from the cache of those read or written), what the cache
 writes that routing caused cost (routing misses), and the saving net of
@@ -77,10 +81,31 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	where := statsSource(*base, *dbPath)
 	if *asJSON {
+		fmt.Fprintf(stderr, "llmfleet stats: the ledger of %s\n", where)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
 	}
+	fmt.Fprintf(stdout, "Ledger:           %s\n", where)
 	return ledger.WriteTable(stdout, s)
+}
+
+// statsSource names what stats read: the URL of a running serve, or the
+// database (a PostgreSQL URL, or the SQLite file, the default one
+// resolved), any password in a URL masked.
+func statsSource(base, dbPath string) string {
+	switch {
+	case base != "":
+		return servestate.RedactURL(base)
+	case postgres.IsURL(dbPath):
+		return servestate.RedactURL(dbPath)
+	case dbPath != "":
+		return dbPath
+	}
+	if p, err := sqlite.DefaultPath(); err == nil {
+		return p
+	}
+	return "the default database"
 }

@@ -7,6 +7,10 @@
   const params = new URLSearchParams(location.search);
   const REFRESH_MS = Math.max(1, Number(params.get("refresh")) || 5) * 1000;
   const KEY_STORE = "llmfleet-admin-key";
+  // The period of the totals and tables (v1/stats?period=); "all", the
+  // ledger's whole history, is the server's default.
+  const PERIODS = ["1h", "24h", "7d", "30d", "all"];
+  let period = PERIODS.includes(params.get("period")) ? params.get("period") : "all";
 
   let last = { stats: null, snap: null };
   let lastOK = 0;
@@ -167,11 +171,25 @@
     plots[el.id] = { u: new uPlot(o, data, el), sig: signature, w, h };
   }
 
+  // axisSize fits a value axis to its widest label ("$1,234.5" is not
+  // cut), as uPlot's size hook allows: measured on the chart's canvas.
+  function axisSize(u, values, axisIdx, cycleNum) {
+    const a = u.axes[axisIdx];
+    if (cycleNum > 1) return a._size; // uPlot re-asks until the sizes settle
+    let size = (a.ticks.size || 0) + (a.gap || 0);
+    const longest = (values || []).reduce((l, v) => (String(v).length > l.length ? String(v) : l), "");
+    if (longest) {
+      u.ctx.font = a.font[0];
+      size += u.ctx.measureText(longest).width / (window.devicePixelRatio || 1);
+    }
+    return Math.ceil(size) + 2;
+  }
+
   function axis(fmt, extra) {
     const ink = cssVar("--ink-3"), grid = cssVar("--grid");
     return Object.assign({
       stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 },
-      font: "11px system-ui, sans-serif", values: fmt ? (u, vals) => vals.map(fmt) : undefined, size: 50,
+      font: "11px system-ui, sans-serif", values: fmt ? (u, vals) => vals.map(fmt) : undefined, size: axisSize,
     }, extra || {});
   }
 
@@ -236,29 +254,31 @@
 
   function drawTraffic(el, snap) {
     const pts = (snap && snap.traffic) || [];
-    if (!pts.some((p) => p.sync_calls + p.batched_calls > 0)) return empty(el, "No requests yet");
+    const flex = (p) => p.flex_calls || 0;
+    if (!pts.some((p) => p.sync_calls + flex(p) + p.batched_calls > 0)) return empty(el, "No requests yet");
     const half = (snap.bucket_seconds || 60) / 2;
-    // Stacked bars: the total (sync on top) is drawn first, the batched
-    // part over it.
-    const data = [pts.map((p) => secs(p.time) + half), pts.map((p) => p.sync_calls + p.batched_calls), pts.map((p) => p.batched_calls)];
+    // Stacked bars: the total (sync on top) is drawn first, then flex and
+    // batched over it, then batched.
+    const data = [pts.map((p) => secs(p.time) + half), pts.map((p) => p.sync_calls + flex(p) + p.batched_calls),
+      pts.map((p) => flex(p) + p.batched_calls), pts.map((p) => p.batched_calls)];
     const bars = uPlot.paths.bars({ size: [0.72, 40] });
     xRange[el.id] = [data[0][0] - half, data[0][data[0].length - 1] + half];
-    plot(el, "traffic", () => ({
+    plot(el, "traffic3", () => ({
       scales: { x: xScale(el.id), y: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] } },
-      axes: [timeAxis(), axis(fmtInt, { size: 40, incrs: COUNT_INCRS })],
+      axes: [timeAxis(), axis(fmtInt, { incrs: COUNT_INCRS })],
       series: [
         {},
         { label: "sync", fill: cssVar("--sync"), stroke: cssVar("--sync"), paths: bars, points: { show: false } },
+        { label: "flex", fill: cssVar("--flex"), stroke: cssVar("--flex"), paths: bars, points: { show: false } },
         { label: "batched", fill: cssVar("--batch"), stroke: cssVar("--batch"), paths: bars, points: { show: false } },
       ],
     }), data);
   }
 
   function drawDonut(el, stats) {
-    // Flex calls are synchronous calls: with the sync ones here, as in
-    // the traffic chart (the tables split them out).
-    const b = (stats && stats.batched_calls) || 0, s = ((stats && stats.sync_calls) || 0) + ((stats && stats.flex_calls) || 0);
-    const total = b + s;
+    // The three routes: batched, flex (synchronous, at batch prices), sync.
+    const b = (stats && stats.batched_calls) || 0, f = (stats && stats.flex_calls) || 0, s = (stats && stats.sync_calls) || 0;
+    const total = b + f + s;
     el.replaceChildren();
     const ring = document.createElement("div");
     ring.className = "donut-ring";
@@ -266,10 +286,11 @@
     big.className = "donut-big";
     small.className = "donut-small";
     if (total > 0) {
-      const pct = (100 * b) / total;
-      ring.style.background = "conic-gradient(var(--batch) 0 " + pct + "%, var(--sync) " + pct + "% 100%)";
+      const pct = (100 * b) / total, fpct = (100 * (b + f)) / total;
+      ring.style.background = "conic-gradient(var(--batch) 0 " + pct + "%, var(--flex) " + pct + "% " + fpct + "%, var(--sync) " + fpct + "% 100%)";
+      ring.title = fmtInt(b) + " batched · " + fmtInt(f) + " flex · " + fmtInt(s) + " sync";
       big.textContent = Math.round(pct) + "%";
-      small.textContent = "batched";
+      small.textContent = f ? "batched · " + Math.round((100 * f) / total) + "% flex" : "batched";
     } else {
       small.textContent = "no requests";
     }
@@ -286,8 +307,8 @@
     xRange[el.id] = [data[0][0], data[0][data[0].length - 1]];
     plot(el, "queue", () => ({
       scales: { x: xScale(el.id), y: { range: count }, n: { range: count } },
-      axes: [timeAxis(), axis(fmtInt, { size: 40, incrs: COUNT_INCRS }),
-        axis(fmtInt, { scale: "n", side: 1, grid: { show: false }, stroke: cssVar("--inflight"), size: 36, incrs: COUNT_INCRS })],
+      axes: [timeAxis(), axis(fmtInt, { incrs: COUNT_INCRS }),
+        axis(fmtInt, { scale: "n", side: 1, grid: { show: false }, stroke: cssVar("--inflight"), incrs: COUNT_INCRS })],
       series: [
         {},
         { label: "requests waiting", stroke: cssVar("--queue"), fill: cssVar("--queue-fill"), width: 2, paths: step, spanGaps: false, points: { show: false } },
@@ -325,7 +346,7 @@
         x: xScale(el.id),
         y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
       },
-      axes: [timeAxis(), axis(fmtAxisDur, { size: 44, incrs: DURATION_INCRS })],
+      axes: [timeAxis(), axis(fmtAxisDur, { incrs: DURATION_INCRS })],
       series: [{}, ...models.map((k) => ({
         label: k, stroke: modelColour(k), paths: () => null,
         points: { show: true, size: 7, fill: modelColour(k), stroke: modelColour(k) }, value: (u, v) => (v == null ? "" : fmtDur(v)),
@@ -415,7 +436,7 @@
       const m = cell(tr, "");
       if (e.model) m.append(swatch(modelColour(e.model)), " ");
       m.append(e.model || "–");
-      tag(cell(tr, ""), e.route, e.route === "batch" ? "batch" : "sync");
+      tag(cell(tr, ""), e.route, routeClass(e.route));
       cell(tr, fmtDur((e.budget_ns || 0) / 1e9), "num");
       // A request given up at its budget took the budget; its answer
       // never came, so how long it would have taken is unknown.
@@ -510,6 +531,11 @@
 
   const ROUTES = ["sync", "flex", "batch"];
 
+  // routeClass is the colour class of a route's tag.
+  function routeClass(r) {
+    return r === "batch" || r === "flex" ? r : "sync";
+  }
+
   // cacheable returns the tokens read from the cache or written to it.
   function cacheable(b) {
     const t = (b && b.tokens) || {};
@@ -536,7 +562,7 @@
       const b = by[r], t = b.tokens || {};
       const tr = document.createElement("tr");
       tr.dataset.route = r;
-      tag(cell(tr, ""), r, r === "sync" ? "sync" : "batch");
+      tag(cell(tr, ""), r, routeClass(r));
       const td = cell(tr, "", "hit");
       td.dataset.value = b.cache_hit_rate || 0;
       const bar = document.createElement("div");
@@ -606,10 +632,11 @@
       const calls = (stats.sync_calls || 0) + (stats.flex_calls || 0) + (stats.batched_calls || 0);
       $("kpi-calls").textContent = fmtInt(calls);
       $("kpi-calls").dataset.value = calls;
-      const bp = calls ? (100 * stats.batched_calls) / calls : 0;
+      const bp = calls ? (100 * stats.batched_calls) / calls : 0, fp = calls ? (100 * (stats.flex_calls || 0)) / calls : 0;
       const bar = $("kpi-split");
       bar.children[0].style.width = bp + "%";
-      bar.children[1].style.width = (calls ? 100 - bp : 0) + "%";
+      bar.children[1].style.width = fp + "%";
+      bar.children[2].style.width = (calls ? 100 - bp - fp : 0) + "%";
       $("kpi-calls-note").textContent = fmtInt(stats.batched_calls) + " batched · " +
         (stats.flex_calls ? fmtInt(stats.flex_calls) + " flex · " : "") + fmtInt(stats.sync_calls) + " sync";
       $("kpi-calls-note").title = stats.batches_submitted ? plural(stats.batches_submitted, "batch", "batches") + " submitted" : "";
@@ -625,8 +652,19 @@
 
   // ---- loop ----------------------------------------------------------
 
+  // connecting fills every chart and table with "Connecting…" until the
+  // first figures come: nothing claims there is no traffic before then.
+  function connecting() {
+    for (const el of document.querySelectorAll(".chart, .donut")) empty(el, "Connecting…");
+    for (const tbody of document.querySelectorAll("table tbody")) {
+      tbody.replaceChildren();
+      emptyRow(tbody, tbody.closest("table").querySelectorAll("thead th").length, "Connecting…");
+    }
+  }
+
   function render() {
     const { stats, snap } = last;
+    if (!stats && !snap) return connecting();
     assignColours([...Object.keys((stats && stats.by_model) || {}), ...Object.keys((snap && snap.turnaround) || {})]);
     drawKPIs(stats, snap);
     drawSavings($("chart-savings"), snap);
@@ -715,7 +753,10 @@
   async function poll() {
     clearTimeout(pollTimer);
     try {
-      const [stats, snap] = await Promise.all([getJSON("v1/stats"), getJSON("v1/dashboard")]);
+      const asked = period;
+      const [stats, snap] = await Promise.all([getJSON(period === "all" ? "v1/stats" : "v1/stats?period=" + period), getJSON("v1/dashboard")]);
+      if (asked !== period) return; // another period was picked meanwhile
+      showPeriod(stats.period);
       last = { stats, snap };
       lastOK = Date.now();
       showKeyField(!Array.isArray(stats.recent_budget_misses) || stats.admin_key_required === true);
@@ -739,6 +780,32 @@
     poll();
   }
 
+  // ---- period --------------------------------------------------------
+
+  // showPeriod marks the period picked; served is the period the stats
+  // name: "since_start" when the proxy keeps no ledger (no other period).
+  function showPeriod(served) {
+    const fixed = served === "since_start";
+    $("period").classList.toggle("fixed", fixed);
+    for (const b of $("period").querySelectorAll("button")) {
+      b.setAttribute("aria-pressed", String(!fixed && b.dataset.period === period));
+      b.disabled = fixed;
+    }
+    if (fixed) $("period").title = "This proxy keeps no ledger: the figures count since it started";
+  }
+
+  $("period").addEventListener("click", (ev) => {
+    const p = ev.target.closest("button") && ev.target.closest("button").dataset.period;
+    if (!p || p === period) return;
+    period = p;
+    const q = new URLSearchParams(location.search);
+    if (p === "all") q.delete("period");
+    else q.set("period", p);
+    history.replaceState(null, "", location.pathname + (q.toString() ? "?" + q : ""));
+    showPeriod(p);
+    poll();
+  });
+
   let resizeTimer = 0;
   window.addEventListener("resize", () => {
     clearTimeout(resizeTimer);
@@ -746,8 +813,9 @@
   });
 
   // For the browser check (e2e/dashboard.mjs): the pure helpers.
-  window.llmfleetDashboard = { withGaps, missLabel, modelColour, fmtHit, netPaid };
+  window.llmfleetDashboard = { withGaps, missLabel, modelColour, fmtHit, netPaid, axisSize };
 
+  showPeriod(period);
   render();
   poll();
 })();

@@ -22,9 +22,13 @@ func Name(flagName string) string {
 
 // Parse parses args into fs, then sets every flag not given on the
 // command line from its environment variable (see Name), if set and not
-// empty. A command line flag wins over the environment, which wins over a
+// empty. A duration given without a unit is an error saying it needs
+// one (Unitless). A command line flag wins over the environment, which wins over a
 // config file applied afterwards (it skips the flags set here).
 func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := checkUnits(fs, args); err != nil {
+		return err
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,6 +48,10 @@ func setFromEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		name := Name(f.Name)
 		v := getenv(name)
 		if v == "" {
+			return
+		}
+		if e := Unitless(fs, f.Name, v); e != nil {
+			err = fmt.Errorf("environment variable %s: %v", name, e)
 			return
 		}
 		if e := fs.Set(f.Name, v); e != nil {

@@ -55,15 +55,14 @@ func openEngine(cfg *Config, state *servestate.State) (*engine, error) {
 		Lease:           cfg.State.Lease,
 	}
 	obs, err := observe.New(observe.Config{
-		Price:      prices.Cost,
-		Canonical:  prices.Canonical,
-		Store:      state.DB,
-		Logger:     logger,
-		Provider:   provider.Name(),
-		Stats:      d.Stats,
-		InFlight:   d.InFlight,
-		AdminKey:   cfg.AdminKey,
-		FleetSince: state.FleetSince,
+		Price:     prices.Cost,
+		Canonical: prices.Canonical,
+		Store:     state.DB,
+		Logger:    logger,
+		Provider:  provider.Name(),
+		Stats:     d.Stats,
+		InFlight:  d.InFlight,
+		AdminKey:  cfg.AdminKey,
 	})
 	if err != nil {
 		return nil, err

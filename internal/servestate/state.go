@@ -63,9 +63,6 @@ type State struct {
 	// Secret is where the secret came from, for the log: the file, or
 	// $LLMFLEET_SECRET.
 	Secret string
-	// FleetSince is, on a database several replicas share, when the
-	// fleet's figures start (see observe.Config.FleetSince); nil alone.
-	FleetSince func(context.Context) (time.Time, error)
 }
 
 // Store is the store of serve: a Store that also keeps the owners of
@@ -104,7 +101,7 @@ func Open(ctx context.Context, cfg Config) (*State, error) {
 		if err := db.Open(ctx); err != nil {
 			return nil, fmt.Errorf("--db %s: %w", RedactURL(dbPath), err)
 		}
-		st.DB, st.Where, st.FleetSince = db, RedactURL(dbPath), db.FleetStart
+		st.DB, st.Where = db, RedactURL(dbPath)
 		return st, nil
 	}
 	db := &sqlite.DB{Path: dbPath, Logger: cfg.Logger}
