@@ -106,6 +106,7 @@ func (t *tracker) poll() {
 	d := t.d
 	d.mu.Lock()
 	open, ended := t.split()
+	links := t.linksLocked(open)
 	d.mu.Unlock()
 
 	seen := map[string]*llmfleet.Batch{}
@@ -113,6 +114,7 @@ func (t *tracker) poll() {
 	// The status calls are bounded, so that one that never answers does
 	// not stall every batch of the credential.
 	ctx, cancel := withTimeout(d.clock, d.ctx, pollTimeout)
+	ctx, span := d.traces.poll(ctx, t.prov, open, links)
 	switch {
 	case len(open) == 1:
 		d.stats.managementCalls.Add(1)
@@ -125,6 +127,7 @@ func (t *tracker) poll() {
 		t.list(ctx, open, seen, failed)
 	}
 	cancel()
+	polled(span, seen, failed)
 
 	d.mu.Lock()
 	now := d.clock.Now()
