@@ -54,6 +54,7 @@ type callSpan struct {
 	span   trace.Span
 	price  func(llmfleet.LedgerEntry) llmfleet.LedgerEntry
 	op     string
+	named  bool // the span's name has its model
 	once   sync.Once
 	parked bool // the answer is written by a parked connection, which ends it
 }
@@ -109,7 +110,7 @@ func (cs *callSpan) planned(c *call, e *refusal) {
 	}
 	if model != "" {
 		attrs = append(attrs, attribute.String("gen_ai.request.model", model))
-		cs.span.SetName(cs.op + " " + model)
+		cs.name(model)
 	}
 	if c.req != nil && c.req.ID != "" {
 		attrs = append(attrs, attribute.String("llmfleet.request_id", c.req.ID))
@@ -118,6 +119,14 @@ func (cs *callSpan) planned(c *call, e *refusal) {
 	if e != nil {
 		cs.span.SetAttributes(attribute.String("error.type", e.typ))
 		cs.span.SetStatus(codes.Error, e.msg)
+	}
+}
+
+// name names the span after its operation and model, once.
+func (cs *callSpan) name(model string) {
+	if !cs.named {
+		cs.named = true
+		cs.span.SetName(cs.op + " " + model)
 	}
 }
 
@@ -131,6 +140,7 @@ func (cs *callSpan) entry(e *llmfleet.LedgerEntry) {
 	attrs := usageAttrs(e.Usage)
 	if e.Model != "" {
 		attrs = append(attrs, attribute.String("gen_ai.response.model", e.Model))
+		cs.name(e.Model) // a call whose body was not read: the model that answered
 	}
 	if cs.price != nil {
 		if p := cs.price(*e); p.Priced {
