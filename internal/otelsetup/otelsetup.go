@@ -75,7 +75,8 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 	default:
 		return s, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: llmfleet exports traces with otlp, or none", exp)
 	}
-	endpoint := getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	endpoint := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) != "" ||
+		strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) != ""
 	s.Enabled = endpoint && !disabled
 	return s, nil
 }

@@ -2,10 +2,15 @@ package otelsetup
 
 import (
 	"context"
+	"net"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/trace/noop"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 )
 
 // TestFromEnv reads the standard variables: off without an endpoint,
@@ -73,5 +78,65 @@ func TestStartOff(t *testing.T) {
 	}
 	if err := shutdown(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// grpcReceiver is an OTLP/gRPC trace receiver keeping the names of the
+// spans it gets.
+type grpcReceiver struct {
+	coltracepb.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	names []string
+}
+
+func (g *grpcReceiver) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				g.names = append(g.names, s.Name)
+			}
+		}
+	}
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// TestStartGRPC exports over OTLP/gRPC to a receiver on loopback when
+// the protocol is grpc: the span is there once the provider is shut
+// down.
+func TestStartGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	rc := &grpcReceiver{}
+	coltracepb.RegisterTraceServiceServer(gs, rc)
+	go gs.Serve(ln)
+	defer gs.Stop()
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_SDK_DISABLED",
+		"OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	s, err := FromEnv(os.Getenv)
+	if err != nil || !s.Enabled || s.Protocol != ProtocolGRPC {
+		t.Fatalf("%+v %v", s, err)
+	}
+	tp, shutdown, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := tp.Tracer("test").Start(context.Background(), "over grpc")
+	span.End()
+	if err := shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.names) != 1 || rc.names[0] != "over grpc" {
+		t.Fatalf("received %v", rc.names)
 	}
 }
