@@ -297,18 +297,23 @@ func (ac *acceptor) submitBatch(ctx context.Context, budget time.Duration, req *
 	w, err := ac.newWaiter(req, budget, d.clock.Now())
 	if err == nil {
 		w.reply = reply
+		w.span = d.traces.request(ctx, w)
 		err = ac.accept(ctx, w)
 	}
 	if errors.Is(err, errIDTaken) {
 		// Another call accepted the same id meanwhile: attach to it.
 		var attached bool
 		if attached, err = d.ids.attach(ctx, budget, req, reply); attached && err == nil {
+			endRefused(w.span, nil, true)
 			return nil
 		} else if !attached {
 			err = fmt.Errorf("%w: %s", llmfleet.ErrIDConflict, req.ID)
 		}
 	}
 	if err != nil {
+		if w != nil {
+			endRefused(w.span, err, false)
+		}
 		d.stats.errors.Add(1)
 		return err
 	}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -73,9 +74,11 @@ func (cr *creator) send(c *createCall) {
 		return
 	}
 	ctx, cancel := withTimeout(d.clock, d.ctx, left)
+	ctx, span := d.traces.batch(ctx, "create", c.prov, waiterLinks(slices.Values(c.ws)), batchSize(len(c.ws)))
 	d.stats.managementCalls.Add(1)
 	b, err := c.prov.CreateBatch(ctx, c.first.Credential, c.localID, c.first.Header, c.items)
 	cancel()
+	endBatch(span, err, createdID(b)...)
 	var ue *llmfleet.UncertainError
 	switch {
 	case err != nil && d.ctx.Err() != nil:

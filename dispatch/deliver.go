@@ -328,6 +328,7 @@ func (an *answerer) finishLocked(w *waiter, resp *llmfleet.Response, err error, 
 	}
 	w.must(stateDone, d.log)
 	d.rescues.stopLocked(w)
+	d.traces.finishLocked(&d.mu, w, err, e)
 	if e != nil && d.Observe != nil {
 		entry, durable := *e, d.journal.durable()
 		d.mu.later(func() { d.Observe(entry, durable) })

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/cachecost"
 )
@@ -88,6 +90,11 @@ type Dispatcher struct {
 	// the engine has no work running; nil means go f(). It may be called
 	// with the dispatcher's lock held: it must only start f.
 	Go func(f func())
+	// TracerProvider, if set, makes the engine's spans (see trace.go): a
+	// batched request's from acceptance to answer, a child of the span
+	// in its caller's context, and its batch's create, polls and results,
+	// linked to its requests' spans. Nil: no spans.
+	TracerProvider trace.TracerProvider
 
 	pol       Policy
 	clock     llmfleet.Clock
@@ -127,7 +134,8 @@ type Dispatcher struct {
 	router     *router
 	flexer     *flexExec
 
-	stats counters
+	stats  counters
+	traces engineTracer // the engine's spans (trace.go)
 }
 
 // counters are the dispatcher's statistics.
@@ -170,6 +178,7 @@ func (d *Dispatcher) Open() error {
 	d.syncLat = newPredictor(d.pol.SyncLatencyPrior, nil, syncLatencyQuantile, d.pol.TurnaroundSamples)
 	d.flex = newFlexTier(d.pol)
 	d.work.goHook = d.Go
+	d.traces = newEngineTracer(d.TracerProvider)
 	d.calls, d.answers, d.rescues, d.accepts = syncCaller{d}, answerer{d}, rescuer{d}, acceptor{d}
 	d.paid = &paidLedger{d: d}
 	d.ctx, d.cancel = context.WithCancel(context.Background())

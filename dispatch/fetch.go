@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,7 @@ func (t *tracker) fetch(f *flight) {
 	d := t.d
 	d.mu.Lock()
 	held := f.held
+	links := waiterLinks(maps.Values(f.waiters))
 	d.mu.Unlock()
 	if held != nil {
 		t.delivered(f, held) // read before, not stored yet: not read again
@@ -29,11 +31,13 @@ func (t *tracker) fetch(f *flight) {
 	var err error
 	if b.Failure == nil { // a batch that failed as a whole has no results
 		ctx, cancel := withTimeout(d.clock, d.ctx, resultsTimeout)
+		ctx, span := d.traces.batch(ctx, "results", t.prov, links, attrBatchID.String(f.id))
 		err = t.prov.Results(ctx, t.cred, f.id, func(r llmfleet.BatchResult) error {
 			results[r.CustomID] = r
 			return nil
 		})
 		cancel()
+		endBatch(span, err, batchSize(len(results)))
 	}
 	if d.ctx.Err() != nil {
 		return

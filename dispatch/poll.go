@@ -112,9 +112,10 @@ func (t *tracker) poll() {
 	d := t.d
 	d.mu.Lock()
 	open, waiting, ended := t.split(d.clock.Now())
+	links := t.linksLocked(open)
 	d.mu.Unlock()
 
-	lk := t.look(open, waiting)
+	lk := t.look(open, waiting, links)
 
 	d.mu.Lock()
 	now := d.clock.Now()

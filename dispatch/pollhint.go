@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmfleet/llmfleet"
 )
 
@@ -20,18 +22,20 @@ type looked struct {
 // batch, a listing for several, or for one while others wait (one call
 // that may show them ended). The calls are bounded, so that one that
 // never answers does not stall every batch of the credential.
-func (t *tracker) look(open, waiting []string) *looked {
+func (t *tracker) look(open, waiting []string, links []trace.Link) *looked {
 	lk := &looked{seen: map[string]*llmfleet.Batch{}, failed: map[string]error{}, asked: map[string]time.Duration{}}
 	if len(open) == 0 {
 		return lk
 	}
 	ctx, cancel := withTimeout(t.d.clock, t.d.ctx, pollTimeout)
 	defer cancel()
+	ctx, span := t.d.traces.poll(ctx, t.prov, open, links)
 	if len(open) == 1 && len(waiting) == 0 {
 		t.retrieve(ctx, open[0], lk)
 	} else {
 		t.list(ctx, open, waiting, lk)
 	}
+	polled(span, lk.seen, lk.failed)
 	return lk
 }
 

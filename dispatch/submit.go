@@ -101,7 +101,9 @@ func (d *Dispatcher) Enqueue(ctx context.Context, budget time.Duration, req *llm
 		return "", err
 	}
 	w.detached = true
+	w.span = d.traces.request(ctx, w)
 	if err := d.accepts.accept(ctx, w); err != nil {
+		endRefused(w.span, err, errors.Is(err, errIDTaken))
 		if errors.Is(err, errIDTaken) {
 			if _, err := d.ids.known(ctx, req); err != nil {
 				return "", err

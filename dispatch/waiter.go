@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmfleet/llmfleet"
 )
 
@@ -82,6 +84,9 @@ type waiter struct {
 	// retry: the id may name a request stored before (Request.Retry): it
 	// is known free only once stored.
 	retry bool
+	// span is its request's span (trace.go), set before it is accepted;
+	// nil when not traced.
+	span trace.Span
 	// direct: its budget cannot hold a batch with a rescue, so it is sent
 	// sync at once, stored (with a durable journal) as such.
 	direct bool

@@ -171,6 +171,8 @@ type call struct {
 	// call, whose answer's response is recorded as its own (see
 	// openai_responses.go).
 	owner string
+	// span is the call's span (trace.go); nil when not traced.
+	span *callSpan
 }
 
 // openAICall is a routed call of the OpenAI face.

@@ -172,5 +172,6 @@ func (g geminiForwarder) observe(c *call, asked, served llmfleet.Tier, t *gemini
 		e.Tier = asked
 	}
 	e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, c.budget)
+	c.span.entry(&e)
 	o(e)
 }

@@ -30,6 +30,7 @@ type syncCall struct {
 	cred     llmfleet.Credential // the credential it went upstream with
 	observed bool                // Observe or UpstreamError is set
 	client   *clientName         // names the caller in the ledger
+	span     *callSpan           // the call's span (trace.go), nil if none
 	once     sync.Once
 
 	// While held (serveSync sets it), the ledger entry is kept in pending
@@ -109,6 +110,7 @@ func (f *forwarder) newSyncCall(c *call) *syncCall {
 		sc = new(syncCall)
 	}
 	sc.start, sc.budget, sc.body, sc.observed, sc.client = c.arrived, c.budget, c.body, observed, c.client
+	sc.span = c.span
 	sc.deadline = c.arrived.Add(c.budget)
 	return sc
 }

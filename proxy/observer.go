@@ -111,6 +111,7 @@ func (o *syncObserver) report(sc *syncCall, model string, u llmfleet.Usage, outc
 func (o *syncObserver) hand(sc *syncCall, e *llmfleet.LedgerEntry) {
 	o.noteCache(sc, e)
 	e.Client = sc.client.String()
+	sc.span.entry(e)
 	o.observe(*e)
 }
 

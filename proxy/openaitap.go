@@ -105,5 +105,6 @@ func (o *syncObserver) openAI(c *openAICall, asked llmfleet.Tier, tap *openAITap
 		e.Tier = asked
 	}
 	e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, c.budget)
+	c.span.entry(&e)
 	o.observe(e)
 }

@@ -73,6 +73,7 @@ func (pl pipeline) park(w http.ResponseWriter, r *http.Request, c *call, budget 
 		p.a.mu.Unlock()
 	}
 	pipelined := brw.Reader.Buffered() > 0
+	c.span.park()
 	s.parked.add(p)
 	// The submission must outlive the handler, whose context net/http
 	// cancels when it returns; the caller cannot be watched any more.
@@ -100,6 +101,7 @@ func (p *parkedConn) done(resp *llmfleet.Response, err error) {
 // caller left) is no error: the answer stays readable by its ticket.
 func (p *parkedConn) answer(resp *llmfleet.Response, err error, pipelined bool) {
 	defer p.p.s.parked.remove(p)
+	defer p.c.span.end()
 	ctx, cancel := context.WithTimeout(context.Background(), parkLookupTimeout)
 	rec := httprec.New(p.h)
 	p.p.answer(ctx, rec, p.c, resp, err)

@@ -23,7 +23,11 @@ type pipeline struct {
 
 // serve serves a routed call.
 func (p pipeline) serve(w http.ResponseWriter, r *http.Request) {
+	r, span := p.s.spans.start(r, p.f)
+	defer span.done()
 	c, e := p.plan(r, true)
+	c.span = span
+	span.planned(c, e)
 	if e == nil || !e.bare {
 		w.Header().Set(HeaderRoute, string(c.route))
 	}
@@ -229,12 +233,14 @@ func (p pipeline) batch(w http.ResponseWriter, r *http.Request, c *call) {
 	sp := newStreamPark(w, p.s.clock, p.s.PingInterval, t.stream)
 	resp, err := p.s.Submitter.SubmitBatch(ctx, left, c.req)
 	begun := sp.stop()
+	c.span.answered(resp, err)
 	p.f.endStream(ctx, sp, c, resp, err, begun)
 }
 
 // answer answers a non-streaming batched call with what the Submitter
 // returned. ctx is the caller's.
 func (p pipeline) answer(ctx context.Context, w http.ResponseWriter, c *call, resp *llmfleet.Response, err error) {
+	c.span.answered(resp, err)
 	if err != nil {
 		logFailure(p.s.log, ctx, err)
 		p.f.fail(ctx, w, c, err, true)

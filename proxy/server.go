@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmfleet/llmfleet"
 )
 
@@ -205,6 +207,18 @@ type Server struct {
 	// hold only a copy buffer and are not counted.
 	MaxBodyBytesInFlight int64
 
+	// TracerProvider, if set, makes a span of every routed call (see
+	// trace.go): a child of the caller's traceparent, with its route,
+	// budget, model, usage and batch, carried in the context handed to
+	// the Submitter. Nil: no spans.
+	TracerProvider trace.TracerProvider
+
+	// TracePrice, if set, prices the ledger entry of a sync or flex call
+	// for its span's llmfleet.cost_usd (observe.Pipeline.Price fits).
+	// The usage of a sync call is read for its span only while it is
+	// observed (Observe set).
+	TracePrice func(llmfleet.LedgerEntry) llmfleet.LedgerEntry
+
 	once  sync.Once
 	log   *slog.Logger
 	clock llmfleet.Clock
@@ -218,7 +232,8 @@ type Server struct {
 	upstreamTimeout time.Duration
 
 	bodies bodyBudget
-	parked parkedSet // callers parked on their connections (parkconn.go)
+	spans  spanTracer // the spans of routed calls (trace.go)
+	parked parkedSet  // callers parked on their connections (parkconn.go)
 	// keyNames remembers the Fingerprint of client keys (keynames.go).
 	keyNames keyNames
 }
@@ -312,6 +327,7 @@ func (s *Server) init() {
 		if s.bodies.max == 0 {
 			s.bodies.max = DefaultMaxBodyBytesInFlight
 		}
+		s.spans = newSpanTracer(s)
 		s.fwd = newForwarder(s)
 		s.rp, s.openAIRP = s.fwd.anthropic, s.fwd.openAI
 		mux := http.NewServeMux()

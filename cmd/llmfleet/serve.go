@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/gemini"
+	"github.com/llmfleet/llmfleet/internal/otelsetup"
 	"github.com/llmfleet/llmfleet/internal/serve"
 	"github.com/llmfleet/llmfleet/internal/servestate"
 	"github.com/llmfleet/llmfleet/openai"
@@ -233,5 +234,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return serve.Run(ctx, cfg, stdout)
+	tracing, err := otelsetup.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	tp, shutdownTracing, err := otelsetup.Start(context.WithoutCancel(ctx), tracing)
+	if err != nil {
+		return err
+	}
+	cfg.TracerProvider = tp
+	err = serve.Run(ctx, cfg, stdout)
+	// The spans still pending go out once everything has stopped.
+	flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if terr := shutdownTracing(flushCtx); terr != nil {
+		logger.Warn("spans not exported at shutdown", "err", terr)
+	}
+	return err
 }

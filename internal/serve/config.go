@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/internal/servestate"
 	"github.com/llmfleet/llmfleet/pricing"
@@ -56,6 +58,12 @@ type Config struct {
 	Credentials *proxy.ClientKeys
 	// Prices is the price table (nil: pricing.Default()).
 	Prices *pricing.Table
+
+	// TracerProvider makes the spans of the proxy's routed calls and of
+	// the dispatcher's requests and batches (nil: none); the command
+	// makes it from the OTEL_ variables (package otelsetup) and shuts it
+	// down once Run returns.
+	TracerProvider trace.TracerProvider
 
 	// Logger is the log (nil: none).
 	Logger *slog.Logger

@@ -53,6 +53,7 @@ func openEngine(cfg *Config, state *servestate.State) (*engine, error) {
 		Flex:            prices.Flex,
 		Prices:          costPrices(prices),
 		Lease:           cfg.State.Lease,
+		TracerProvider:  cfg.TracerProvider,
 	}
 	obs, err := observe.New(observe.Config{
 		Price:     prices.Cost,
@@ -121,6 +122,8 @@ func newProxy(cfg *Config, state *servestate.State, e *engine, access *accessLog
 		BodyReadTimeout:      cfg.BodyReadTimeout,
 		MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight,
 		UpstreamTimeout:      cfg.UpstreamTimeout,
+		TracerProvider:       cfg.TracerProvider,
+		TracePrice:           e.obs.Price,
 	}
 	if creds := cfg.Credentials; creds != nil {
 		srv.Credentials = creds.Map
