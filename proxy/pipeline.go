@@ -27,8 +27,12 @@ func (p pipeline) serve(w http.ResponseWriter, r *http.Request) {
 	if e == nil || !e.bare {
 		w.Header().Set(HeaderRoute, string(c.route))
 	}
+	if c.reason != "" {
+		w.Header().Set(HeaderRouteReason, c.reason)
+	}
 	p.f.note(r, c, e)
 	if e != nil {
+		setRefusalHeaders(w.Header(), e)
 		p.f.refuse(w, e)
 		return
 	}
@@ -65,7 +69,13 @@ func (p pipeline) plan(r *http.Request, tickets bool) (*call, *refusal) {
 			return c, e
 		}
 	}
+	if e := p.clientRules(r, c, force); e != nil {
+		return c, e
+	}
 	if e := p.f.route(r, c, force); e != nil {
+		return c, e
+	}
+	if e := p.routedByRules(c); e != nil {
 		return c, e
 	}
 	if tickets && c.route == llmfleet.RouteBatch {

@@ -78,11 +78,7 @@
 // Times must round-trip to the nanosecond (compared with time.Time.Equal),
 // bodies byte for byte. A request's Client and a ledger entry's Client
 // round-trip as given, across a Reopen too. A nil Header may come back nil or empty.
-//
-// A store that keeps spend (llmfleet.SpendStore) sums the cost of the
-// ledger entries naming a client by client and UTC day, as they are
-// added, concurrently too; Purge drops the days before the ledger's
-// cutoff.
+// A SpendStore sums the ledger by client and UTC day; Purge cuts it too.
 package storetest
 
 import (
