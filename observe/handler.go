@@ -114,6 +114,9 @@ func (p *Pipeline) serveStats(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if p.cfg.Clients != nil {
+		s.Clients = p.cfg.Clients(r.Context())
+	}
 	if !p.admin.admits(r) {
 		s = aggregatesOnly(s)
 	}
