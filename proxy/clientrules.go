@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -115,5 +116,10 @@ func setRefusalHeaders(h http.Header, e *refusal) {
 // stamp writes a reset time as the refusals give it.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// dollars writes an amount of USD.
-func dollars(usd float64) string { return fmt.Sprintf("$%.2f", usd) }
+// dollars writes an amount of USD: to the cent, or as it is below one.
+func dollars(usd float64) string {
+	if usd != 0 && usd < 0.01 && usd > -0.01 {
+		return "$" + strconv.FormatFloat(usd, 'f', -1, 64)
+	}
+	return fmt.Sprintf("$%.2f", usd)
+}
