@@ -45,6 +45,9 @@ type Spend struct {
 
 	mu    sync.Mutex
 	read  time.Time // when the sums were read; zero: never
+	// failed is when a read failed before any succeeded: until a TTL
+	// later, calls go on without waiting for another.
+	failed time.Time
 	day   time.Time // the UTC day they are of
 	today map[string]float64
 	month map[string]float64
@@ -119,8 +122,9 @@ func (s *Spend) sums(ctx context.Context, now time.Time, client string) (today, 
 	have := !s.read.IsZero() && s.day.Equal(day)
 	fresh := have && now.Sub(s.read) < s.cfg.TTL
 	today, month = s.today[client], s.month[client]
+	failing := s.read.IsZero() && !s.failed.IsZero() && now.Sub(s.failed) < s.cfg.TTL
 	s.mu.Unlock()
-	if fresh {
+	if fresh || failing {
 		return today, month
 	}
 	if have {
@@ -156,6 +160,9 @@ func (s *Spend) refresh(ctx context.Context, now time.Time) {
 	s.since = nil
 	if err != nil {
 		s.log.Warn("client spend not read; limits use what was read before", "err", err)
+		if s.read.IsZero() {
+			s.failed = now
+		}
 		return
 	}
 	today, month := map[string]float64{}, map[string]float64{}

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -145,5 +146,33 @@ func TestClientLimitsCheck(t *testing.T) {
 	}
 	if err := (ledger.ClientLimits{DailyUSD: 50, MonthlyUSD: 1000, OverLimit: ledger.OverBatchOnly}).Check("alice"); err != nil {
 		t.Errorf("valid limits: %v", err)
+	}
+}
+
+// failingStore fails every read.
+type failingStore struct{ reads int }
+
+func (f *failingStore) ClientSpend(context.Context, time.Time, time.Time) ([]llmfleet.ClientSpend, error) {
+	f.reads++
+	return nil, errors.New("database down")
+}
+
+// Until the store has been read once, calls are not held back by it: a
+// failed read is tried again a TTL later, and the limits wait for it.
+func TestSpendStoreDown(t *testing.T) {
+	clock := providertest.NewManualClock(time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC))
+	store := &failingStore{}
+	s := ledger.NewSpend(ledger.SpendConfig{Store: store, Clock: clock,
+		Limits: map[string]ledger.ClientLimits{"alice": {DailyUSD: 1}}})
+	s.Paid(llmfleet.LedgerEntry{Client: "alice", Time: clock.Now(), CostUSD: 5})
+	for range 3 {
+		if v := s.Check(t.Context(), "alice"); v.Limit != "" {
+			t.Fatalf("store down: %+v", v)
+		}
+	}
+	clock.Advance(ledger.DefaultSpendTTL)
+	s.Check(t.Context(), "alice")
+	if store.reads != 2 {
+		t.Fatalf("%d reads, want 2", store.reads)
 	}
 }
