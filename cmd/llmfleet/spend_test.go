@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +54,12 @@ func spendUpstreams(t *testing.T) (string, *emulator.Server) {
 // serveInProcess runs serve with the config file and args until the
 // test ends, and returns its base URL.
 func serveInProcess(t *testing.T, config string, args ...string) string {
+	base, _ := serveStoppable(t, config, args...)
+	return base
+}
+
+// serveStoppable is serveInProcess, and returns how to stop serve first.
+func serveStoppable(t *testing.T, config string, args ...string) (string, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(lineWriter, 4)
@@ -65,13 +73,17 @@ func serveInProcess(t *testing.T, config string, args ...string) string {
 		cancel()
 		t.Fatalf("serve ended: %v", err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return strings.Fields(strings.TrimPrefix(line, "llmfleet serving on "))[0]
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return strings.Fields(strings.TrimPrefix(line, "llmfleet serving on "))[0], stop
 }
 
 // faceCall is one routed call of a face, real-shaped.
@@ -157,8 +169,8 @@ func TestSpendLimitReject(t *testing.T) {
 	up, _ := spendUpstreams(t)
 	db := filepath.Join(t.TempDir(), "llmfleet.db")
 	paid(t, db, map[string]float64{"alice": 50.01, "bob": 3})
-	base := serveInProcess(t, up+"clients:\n  alice: {daily-usd: 50, monthly-usd: 1000, over-limit: reject}\n"+
-		"  bob: {daily-usd: 50}\n", "--db", db)
+	clients := "clients:\n  alice: {daily-usd: 50, monthly-usd: 1000, over-limit: reject}\n  bob: {daily-usd: 50}\n"
+	base, stop := serveStoppable(t, up+clients, "--db", db)
 	midnight := llmfleet.UTCDay(time.Now()).AddDate(0, 0, 1).Format(time.RFC3339)
 	for _, f := range spendFaces {
 		resp, body := f.call(t, base, "alice-key", "over")
@@ -194,6 +206,20 @@ func TestSpendLimitReject(t *testing.T) {
 	if len(cs) != 2 || cs[0]["client"] != "alice" || cs[0]["limit_reached"] != "daily-usd" || cs[0]["today_usd"].(float64) < 50.01 ||
 		cs[0]["daily_usd"] != 50.0 || cs[0]["monthly_usd"] != 1000.0 || cs[1]["client"] != "bob" || cs[1]["limit_reached"] != nil {
 		t.Errorf("stats clients: %v", cs)
+	}
+	// llmfleet stats, from the running serve, then from its database.
+	for _, args := range [][]string{{"--url", base}, {"--db", db, "--config", writeFile(t, clients)}} {
+		if args[0] == "--db" {
+			stop()
+		}
+		var out strings.Builder
+		if err := runStats(t.Context(), args, &out, io.Discard); err != nil {
+			t.Fatalf("stats %v: %v", args, err)
+		}
+		if !regexp.MustCompile(`(?m)^ *alice +\$50\.0100 +\$50\.0000 +\$50\.0100 +\$1,000\.0000 +reject +no +daily-usd reached until ` +
+			midnight + `$`).MatchString(out.String()) {
+			t.Errorf("stats %v: no line of alice's limits:\n%s", args, out.String())
+		}
 	}
 }
 
