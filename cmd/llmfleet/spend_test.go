@@ -270,6 +270,12 @@ func TestSpendZDR(t *testing.T) {
 			t.Errorf("%s: alice's forced batch: %d %s", f.face, resp.StatusCode, body)
 		}
 	}
+	// Flex is a sync tier: a patient ZDR call of a model that has one goes flex.
+	flex := faceCall{"gemini", "/gemini/v1beta/models/gemini-2.5-flash:generateContent", spendFaces[2].body, spendFaces[2].key}
+	resp, body := flex.call(t, base, "alice-key", "alice flex", "Llmfleet-Latency-Budget-Ms", "600000")
+	if resp.StatusCode != 200 || resp.Header.Get("Llmfleet-Route") != "flex" || resp.Header.Get("Llmfleet-Route-Reason") == "" {
+		t.Errorf("alice's patient call of a flex model: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
 	for _, s := range emu.Stats().Submissions {
 		if strings.Contains(s.Text, "alice") {
 			t.Errorf("alice's prompt %q was batched", s.Text)
