@@ -160,6 +160,14 @@ type Request struct {
 	// provider without a flex tier ignores it; the engine sets it only on
 	// RouteFlex, for models that have one.
 	Flex bool
+	// NoBatch keeps the request off the batch route whatever its budget
+	// (a zero-data-retention client: batches are not ZDR-eligible);
+	// routing then chooses between sync and flex.
+	NoBatch bool
+	// BatchOnly routes the request to batch whenever its budget allows
+	// one, whatever the cost model says (a client over its spend limit
+	// whose calls are taken only batched); otherwise to sync.
+	BatchOnly bool
 }
 
 // Response is the answer to a Request, whichever route it took.

@@ -22,6 +22,8 @@ var assets = map[string]struct{ file, contentType string }{
 	"":        {"static/index.html", "text/html; charset=utf-8"},
 	"app.js":  {"static/app.js", "text/javascript; charset=utf-8"},
 	"app.css": {"static/app.css", "text/css; charset=utf-8"},
+	// The spend limits panel, apart from app.js.
+	"limits.js": {"static/limits.js", "text/javascript; charset=utf-8"},
 	// uPlot, vendored (static/vendor/README says which version).
 	"uPlot.iife.min.js": {"static/vendor/uPlot.iife.min.js", "text/javascript; charset=utf-8"},
 	"uPlot.min.css":     {"static/vendor/uPlot.min.css", "text/css; charset=utf-8"},

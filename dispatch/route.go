@@ -82,16 +82,41 @@ func (rt *router) feasibleRoutes(provider, model string, budget time.Duration) f
 	return f
 }
 
+// withoutBatch returns f with the batch route taken out: what the
+// budget allows of a request that is never batched (Request.NoBatch).
+func (f feasible) withoutBatch() feasible {
+	f.batch, f.explore = false, false
+	if f.blind == llmfleet.RouteBatch {
+		f.blind = llmfleet.RouteSync
+		if f.flex {
+			f.blind = llmfleet.RouteFlex
+		}
+	}
+	return f
+}
+
 // route decides a request's route: by budget, the routes it can take
 // (Policy.Route, Policy.RouteFlex, exploring a model without observed
 // turnarounds once at a time with a budget a batch could plausibly
 // keep); then, for a prompt with cache breakpoints, unless
 // Policy.CacheBlind, by the cost model: the cheapest of those routes by
 // expected bill, never one expected to cost more than sync, the
-// conversation kept on its cache unless the other is clearly cheaper.
+// conversation kept on its cache unless the other is clearly cheaper. A
+// request that is never batched (Request.NoBatch) chooses between sync
+// and flex; one taken only batched (Request.BatchOnly) is batched when
+// its budget allows it, whatever it costs, else goes sync.
 func (rt *router) route(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) llmfleet.Route {
 	provider, model := p.Name(), info.Model
 	f := rt.feasibleRoutes(provider, model, budget)
+	switch {
+	case req.BatchOnly:
+		if f.batch {
+			return llmfleet.RouteBatch
+		}
+		return llmfleet.RouteSync
+	case req.NoBatch:
+		f = f.withoutBatch()
+	}
 	r := f.blind
 	if !rt.pol.CacheBlind && info.Prompt.Cached() && (f.batch || f.flex) {
 		if v, ok := rt.costView(p, req, info, budget, f, true); ok {

@@ -199,6 +199,10 @@ type Summary struct {
 	// RecentBudgetMisses holds the latest entries that missed their
 	// budget, newest first.
 	RecentBudgetMisses []llmfleet.LedgerEntry `json:"recent_budget_misses"`
+	// Clients are the clients with spend limits or zero data retention
+	// configured, with what they paid this UTC day and month, whatever
+	// the period (serve's stats only; see Spend.Clients).
+	Clients []ClientStatus `json:"clients,omitempty"`
 
 	missNotInSaving float64 // the sum of MissNotInSaving
 }

@@ -63,6 +63,9 @@ func WriteTable(w io.Writer, s Summary) error {
 			return err
 		}
 	}
+	if err := writeClientLimits(w, s.Clients); err != nil {
+		return err
+	}
 	var cache strings.Builder
 	if err := writeCache(&cache, s); err != nil {
 		return err

@@ -80,6 +80,9 @@ func (p *Pipeline) serveStats(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, e.status, e.typ, e.msg)
 		return
 	}
+	if p.cfg.Clients != nil {
+		s.Clients = p.cfg.Clients(r.Context())
+	}
 	if !p.admin.admits(r) {
 		s = aggregatesOnly(s)
 	}

@@ -53,6 +53,14 @@ type Config struct {
 	// whether a page is open or not); 0 means
 	// dashboard.DefaultSampleInterval, a negative value samples nothing.
 	SampleInterval time.Duration
+	// Booked, if set, is called with every entry once priced and counted
+	// (the Paid method of a ledger.Spend fits: this process's payments
+	// count against the limits at once).
+	Booked func(llmfleet.LedgerEntry)
+	// Clients, if set, returns the clients with limits and what they paid
+	// today and this month, for the stats (Summary.Clients; the Clients
+	// method of a ledger.Spend fits).
+	Clients func(ctx context.Context) []ledger.ClientStatus
 	// AdminKey, if set, is the key (x-api-key or Authorization: Bearer)
 	// that shows the per-request fields of /llmfleet/v1/stats and
 	// /llmfleet/v1/dashboard; anyone else, and everyone when it is empty,
@@ -193,6 +201,9 @@ func (p *Pipeline) Settle() { p.lane.Settle() }
 func (p *Pipeline) book(le laneEntry) {
 	e := p.Price(le.e)
 	p.count(e)
+	if p.cfg.Booked != nil {
+		p.cfg.Booked(e)
+	}
 	if le.store && p.writer != nil {
 		if err := p.writer.Add(e); err != nil {
 			p.log.Warn("ledger entry not stored", "request_id", e.RequestID, "err", err)

@@ -182,6 +182,10 @@ func (f anthropicFace) says(k refusalKind, arg string) *refusal {
 	case notShared:
 		e.status, e.typ, e.msg = http.StatusForbidden, "permission_error", "This llmfleet holds one key for all its clients: "+arg+
 			" would reach what other clients made under it, so it is not passed on."
+	case spendLimit:
+		e.status, e.typ, e.msg = http.StatusTooManyRequests, "rate_limit_error", arg
+	case zdrBatch:
+		e.msg = zdrBatchMessage(arg)
 	}
 	return e
 }

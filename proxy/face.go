@@ -90,6 +90,12 @@ const (
 	// notShared: arg ("METHOD /path") would reach what other clients made
 	// under the key they share (403).
 	notShared
+	// spendLimit: the client has reached a spend limit; arg says which
+	// and when it resets (429, clientrules.go).
+	spendLimit
+	// zdrBatch: a zero-data-retention client asked for the batch route
+	// (400, clientrules.go); arg names the client.
+	zdrBatch
 )
 
 // faceTraits is what the pipeline knows of a face as data.
@@ -124,6 +130,8 @@ type refusal struct {
 	// closes closes the connection after the refusal (Anthropic face): the
 	// body was left unread.
 	closes bool
+	// retryAfter, if above 0, is sent as Retry-After (spend limits).
+	retryAfter time.Duration
 }
 
 // refusalOf is the refusal of an apiError.
@@ -167,6 +175,13 @@ type call struct {
 	model string
 	// includeUsage is an OpenAI chat stream's stream_options.include_usage.
 	includeUsage bool
+	// noBatch and batchOnly keep the call off the batch route, or take it
+	// only there (clientrules.go); reason says why (HeaderRouteReason),
+	// and rule is the limit a call taken only batched is over.
+	noBatch, batchOnly bool
+	reason             string
+	rule               *clientRule
+
 	// owner, in proxy-held-key mode, names the client of a /v1/responses
 	// call, whose answer's response is recorded as its own (see
 	// openai_responses.go).

@@ -172,7 +172,8 @@ func (f geminiFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 	}
 	c.endpoint, c.model, c.stream = f.path, model, method == "streamGenerateContent"
 	c.req = &llmfleet.Request{Provider: geminiProvider, Credential: upstream,
-		Endpoint: "/" + geminiwire.Version + "/models/" + model + ":generateContent", Body: body, Client: s.clientOf(cred)}
+		Endpoint: "/" + geminiwire.Version + "/models/" + model + ":generateContent", Body: body, Client: s.clientOf(cred),
+		NoBatch: c.noBatch, BatchOnly: c.batchOnly}
 	noteModel(r.Context(), model)
 	if force != "" {
 		c.route = force

@@ -96,6 +96,10 @@ func (f geminiFace) says(k refusalKind, arg string) *refusal {
 	case notShared:
 		status, msg = http.StatusForbidden, "This llmfleet holds one Gemini key for all its clients: "+arg+
 			" would reach what other clients made under it, so it is not passed on."
+	case spendLimit:
+		status, msg = http.StatusTooManyRequests, arg
+	case zdrBatch:
+		msg = zdrBatchMessage(arg)
 	}
 	return &refusal{status: status, typ: geminiwire.StatusOf(status), msg: msg}
 }

@@ -78,7 +78,8 @@ func (f anthropicFace) route(r *http.Request, c *call, force llmfleet.Route) *re
 		return refusalOf(e)
 	}
 	c.body = body
-	req := &llmfleet.Request{Provider: s.Provider, Credential: cred, Header: passHeaders(r.Header), Body: body, Client: c.client.String()}
+	req := &llmfleet.Request{Provider: s.Provider, Credential: cred, Header: passHeaders(r.Header), Body: body, Client: c.client.String(),
+		NoBatch: c.noBatch, BatchOnly: c.batchOnly}
 	if force == "" {
 		if s.ToolResultsSync && lastUserHasToolResult(body) {
 			return nil

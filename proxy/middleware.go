@@ -54,6 +54,7 @@ func (sr *SDKRouter) Messages(req *http.Request, next Next) (*http.Response, err
 	if e != nil {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
+			setRefusalHeaders(w.Header(), e)
 			p.f.refuse(w, e)
 		}), nil
 	}

@@ -195,7 +195,7 @@ func (f openAIFace) parse(r *http.Request, c *call) *refusal {
 		upstream = openAIKey(held) // proxy-held keys: pooled under the proxy's key
 	}
 	c.req = &llmfleet.Request{Provider: openAIProvider, Credential: upstream,
-		Header: h, Endpoint: c.endpoint, Body: body, Client: s.clientOf(cred)}
+		Header: h, Endpoint: c.endpoint, Body: body, Client: s.clientOf(cred), NoBatch: c.noBatch, BatchOnly: c.batchOnly}
 	noteModel(r.Context(), c.model)
 	return nil
 }

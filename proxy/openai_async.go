@@ -131,6 +131,10 @@ func (f openAIFace) says(k refusalKind, arg string) *refusal {
 	case notShared:
 		e.status, e.typ, e.msg = http.StatusForbidden, "permission_error", "This llmfleet holds one OpenAI key for all its clients: "+arg+
 			" would reach what other clients made under it, so it is not passed on."
+	case spendLimit:
+		e.status, e.typ, e.code, e.msg = http.StatusTooManyRequests, "insufficient_quota", "insufficient_quota", arg
+	case zdrBatch:
+		e.param, e.msg = "llmfleet-route", zdrBatchMessage(arg)
 	}
 	return e
 }

@@ -9,10 +9,13 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
-// HeaderRouteReason says, on the answer of a call that went sync without
-// being forced there, why: it had no latency budget, or one at or under
-// the sync ceiling (the dispatcher's SyncMaxLatency), whether the budget
-// came in the header or in the /budget/<ms>/ path prefix.
+// HeaderRouteReason says, on the answer of a routed call, why its route
+// is not simply the one its budget chose: the client's zero data
+// retention ("zdr: …") or spend limit ("batch-only: …"); or, for a call
+// that went sync without being forced there, that it had no latency
+// budget, or one at or under the sync ceiling (the dispatcher's
+// SyncMaxLatency), whether the budget came in the header or in the
+// /budget/<ms>/ path prefix.
 const HeaderRouteReason = "Llmfleet-Route-Reason"
 
 // requestHeaders are the request headers of llmfleet's own protocol, as

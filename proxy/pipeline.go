@@ -31,11 +31,17 @@ func (p pipeline) serve(w http.ResponseWriter, r *http.Request) {
 	if e == nil || !e.bare {
 		w.Header().Set(HeaderRoute, string(c.route))
 	}
-	if why := routeReason(p.s, c); e == nil && why != "" {
-		w.Header().Set(HeaderRouteReason, why)
+	if why := c.reason; why != "" || e == nil {
+		if why == "" {
+			why = routeReason(p.s, c)
+		}
+		if why != "" {
+			w.Header().Set(HeaderRouteReason, why)
+		}
 	}
 	p.f.note(r, c, e)
 	if e != nil {
+		setRefusalHeaders(w.Header(), e)
 		p.f.refuse(w, e)
 		return
 	}
@@ -72,7 +78,13 @@ func (p pipeline) plan(r *http.Request, tickets bool) (*call, *refusal) {
 			return c, e
 		}
 	}
+	if e := p.clientRules(r, c, force); e != nil {
+		return c, e
+	}
 	if e := p.f.route(r, c, force); e != nil {
+		return c, e
+	}
+	if e := p.routedByRules(c); e != nil {
 		return c, e
 	}
 	if tickets && c.route == llmfleet.RouteBatch {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/ledger"
 )
 
 // DefaultUpstream is the Anthropic API, the upstream of a Server whose
@@ -100,6 +102,17 @@ type Server struct {
 	// public: fine for access checks, not for logs. It must name a key
 	// alike every time: the names of recent keys are remembered.
 	Fingerprint func(llmfleet.Credential) string
+
+	// ClientRules, if set, says what a client's spend limits and data
+	// rules allow its next routed call, the client named as its ledger
+	// entries name it (ClientName, else its key label); the Check method
+	// of a ledger.Spend fits. A client over a limit is refused 429 in the
+	// face's envelope (naming the limit and when it resets) or, if its
+	// Verdict says BatchOnly, taken only on the batch route (429 when its
+	// budget cannot be met by a batch); a ZDR client's calls are never
+	// batched (400 for one asking for the batch route). The response
+	// says why in HeaderRouteReason.
+	ClientRules func(ctx context.Context, client string) ledger.Verdict
 
 	// ClientName, if set, names the client presenting a credential for
 	// the cost ledger (LedgerEntry.Client, Request.Client), e.g.

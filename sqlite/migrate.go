@@ -80,6 +80,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return fmt.Errorf("%s: %w", m.name, err)
 		}
+		if m.version == spendVersion {
+			if err := sumBlockSpend(ctx, tx); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(m.version)); err != nil {
 			return fmt.Errorf("%s: %w", m.name, err)
 		}

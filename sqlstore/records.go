@@ -152,6 +152,11 @@ func (s Store) Purge(ctx context.Context, resultsBefore, ledgerBefore time.Time)
 			}
 			total += n
 		}
+		// Whole days of spend older than the ledger's cutoff go with it
+		// (not counted: they are a sum of the ledger, not records).
+		if _, err := tx.ExecContext(ctx, s.c.sql(`DELETE FROM client_spend WHERE day < ?`), dayOf(ledgerBefore)); err != nil {
+			return s.c.errorf("purge: %w", err)
+		}
 		if s.c.d.Purge == nil {
 			return nil
 		}

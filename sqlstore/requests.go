@@ -175,7 +175,8 @@ func (s Store) AddLedger(ctx context.Context, entries []llmfleet.LedgerEntry) er
 	return s.c.Write(ctx, func(tx *sql.Tx) error { return s.addLedger(ctx, tx, entries) })
 }
 
-// addLedger writes entries within tx.
+// addLedger writes entries within tx, and adds what they cost to their
+// clients' spend (spend.go).
 func (s Store) addLedger(ctx context.Context, tx *sql.Tx, entries []llmfleet.LedgerEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -183,5 +184,5 @@ func (s Store) addLedger(ctx context.Context, tx *sql.Tx, entries []llmfleet.Led
 	if err := s.c.d.AddLedger(ctx, tx, entries); err != nil {
 		return s.c.errorf("ledger: %w", err)
 	}
-	return nil
+	return s.addSpend(ctx, tx, entries)
 }

@@ -233,6 +233,7 @@ func checkCompatTables(t *testing.T, s llmfleet.Store) {
 		t.Fatalf("Ledger: %v", err)
 	}
 	checkEntries(t, entries, []llmfleet.LedgerEntry{compatEntry(1), compatEntry(2), compatEntry(3), compatEntry(4)})
+	checkSpendOfLedger(t, s, compatBase, compatBase.Add(time.Hour), entries)
 	samples, err := s.Turnarounds(c, 10)
 	if err != nil || len(samples) != 3 {
 		t.Fatalf("Turnarounds: %+v, %v", samples, err)

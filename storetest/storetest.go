@@ -78,6 +78,7 @@
 // Times must round-trip to the nanosecond (compared with time.Time.Equal),
 // bodies byte for byte. A request's Client and a ledger entry's Client
 // round-trip as given, across a Reopen too. A nil Header may come back nil or empty.
+// A SpendStore sums the ledger by client and UTC day; Purge cuts it too.
 package storetest
 
 import (
@@ -167,6 +168,7 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentLifecycle", s.concurrentLifecycle},
 		{"Restart", s.restart},
 		{"ClientAttribution", s.clientAttribution},
+		{"ClientSpend", s.clientSpend},
 		{"Reopen", s.reopen},
 		{"Locked", s.locked},
 	}

@@ -36,6 +36,9 @@ type serveConfig struct {
 	// Pricing overrides and extends the embedded price table, in the
 	// shape of the pricing package's prices.yaml.
 	Pricing yaml.Node `yaml:"pricing"`
+	// Clients holds each client's spend limits and zero data retention
+	// (clients.go).
+	Clients yaml.Node `yaml:"clients"`
 }
 
 // priceTable returns the embedded price table overridden and extended by
@@ -73,7 +76,7 @@ func loadServeConfig(fs *flag.FlagSet, file string) (serveConfig, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		switch k {
-		case "upstream-api-key-env", "upstream-auth-token-env", "openai-upstream-api-key-env", "gemini-upstream-api-key-env", "client-keys", "pricing":
+		case "upstream-api-key-env", "upstream-auth-token-env", "openai-upstream-api-key-env", "gemini-upstream-api-key-env", "client-keys", "pricing", "clients":
 			continue
 		case "config":
 			return cfg, fmt.Errorf("%s: a config file cannot name another", file)

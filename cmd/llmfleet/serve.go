@@ -62,6 +62,14 @@ name (flags given on the command line win):
   gemini-upstream-api-key-env: GEMINI_API_KEY   # opens the Gemini face
   client-keys:
     alice: <hex SHA-256 of alice's proxy key: printf %s "$KEY" | sha256sum>
+  # spend limits and zero data retention (file only), per client: its
+  # client-keys name, or its key label as /llmfleet/v1/stats shows it.
+  clients:
+    alice:
+      daily-usd: 50        # the UTC day
+      monthly-usd: 1000    # the UTC calendar month
+      over-limit: reject   # 429 at a limit; batch-only: only batched calls
+      zdr: true            # zero data retention: never batched
   # prices (file only): override or extend the embedded price table, in
   # USD per million tokens; cache and batch prices follow from input.
   pricing:
@@ -191,6 +199,10 @@ func (f *serveFlags) config(logger *slog.Logger) (serve.Config, error) {
 	if err != nil {
 		return serve.Config{}, err
 	}
+	clients, err := clientLimits(f.cfg.Clients)
+	if err != nil {
+		return serve.Config{}, err
+	}
 	adminKey := ""
 	if *f.adminKeyEnv != "" {
 		if adminKey = os.Getenv(*f.adminKeyEnv); adminKey == "" {
@@ -211,7 +223,7 @@ func (f *serveFlags) config(logger *slog.Logger) (serve.Config, error) {
 		Retention: *f.retention, LedgerRetention: *f.ledgerRetention, ShutdownTimeout: *f.shutdown,
 		ToolResultsSync: *f.toolSync, PingInterval: *f.ping, ReadHeaderTimeout: *f.readHeaderTimeout,
 		BodyReadTimeout: *f.bodyReadTimeout, MaxBodyBytesInFlight: *f.bodiesInFlight,
-		AdminKey: adminKey, Credentials: creds, Prices: prices,
+		AdminKey: adminKey, Credentials: creds, Prices: prices, Clients: clients,
 		Logger: logger, NoAccessLog: !*f.logs.accessLog, LogBodies: *f.logs.logBodies, JSON: f.logs.json(),
 	}, nil
 }

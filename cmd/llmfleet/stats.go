@@ -15,6 +15,7 @@ import (
 	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/postgres"
 	"github.com/llmfleet/llmfleet/sqlite"
+	"gopkg.in/yaml.v3"
 )
 
 func init() { commands["stats"] = runStats }
@@ -23,7 +24,9 @@ const statsUsage = `usage: llmfleet stats [--db PATH | --url URL] [--since DURAT
 
 Prints what the fleet paid, what the same traffic would have cost at the
 sync route, and what batching saved, by model and by route, over a period
-(first naming the database or URL it read);
+(first naming the database or URL it read); each client's spend this UTC
+day and month against its limits (--url, or --db with --config naming
+serve's config file);
 and the prompt cache's figures: the cache hit rate by route and model
 (tokens read from the cache of those read or written), what the cache
 writes that routing caused cost (routing misses), and the saving net of
@@ -54,6 +57,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	from := fs.String("from", "", "start of the period (RFC 3339); overrides --since")
 	to := fs.String("to", "", "end of the period (RFC 3339; default now)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON rather than a table")
+	config := fs.String("config", "", "with --db, the config file of llmfleet serve: its clients' spend this UTC day and month against their limits is shown")
 	if err := parseFlags(fs, args, os.Getenv); err != nil {
 		return err
 	}
@@ -62,6 +66,9 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *base != "" && *dbPath != "" {
 		return errors.New("give --db or --url, not both")
+	}
+	if *base != "" && *config != "" {
+		return errors.New("--config goes with --db: with --url the running serve shows its clients' limits")
 	}
 	if *from != "" {
 		*since = ""
@@ -76,7 +83,11 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *base != "" {
 		s, err = ledgerread.FromURL(ctx, *base, *since, *from, *to)
 	} else {
-		s, err = ledgerread.FromDB(ctx, *dbPath, *since, *from, *to)
+		var clients map[string]ledger.ClientLimits
+		if clients, err = statsClients(*config); err != nil {
+			return err
+		}
+		s, err = ledgerread.FromDB(ctx, *dbPath, *since, *from, *to, clients)
 	}
 	if err != nil {
 		return err
@@ -108,4 +119,21 @@ func statsSource(base, dbPath string) string {
 		return p
 	}
 	return "the default database"
+}
+
+// statsClients returns the clients' limits of serve's config file, if
+// one is given.
+func statsClients(file string) (map[string]ledger.ClientLimits, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var cfg serveConfig
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	return clientLimits(cfg.Clients)
 }

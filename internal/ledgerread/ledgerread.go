@@ -25,8 +25,10 @@ import (
 
 // FromDB summarizes the ledger of a period (see ledger.ParsePeriod) read
 // from the database of serve at path: a postgres:// URL, or a SQLite
-// file (empty: sqlite.DefaultPath) that must exist.
-func FromDB(ctx context.Context, path, since, from, to string) (ledger.Summary, error) {
+// file (empty: sqlite.DefaultPath) that must exist. With clients, the
+// summary's Clients are what those clients paid this UTC day and month
+// against their limits.
+func FromDB(ctx context.Context, path, since, from, to string, clients map[string]ledger.ClientLimits) (ledger.Summary, error) {
 	p, err := ledger.ParsePeriod(since, from, to, time.Now())
 	if err != nil {
 		return ledger.Summary{}, err
@@ -37,14 +39,25 @@ func FromDB(ctx context.Context, path, since, from, to string) (ledger.Summary, 
 			return ledger.Summary{}, fmt.Errorf("--db %s: %w", servestate.RedactURL(path), err)
 		}
 		defer db.Close()
-		return ledger.SummarizePeriod(ctx, db, p)
+		return summarize(ctx, db, p, clients)
 	}
 	db, err := OpenSQLite(ctx, path)
 	if err != nil {
 		return ledger.Summary{}, err
 	}
 	defer db.Close()
-	return ledger.SummarizePeriod(ctx, db, p)
+	return summarize(ctx, db, p, clients)
+}
+
+// summarize summarizes the ledger of period p from db, with clients' spend
+// against their limits.
+func summarize(ctx context.Context, db servestate.Store, p ledger.Period, clients map[string]ledger.ClientLimits) (ledger.Summary, error) {
+	s, err := ledger.SummarizePeriod(ctx, db, p)
+	if err != nil || len(clients) == 0 {
+		return s, err
+	}
+	s.Clients = ledger.NewSpend(ledger.SpendConfig{Store: db, Limits: clients}).Clients(ctx)
+	return s, nil
 }
 
 // OpenSQLite opens the SQLite database of serve at path (empty:

@@ -13,7 +13,7 @@ func TestOpenSQLiteRefusesAMissingFile(t *testing.T) {
 	if _, err := OpenSQLite(t.Context(), path); err == nil || !strings.Contains(err.Error(), "no llmfleet database at "+path) {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := FromDB(t.Context(), path, "24h", "", ""); err == nil || !strings.Contains(err.Error(), "no llmfleet database") {
+	if _, err := FromDB(t.Context(), path, "24h", "", "", nil); err == nil || !strings.Contains(err.Error(), "no llmfleet database") {
 		t.Fatalf("FromDB: %v", err)
 	}
 }

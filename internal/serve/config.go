@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/internal/servestate"
+	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/pricing"
 	"github.com/llmfleet/llmfleet/proxy"
 )
@@ -58,6 +59,9 @@ type Config struct {
 	Credentials *proxy.ClientKeys
 	// Prices is the price table (nil: pricing.Default()).
 	Prices *pricing.Table
+	// Clients are the spend limits and zero data retention of clients,
+	// by the name their ledger entries give them (none: no limits).
+	Clients map[string]ledger.ClientLimits
 
 	// TracerProvider makes the spans of the proxy's routed calls and of
 	// the dispatcher's requests and batches (nil: none); the command

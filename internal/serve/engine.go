@@ -12,6 +12,7 @@ import (
 	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/gemini"
 	"github.com/llmfleet/llmfleet/internal/servestate"
+	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/observe"
 	"github.com/llmfleet/llmfleet/openai"
 	"github.com/llmfleet/llmfleet/pricing"
@@ -24,6 +25,7 @@ import (
 type engine struct {
 	d      *dispatch.Dispatcher
 	obs    *observe.Pipeline
+	spend  *ledger.Spend // nil without client limits
 	logger *slog.Logger
 }
 
@@ -55,6 +57,11 @@ func openEngine(cfg *Config, state *servestate.State) (*engine, error) {
 		Lease:           cfg.State.Lease,
 		TracerProvider:  cfg.TracerProvider,
 	}
+	var spend *ledger.Spend
+	if len(cfg.Clients) > 0 {
+		// Read from the store every replica shares: a limit holds across them.
+		spend = ledger.NewSpend(ledger.SpendConfig{Store: state.DB, Limits: cfg.Clients, Logger: logger})
+	}
 	obs, err := observe.New(observe.Config{
 		Price:     prices.Cost,
 		Canonical: prices.Canonical,
@@ -64,11 +71,13 @@ func openEngine(cfg *Config, state *servestate.State) (*engine, error) {
 		Stats:     d.Stats,
 		InFlight:  d.InFlight,
 		AdminKey:  cfg.AdminKey,
+		Booked:    spendBooked(spend),
+		Clients:   spendClients(spend),
 	})
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{d: d, obs: obs, logger: logger}
+	e := &engine{d: d, obs: obs, spend: spend, logger: logger}
 	// The provider's batch API calls (and their retries) count in the
 	// upstream error metric.
 	provider.HTTPClient = &http.Client{Transport: obs.CountErrors(upstreamTransport())}
@@ -136,7 +145,26 @@ func newProxy(cfg *Config, state *servestate.State, e *engine, access *accessLog
 		srv.ClientName = creds.Name
 		srv.BatchOwners = state.DB
 	}
+	if e.spend != nil {
+		srv.ClientRules = e.spend.Check
+	}
 	return srv
+}
+
+// spendBooked and spendClients return the hooks of the ledger pipeline
+// on spend, nil without it.
+func spendBooked(spend *ledger.Spend) func(llmfleet.LedgerEntry) {
+	if spend == nil {
+		return nil
+	}
+	return spend.Paid
+}
+
+func spendClients(spend *ledger.Spend) func(context.Context) []ledger.ClientStatus {
+	if spend == nil {
+		return nil
+	}
+	return spend.Clients
 }
 
 // upstreamTransport is the transport of the provider's client: the

@@ -70,6 +70,7 @@ type State struct {
 type Store interface {
 	llmfleet.Store
 	proxy.BatchOwners
+	llmfleet.SpendStore
 }
 
 // Open opens the vault, then the database. Its errors name the flags of
