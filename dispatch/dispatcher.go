@@ -284,6 +284,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 			// process closed; nothing is concluded (no error counted).
 			w.must(stateDone, d.log)
 			d.rescues.stopLocked(w)
+			d.traces.finishLocked(&d.mu, w, llmfleet.ErrClosed, nil)
 			d.ids.releaseLocked(w, nil, llmfleet.ErrClosed)
 			d.answers.replyLocked(w, nil, llmfleet.ErrClosed)
 		}

@@ -126,8 +126,10 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 		model = info.Model
 	}
 	d.stats.flexCalls.Add(1)
+	span := d.traces.call(ctx, p, req, llmfleet.RouteFlex, budget)
 	resp, err := d.flexer.call(b.ctx, p, req, model, start, budget)
 	err = b.end(err)
+	called(span, p, llmfleet.RouteFlex, resp, err, d.answers.price)
 	d.calls.missed(start, budget, err)
 	d.calls.observe(p, req, llmfleet.RouteFlex, start, budget, resp, err)
 	if err != nil {

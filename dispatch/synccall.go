@@ -25,11 +25,11 @@ func (s *syncCaller) send(ctx context.Context, budget time.Duration, req *llmfle
 	}
 	d.stats.syncCalls.Add(1)
 	start := d.clock.Now()
-	span := d.traces.call(ctx, p, req, budget)
+	span := d.traces.call(ctx, p, req, llmfleet.RouteSync, budget)
 	b := s.bound(ctx, llmfleet.RouteSync, budget, s.hardAfter(budget))
 	resp, err := p.Send(b.ctx, req)
 	err = b.end(err)
-	called(span, p, resp, err, d.answers.price)
+	called(span, p, llmfleet.RouteSync, resp, err, d.answers.price)
 	if err == nil && !d.pol.NoLearning {
 		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(start))
 	}

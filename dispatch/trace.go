@@ -20,8 +20,8 @@ import (
 //     library caller's), with the route its answer took, its batch, its
 //     usage and cost (its ledger entry's), and whether a rescue answered
 //     it;
-//   - llmfleet.call: one per call of the sync route made through Submit
-//     (the library path), a child of its caller's span;
+//   - llmfleet.call: one per call of the sync or flex route made through
+//     Submit (the library path), a child of its caller's span;
 //   - llmfleet.batch.create, llmfleet.batch.poll, llmfleet.batch.results:
 //     the provider calls of a batch's life, each the root of a trace of
 //     its own, linked to the spans of the requests it carries.
@@ -149,30 +149,31 @@ func failSpan(span trace.Span, err error) {
 	span.SetAttributes(attribute.String("error.type", llmfleet.Outcome(err)))
 }
 
-// call starts the span of a sync call of the library path (Submit's
-// sync route); nil when spans are off or not recorded.
-func (et engineTracer) call(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, budget time.Duration) trace.Span {
+// call starts the span of a call of the library path sent on route
+// (Submit's sync or flex route); nil when spans are off or not recorded.
+func (et engineTracer) call(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, route llmfleet.Route, budget time.Duration) trace.Span {
 	if et.t == nil {
 		return nil
 	}
 	info, _ := p.Inspect(req)
 	_, span := et.t.Start(ctx, "llmfleet.call", trace.WithSpanKind(trace.SpanKindClient),
-		requestAttrs(p, info.Model, llmfleet.RouteSync, budget))
+		requestAttrs(p, info.Model, route, budget))
 	if !span.IsRecording() {
 		return nil
 	}
 	return span
 }
 
-// called ends the span of a sync call with its answer, priced by price.
-func called(span trace.Span, p llmfleet.Provider, resp *llmfleet.Response, err error, price func(llmfleet.LedgerEntry) llmfleet.LedgerEntry) {
+// called ends the span of a call on route with its answer, priced by
+// price.
+func called(span trace.Span, p llmfleet.Provider, route llmfleet.Route, resp *llmfleet.Response, err error, price func(llmfleet.LedgerEntry) llmfleet.LedgerEntry) {
 	if span == nil {
 		return
 	}
 	if err != nil {
 		failSpan(span, err)
 	} else {
-		e := price(llmfleet.LedgerEntry{Provider: p.Name(), Model: resp.Model, Route: llmfleet.RouteSync,
+		e := price(llmfleet.LedgerEntry{Provider: p.Name(), Model: resp.Model, Route: route,
 			Outcome: "ok", Usage: resp.Usage, Tier: resp.Tier})
 		entrySpan(span, &e)
 	}

@@ -120,3 +120,37 @@ func TestTraceRescue(t *testing.T) {
 		}
 	})
 }
+
+// TestTraceLibraryFlex: Submit's flex route (the library path) makes a
+// span of its call, a child of its caller's, with the flex route and
+// the cost of its ledger entry.
+func TestTraceLibraryFlex(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp, exp := traced()
+		d := &Dispatcher{Providers: []llmfleet.Provider{newFake()}, TracerProvider: tp, Policy: Policy{BatchMinSize: 1},
+			Flex: func(provider, model string) bool { return true },
+			Price: func(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
+				e.CostUSD, e.Priced = 0.25, true
+				return e
+			}}
+		if err := d.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close(t.Context())
+		ctx, caller := tp.Tracer("test").Start(t.Context(), "caller")
+		resp, err := d.Submit(ctx, time.Hour, req("k", "a"))
+		caller.End()
+		if err != nil || resp.Route != llmfleet.RouteFlex {
+			t.Fatalf("%v %+v", err, resp)
+		}
+		calls := spansNamed(exp, "llmfleet.call")
+		if len(calls) != 1 {
+			t.Fatalf("%d call spans", len(calls))
+		}
+		s := calls[0]
+		if s.Parent.SpanID() != caller.SpanContext().SpanID() || spanAttr(s, "llmfleet.route").AsString() != "flex" ||
+			spanAttr(s, "llmfleet.cost_usd").AsFloat64() != 0.25 || spanAttr(s, "gen_ai.provider.name").AsString() != "fake" {
+			t.Errorf("flex call span: parent %s, %v", s.Parent.SpanID(), s.Attributes)
+		}
+	})
+}
