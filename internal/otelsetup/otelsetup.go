@@ -68,12 +68,15 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		return s, fmt.Errorf("%s=%q: llmfleet exports traces over %s or %s", name, proto, ProtocolHTTP, ProtocolGRPC)
 	}
 	disabled := strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true")
-	switch exp := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))); exp {
-	case "", "otlp":
-	case "none":
-		disabled = true
-	default:
-		return s, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: llmfleet exports traces with otlp, or none", exp)
+	// A comma-separated list, as the specification allows.
+	for exp := range strings.SplitSeq(strings.ToLower(getenv("OTEL_TRACES_EXPORTER")), ",") {
+		switch exp = strings.TrimSpace(exp); exp {
+		case "", "otlp":
+		case "none":
+			disabled = true
+		default:
+			return s, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: llmfleet exports traces with otlp, or none", exp)
+		}
 	}
 	endpoint := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) != "" ||
 		strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) != ""
