@@ -108,6 +108,12 @@ json, durations are numbers of seconds and the startup line (stdout) and
 the shutdown stats are JSON. Logs never show a key, nor a message body
 unless --log-bodies is given.
 
+Traces go out over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set: OTEL_EXPORTER_OTLP_PROTOCOL
+http/protobuf (default) or grpc; OTEL_SDK_DISABLED=true or
+OTEL_TRACES_EXPORTER=none turn them off; OTEL_SERVICE_NAME defaults to
+llmfleet.
+
 ` + envUsage + `
 flags:
 `
