@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/internal/genaiattr"
 )
 
 // fetch reads an ended batch's results and delivers them (stored with
@@ -31,7 +32,7 @@ func (t *tracker) fetch(f *flight) {
 	var err error
 	if b.Failure == nil { // a batch that failed as a whole has no results
 		ctx, cancel := withTimeout(d.clock, d.ctx, resultsTimeout)
-		ctx, span := d.traces.batch(ctx, "results", t.prov, links, attrBatchID.String(f.id))
+		ctx, span := d.traces.batch(ctx, "results", t.prov, links, genaiattr.BatchID.String(f.id))
 		err = t.prov.Results(ctx, t.cred, f.id, func(r llmfleet.BatchResult) error {
 			results[r.CustomID] = r
 			return nil

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/internal/genaiattr"
 )
 
 // This file makes the engine's spans (Dispatcher.TracerProvider):
@@ -32,15 +33,6 @@ import (
 // TracerName is the instrumentation scope of the dispatcher's spans.
 const TracerName = "github.com/llmfleet/llmfleet/dispatch"
 
-// The attributes of llmfleet's own (the proxy's spans use the same).
-const (
-	attrRoute    = attribute.Key("llmfleet.route")
-	attrBudgetMS = attribute.Key("llmfleet.budget_ms")
-	attrBatchID  = attribute.Key("llmfleet.batch_id")
-	attrRescue   = attribute.Key("llmfleet.rescue")
-	attrCostUSD  = attribute.Key("llmfleet.cost_usd")
-)
-
 // engineTracer makes the engine's spans; its zero value makes none.
 type engineTracer struct {
 	t trace.Tracer // nil: no spans
@@ -54,21 +46,13 @@ func newEngineTracer(tp trace.TracerProvider) engineTracer {
 	return engineTracer{t: tp.Tracer(TracerName)}
 }
 
-// genAIProvider is the GenAI conventions' name of a provider.
-func genAIProvider(name string) string {
-	if name == "gemini" {
-		return "gcp.gemini"
-	}
-	return name
-}
-
 // requestAttrs are the attributes a request's span starts with.
 func requestAttrs(p llmfleet.Provider, model string, route llmfleet.Route, budget time.Duration) trace.SpanStartOption {
 	return trace.WithAttributes(
-		attribute.String("gen_ai.provider.name", genAIProvider(p.Name())),
-		attribute.String("gen_ai.request.model", model),
-		attrRoute.String(string(route)),
-		attrBudgetMS.Int64(budget.Milliseconds()))
+		genaiattr.ProviderName.String(genaiattr.Provider(p.Name())),
+		genaiattr.RequestModel.String(model),
+		genaiattr.Route.String(string(route)),
+		genaiattr.BudgetMS.Int64(budget.Milliseconds()))
 }
 
 // request starts the span of batched request w accepted from ctx; nil
@@ -125,19 +109,18 @@ func (et engineTracer) finishLocked(l *engineLock, w *waiter, err error, e *llmf
 // entrySpan records a priced ledger entry on its request's span.
 func entrySpan(span trace.Span, e *llmfleet.LedgerEntry) {
 	attrs := []attribute.KeyValue{
-		attrRoute.String(string(e.Route)),
-		attrRescue.Bool(e.Rescue == llmfleet.RescueSync),
-		attribute.Int64("gen_ai.usage.input_tokens", e.Usage.InputTokens+e.Usage.CacheReadInputTokens+e.Usage.CacheCreationInputTokens),
-		attribute.Int64("gen_ai.usage.output_tokens", e.Usage.OutputTokens),
+		genaiattr.Route.String(string(e.Route)),
+		genaiattr.Rescue.Bool(e.Rescue == llmfleet.RescueSync),
 	}
+	attrs = append(attrs, genaiattr.Usage(e.Usage)...)
 	if e.Model != "" {
-		attrs = append(attrs, attribute.String("gen_ai.response.model", e.Model))
+		attrs = append(attrs, genaiattr.ResponseModel.String(e.Model))
 	}
 	if e.BatchID != "" {
-		attrs = append(attrs, attrBatchID.String(e.BatchID))
+		attrs = append(attrs, genaiattr.BatchID.String(e.BatchID))
 	}
 	if e.Priced {
-		attrs = append(attrs, attrCostUSD.Float64(e.CostUSD))
+		attrs = append(attrs, genaiattr.CostUSD.Float64(e.CostUSD))
 	}
 	span.SetAttributes(attrs...)
 }
@@ -199,7 +182,7 @@ func (et engineTracer) batch(ctx context.Context, name string, p llmfleet.Provid
 	if et.t == nil {
 		return ctx, trace.SpanFromContext(context.Background()) // a no-op span
 	}
-	attrs = append(attrs, attribute.String("gen_ai.provider.name", genAIProvider(p.Name())))
+	attrs = append(attrs, genaiattr.ProviderName.String(genaiattr.Provider(p.Name())))
 	return et.t.Start(ctx, "llmfleet.batch."+name, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithLinks(links...), trace.WithAttributes(attrs...))
 }
@@ -221,7 +204,7 @@ func createdID(b *llmfleet.Batch) []attribute.KeyValue {
 	if b == nil {
 		return nil
 	}
-	return []attribute.KeyValue{attrBatchID.String(b.ID)}
+	return []attribute.KeyValue{genaiattr.BatchID.String(b.ID)}
 }
 
 // linksLocked returns links to the spans of the requests of the
@@ -243,7 +226,7 @@ func (et engineTracer) poll(ctx context.Context, p llmfleet.Provider, open []str
 	}
 	attrs := []attribute.KeyValue{attribute.StringSlice("llmfleet.batch_ids", open)}
 	if len(open) == 1 {
-		attrs = append(attrs, attrBatchID.String(open[0]))
+		attrs = append(attrs, genaiattr.BatchID.String(open[0]))
 	}
 	return et.batch(ctx, "poll", p, links, attrs...)
 }

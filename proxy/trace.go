@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/internal/genaiattr"
 )
 
 // This file makes the span of a routed call (Server.TracerProvider): one
@@ -22,16 +23,6 @@ import (
 
 // TracerName is the instrumentation scope of the proxy's spans.
 const TracerName = "github.com/llmfleet/llmfleet/proxy"
-
-// The attributes of llmfleet's spans that no semantic convention names
-// (the proxy's and the dispatcher's alike).
-const (
-	AttrRoute    = attribute.Key("llmfleet.route")
-	AttrBudgetMS = attribute.Key("llmfleet.budget_ms")
-	AttrBatchID  = attribute.Key("llmfleet.batch_id")
-	AttrRescue   = attribute.Key("llmfleet.rescue")
-	AttrCostUSD  = attribute.Key("llmfleet.cost_usd")
-)
 
 // spanTracer is the Server's tracer of routed calls; nil tracer: none.
 type spanTracer struct {
@@ -69,7 +60,7 @@ func (t spanTracer) start(r *http.Request, f face) (*http.Request, *callSpan) {
 	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	provider, op := faceGenAI(f, r.URL.Path)
 	ctx, span := t.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("gen_ai.operation.name", op), attribute.String("gen_ai.provider.name", provider)))
+		trace.WithAttributes(genaiattr.OperationName.String(op), genaiattr.ProviderName.String(provider)))
 	if !span.IsRecording() {
 		return r.WithContext(ctx), nil // sampled out: the context still carries the trace on
 	}
@@ -97,7 +88,7 @@ func (cs *callSpan) planned(c *call, e *refusal) {
 	if cs == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{AttrRoute.String(string(c.route)), AttrBudgetMS.Int64(c.budget.Milliseconds())}
+	attrs := []attribute.KeyValue{genaiattr.Route.String(string(c.route)), genaiattr.BudgetMS.Int64(c.budget.Milliseconds())}
 	model := c.model
 	if model == "" {
 		body := c.body
@@ -109,7 +100,7 @@ func (cs *callSpan) planned(c *call, e *refusal) {
 		}
 	}
 	if model != "" {
-		attrs = append(attrs, attribute.String("gen_ai.request.model", model))
+		attrs = append(attrs, genaiattr.RequestModel.String(model))
 		cs.name(model)
 	}
 	if c.req != nil && c.req.ID != "" {
@@ -137,14 +128,14 @@ func (cs *callSpan) entry(e *llmfleet.LedgerEntry) {
 	if cs == nil {
 		return
 	}
-	attrs := usageAttrs(e.Usage)
+	attrs := genaiattr.Usage(e.Usage)
 	if e.Model != "" {
-		attrs = append(attrs, attribute.String("gen_ai.response.model", e.Model))
+		attrs = append(attrs, genaiattr.ResponseModel.String(e.Model))
 		cs.name(e.Model) // a call whose body was not read: the model that answered
 	}
 	if cs.price != nil {
 		if p := cs.price(*e); p.Priced {
-			attrs = append(attrs, AttrCostUSD.Float64(p.CostUSD))
+			attrs = append(attrs, genaiattr.CostUSD.Float64(p.CostUSD))
 		}
 	}
 	cs.span.SetAttributes(attrs...)
@@ -169,12 +160,12 @@ func (cs *callSpan) answered(resp *llmfleet.Response, err error) {
 	if resp == nil {
 		return
 	}
-	attrs := usageAttrs(resp.Usage)
+	attrs := genaiattr.Usage(resp.Usage)
 	if resp.Model != "" {
-		attrs = append(attrs, attribute.String("gen_ai.response.model", resp.Model))
+		attrs = append(attrs, genaiattr.ResponseModel.String(resp.Model))
 	}
 	if resp.BatchID != "" {
-		attrs = append(attrs, AttrBatchID.String(resp.BatchID))
+		attrs = append(attrs, genaiattr.BatchID.String(resp.BatchID))
 	}
 	cs.span.SetAttributes(attrs...)
 }
@@ -199,21 +190,4 @@ func (cs *callSpan) end() {
 	if cs != nil {
 		cs.once.Do(func() { cs.span.End() })
 	}
-}
-
-// usageAttrs returns the GenAI usage attributes of u: input tokens
-// counting those read from and written to the prompt cache (as the
-// conventions count them), which have attributes of their own too.
-func usageAttrs(u llmfleet.Usage) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs,
-		attribute.Int64("gen_ai.usage.input_tokens", u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens),
-		attribute.Int64("gen_ai.usage.output_tokens", u.OutputTokens))
-	if u.CacheReadInputTokens > 0 {
-		attrs = append(attrs, attribute.Int64("gen_ai.usage.cache_read.input_tokens", u.CacheReadInputTokens))
-	}
-	if u.CacheCreationInputTokens > 0 {
-		attrs = append(attrs, attribute.Int64("gen_ai.usage.cache_creation.input_tokens", u.CacheCreationInputTokens))
-	}
-	return attrs
 }
