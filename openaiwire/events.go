@@ -1,7 +1,8 @@
 package openaiwire
 
 import (
-	"bytes"
+	"encoding/json"
+	"errors"
 
 	"github.com/llmfleet/llmfleet/jsonmember"
 )
@@ -26,26 +27,33 @@ func StreamedAnswerEvent(name string) bool {
 // ReadStreamEvent reads the model, usage and served tier of the data of
 // one event of a streamed answer: a chat.completion.chunk carries them at
 // its top level, an event of a /v1/responses stream under its "response"
-// member (never at its own top level).
+// member (never at its own top level). Only those three members are
+// decoded: a terminal event holding a long answer whole costs a scan, not
+// a decoding of the answer.
 func ReadStreamEvent(data []byte) (Answer, error) {
-	if inner := responseMember(data); inner != nil {
-		return ReadAnswer(inner)
+	if !json.Valid(data) {
+		return Answer{}, errors.New("openaiwire: a stream event's data is no JSON")
 	}
-	return ReadAnswer(data)
-}
-
-// responseMember returns the object value of the top-level "response"
-// member of a responses stream event ("type": "response.…"), or nil.
-func responseMember(data []byte) []byte {
-	if !bytes.Contains(data, []byte(`"response`)) {
-		return nil
-	}
-	var inner []byte
+	obj := data
 	jsonmember.Scan(data, func(key, value []byte) bool {
-		if string(key) == "response" && len(value) > 0 && value[0] == '{' {
-			inner = value
+		if string(key) == "response" && value[0] == '{' {
+			obj = value
 		}
 		return true
 	})
-	return inner
+	var a Answer
+	jsonmember.Scan(obj, func(key, value []byte) bool {
+		switch string(key) {
+		case "model":
+			_ = json.Unmarshal(value, &a.Model)
+		case "usage":
+			a.Usage = UsageOf(value)
+		case "service_tier":
+			var tier string
+			_ = json.Unmarshal(value, &tier)
+			a.Tier = TierOf(tier)
+		}
+		return true
+	})
+	return a, nil
 }

@@ -40,6 +40,13 @@ func (t *openAITap) Read(p []byte) (int, error) {
 
 func (t *openAITap) Close() error { return t.rc.Close() }
 
+// maxStreamEvent bounds the data of an event of a stream kept to read its
+// usage: a /v1/responses stream's response.completed holds the whole
+// answer (as a non-streamed answer would, which maxKept bounds), and it
+// is the only one of its events that large that is kept; a longer one's
+// usage is not read (the entry is then unpriced).
+const maxStreamEvent = 4 << 20
+
 func (t *openAITap) write(p []byte) {
 	if !t.sse {
 		if t.raw.Len()+len(p) <= maxKept {
@@ -48,7 +55,7 @@ func (t *openAITap) write(p []byte) {
 		return
 	}
 	if t.events.Emit == nil {
-		t.events = sse.Decoder{MaxData: maxKept, Keep: openaiwire.StreamedAnswerEvent, Emit: t.event}
+		t.events = sse.Decoder{MaxData: maxStreamEvent, Keep: openaiwire.StreamedAnswerEvent, Emit: t.event}
 	}
 	t.events.Write(p)
 }

@@ -210,3 +210,16 @@ func TestStreamUsageMissingNotPriced(t *testing.T) {
 		t.Fatalf("entry %+v", e)
 	}
 }
+
+// TestStreamUsageOpenAIResponsesLongAnswer: a response.completed holding
+// a long answer whole (2 MiB, over what a JSON answer is kept for) still
+// has its usage read.
+func TestStreamUsageOpenAIResponsesLongAnswer(t *testing.T) {
+	long := strings.Repeat("word ", 2<<20/5)
+	stream := strings.Replace(responsesStream("response.completed", responsesUsage), `"text":"Hello there."}],"role"`, `"text":"`+long+`"}],"role"`, 1)
+	if len(stream) < 2<<20 {
+		t.Fatal("the answer is not long")
+	}
+	e := streamThrough(t, stream, "/openai/v1/responses", `{"model":"o4-mini","stream":true,"input":"Say a lot."}`, "Authorization", "Bearer sk-test")
+	checkPriced(t, e, "openai", "o4-mini", llmfleet.Usage{InputTokens: 176, CacheReadInputTokens: 1024, OutputTokens: 300})
+}

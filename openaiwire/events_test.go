@@ -1,0 +1,29 @@
+package openaiwire
+
+import (
+	"testing"
+
+	"github.com/llmfleet/llmfleet"
+)
+
+// TestReadStreamEvent: a chat chunk's usage is at its top level, a
+// responses event's under "response"; usage null, [DONE] and text that is
+// no JSON give nothing.
+func TestReadStreamEvent(t *testing.T) {
+	for data, want := range map[string]Answer{
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"gpt-4.1-2025-04-14","service_tier":"default","choices":[],` +
+			`"usage":{"prompt_tokens":20,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":16}},"obfuscation":""}`: {
+			Model: "gpt-4.1-2025-04-14", Tier: llmfleet.TierStandard, Usage: llmfleet.Usage{InputTokens: 4, CacheReadInputTokens: 16, OutputTokens: 5}},
+		`{"id":"chatcmpl-1","model":"gpt-4.1","choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":null}`: {Model: "gpt-4.1"},
+		`{"type":"response.completed","sequence_number":9,"response":{"id":"resp_1","model":"o3-2025-04-16","output":[{"type":"message","content":[{"type":"output_text","text":"usage model"}]}],` +
+			`"service_tier":"flex","usage":{"input_tokens":100,"input_tokens_details":{"cached_tokens":64},"output_tokens":40,"output_tokens_details":{"reasoning_tokens":32}}}}`: {
+			Model: "o3-2025-04-16", Tier: llmfleet.TierFlex, Usage: llmfleet.Usage{InputTokens: 36, CacheReadInputTokens: 64, OutputTokens: 40}},
+		`{"type":"response.output_text.delta","delta":"{\"usage\":1}","item_id":"msg_1"}`: {},
+		`[DONE]`: {},
+		`{"type":`: {},
+	} {
+		if got, _ := ReadStreamEvent([]byte(data)); got != want {
+			t.Errorf("%.60s: %+v, want %+v", data, got, want)
+		}
+	}
+}
