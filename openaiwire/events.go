@@ -1,6 +1,7 @@
 package openaiwire
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 
@@ -13,11 +14,12 @@ import (
 // has "choices": [] and the usage), and the events of a /v1/responses
 // stream whose data holds the response: response.created and
 // response.in_progress (model and tier, usage null), response.completed,
-// response.incomplete and response.failed (the usage, when billed). The
-// many delta events of a responses stream carry none of it.
+// response.incomplete and response.failed (the usage, when billed); and
+// the error event of a failed stream (StreamFailure). The many delta
+// events of a responses stream carry none of it.
 func StreamedAnswerEvent(name string) bool {
 	switch name {
-	case "", "message", "response.created", "response.in_progress", "response.queued",
+	case "", "message", "error", "response.created", "response.in_progress", "response.queued",
 		"response.completed", "response.incomplete", "response.failed":
 		return true
 	}
@@ -56,4 +58,56 @@ func ReadStreamEvent(data []byte) (Answer, error) {
 		return true
 	})
 	return a, nil
+}
+
+// StreamFailure returns the error type of an event that ends a streamed
+// answer in failure after its 200, or "" for any other event: a
+// /v1/responses stream's response.failed (its response.error.code, else
+// "server_error") or error event (its code, else "api_error"), or a chat
+// stream's chunk carrying the error envelope (its type, else its code,
+// else "api_error"). Only the top-level members are looked at, but for a
+// failure.
+func StreamFailure(data []byte) string {
+	if !json.Valid(data) {
+		return ""
+	}
+	var typ, code string
+	var errObj, resp []byte
+	jsonmember.Scan(data, func(key, value []byte) bool {
+		switch string(key) {
+		case "type":
+			_ = json.Unmarshal(value, &typ)
+		case "code":
+			_ = json.Unmarshal(value, &code)
+		case "error":
+			if value[0] == '{' {
+				errObj = value
+			}
+		case "response":
+			resp = value
+		}
+		return true
+	})
+	switch {
+	case typ == "response.failed":
+		var r struct {
+			Error *struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(resp, &r) == nil && r.Error != nil && r.Error.Code != "" {
+			return r.Error.Code
+		}
+		return "server_error"
+	case typ == "error":
+		return cmp.Or(code, "api_error")
+	case typ == "" && errObj != nil:
+		e, _ := ParseError(data)
+		c := ""
+		if e.Code != nil {
+			c = *e.Code
+		}
+		return cmp.Or(e.Type, c, "api_error")
+	}
+	return ""
 }

@@ -25,6 +25,9 @@ type openAITap struct {
 	raw    bytes.Buffer
 	events sse.Decoder
 	answer openaiwire.Answer
+	// failed is the error type of the event that ended a stream in
+	// failure after its 200 (openaiwire.StreamFailure), if one did.
+	failed string
 }
 
 func (t *openAITap) Read(p []byte) (int, error) {
@@ -63,6 +66,9 @@ func (t *openAITap) write(p []byte) {
 // event reads an event of a stream: the last model, tier and usage
 // reported win.
 func (t *openAITap) event(e sse.Event) {
+	if f := openaiwire.StreamFailure(e.Data); f != "" {
+		t.failed = f
+	}
 	a, err := openaiwire.ReadStreamEvent(e.Data)
 	if err != nil {
 		return
@@ -87,8 +93,9 @@ func (t *openAITap) result() openaiwire.Answer {
 }
 
 // openAI hands the ledger entry of a sync or flex call of the OpenAI face
-// to Observe: the usage its answer's tap read (outcome ok, or a caller
-// gone during the answer), in the tier served or else asked. A call cut
+// to Observe: the usage its answer's tap read (outcome ok, a stream that
+// failed after its 200, or a caller gone during the answer), in the tier
+// served or else asked. A call cut
 // after it was sent (cut) and whose usage is not known has it estimated
 // from its body (LedgerEntry.Estimated): the upstream may bill it.
 func (o *syncObserver) openAI(c *openAICall, asked llmfleet.Tier, tap *openAITap, outcome string, cut bool) {
@@ -98,7 +105,7 @@ func (o *syncObserver) openAI(c *openAICall, asked llmfleet.Tier, tap *openAITap
 	now := o.clock.Now()
 	e := llmfleet.LedgerEntry{Time: now, Provider: openAIProvider, Model: c.model, Route: c.route, Outcome: outcome,
 		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client}
-	if tap != nil && (outcome == "ok" || cut) {
+	if tap != nil && (outcome == "ok" || cut || tap.failed != "") {
 		a := tap.result()
 		e.Usage, e.Tier = a.Usage, a.Tier
 		if a.Model != "" {
