@@ -222,7 +222,7 @@ func (s *Spend) Clients(ctx context.Context) []ClientStatus {
 		if over == "" {
 			over = OverReject
 		}
-		out = append(out, ClientStatus{Client: name, TodayUSD: today, MonthUSD: month, DailyUSD: l.DailyUSD,
+		out = append(out, ClientStatus{Client: name, TodayUSD: RoundUSD(today), MonthUSD: RoundUSD(month), DailyUSD: l.DailyUSD,
 			MonthlyUSD: l.MonthlyUSD, OverLimit: over, ZDR: l.ZDR, Limit: v.Limit, ResetsAt: v.Resets})
 	}
 	return out

@@ -1,7 +1,9 @@
 package openaiwire
 
 import (
-	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
 
 	"github.com/llmfleet/llmfleet/jsonmember"
 )
@@ -12,11 +14,12 @@ import (
 // has "choices": [] and the usage), and the events of a /v1/responses
 // stream whose data holds the response: response.created and
 // response.in_progress (model and tier, usage null), response.completed,
-// response.incomplete and response.failed (the usage, when billed). The
-// many delta events of a responses stream carry none of it.
+// response.incomplete and response.failed (the usage, when billed); and
+// the error event of a failed stream (StreamFailure). The many delta
+// events of a responses stream carry none of it.
 func StreamedAnswerEvent(name string) bool {
 	switch name {
-	case "", "message", "response.created", "response.in_progress", "response.queued",
+	case "", "message", "error", "response.created", "response.in_progress", "response.queued",
 		"response.completed", "response.incomplete", "response.failed":
 		return true
 	}
@@ -26,26 +29,85 @@ func StreamedAnswerEvent(name string) bool {
 // ReadStreamEvent reads the model, usage and served tier of the data of
 // one event of a streamed answer: a chat.completion.chunk carries them at
 // its top level, an event of a /v1/responses stream under its "response"
-// member (never at its own top level).
+// member (never at its own top level). Only those three members are
+// decoded: a terminal event holding a long answer whole costs a scan, not
+// a decoding of the answer.
 func ReadStreamEvent(data []byte) (Answer, error) {
-	if inner := responseMember(data); inner != nil {
-		return ReadAnswer(inner)
+	if !json.Valid(data) {
+		return Answer{}, errors.New("openaiwire: a stream event's data is no JSON")
 	}
-	return ReadAnswer(data)
-}
-
-// responseMember returns the object value of the top-level "response"
-// member of a responses stream event ("type": "response.…"), or nil.
-func responseMember(data []byte) []byte {
-	if !bytes.Contains(data, []byte(`"response`)) {
-		return nil
-	}
-	var inner []byte
+	obj := data
 	jsonmember.Scan(data, func(key, value []byte) bool {
-		if string(key) == "response" && len(value) > 0 && value[0] == '{' {
-			inner = value
+		if string(key) == "response" && value[0] == '{' {
+			obj = value
 		}
 		return true
 	})
-	return inner
+	var a Answer
+	jsonmember.Scan(obj, func(key, value []byte) bool {
+		switch string(key) {
+		case "model":
+			_ = json.Unmarshal(value, &a.Model)
+		case "usage":
+			a.Usage = UsageOf(value)
+		case "service_tier":
+			var tier string
+			_ = json.Unmarshal(value, &tier)
+			a.Tier = TierOf(tier)
+		}
+		return true
+	})
+	return a, nil
+}
+
+// StreamFailure returns the error type of an event that ends a streamed
+// answer in failure after its 200, or "" for any other event: a
+// /v1/responses stream's response.failed (its response.error.code, else
+// "server_error") or error event (its code, else "api_error"), or a chat
+// stream's chunk carrying the error envelope (its type, else its code,
+// else "api_error"). Only the top-level members are looked at, but for a
+// failure.
+func StreamFailure(data []byte) string {
+	if !json.Valid(data) {
+		return ""
+	}
+	var typ, code string
+	var errObj, resp []byte
+	jsonmember.Scan(data, func(key, value []byte) bool {
+		switch string(key) {
+		case "type":
+			_ = json.Unmarshal(value, &typ)
+		case "code":
+			_ = json.Unmarshal(value, &code)
+		case "error":
+			if value[0] == '{' {
+				errObj = value
+			}
+		case "response":
+			resp = value
+		}
+		return true
+	})
+	switch {
+	case typ == "response.failed":
+		var r struct {
+			Error *struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(resp, &r) == nil && r.Error != nil && r.Error.Code != "" {
+			return r.Error.Code
+		}
+		return "server_error"
+	case typ == "error":
+		return cmp.Or(code, "api_error")
+	case typ == "" && errObj != nil:
+		e, _ := ParseError(data)
+		c := ""
+		if e.Code != nil {
+			c = *e.Code
+		}
+		return cmp.Or(e.Type, c, "api_error")
+	}
+	return ""
 }

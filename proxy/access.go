@@ -19,8 +19,9 @@ type Access struct {
 	// Method and Path are the request's, the path as the client sent it
 	// (with its /budget/<ms> prefix, if any).
 	Method, Path string
-	// Messages reports a create-message call (POST /v1/messages), for
-	// which the fields below are filled in as far as they are known.
+	// Messages reports a create-message call (POST /v1/messages, or a
+	// routed endpoint of the OpenAI or Gemini face), for which the fields
+	// below are filled in as far as they are known.
 	Messages bool
 	// Route is the route the call took, as its llmfleet-route header says.
 	Route llmfleet.Route
@@ -152,7 +153,7 @@ func (a *accessRec) report(status int, h http.Header) {
 	rec := Access{
 		Method:   a.method,
 		Path:     a.path,
-		Messages: a.method == http.MethodPost && (a.path == "/v1/messages" || isBudgetMessages(a.path) || isOpenAIRouted(a.path)),
+		Messages: a.method == http.MethodPost && (a.path == "/v1/messages" || isBudgetMessages(a.path) || isOpenAIRouted(a.path) || isGeminiRouted(a.path)),
 		Status:   status,
 		Latency:  a.s.clock.Now().Sub(a.start),
 		Key:      a.key.String(),

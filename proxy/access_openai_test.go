@@ -43,3 +43,25 @@ func TestAccessOpenAIStreamsRequestID(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessGeminiRouted: a routed call of the Gemini face has an access
+// line like the other faces' routed calls: route, model and budget.
+func TestAccessGeminiRouted(t *testing.T) {
+	u := streamReplay(t, geminiStream())
+	got := make(chan proxy.Access, 4)
+	srv := &proxy.Server{GeminiUpstream: u, Observe: func(llmfleet.LedgerEntry) {}, Access: func(a proxy.Access) { got <- a }}
+	ps := httptest.NewServer(srv.Handler())
+	t.Cleanup(ps.Close)
+	resp := post(t, ps.URL+"/budget/0/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+		`{"contents":[{"role":"user","parts":[{"text":"Hi"}]}]}`, "X-Goog-Api-Key", "AIza-test")
+	readAll(t, resp.Body)
+	a := oneAccess(t, got)
+	if !a.Messages || a.Route != llmfleet.RouteSync || a.Model != "gemini-2.5-flash" || a.Status != 200 {
+		t.Errorf("access %+v", a)
+	}
+	resp = post(t, ps.URL+"/gemini/v1beta/models", "", "X-Goog-Api-Key", "AIza-test")
+	readAll(t, resp.Body)
+	if a := oneAccess(t, got); a.Messages {
+		t.Errorf("a pass-through call as a routed one: %+v", a)
+	}
+}

@@ -73,6 +73,9 @@ func (f *forwarder) openAIAnswered(oc *openAISync) {
 	case oc.failed || t == nil:
 	case t.status >= 400:
 		f.obs.openAI(oc.c, oc.served, t, openaiwire.ErrorOf(t.status, t.raw.Bytes(), "").Type, false)
+	case t.failed != "": // a stream that failed after its 200: billed for what it read
+		f.obs.failed(t.failed)
+		f.obs.openAI(oc.c, oc.served, t, t.failed, false)
 	case !t.eof && oc.caller.Err() != nil:
 		// The caller left during the answer, which is billed all the same.
 		f.obs.openAI(oc.c, oc.served, t, "caller_canceled", true)

@@ -25,6 +25,9 @@ type openAITap struct {
 	raw    bytes.Buffer
 	events sse.Decoder
 	answer openaiwire.Answer
+	// failed is the error type of the event that ended a stream in
+	// failure after its 200 (openaiwire.StreamFailure), if one did.
+	failed string
 }
 
 func (t *openAITap) Read(p []byte) (int, error) {
@@ -40,6 +43,13 @@ func (t *openAITap) Read(p []byte) (int, error) {
 
 func (t *openAITap) Close() error { return t.rc.Close() }
 
+// maxStreamEvent bounds the data of an event of a stream kept to read its
+// usage: a /v1/responses stream's response.completed holds the whole
+// answer (as a non-streamed answer would, which maxKept bounds), and it
+// is the only one of its events that large that is kept; a longer one's
+// usage is not read (the entry is then unpriced).
+const maxStreamEvent = 4 << 20
+
 func (t *openAITap) write(p []byte) {
 	if !t.sse {
 		if t.raw.Len()+len(p) <= maxKept {
@@ -48,7 +58,7 @@ func (t *openAITap) write(p []byte) {
 		return
 	}
 	if t.events.Emit == nil {
-		t.events = sse.Decoder{MaxData: maxKept, Keep: openaiwire.StreamedAnswerEvent, Emit: t.event}
+		t.events = sse.Decoder{MaxData: maxStreamEvent, Keep: openaiwire.StreamedAnswerEvent, Emit: t.event}
 	}
 	t.events.Write(p)
 }
@@ -56,6 +66,9 @@ func (t *openAITap) write(p []byte) {
 // event reads an event of a stream: the last model, tier and usage
 // reported win.
 func (t *openAITap) event(e sse.Event) {
+	if f := openaiwire.StreamFailure(e.Data); f != "" {
+		t.failed = f
+	}
 	a, err := openaiwire.ReadStreamEvent(e.Data)
 	if err != nil {
 		return
@@ -80,8 +93,9 @@ func (t *openAITap) result() openaiwire.Answer {
 }
 
 // openAI hands the ledger entry of a sync or flex call of the OpenAI face
-// to Observe: the usage its answer's tap read (outcome ok, or a caller
-// gone during the answer), in the tier served or else asked. A call cut
+// to Observe: the usage its answer's tap read (outcome ok, a stream that
+// failed after its 200, or a caller gone during the answer), in the tier
+// served or else asked. A call cut
 // after it was sent (cut) and whose usage is not known has it estimated
 // from its body (LedgerEntry.Estimated): the upstream may bill it.
 func (o *syncObserver) openAI(c *openAICall, asked llmfleet.Tier, tap *openAITap, outcome string, cut bool) {
@@ -91,7 +105,7 @@ func (o *syncObserver) openAI(c *openAICall, asked llmfleet.Tier, tap *openAITap
 	now := o.clock.Now()
 	e := llmfleet.LedgerEntry{Time: now, Provider: openAIProvider, Model: c.model, Route: c.route, Outcome: outcome,
 		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client}
-	if tap != nil && (outcome == "ok" || cut) {
+	if tap != nil && (outcome == "ok" || cut || tap.failed != "") {
 		a := tap.result()
 		e.Usage, e.Tier = a.Usage, a.Tier
 		if a.Model != "" {

@@ -1,6 +1,9 @@
 package proxy
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // upstreamRequestID returns the id the upstream gave an answer whose
 // headers are h: Anthropic's request-id, else OpenAI's x-request-id
@@ -10,4 +13,17 @@ func upstreamRequestID(h http.Header) string {
 		return id
 	}
 	return h.Get("X-Request-Id")
+}
+
+// isGeminiRouted reports whether path, with or without a /budget/<ms>
+// prefix, is one of the Gemini face's routed methods (generateContent,
+// streamGenerateContent), whose access lines name route, model, budget
+// and request id as the other faces' routed calls do.
+func isGeminiRouted(path string) bool {
+	if rest, ok := strings.CutPrefix(path, "/budget/"); ok {
+		_, path, _ = strings.Cut(rest, "/")
+		path = "/" + path
+	}
+	p, ok := strings.CutPrefix(path, GeminiPrefix)
+	return ok && geminiFace{}.routed(http.MethodPost, p)
 }

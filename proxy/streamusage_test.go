@@ -155,23 +155,25 @@ func streamThrough(t *testing.T, stream, path, body string, hdr ...string) llmfl
 }
 
 // checkPriced checks e's usage, and that its cost is the price table's
-// for that usage, above zero.
+// for that usage, above zero (its outcome is its caller's to check).
 func checkPriced(t *testing.T, e llmfleet.LedgerEntry, provider, model string, want llmfleet.Usage) {
 	t.Helper()
 	cost, ok := pricing.Default().Cost(provider, model, want, llmfleet.RouteSync)
-	if e.Outcome != "ok" || e.Provider != provider || e.Model != model || e.Usage != want || !e.Priced || !ok || cost <= 0 || e.CostUSD != cost {
+	if e.Provider != provider || e.Model != model || e.Usage != want || !e.Priced || !ok || cost <= 0 || e.CostUSD != cost {
 		t.Fatalf("entry %+v\nwant %s %s usage %+v cost %v (priced %v)", e, provider, model, want, cost, ok)
 	}
 }
 
 func TestStreamUsageOpenAIResponses(t *testing.T) {
 	want := llmfleet.Usage{InputTokens: 176, CacheReadInputTokens: 1024, OutputTokens: 300}
-	for _, terminal := range []string{"response.completed", "response.incomplete", "response.failed"} {
-		e := streamThrough(t, responsesStream(terminal, responsesUsage), "/openai/v1/responses",
+	for terminal, outcome := range map[string]string{"response.completed": "ok", "response.incomplete": "ok", "response.failed": "server_error"} {
+		stream := strings.Replace(responsesStream(terminal, responsesUsage), `"status":"failed","background":false,"error":null`,
+			`"status":"failed","background":false,"error":{"code":"server_error","message":"The model failed to generate a response."}`, 1)
+		e := streamThrough(t, stream, "/openai/v1/responses",
 			`{"model":"o4-mini","stream":true,"input":"Say hello."}`, "Authorization", "Bearer sk-test")
 		checkPriced(t, e, "openai", "o4-mini", want)
-		if e.Tier != llmfleet.TierStandard {
-			t.Errorf("%s: tier %q", terminal, e.Tier)
+		if e.Tier != llmfleet.TierStandard || e.Outcome != outcome {
+			t.Errorf("%s: tier %q outcome %q, want %q", terminal, e.Tier, e.Outcome, outcome)
 		}
 	}
 }
@@ -181,6 +183,9 @@ func TestStreamUsageOpenAIChatIncludeUsage(t *testing.T) {
 		`{"model":"gpt-4.1","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Hi"}]}`,
 		"Authorization", "Bearer sk-test")
 	checkPriced(t, e, "openai", "gpt-4.1", llmfleet.Usage{InputTokens: 80, CacheReadInputTokens: 1920, OutputTokens: 50})
+	if e.Outcome != "ok" {
+		t.Errorf("outcome %q", e.Outcome)
+	}
 }
 
 func TestStreamUsageAnthropic(t *testing.T) {
@@ -190,12 +195,18 @@ func TestStreamUsageAnthropic(t *testing.T) {
 	want := llmfleet.Usage{InputTokens: 12, OutputTokens: 250, CacheCreationInputTokens: 1500, CacheReadInputTokens: 20000}
 	want.CacheCreation.Ephemeral5mInputTokens, want.CacheCreation.Ephemeral1hInputTokens = 1000, 500
 	checkPriced(t, e, "anthropic", "claude-sonnet-4-6", want)
+	if e.Outcome != "ok" {
+		t.Errorf("outcome %q", e.Outcome)
+	}
 }
 
 func TestStreamUsageGemini(t *testing.T) {
 	e := streamThrough(t, geminiStream(), "/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
 		`{"contents":[{"role":"user","parts":[{"text":"Hi"}]}]}`, "X-Goog-Api-Key", "AIza-test")
 	checkPriced(t, e, "gemini", "gemini-2.5-flash", llmfleet.Usage{InputTokens: 952, CacheReadInputTokens: 2048, OutputTokens: 520})
+	if e.Outcome != "ok" {
+		t.Errorf("outcome %q", e.Outcome)
+	}
 	if e.Tier != llmfleet.TierStandard {
 		t.Errorf("tier %q", e.Tier)
 	}
@@ -208,5 +219,21 @@ func TestStreamUsageMissingNotPriced(t *testing.T) {
 		`{"model":"o4-mini","stream":true,"input":"Say hello."}`, "Authorization", "Bearer sk-test")
 	if e.Outcome != "ok" || e.Usage != (llmfleet.Usage{}) || e.Priced || e.CostUSD != 0 {
 		t.Fatalf("entry %+v", e)
+	}
+}
+
+// TestStreamUsageOpenAIResponsesLongAnswer: a response.completed holding
+// a long answer whole (2 MiB, over what a JSON answer is kept for) still
+// has its usage read.
+func TestStreamUsageOpenAIResponsesLongAnswer(t *testing.T) {
+	long := strings.Repeat("word ", 2<<20/5)
+	stream := strings.Replace(responsesStream("response.completed", responsesUsage), `"text":"Hello there."}],"role"`, `"text":"`+long+`"}],"role"`, 1)
+	if len(stream) < 2<<20 {
+		t.Fatal("the answer is not long")
+	}
+	e := streamThrough(t, stream, "/openai/v1/responses", `{"model":"o4-mini","stream":true,"input":"Say a lot."}`, "Authorization", "Bearer sk-test")
+	checkPriced(t, e, "openai", "o4-mini", llmfleet.Usage{InputTokens: 176, CacheReadInputTokens: 1024, OutputTokens: 300})
+	if e.Outcome != "ok" {
+		t.Errorf("outcome %q", e.Outcome)
 	}
 }
