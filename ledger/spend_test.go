@@ -176,3 +176,36 @@ func TestSpendStoreDown(t *testing.T) {
 		t.Fatalf("%d reads, want 2", store.reads)
 	}
 }
+
+// Payments booked while the store is read, and checks from many
+// goroutines, leave the sums exact at the next read once the store holds
+// the payments (between reads they may be off by what was booked during
+// one: the TTL bounds it).
+func TestSpendConcurrent(t *testing.T) {
+	clock := providertest.NewManualClock(time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC))
+	store := &spendStore{}
+	s := ledger.NewSpend(ledger.SpendConfig{Store: store, Clock: clock, TTL: time.Millisecond,
+		Limits: map[string]ledger.ClientLimits{"alice": {DailyUSD: 1000}}})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				e := llmfleet.LedgerEntry{Client: "alice", Time: clock.Now(), CostUSD: 0.25}
+				store.add(e.Client, e.Time, e.CostUSD)
+				s.Paid(e)
+				s.Check(t.Context(), "alice")
+			}
+		})
+	}
+	wg.Go(func() { // reads of the store while payments are booked
+		for range 50 {
+			clock.Advance(time.Millisecond)
+			s.Check(t.Context(), "alice")
+		}
+	})
+	wg.Wait()
+	clock.Advance(time.Millisecond)
+	if st := s.Clients(t.Context()); st[0].TodayUSD != 100 || st[0].MonthUSD != 100 {
+		t.Fatalf("after 400 payments of $0.25: %+v", st)
+	}
+}

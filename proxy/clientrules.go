@@ -99,6 +99,14 @@ func zdrBatchMessage(client string) string {
 		"Send it without llmfleet-route: batch and Prefer: respond-async."
 }
 
+// setReason sets HeaderRouteReason to why the client's rules routed c,
+// if they did (the SDK middlewares; the pipeline's serve says more).
+func setReason(h http.Header, c *call) {
+	if c.reason != "" {
+		h.Set(HeaderRouteReason, c.reason)
+	}
+}
+
 // setRefusalHeaders sets the headers a refusal carries besides its
 // envelope: Retry-After and X-Should-Retry for a spend limit.
 func setRefusalHeaders(h http.Header, e *refusal) {

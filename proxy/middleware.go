@@ -54,6 +54,7 @@ func (sr *SDKRouter) Messages(req *http.Request, next Next) (*http.Response, err
 	if e != nil {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
+			setReason(w.Header(), c)
 			setRefusalHeaders(w.Header(), e)
 			p.f.refuse(w, e)
 		}), nil
@@ -61,6 +62,7 @@ func (sr *SDKRouter) Messages(req *http.Request, next Next) (*http.Response, err
 	if c.route == llmfleet.RouteBatch {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
+			setReason(w.Header(), c)
 			if c.async {
 				p.enqueue(w, r, c)
 				return
@@ -87,6 +89,7 @@ func (sr *SDKRouter) Messages(req *http.Request, next Next) (*http.Response, err
 	})
 	if resp != nil {
 		resp.Header.Set(HeaderRoute, string(llmfleet.RouteSync))
+		setReason(resp.Header, c)
 	}
 	return resp, err
 }

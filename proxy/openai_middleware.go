@@ -44,6 +44,8 @@ func (sr *SDKRouter) OpenAI(req *http.Request, next Next) (*http.Response, error
 			if !e.bare {
 				w.Header().Set(HeaderRoute, string(c.route))
 			}
+			setReason(w.Header(), c)
+			setRefusalHeaders(w.Header(), e)
 			p.f.refuse(w, e)
 		}), nil
 	}
@@ -56,6 +58,7 @@ func (sr *SDKRouter) OpenAI(req *http.Request, next Next) (*http.Response, error
 	if c.route == llmfleet.RouteBatch {
 		return serveInProcess(req, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(HeaderRoute, string(c.route))
+			setReason(w.Header(), c)
 			p.batch(w, r, c)
 		}), nil
 	}
@@ -72,6 +75,7 @@ func (sr *SDKRouter) OpenAI(req *http.Request, next Next) (*http.Response, error
 		})
 	if resp != nil {
 		resp.Header.Set(HeaderRoute, string(c.route))
+		setReason(resp.Header, c)
 	}
 	return resp, err
 }

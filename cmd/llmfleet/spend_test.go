@@ -313,3 +313,50 @@ func TestSpendConfigErrors(t *testing.T) {
 		t.Fatalf("valid clients: %+v, %v", cfg.Clients, err)
 	}
 }
+
+// TestSpendLimitByKeyLabel: without proxy-held keys a client is named by
+// its key label, as the stats show it; a limit given under that label
+// holds for the key on every face, across a restart (the label is keyed
+// with the instance secret, the spend is in the database).
+func TestSpendLimitByKeyLabel(t *testing.T) {
+	up, _ := spendUpstreams(t)
+	up = up[:strings.Index(up, "upstream-api-key-env")] // the clients' own keys go upstream
+	dir := t.TempDir()
+	args := []string{"--db", filepath.Join(dir, "llmfleet.db"), "--secret-file", filepath.Join(dir, "secret")}
+	base, stop := serveStoppable(t, up, args...)
+	if resp, body := spendFaces[0].call(t, base, "sk-label-key", "paid under a label"); resp.StatusCode != 200 {
+		t.Fatalf("first call: %d %s", resp.StatusCode, body)
+	}
+	var label string
+	for deadline := time.Now().Add(30 * time.Second); label == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stats never named the key's label")
+		}
+		resp, err := http.Get(base + "/llmfleet/v1/stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			ByClient map[string]json.RawMessage `json:"by_client"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&s)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range s.ByClient {
+			label = k
+		}
+	}
+	stop()
+	base = serveInProcess(t, up+"clients:\n  "+label+": {daily-usd: 0.000001}\n", args...)
+	for _, f := range spendFaces {
+		resp, body := f.call(t, base, "sk-label-key", "over under a label")
+		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "Client "+label+" has reached its daily-usd limit") {
+			t.Errorf("%s: %d %s", f.face, resp.StatusCode, body)
+		}
+		if resp, body := f.call(t, base, "sk-other-key", "another key"); resp.StatusCode != 200 {
+			t.Errorf("%s: another key: %d %s", f.face, resp.StatusCode, body)
+		}
+	}
+}
