@@ -43,15 +43,15 @@ type Spend struct {
 
 	reading sync.Mutex // held by the one reading the store
 
-	mu    sync.Mutex
-	read  time.Time // when the sums were read; zero: never
+	mu   sync.Mutex
+	read time.Time // when the sums were read; zero: never
 	// failed is when a read failed before any succeeded: until a TTL
 	// later, calls go on without waiting for another.
 	failed time.Time
-	day   time.Time // the UTC day they are of
-	today map[string]float64
-	month map[string]float64
-	since map[spendDay]float64 // booked since the read in progress began
+	day    time.Time // the UTC day they are of
+	today  map[string]float64
+	month  map[string]float64
+	since  map[spendDay]float64 // booked since the read in progress began
 }
 
 // spendDay is a client's spend of one UTC day.
