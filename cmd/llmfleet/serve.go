@@ -18,6 +18,7 @@ import (
 	"github.com/llmfleet/llmfleet/internal/servestate"
 	"github.com/llmfleet/llmfleet/openai"
 	"github.com/llmfleet/llmfleet/proxy"
+	"github.com/llmfleet/llmfleet/webhook"
 )
 
 func init() { commands["serve"] = runServe }
@@ -55,6 +56,7 @@ name (flags given on the command line win):
   db: /var/lib/llmfleet/llmfleet.db
   retention: 696h
   ledger-retention: 9600h
+  openai-webhook-secret-env: OPENAI_WEBHOOK_SECRET
   # proxy-held keys (file only): clients present keys of their own,
   # the proxy sends its own credential upstream.
   upstream-api-key-env: ANTHROPIC_API_KEY
@@ -99,6 +101,9 @@ and /readyz (readiness: 200 once the database is open and the
 dispatcher runs; 503 overloaded_error while starting and shutting down,
 as every API call gets until ready). The port is bound before the
 database is opened: a busy port leaves no state behind.
+POST /llmfleet/v1/webhooks/openai takes OpenAI's batch webhooks, signed
+with the secret in $OPENAI_WEBHOOK_SECRET (--openai-webhook-secret-env):
+the batch an event names is polled at once. Polls stay the guarantee.
 
 Logs go to stderr. The access log has one line per request at info level
 (warn for a 5xx): method, path, status, latency and, for /v1/messages,
@@ -126,6 +131,7 @@ type serveFlags struct {
 	toolSync, verbose                            *bool
 	ping, shutdown, upstreamTimeout              *time.Duration
 	dbPath, secretFile, replicaName, adminKeyEnv *string
+	openaiWebhookSecretEnv                       *string
 	replicaLease, retention, ledgerRetention     *time.Duration
 	readHeaderTimeout, bodyReadTimeout           *time.Duration
 	bodiesInFlight                               *int64
@@ -160,6 +166,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	f.retention = fs.Duration("retention", 29*24*time.Hour, "how long answered requests and their results are kept")
 	f.ledgerRetention = fs.Duration("ledger-retention", 400*24*time.Hour, "how long the cost ledger (what llmfleet stats reads) is kept")
 	f.adminKeyEnv = fs.String("admin-key-env", "", "environment variable holding the admin key, which shows request ids on /llmfleet/v1/stats and the dashboard (others see aggregates)")
+	f.openaiWebhookSecretEnv = fs.String("openai-webhook-secret-env", "OPENAI_WEBHOOK_SECRET", "environment variable holding the signing secret (whsec_...) of OpenAI's batch webhooks, taken at POST "+webhook.OpenAIPath+"; unset, that endpoint answers 503")
 	f.verbose = fs.Bool("v", false, "log every routed request")
 	f.readHeaderTimeout = fs.Duration("read-header-timeout", 10*time.Second, "time a client has to send a request's headers")
 	f.bodyReadTimeout = fs.Duration("body-read-timeout", proxy.DefaultBodyReadTimeout, "time a client has to send a request body (408 timeout_error after; negative: none)")
@@ -215,6 +222,10 @@ func (f *serveFlags) config(logger *slog.Logger) (serve.Config, error) {
 			return serve.Config{}, fmt.Errorf("--admin-key-env: $%s is not set or empty", *f.adminKeyEnv)
 		}
 	}
+	hookSecret, err := webhookSecret(*f.openaiWebhookSecretEnv)
+	if err != nil {
+		return serve.Config{}, err
+	}
 	if *f.ledgerRetention <= 0 {
 		return serve.Config{}, fmt.Errorf("--ledger-retention must be positive")
 	}
@@ -230,8 +241,24 @@ func (f *serveFlags) config(logger *slog.Logger) (serve.Config, error) {
 		ToolResultsSync: *f.toolSync, PingInterval: *f.ping, ReadHeaderTimeout: *f.readHeaderTimeout,
 		BodyReadTimeout: *f.bodyReadTimeout, MaxBodyBytesInFlight: *f.bodiesInFlight,
 		AdminKey: adminKey, Credentials: creds, Prices: prices, Clients: clients,
+		OpenAIWebhookSecret: hookSecret, OpenAIWebhookSecretEnv: *f.openaiWebhookSecretEnv,
 		Logger: logger, NoAccessLog: !*f.logs.accessLog, LogBodies: *f.logs.logBodies, JSON: f.logs.json(),
 	}, nil
+}
+
+// webhookSecret reads the signing key of OpenAI's webhooks from the
+// variable env names: nil if it is unset or empty (the endpoint answers
+// that it is off), an error if it is not a secret.
+func webhookSecret(env string) ([]byte, error) {
+	v := os.Getenv(env)
+	if env == "" || v == "" {
+		return nil, nil
+	}
+	key, err := webhook.ParseSecret(v)
+	if err != nil {
+		return nil, fmt.Errorf("--openai-webhook-secret-env: $%s: %v", env, err)
+	}
+	return key, nil
 }
 
 // runServe runs the proxy until ctx ends (see serve.Run).

@@ -54,6 +54,12 @@ type Config struct {
 
 	// AdminKey shows request ids on the stats and the dashboard.
 	AdminKey string
+	// OpenAIWebhookSecret is the signing key of OpenAI's webhooks
+	// (webhook.ParseSecret), read from the variable OpenAIWebhookSecretEnv
+	// names; nil answers POST /llmfleet/v1/webhooks/openai with an error
+	// naming that variable.
+	OpenAIWebhookSecret    []byte
+	OpenAIWebhookSecretEnv string
 	// Credentials, if not nil, are the proxy-held keys: clients present
 	// keys of their own and the proxy sends its credential upstream.
 	Credentials *proxy.ClientKeys

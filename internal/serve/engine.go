@@ -17,6 +17,7 @@ import (
 	"github.com/llmfleet/llmfleet/openai"
 	"github.com/llmfleet/llmfleet/pricing"
 	"github.com/llmfleet/llmfleet/proxy"
+	"github.com/llmfleet/llmfleet/webhook"
 )
 
 // engine is what serves behind the proxy: the dispatcher over the two
@@ -165,6 +166,13 @@ func spendClients(spend *ledger.Spend) func(context.Context) []ledger.ClientStat
 		return nil
 	}
 	return spend.Clients
+}
+
+// openAIWebhooks returns the endpoint of OpenAI's batch webhooks, which
+// has e's dispatcher look at the batch an event names at once.
+func openAIWebhooks(cfg *Config, e *engine) *webhook.OpenAI {
+	return &webhook.OpenAI{Secret: cfg.OpenAIWebhookSecret, SecretEnv: cfg.OpenAIWebhookSecretEnv, Logger: cfg.Logger,
+		PollNow: func(id string) bool { return e.d.PollNow(openai.Name, id) }}
 }
 
 // upstreamTransport is the transport of the provider's client: the

@@ -67,7 +67,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 	if cfg.LogBodies {
 		api = observe.LogBodies(api, logger)
 	}
-	fr.ready.serve(e.obs.Handler(api))
+	fr.ready.serve(openAIWebhooks(&cfg, e).Mount(e.obs.Handler(api)))
 	openaiFace := cfg.OpenAIUpstream.String()
 	if cfg.Credentials != nil && cfg.Credentials.OpenAI.IsZero() {
 		openaiFace = "closed"
