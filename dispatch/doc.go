@@ -238,5 +238,11 @@
 // its caller within one poll interval of its batch's end whatever the
 // prediction said: one call per credential per interval, 12 a minute at
 // the default 5s, under the Anthropic tier 1 limit of 50 a minute.
-// TestPollingCost records what that costs.
+// TestPollingCost records what that costs. A batch whose provider asked
+// for a wait (Batch.PollAfter: Anthropic's Retry-After: 10 on a running
+// batch) is not called for until the wait is over (up to
+// Policy.MaxPollInterval), while the others keep their interval; a
+// listing made for them that shows it ended is taken (TestPollHintPerBatch).
+// Dispatcher.PollNow has a batch looked at on its tracker's next turn,
+// wait or not (an OpenAI webhook said it ended).
 package dispatch
