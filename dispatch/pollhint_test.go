@@ -18,7 +18,10 @@ type hintProvider struct {
 	*fakeProvider
 	mu    sync.Mutex
 	hints map[string]time.Duration // by batch id
-	calls []statusCall
+	// unlisted are batch ids the listings leave out (as if past the
+	// pages read): only a retrieve sees them.
+	unlisted map[string]bool
+	calls    []statusCall
 }
 
 // statusCall is one status call: a retrieve of id, or a listing (id "").
@@ -43,7 +46,11 @@ func (h *hintProvider) ListBatches(ctx context.Context, cred llmfleet.Credential
 	h.mu.Lock()
 	h.calls = append(h.calls, statusCall{time.Now(), ""})
 	h.mu.Unlock()
-	return h.fakeProvider.ListBatches(ctx, cred, after, limit)
+	p, err := h.fakeProvider.ListBatches(ctx, cred, after, limit)
+	if err == nil {
+		p.Batches = slices.DeleteFunc(p.Batches, func(b llmfleet.Batch) bool { return h.unlisted[b.ID] })
+	}
+	return p, err
 }
 
 // log returns the status calls made since start, as offsets from it.
@@ -116,60 +123,78 @@ func TestPollHintLoneBatch(t *testing.T) {
 
 // A batch whose retrieve asked for 10s is not called for sooner, while
 // another batch of the same credential, which asks nothing, is looked at
-// every 5s (one call each poll); the listing made for it shows the first
-// batch's end, which is answered within one poll interval, before the
-// wait it asked for is over.
+// every 5s. When the listing made for the other shows the first batch,
+// its end is answered within one poll interval, before the wait it asked
+// for is over; when it does not (the first batch is retrieved on its
+// own), within the wait.
 func TestPollHintPerBatch(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const poll = 5 * time.Second
-		f := newFake()
-		f.turnaround = func(model string) time.Duration {
-			if model == "slow" {
-				return 61 * time.Second
-			}
-			return 27 * time.Second
+	const poll = 5 * time.Second
+	for _, c := range []struct {
+		name   string
+		listed bool
+		late   time.Duration // the longest after its end the first batch may be answered
+	}{
+		{"listing shows it", true, poll},
+		{"listing does not show it", false, 10 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake()
+				f.turnaround = func(model string) time.Duration {
+					if model == "slow" {
+						return 61 * time.Second
+					}
+					return 27 * time.Second
+				}
+				h := &hintProvider{fakeProvider: f, hints: map[string]time.Duration{"msgbatch_1": 10 * time.Second},
+					unlisted: map[string]bool{"msgbatch_1": !c.listed}}
+				d := openHint(t, h, Policy{BatchMinSize: 1, PollInterval: poll})
+				start := time.Now()
+				hinted := make(chan time.Duration, 1)
+				go func() {
+					if _, err := d.SubmitBatch(t.Context(), 0, modelReq("k", "fast", "a")); err != nil {
+						t.Error(err)
+					}
+					hinted <- time.Since(start)
+				}()
+				// The first batch is alone for a while: retrieved, it asks
+				// for 10s. Then the second one comes.
+				time.Sleep(12 * time.Second)
+				if _, err := d.SubmitBatch(t.Context(), 0, modelReq("k", "slow", "b")); err != nil {
+					t.Fatal(err)
+				}
+				checkPerBatch(t, h, start, <-hinted, c.late)
+			})
+		})
+	}
+}
+
+// checkPerBatch checks TestPollHintPerBatch's calls: the first batch
+// (ended at 27s, answered at answered) retrieved at least 10s apart, a
+// poll every 5s, three of them while both ran (12s to 27s).
+func checkPerBatch(t *testing.T, h *hintProvider, start time.Time, answered, lateMax time.Duration) {
+	t.Helper()
+	gets, all := h.log(start)
+	polls := slices.Compact(all) // a listing and the retrieves it left make one poll
+	t.Logf("polls at %v; retrieves %v; first batch answered at %s (ended at 27s)", polls, gets, answered)
+	if gap, ok := spacedAtLeast(gets["msgbatch_1"], 10*time.Second); !ok || len(gets["msgbatch_1"]) == 0 {
+		t.Errorf("first batch retrieved %s after the previous retrieve, which asked for 10s (retrieves %v)", gap, gets["msgbatch_1"])
+	}
+	if gap, ok := spacedAtLeast(polls, 5*time.Second); !ok {
+		t.Errorf("two polls %s apart", gap)
+	}
+	var during int
+	for _, at := range polls {
+		if at > 12*time.Second && at <= 27*time.Second {
+			during++
 		}
-		h := &hintProvider{fakeProvider: f, hints: map[string]time.Duration{"msgbatch_1": 10 * time.Second}}
-		d := openHint(t, h, Policy{BatchMinSize: 1, PollInterval: poll})
-		start := time.Now()
-		hinted := make(chan time.Duration, 1)
-		go func() {
-			_, err := d.SubmitBatch(t.Context(), 0, modelReq("k", "fast", "a"))
-			if err != nil {
-				t.Error(err)
-			}
-			hinted <- time.Since(start)
-		}()
-		// The first batch is alone for a while: retrieved, it asks for
-		// 10s. Then the second one comes.
-		time.Sleep(12 * time.Second)
-		if _, err := d.SubmitBatch(t.Context(), 0, modelReq("k", "slow", "b")); err != nil {
-			t.Fatal(err)
-		}
-		answered := <-hinted
-		gets, all := h.log(start)
-		t.Logf("status calls at %v; retrieves %v; first batch answered at %s (ended at 27s)", all, gets, answered)
-		if gap, ok := spacedAtLeast(gets["msgbatch_1"], 10*time.Second); !ok || len(gets["msgbatch_1"]) == 0 {
-			t.Errorf("first batch retrieved %s after the previous retrieve, which asked for 10s (retrieves %v)", gap, gets["msgbatch_1"])
-		}
-		if gap, ok := spacedAtLeast(all, poll); !ok {
-			t.Errorf("two status calls %s apart: one call per poll", gap)
-		}
-		// While both batches ran (12s to 27s), a call was made every poll
-		// interval: the second batch was not held back by the first.
-		var during []time.Duration
-		for _, at := range all {
-			if at > 12*time.Second && at <= 27*time.Second {
-				during = append(during, at)
-			}
-		}
-		if len(during) < 3 {
-			t.Errorf("%d status calls while both ran (%v), want one every %s", len(during), during, poll)
-		}
-		if late := answered - 27*time.Second; late < 0 || late > poll {
-			t.Errorf("first batch answered %s after its end, want within one poll interval", late)
-		}
-	})
+	}
+	if during < 3 {
+		t.Errorf("%d polls while both ran, want one every 5s: the second batch was held back", during)
+	}
+	if late := answered - 27*time.Second; late < 0 || late > lateMax {
+		t.Errorf("first batch answered %s after its end, want within %s", late, lateMax)
+	}
 }
 
 // PollNow makes a batch whose retrieve asked for a long wait looked at
