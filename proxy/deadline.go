@@ -131,6 +131,16 @@ func (b *callBound) release() {
 	b.cancel()
 }
 
+// tierTimeout returns the upstream timeout of a call of provider in tier:
+// the longer of the Server's and the one the provider states for the tier
+// (Server.TierTimeout), unless the Server's is off.
+func tierTimeout(s *Server, provider string, tier llmfleet.Tier) time.Duration {
+	if s.upstreamTimeout <= 0 || s.TierTimeout == nil {
+		return s.upstreamTimeout
+	}
+	return max(s.upstreamTimeout, s.TierTimeout(provider, tier))
+}
+
 // cutMessage is the message of the 504 of a call to upstream (its name
 // in the message) cut by its hard deadline (budget) or by the upstream
 // timeout (state callCutTimeout).
