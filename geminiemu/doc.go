@@ -51,6 +51,11 @@
 // Also GET /v1beta/models, GET /v1beta/models/{model} and :countTokens
 // (word counts, as the answers count).
 //
+// The stable version, /v1 (the @google/genai SDK's default), serves the
+// model methods (generateContent, streamGenerateContent, countTokens) and
+// the models' reads as /v1beta does; Batch Mode and the Files API are
+// /v1beta only (404 under /v1).
+//
 // Not modelled: tools, media parts, safety blocks, explicit caches, rate limits, batch priority and webhooks,
 // embeddings batches; what the real API writes for the requests a cancel or
 // the expiry stopped is unverified (here: a CANCELLED or DEADLINE_EXCEEDED

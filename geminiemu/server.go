@@ -136,9 +136,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.once.Do(func() {
 		m := http.NewServeMux()
-		m.HandleFunc("POST /v1beta/models/{method}", s.faulty(s.modelMethod))
-		m.HandleFunc("GET /v1beta/models", s.faulty(s.listModels))
-		m.HandleFunc("GET /v1beta/models/{method}", s.faulty(s.getModel))
+		for _, v := range []string{geminiwire.Version, geminiwire.VersionV1} {
+			m.HandleFunc("POST /"+v+"/models/{method}", s.faulty(s.modelMethod))
+			m.HandleFunc("GET /"+v+"/models", s.faulty(s.listModels))
+			m.HandleFunc("GET /"+v+"/models/{method}", s.faulty(s.getModel))
+		}
 		m.HandleFunc("GET /v1beta/batches", s.faulty(s.listBatches))
 		m.HandleFunc("GET /v1beta/batches/{id}", s.faulty(s.getBatch))
 		m.HandleFunc("POST /v1beta/batches/{id}", s.faulty(s.cancelBatch))
@@ -206,15 +208,17 @@ func (s *Server) retryInfo(status int) []json.RawMessage {
 	return nil
 }
 
-// modelMethod serves POST /v1beta/models/{model}:{method}.
+// modelMethod serves POST /v1beta/models/{model}:{method}, and under /v1
+// the methods but batchGenerateContent.
 func (s *Server) modelMethod(w http.ResponseWriter, r *http.Request) {
 	model, method, ok := strings.Cut(r.PathValue("method"), ":")
-	if !ok || model == "" {
+	_, version, _ := geminiwire.Unversioned(r.URL.Path)
+	if !ok || model == "" || (version == geminiwire.VersionV1 && method == geminiwire.MethodBatch) {
 		writeError(w, http.StatusNotFound, "The requested URL "+r.URL.Path+" was not found on this server.")
 		return
 	}
 	if !s.served(model) {
-		writeError(w, http.StatusNotFound, "models/"+model+" is not found for API version v1beta, or is not supported for "+
+		writeError(w, http.StatusNotFound, "models/"+model+" is not found for API version "+version+", or is not supported for "+
 			method+". Call ListModels to see the list of available models and their supported methods.")
 		return
 	}

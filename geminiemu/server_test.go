@@ -162,3 +162,36 @@ func TestExpiry(t *testing.T) {
 		t.Errorf("expired answers %+v", r)
 	}
 }
+
+// TestV1: the stable version serves the model methods as /v1beta does,
+// and neither Batch Mode nor the Files API.
+func TestV1(t *testing.T) {
+	emu := &geminiemu.Server{}
+	srv := httptest.NewServer(emu)
+	defer srv.Close()
+	code, body, _ := post(t, srv, "/v1/models/gemini-2.5-flash:generateContent?key=k", hello)
+	if code != http.StatusOK || !strings.Contains(body, "Answer to: hello") {
+		t.Fatalf("v1 generateContent: %d %s", code, body)
+	}
+	code, body, _ = post(t, srv, "/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=k", hello)
+	if code != http.StatusOK || !strings.Contains(body, "data: ") {
+		t.Fatalf("v1 stream: %d %s", code, body)
+	}
+	code, body, _ = post(t, srv, "/v1/models/gemini-0:generateContent?key=k", hello)
+	if code != http.StatusNotFound || !strings.Contains(body, "API version v1,") {
+		t.Fatalf("v1 unknown model: %d %s", code, body)
+	}
+	code, body, _ = post(t, srv, "/v1/models/gemini-2.5-flash:batchGenerateContent?key=k",
+		`{"batch":{"displayName":"x","inputConfig":{"requests":{"requests":[{"request":`+hello+`}]}}}}`)
+	if code != http.StatusNotFound || !strings.Contains(body, `"NOT_FOUND"`) {
+		t.Fatalf("v1 batch create: %d %s", code, body)
+	}
+	res, err := srv.Client().Get(srv.URL + "/v1/models/gemini-2.5-flash?key=k")
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("v1 model read: %v %v", err, res)
+	}
+	res.Body.Close()
+	if n := emu.Stats().Billed["hello"]; n != 2 {
+		t.Errorf("billed %d times, want 2", n)
+	}
+}
