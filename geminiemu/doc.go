@@ -46,7 +46,13 @@
 // cachedContentTokenCount (implicit caching). A prompt containing
 // "[error:<STATUS>]" fails with that canonical status, at once or as the
 // request's error inside a batch. Server.Fault injects errors or dropped
-// connections on any path.
+// connections on any path (DropConnection: unprocessed; DropAnswer:
+// processed, a create's batch made, its answer dropped), and
+// Server.LandAfter makes a create land late (its connection dropped, its
+// batch there only later). For crash tests, Stats counts the batches
+// created by displayName (llmfleet's tag), their requests (Submissions,
+// each paid for once its batch runs) and the reads of ended batches;
+// BatchesCreated counts a key's.
 //
 // Also GET /v1beta/models, GET /v1beta/models/{model} and :countTokens
 // (word counts, as the answers count).
