@@ -146,11 +146,16 @@ func tierTimeout(s *Server, provider string, tier llmfleet.Tier) time.Duration {
 // timeout (state callCutTimeout).
 func (s *Server) cutMessage(state int32, budget time.Duration, upstream string) string {
 	if state == callCutTimeout {
-		return "The " + upstream + " did not answer within llmfleet's upstream timeout (--upstream-timeout) of " +
-			s.upstreamTimeout.String() + "."
+		return timeoutMessage(upstream, s.upstreamTimeout)
 	}
 	return "The request's latency budget of " + strconv.FormatInt(budget.Milliseconds(), 10) +
 		" ms ran out before the " + upstream + " answered (llmfleet-deadline: hard)."
+}
+
+// timeoutMessage is the message of the 504 of a call to upstream cut by
+// an upstream timeout of d.
+func timeoutMessage(upstream string, d time.Duration) string {
+	return "The " + upstream + " did not answer within llmfleet's upstream timeout (--upstream-timeout) of " + d.String() + "."
 }
 
 // writeCut answers a call cut by state: 504 timeout_error in the

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,12 +21,14 @@ import (
 func TestGeminiFaceFlexTierTimeout(t *testing.T) {
 	clock := newManualClock()
 	held, quit := make(chan struct{}, 4), make(chan struct{})
+	var wait atomic.Int64 // how long the upstream holds a call
+	wait.Store(int64(12 * time.Minute))
 	emu := &geminiemu.Server{Fault: func(path string) int {
 		if !strings.HasSuffix(path, ":generateContent") {
 			return 0
 		}
 		done := make(chan struct{})
-		clock.AfterFunc(12*time.Minute, func() { close(done) })
+		clock.AfterFunc(time.Duration(wait.Load()), func() { close(done) })
 		held <- struct{}{}
 		select {
 		case <-done:
@@ -77,7 +80,15 @@ func TestGeminiFaceFlexTierTimeout(t *testing.T) {
 	done = post("sync")
 	clock.Advance(10 * time.Minute)
 	a = awaitAnswer(t, done)
-	if a.resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(a.body, "--upstream-timeout") {
+	if a.resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(a.body, "--upstream-timeout) of 10m0s") {
 		t.Fatalf("standard call after 10 minutes: %d %s", a.resp.StatusCode, a.body)
+	}
+	// A flex call is cut at its tier's bound, which its 504 names.
+	wait.Store(int64(time.Hour))
+	done = post("flex")
+	clock.Advance(20 * time.Minute)
+	a = awaitAnswer(t, done)
+	if a.resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(a.body, "--upstream-timeout) of 20m0s") {
+		t.Fatalf("flex call after 20 minutes: %d %s", a.resp.StatusCode, a.body)
 	}
 }
