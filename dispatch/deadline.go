@@ -65,13 +65,15 @@ func mayBeBilled(err error) bool {
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// bound returns the bound of a call on route made now under ctx: cut
+// bound returns the bound of a call of p on route made now under ctx: cut
 // after cutAfter (0: no hard deadline) with llmfleet.ErrBudgetExceeded,
-// budget being the request's, and after Policy.UpstreamTimeout with
-// llmfleet.ErrUpstreamTimeout. Its context is ctx's until then.
-func (s *syncCaller) bound(ctx context.Context, route llmfleet.Route, budget, cutAfter time.Duration) *callBound {
+// budget being the request's, and after Policy.UpstreamTimeout, or the
+// longer timeout p states for the route's tier (llmfleet.TierTimeouts),
+// with llmfleet.ErrUpstreamTimeout. Its context is ctx's until then.
+func (s *syncCaller) bound(ctx context.Context, p llmfleet.Provider, route llmfleet.Route, budget, cutAfter time.Duration) *callBound {
 	d := s.d
-	b := &callBound{route: route, budget: budget, timeout: d.pol.UpstreamTimeout}
+	timeout := llmfleet.UpstreamTimeout(p, llmfleet.TierOf(route), d.pol.UpstreamTimeout)
+	b := &callBound{route: route, budget: budget, timeout: timeout}
 	b.ctx, b.cancel = context.WithCancelCause(ctx)
 	if cutAfter > 0 {
 		b.timers = append(b.timers, d.clock.AfterFunc(cutAfter, func() { b.cancel(errHardDeadline) }))

@@ -79,7 +79,9 @@
 // such a call is cut then, with llmfleet.ErrBudgetExceeded, and its
 // ledger entry carries an estimate of its usage (LedgerEntry.Estimated).
 // Policy.UpstreamTimeout (10 minutes) bounds every call the dispatcher
-// sends synchronously, whatever its budget (llmfleet.ErrUpstreamTimeout).
+// sends synchronously, whatever its budget (llmfleet.ErrUpstreamTimeout),
+// unless its provider states a longer one for the call's tier
+// (llmfleet.TierTimeouts: Gemini's flex tier, served within 15 minutes).
 //
 // A model with a flex tier (Dispatcher.Flex, the price table's word, less
 // the models the provider refused the tier for) goes flex

@@ -111,8 +111,9 @@ var _ llmfleet.FlexObserver = (*Dispatcher)(nil)
 // (a fallback's is the standard one). The budget routes and does not cut:
 // a call still unanswered when it runs out is answered late (a budget
 // miss), unless Policy.HardDeadline makes it a deadline, when the call is
-// cut then with llmfleet.ErrBudgetExceeded. Policy.UpstreamTimeout bounds
-// the whole of it (llmfleet.ErrUpstreamTimeout).
+// cut then with llmfleet.ErrBudgetExceeded. Policy.UpstreamTimeout, or the
+// longer one the provider states for its flex tier (llmfleet.TierTimeouts),
+// bounds the whole of it (llmfleet.ErrUpstreamTimeout).
 func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *llmfleet.Request) (*llmfleet.Response, error) {
 	p, err := d.calls.provider(req)
 	if err != nil {
@@ -120,7 +121,7 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 	}
 	budget = d.pol.Budget(budget)
 	start := d.clock.Now()
-	b := d.calls.bound(ctx, llmfleet.RouteFlex, budget, d.calls.hardAfter(budget))
+	b := d.calls.bound(ctx, p, llmfleet.RouteFlex, budget, d.calls.hardAfter(budget))
 	model := ""
 	if info, err := p.Inspect(req); err == nil {
 		model = info.Model

@@ -81,7 +81,9 @@ type Policy struct {
 	// UpstreamTimeout bounds every call the dispatcher sends
 	// synchronously, whatever its budget: a call the provider has not
 	// answered by then is cut, with llmfleet.ErrUpstreamTimeout. Default
-	// 10m, as the providers' SDKs; negative: none.
+	// 10m, as the providers' SDKs; negative: none. A provider stating a
+	// longer one for a tier (llmfleet.TierTimeouts) gets its own for the
+	// calls of that tier.
 	UpstreamTimeout time.Duration
 	// NoLearning keeps the predictions at their priors (TurnaroundPrior,
 	// TurnaroundPriors, SyncLatencyPrior): observed turnarounds and sync

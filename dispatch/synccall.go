@@ -26,7 +26,7 @@ func (s *syncCaller) send(ctx context.Context, budget time.Duration, req *llmfle
 	d.stats.syncCalls.Add(1)
 	start := d.clock.Now()
 	span := d.traces.call(ctx, p, req, llmfleet.RouteSync, budget)
-	b := s.bound(ctx, llmfleet.RouteSync, budget, s.hardAfter(budget))
+	b := s.bound(ctx, p, llmfleet.RouteSync, budget, s.hardAfter(budget))
 	resp, err := p.Send(b.ctx, req)
 	err = b.end(err)
 	called(span, p, llmfleet.RouteSync, resp, err, d.answers.price)
@@ -110,7 +110,7 @@ func (s *syncCaller) batched(w *waiter) answer {
 			cutAfter = d.pol.RescueMargin
 		}
 	}
-	b := s.bound(d.ctx, llmfleet.RouteSync, w.budget, cutAfter)
+	b := s.bound(d.ctx, w.prov, llmfleet.RouteSync, w.budget, cutAfter)
 	req := &llmfleet.Request{Provider: w.req.Provider, Credential: w.req.Credential, Header: w.req.Header, Endpoint: w.req.Endpoint, Body: w.plain, Client: w.req.Client}
 	start := d.clock.Now()
 	d.stats.syncCalls.Add(1)

@@ -21,9 +21,9 @@ const fail = (m) => {
 
 function client(budgetMs) {
   const baseUrl = budgetMs ? `${proxy}/budget/${budgetMs}/gemini` : `${proxy}/gemini`;
-  // @google/genai 3.x calls /v1 by default; the face routes /v1beta (the
-  // API version of Batch Mode and flex), so the client names it.
-  return new GoogleGenAI({ apiKey: 'g-e2e-alice', apiVersion: 'v1beta', httpOptions: { baseUrl } });
+  // @google/genai 3.x calls /v1 by default, which the face routes as it
+  // does /v1beta (a batched call goes through Batch Mode, v1beta).
+  return new GoogleGenAI({ apiKey: 'g-e2e-alice', httpOptions: { baseUrl } });
 }
 const model = 'gemini-2.5-flash';
 const text = (prompt) => [{ role: 'user', parts: [{ text: prompt }] }];

@@ -134,11 +134,19 @@ func TestExpiredBatch(t *testing.T) {
 	}
 }
 
+// TestUpstreamTimeout: the Provider states a flex tier's upstream timeout
+// that outlasts the API's flex target, and a call's bound is the longer of
+// it and the one configured (off stays off); the standard tier keeps the
+// configured one.
 func TestUpstreamTimeout(t *testing.T) {
-	for _, c := range []struct{ in, want time.Duration }{
-		{10 * time.Minute, gemini.FlexUpstreamTimeout}, {30 * time.Minute, 30 * time.Minute}, {0, 0}, {-1, -1}} {
-		if got := gemini.UpstreamTimeout(c.in); got != c.want {
-			t.Errorf("UpstreamTimeout(%s) = %s, want %s", c.in, got, c.want)
+	p := &gemini.Provider{}
+	for _, c := range []struct {
+		tier     llmfleet.Tier
+		in, want time.Duration
+	}{{llmfleet.TierFlex, 10 * time.Minute, gemini.FlexUpstreamTimeout}, {llmfleet.TierFlex, 30 * time.Minute, 30 * time.Minute},
+		{llmfleet.TierFlex, -1, -1}, {llmfleet.TierStandard, 10 * time.Minute, 10 * time.Minute}} {
+		if got := llmfleet.UpstreamTimeout(p, c.tier, c.in); got != c.want {
+			t.Errorf("UpstreamTimeout(%s, %s) = %s, want %s", c.tier, c.in, got, c.want)
 		}
 	}
 	if gemini.FlexUpstreamTimeout <= gemini.FlexTarget {

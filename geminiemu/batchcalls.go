@@ -17,17 +17,18 @@ const notFound = "Requested entity was not found."
 func (s *Server) batchOf(w http.ResponseWriter, r *http.Request, id string) (*batch, geminiwire.Operation, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.batches[id]
-	if b == nil || b.owner != apiKey(r) {
+	b, now := s.batches[id], s.now()
+	if b == nil || b.owner != apiKey(r) || !b.landed(now) {
 		writeError(w, http.StatusNotFound, notFound)
 		return nil, geminiwire.Operation{}, false
 	}
-	return b, s.viewLocked(b, s.now()), true
+	return b, s.viewLocked(b, now), true
 }
 
 // getBatch serves GET /v1beta/batches/{id}.
 func (s *Server) getBatch(w http.ResponseWriter, r *http.Request) {
 	if _, op, ok := s.batchOf(w, r, r.PathValue("id")); ok {
+		s.countResults(op)
 		writeJSON(w, http.StatusOK, op)
 	}
 }
@@ -88,7 +89,7 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	var bs []*batch
 	for _, b := range s.batches {
-		if b.owner == key {
+		if b.owner == key && b.landed(now) {
 			bs = append(bs, b)
 		}
 	}

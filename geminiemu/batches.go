@@ -86,8 +86,9 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, model strin
 		writeError(w, http.StatusBadRequest, "* GenerateContentBatch.input_config: the batch holds no request\n")
 		return
 	}
+	late := s.lateBy(b.displayName)
 	s.mu.Lock()
-	now := s.now()
+	now := s.now().Add(late)
 	s.seq++
 	b.seq, b.id = s.seq, "b"+strconv.Itoa(s.seq)+hashed(key, now.String())[:14]
 	turnaround := s.BatchTurnaround
@@ -103,6 +104,10 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, model strin
 	s.batches[b.id] = b
 	op := b.operation()
 	s.mu.Unlock()
+	if late > 0 {
+		dropConnection(w) // processed; the batch lands late
+		return
+	}
 	writeJSON(w, http.StatusOK, op)
 }
 

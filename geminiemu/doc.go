@@ -46,10 +46,21 @@
 // cachedContentTokenCount (implicit caching). A prompt containing
 // "[error:<STATUS>]" fails with that canonical status, at once or as the
 // request's error inside a batch. Server.Fault injects errors or dropped
-// connections on any path.
+// connections on any path (DropConnection: unprocessed; DropAnswer:
+// processed, a create's batch made, its answer dropped), and
+// Server.LandAfter makes a create land late (its connection dropped, its
+// batch there only later). For crash tests, Stats counts the batches
+// created by displayName (llmfleet's tag), their requests (Submissions,
+// each paid for once its batch runs) and the reads of ended batches;
+// BatchesCreated counts a key's.
 //
 // Also GET /v1beta/models, GET /v1beta/models/{model} and :countTokens
 // (word counts, as the answers count).
+//
+// The stable version, /v1 (the @google/genai SDK's default), serves the
+// model methods (generateContent, streamGenerateContent, countTokens) and
+// the models' reads as /v1beta does; Batch Mode and the Files API are
+// /v1beta only (404 under /v1).
 //
 // Not modelled: tools, media parts, safety blocks, explicit caches, rate limits, batch priority and webhooks,
 // embeddings batches; what the real API writes for the requests a cancel or

@@ -49,7 +49,8 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("method")
 	if !slices.Contains(s.models(), id) {
-		writeError(w, http.StatusNotFound, "models/"+id+" is not found for API version v1beta.")
+		_, version, _ := geminiwire.Unversioned(r.URL.Path)
+		writeError(w, http.StatusNotFound, "models/"+id+" is not found for API version "+version+".")
 		return
 	}
 	writeJSON(w, http.StatusOK, modelOf(id))

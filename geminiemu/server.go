@@ -3,6 +3,7 @@ package geminiemu
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/geminiwire"
+	"github.com/llmfleet/llmfleet/internal/httprec"
 )
 
 // MaxBodyBytes is the largest JSON request body the emulator reads.
@@ -21,8 +23,13 @@ var DefaultModels = []string{"gemini-3.1-pro-preview", "gemini-3-flash-preview",
 	"gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-2.0-flash"}
 
 // DropConnection is the status by which Server.Fault asks for the
-// connection to be closed without an answer.
+// connection to be closed without an answer, the request unprocessed.
 const DropConnection = -1
+
+// DropAnswer is the status by which Server.Fault asks for the request to
+// be processed as usual (a batch create makes its batch) and its answer
+// dropped: the connection is closed instead.
+const DropAnswer = -2
 
 // Server emulates the Gemini API. The zero value is ready to use; set the
 // fields before the first request and do not change them afterwards. A
@@ -63,6 +70,12 @@ type Server struct {
 	// end; 0 means DefaultBatchTurnaround. 48 hours or more makes it
 	// expire.
 	BatchTurnaround time.Duration
+	// LandAfter, if set, is asked for each batch create the API would
+	// accept, with its displayName: a positive d drops the connection
+	// without an answer and makes the batch land d later on the Clock
+	// (created then, not found nor listed before), as a create whose
+	// client gave up though it was processed late.
+	LandAfter func(displayName string) time.Duration
 
 	mu      sync.Mutex
 	stats   Stats
@@ -83,19 +96,30 @@ type Stats struct {
 	Billed map[string]int
 	// Shed counts flex calls shed.
 	Shed int
+	// Created counts the batches created (landed) by displayName: the
+	// tag llmfleet gives each batch.
+	Created map[string]int
+	// Submissions are the requests of the batches created (landed),
+	// each paid for once its batch runs.
+	Submissions []Submission
+	// ResultsRead counts, by batch id, the reads of an ended batch
+	// (GET /v1beta/batches/{id}), which carry its results.
+	ResultsRead map[string]int
 }
 
 // Stats returns a copy of the counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := Stats{Requests: map[string]int{}, Billed: map[string]int{}, Shed: s.stats.Shed}
-	for k, v := range s.stats.Requests {
-		out.Requests[k] = v
+	out := Stats{Requests: maps.Clone(s.stats.Requests), Billed: maps.Clone(s.stats.Billed), Shed: s.stats.Shed,
+		ResultsRead: maps.Clone(s.stats.ResultsRead)}
+	if out.Requests == nil {
+		out.Requests, out.Billed = map[string]int{}, map[string]int{}
 	}
-	for k, v := range s.stats.Billed {
-		out.Billed[k] = v
+	if out.ResultsRead == nil {
+		out.ResultsRead = map[string]int{}
 	}
+	out.Created, out.Submissions = s.submissionsLocked(s.now())
 	return out
 }
 
@@ -136,9 +160,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.once.Do(func() {
 		m := http.NewServeMux()
-		m.HandleFunc("POST /v1beta/models/{method}", s.faulty(s.modelMethod))
-		m.HandleFunc("GET /v1beta/models", s.faulty(s.listModels))
-		m.HandleFunc("GET /v1beta/models/{method}", s.faulty(s.getModel))
+		for _, v := range []string{geminiwire.Version, geminiwire.VersionV1} {
+			m.HandleFunc("POST /"+v+"/models/{method}", s.faulty(s.modelMethod))
+			m.HandleFunc("GET /"+v+"/models", s.faulty(s.listModels))
+			m.HandleFunc("GET /"+v+"/models/{method}", s.faulty(s.getModel))
+		}
 		m.HandleFunc("GET /v1beta/batches", s.faulty(s.listBatches))
 		m.HandleFunc("GET /v1beta/batches/{id}", s.faulty(s.getBatch))
 		m.HandleFunc("POST /v1beta/batches/{id}", s.faulty(s.cancelBatch))
@@ -185,17 +211,25 @@ func (s *Server) faulty(h http.HandlerFunc) http.HandlerFunc {
 		switch {
 		case status == DropConnection:
 			io.Copy(io.Discard, r.Body)
-			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				c.Close()
-				return
-			}
-			writeError(w, http.StatusInternalServerError, "Injected fault: the connection dropped.")
+			dropConnection(w)
+		case status == DropAnswer:
+			h(&httprec.Recorder{}, r)
+			dropConnection(w)
 		case status != 0:
 			writeError(w, status, "Injected fault.", s.retryInfo(status)...)
 		default:
 			h(w, r)
 		}
 	}
+}
+
+// dropConnection closes the connection of w without an answer.
+func dropConnection(w http.ResponseWriter) {
+	if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		c.Close()
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "Injected fault: the connection dropped.")
 }
 
 // retryInfo returns the RetryInfo detail a 429 or 503 carries, if any.
@@ -206,15 +240,17 @@ func (s *Server) retryInfo(status int) []json.RawMessage {
 	return nil
 }
 
-// modelMethod serves POST /v1beta/models/{model}:{method}.
+// modelMethod serves POST /v1beta/models/{model}:{method}, and under /v1
+// the methods but batchGenerateContent.
 func (s *Server) modelMethod(w http.ResponseWriter, r *http.Request) {
 	model, method, ok := strings.Cut(r.PathValue("method"), ":")
-	if !ok || model == "" {
+	_, version, _ := geminiwire.Unversioned(r.URL.Path)
+	if !ok || model == "" || (version == geminiwire.VersionV1 && method == geminiwire.MethodBatch) {
 		writeError(w, http.StatusNotFound, "The requested URL "+r.URL.Path+" was not found on this server.")
 		return
 	}
 	if !s.served(model) {
-		writeError(w, http.StatusNotFound, "models/"+model+" is not found for API version v1beta, or is not supported for "+
+		writeError(w, http.StatusNotFound, "models/"+model+" is not found for API version "+version+", or is not supported for "+
 			method+". Call ListModels to see the list of available models and their supported methods.")
 		return
 	}

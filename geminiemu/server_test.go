@@ -162,3 +162,102 @@ func TestExpiry(t *testing.T) {
 		t.Errorf("expired answers %+v", r)
 	}
 }
+
+// TestV1: the stable version serves the model methods as /v1beta does,
+// and neither Batch Mode nor the Files API.
+func TestV1(t *testing.T) {
+	emu := &geminiemu.Server{}
+	srv := httptest.NewServer(emu)
+	defer srv.Close()
+	code, body, _ := post(t, srv, "/v1/models/gemini-2.5-flash:generateContent?key=k", hello)
+	if code != http.StatusOK || !strings.Contains(body, "Answer to: hello") {
+		t.Fatalf("v1 generateContent: %d %s", code, body)
+	}
+	code, body, _ = post(t, srv, "/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=k", hello)
+	if code != http.StatusOK || !strings.Contains(body, "data: ") {
+		t.Fatalf("v1 stream: %d %s", code, body)
+	}
+	code, body, _ = post(t, srv, "/v1/models/gemini-0:generateContent?key=k", hello)
+	if code != http.StatusNotFound || !strings.Contains(body, "API version v1,") {
+		t.Fatalf("v1 unknown model: %d %s", code, body)
+	}
+	code, body, _ = post(t, srv, "/v1/models/gemini-2.5-flash:batchGenerateContent?key=k",
+		`{"batch":{"displayName":"x","inputConfig":{"requests":{"requests":[{"request":`+hello+`}]}}}}`)
+	if code != http.StatusNotFound || !strings.Contains(body, `"NOT_FOUND"`) {
+		t.Fatalf("v1 batch create: %d %s", code, body)
+	}
+	res, err := srv.Client().Get(srv.URL + "/v1/models/gemini-2.5-flash?key=k")
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("v1 model read: %v %v", err, res)
+	}
+	res.Body.Close()
+	if n := emu.Stats().Billed["hello"]; n != 2 {
+		t.Errorf("billed %d times, want 2", n)
+	}
+}
+
+// TestCrashFaults: what a crash test needs of the emulator: a create
+// made with its answer dropped (DropAnswer), one landing late
+// (LandAfter: not found nor listed before, there after), and the batches
+// counted by displayName and owner with their requests, and the reads of
+// an ended batch.
+func TestCrashFaults(t *testing.T) {
+	clock := providertest.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	emu := &geminiemu.Server{Clock: clock, BatchTurnaround: time.Minute,
+		Fault: func(path string) int {
+			if strings.HasSuffix(path, ":batchGenerateContent") {
+				return geminiemu.DropAnswer
+			}
+			return 0
+		},
+		LandAfter: func(name string) time.Duration {
+			if name == "late" {
+				return time.Hour
+			}
+			return 0
+		}}
+	srv := httptest.NewServer(emu)
+	defer srv.Close()
+	create := func(name string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1beta/models/gemini-2.5-flash:batchGenerateContent?key=k",
+			strings.NewReader(`{"batch":{"displayName":"`+name+`","inputConfig":{"requests":{"requests":[{"request":`+hello+`,"metadata":{"key":"`+name+`-1"}}]}}}}`))
+		if res, err := srv.Client().Do(req); err == nil {
+			res.Body.Close()
+			t.Fatalf("%s: answered %d, want the connection dropped", name, res.StatusCode)
+		}
+	}
+	create("made")
+	create("late")
+	list := func() string {
+		res, err := srv.Client().Get(srv.URL + "/v1beta/batches?key=k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	if l := list(); !strings.Contains(l, `"made"`) || strings.Contains(l, `"late"`) {
+		t.Fatalf("before landing: %s", l)
+	}
+	if st := emu.Stats(); st.Created["made"] != 1 || st.Created["late"] != 0 || emu.BatchesCreated("k") != 1 ||
+		len(st.Submissions) != 1 || st.Submissions[0].Prompt != "hello" || st.Submissions[0].Key != "made-1" {
+		t.Fatalf("before landing: %+v", st)
+	}
+	clock.Advance(2 * time.Hour)
+	if l := list(); !strings.Contains(l, `"late"`) {
+		t.Fatalf("after landing: %s", l)
+	}
+	if emu.BatchesCreated("k") != 2 || emu.BatchesCreated("other") != 0 {
+		t.Fatalf("created: %d", emu.BatchesCreated("k"))
+	}
+	st := emu.Stats()
+	res, err := srv.Client().Get(srv.URL + "/v1beta/" + "batches/" + st.Submissions[0].BatchID + "?key=k")
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("read: %v %v", err, res)
+	}
+	res.Body.Close()
+	if n := emu.Stats().ResultsRead[st.Submissions[0].BatchID]; n != 1 {
+		t.Errorf("results read %d times, want 1", n)
+	}
+}

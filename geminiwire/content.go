@@ -11,6 +11,11 @@ import (
 const (
 	// Version is the API version llmfleet speaks.
 	Version = "v1beta"
+	// VersionV1 is the stable version, the default of the @google/genai
+	// SDK since 3.x: it serves the model methods (generateContent,
+	// streamGenerateContent, countTokens) and the models' reads, not Batch
+	// Mode nor the Files API.
+	VersionV1 = "v1"
 	// MethodGenerate, MethodStream and MethodBatch are the model methods:
 	// POST /v1beta/models/{model}:<method>.
 	MethodGenerate = "generateContent"
@@ -104,10 +109,23 @@ func ModelName(m string) string { return strings.TrimPrefix(m, "models/") }
 // ModelPath returns the resource name of a model: "models/<id>".
 func ModelPath(m string) string { return "models/" + ModelName(m) }
 
+// Unversioned returns path without its version ("/v1beta" or "/v1") and
+// the version; ok false when it begins with neither.
+func Unversioned(path string) (rest, version string, ok bool) {
+	for _, v := range []string{Version, VersionV1} {
+		if rest, ok := strings.CutPrefix(path, "/"+v); ok && (rest == "" || rest[0] == '/') {
+			return rest, v, true
+		}
+	}
+	return path, "", false
+}
+
 // SplitMethod reads a model method path ("/v1beta/models/<id>:<method>",
-// with or without the version) into the model's id and the method.
+// "/v1/models/<id>:<method>", or without the version) into the model's id
+// and the method.
 func SplitMethod(path string) (model, method string, ok bool) {
-	rest, found := strings.CutPrefix(strings.TrimPrefix(path, "/"+Version), "/models/")
+	unversioned, _, _ := Unversioned(path)
+	rest, found := strings.CutPrefix(unversioned, "/models/")
 	if !found {
 		return "", "", false
 	}

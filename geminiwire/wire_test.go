@@ -62,6 +62,8 @@ func TestSplitMethod(t *testing.T) {
 		"/v1beta/models/x/y:generateContent":              {},
 		"/v1beta/batches/b1":                              {},
 		"/v1beta/models/gemini-2.5-flash":                 {},
+		"/v1/models/gemini-2.5-flash:generateContent":     {"gemini-2.5-flash", "generateContent"},
+		"/v1x/models/gemini-2.5-flash:generateContent":    {},
 	} {
 		m, meth, ok := SplitMethod(in)
 		if ok != (want[0] != "") || m != want[0] || meth != want[1] {

@@ -131,16 +131,31 @@ func (b *callBound) release() {
 	b.cancel()
 }
 
+// tierTimeout returns the upstream timeout of a call of provider in tier:
+// the longer of the Server's and the one the provider states for the tier
+// (Server.TierTimeout), unless the Server's is off.
+func tierTimeout(s *Server, provider string, tier llmfleet.Tier) time.Duration {
+	if s.upstreamTimeout <= 0 || s.TierTimeout == nil {
+		return s.upstreamTimeout
+	}
+	return max(s.upstreamTimeout, s.TierTimeout(provider, tier))
+}
+
 // cutMessage is the message of the 504 of a call to upstream (its name
 // in the message) cut by its hard deadline (budget) or by the upstream
 // timeout (state callCutTimeout).
 func (s *Server) cutMessage(state int32, budget time.Duration, upstream string) string {
 	if state == callCutTimeout {
-		return "The " + upstream + " did not answer within llmfleet's upstream timeout (--upstream-timeout) of " +
-			s.upstreamTimeout.String() + "."
+		return timeoutMessage(upstream, s.upstreamTimeout)
 	}
 	return "The request's latency budget of " + strconv.FormatInt(budget.Milliseconds(), 10) +
 		" ms ran out before the " + upstream + " answered (llmfleet-deadline: hard)."
+}
+
+// timeoutMessage is the message of the 504 of a call to upstream cut by
+// an upstream timeout of d.
+func timeoutMessage(upstream string, d time.Duration) string {
+	return "The " + upstream + " did not answer within llmfleet's upstream timeout (--upstream-timeout) of " + d.String() + "."
 }
 
 // writeCut answers a call cut by state: 504 timeout_error in the

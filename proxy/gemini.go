@@ -110,16 +110,18 @@ func (f geminiFace) forCall(path, client string) mountedFace {
 }
 
 // routed: POST models/{model}:generateContent and :streamGenerateContent
-// are routed by budget; everything else passes through.
+// (under /v1beta or /v1) are routed by budget; everything else passes
+// through.
 func (f geminiFace) routed(method, path string) bool {
 	_, m, ok := geminiMethod(path)
 	return ok && method == http.MethodPost && (m == "generateContent" || m == "streamGenerateContent")
 }
 
 // geminiMethod reads a versioned model method path
-// ("/v1beta/models/<id>:<method>").
+// ("/v1beta/models/<id>:<method>", or "/v1/...": the @google/genai SDK's
+// default version).
 func geminiMethod(path string) (model, method string, ok bool) {
-	if !strings.HasPrefix(path, "/"+geminiwire.Version+"/models/") {
+	if rest, _, ok := geminiwire.Unversioned(path); !ok || !strings.HasPrefix(rest, "/models/") {
 		return "", "", false
 	}
 	return geminiwire.SplitMethod(path)

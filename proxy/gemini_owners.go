@@ -13,7 +13,7 @@ import (
 // key.
 func (f geminiFace) owned(path string) bool {
 	_, m, ok := geminiMethod(path)
-	if ok && m == "batchGenerateContent" {
+	if ok && m == "batchGenerateContent" && strings.HasPrefix(path, "/"+geminiwire.Version+"/") {
 		return true
 	}
 	for _, p := range []string{"/" + geminiwire.Version + "/batches", "/" + geminiwire.Version + "/files", "/upload/" + geminiwire.Version + "/files", "/download/" + geminiwire.Version + "/files"} {
@@ -30,9 +30,9 @@ func (f geminiFace) owned(path string) bool {
 // under a key (cached contents, tuned models, ...) would show one client
 // what another made.
 func (f geminiFace) shared(method, path string) bool {
-	v := "/" + geminiwire.Version
 	if method == http.MethodGet {
-		return path == v+"/models" || (strings.HasPrefix(path, v+"/models/") && !strings.Contains(path, ":"))
+		rest, _, ok := geminiwire.Unversioned(path)
+		return ok && (rest == "/models" || (strings.HasPrefix(rest, "/models/") && !strings.Contains(rest, ":")))
 	}
 	_, m, ok := geminiMethod(path)
 	return ok && method == http.MethodPost && (m == "countTokens" || m == "embedContent" || m == "batchEmbedContents")

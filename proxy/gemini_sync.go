@@ -104,7 +104,7 @@ func (g geminiForwarder) serveSync(w http.ResponseWriter, r *http.Request, c *ca
 			return
 		}
 	}
-	ctx, b := s.bound(r.Context(), hard, s.upstreamTimeout)
+	ctx, b := s.bound(r.Context(), hard, tierTimeout(s, geminiProvider, llmfleet.TierOf(c.route)))
 	defer b.release()
 	gc := &geminiCall{c: c, served: llmfleet.TierStandard}
 	req := g.request(ctx, r, c)

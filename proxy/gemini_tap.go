@@ -132,7 +132,11 @@ func (g geminiForwarder) failed(w http.ResponseWriter, r *http.Request, gc *gemi
 	switch {
 	case state == callCutHard || state == callCutTimeout:
 		g.observe(c, gc.served, "", nil, geminiwire.StatusDeadlineExceeded, true)
-		writeGeminiBody(w, http.StatusGatewayTimeout, geminiwire.Envelope(http.StatusGatewayTimeout, g.s.cutMessage(state, c.budget, "upstream Gemini API")))
+		msg := g.s.cutMessage(state, c.budget, "upstream Gemini API")
+		if state == callCutTimeout { // the call's own bound, its tier's
+			msg = timeoutMessage("upstream Gemini API", tierTimeout(g.s, geminiProvider, llmfleet.TierOf(c.route)))
+		}
+		writeGeminiBody(w, http.StatusGatewayTimeout, geminiwire.Envelope(http.StatusGatewayTimeout, msg))
 	case r.Context().Err() != nil:
 		g.observe(c, gc.served, "", nil, "caller_canceled", true)
 	default:

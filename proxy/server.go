@@ -204,6 +204,13 @@ type Server struct {
 	// the SDK's own timeout.
 	UpstreamTimeout time.Duration
 
+	// TierTimeout, if set, returns the upstream timeout a provider
+	// ("gemini") states for a tier (llmfleet.TierTimeouts; 0: none of its
+	// own): a call of the Gemini face in that tier is bounded by the
+	// longer of it and UpstreamTimeout (Gemini's flex tier serves within
+	// 15 minutes). Nil: UpstreamTimeout for every call.
+	TierTimeout func(provider string, tier llmfleet.Tier) time.Duration
+
 	// BodyReadTimeout bounds the time a client takes to send a request
 	// body, from the end of its headers: a body not received in time is
 	// answered 408 timeout_error and its connection closed. 0 means

@@ -3,6 +3,7 @@ package simulate
 import (
 	"time"
 
+	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/gemini"
 )
 
@@ -18,4 +19,23 @@ var GeminiFlexLatency = [2]time.Duration{time.Minute, gemini.FlexTarget}
 // GeminiFlexRange is GeminiFlexLatency as a Config.FlexLatencyRange.
 func GeminiFlexRange(string) (lo, hi time.Duration) {
 	return GeminiFlexLatency[0], GeminiFlexLatency[1]
+}
+
+// flexTimeout is the upstream timeout a simulated provider of the name
+// states for its flex tier, as its adapter does: Gemini's
+// (gemini.FlexUpstreamTimeout), none for the others.
+func flexTimeout(provider string) time.Duration {
+	if provider == gemini.Name {
+		return (&gemini.Provider{}).UpstreamTimeout(llmfleet.TierFlex)
+	}
+	return 0
+}
+
+// UpstreamTimeout returns FlexTimeout for the flex tier, 0 for the
+// others (llmfleet.TierTimeouts).
+func (p *Provider) UpstreamTimeout(tier llmfleet.Tier) time.Duration {
+	if tier == llmfleet.TierFlex {
+		return p.FlexTimeout
+	}
+	return 0
 }

@@ -46,6 +46,10 @@ type Provider struct {
 	// FlexRefusal is the fraction of flex calls refused at once with the
 	// unbilled 429 of a flex tier out of capacity.
 	FlexRefusal float64
+	// FlexTimeout is the upstream timeout it states for its flex tier
+	// (llmfleet.TierTimeouts; Gemini's: gemini.FlexUpstreamTimeout); 0:
+	// none of its own.
+	FlexTimeout time.Duration
 	// Seed seeds the draws.
 	Seed uint64
 	// Cache, if not nil, is the behaviour of the provider's prompt cache,

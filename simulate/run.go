@@ -91,7 +91,8 @@ func newRunner(cfg Config, cached bool) *runner {
 	}
 	r.prov = &Provider{ProviderName: cfg.Provider, Clock: r.clock, Turnaround: drawFrom(cfg.Turnaround, cfg.TurnaroundRange),
 		SyncLatency: drawFrom(cfg.SyncLatency, cfg.SyncLatencyRange), Straggler: cfg.Straggler, Seed: cfg.Seed,
-		FlexLatency: drawFrom(cfg.FlexLatency, cfg.FlexLatencyRange), FlexRefusal: cfg.FlexRefusal, Cache: cfg.Cache}
+		FlexLatency: drawFrom(cfg.FlexLatency, cfg.FlexLatencyRange), FlexRefusal: cfg.FlexRefusal, Cache: cfg.Cache,
+		FlexTimeout: flexTimeout(cfg.Provider)}
 	r.d = &dispatch.Dispatcher{
 		Providers: []llmfleet.Provider{r.prov},
 		Policy:    cfg.Policy,

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,7 +21,6 @@ import (
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/emulator"
 	"github.com/llmfleet/llmfleet/postgres/pgtest"
-	"github.com/llmfleet/llmfleet/proxy"
 )
 
 // TestCrashMatrix kills the real "llmfleet serve" with SIGKILL at each
@@ -40,6 +36,10 @@ import (
 // test lets it go, unprocessed, after the kill; and the emulator's clock
 // can stand still until the kill, so that nothing ends or lands before
 // it.
+//
+// It runs with each provider of matrixProviders: Anthropic's Message
+// Batches (the emulator package) and Gemini's Batch Mode (geminiemu,
+// through the Gemini face), each on SQLite and PostgreSQL.
 //
 // Each point submits matrixPerKey prompts under each of two API keys,
 // alternating between the keys; serve sends a pool out when it holds
@@ -59,7 +59,7 @@ func TestCrashMatrix(t *testing.T) {
 					t.Fatalf("ticket %s is %q before the kill, want queued", id, st)
 				}
 			}
-			if n := u.emu.Stats().Calls[emulator.EndpointCreate]; n != 0 {
+			if n := u.api.creates(); n != 0 {
 				t.Fatalf("%d creates before the kill", n)
 			}
 		},
@@ -69,14 +69,12 @@ func TestCrashMatrix(t *testing.T) {
 		// made: the restart must prove that (a list after the create
 		// deadline) and send the requests again, once.
 		name: "create sent, unanswered",
-		arm: func(u *matrixUpstream) {
-			u.emu.InjectFault(emulator.Fault{Method: "POST", Endpoint: emulator.EndpointCreate, Delay: time.Hour, Times: -1})
-		},
+		arm:  func(u *matrixUpstream) { u.api.holdCreates() },
 		reach: func(t *testing.T, u *matrixUpstream, m *matrixRun) {
 			u.waitFor(t, "every create held", func() bool { return u.heldCount() == matrixBatches })
 		},
 		after: func(u *matrixUpstream) {
-			u.emu.ClearFaults()
+			u.api.clearFaults()
 			u.releaseHeld()
 		},
 	}, {
@@ -84,11 +82,9 @@ func TestCrashMatrix(t *testing.T) {
 		// reconciling): the restart must find the batches by their tags
 		// and adopt each by its own intent, not create them again.
 		name: "create made, answer lost",
-		arm: func(u *matrixUpstream) {
-			u.emu.InjectFault(emulator.Fault{Method: "POST", Endpoint: emulator.EndpointCreate, DropResponse: true, Times: matrixBatches})
-		},
+		arm:  func(u *matrixUpstream) { u.api.dropCreateAnswers(matrixBatches) },
 		reach: func(t *testing.T, u *matrixUpstream, m *matrixRun) {
-			u.waitFor(t, "every create made, its answer dropped", func() bool { return u.handled(emulator.EndpointCreate) == matrixBatches })
+			u.waitFor(t, "every create made, its answer dropped", func() bool { return u.handled(endpointCreate) == matrixBatches })
 		},
 	}, {
 		// Every create was read and its connection dropped; the batches
@@ -100,12 +96,12 @@ func TestCrashMatrix(t *testing.T) {
 		name: "create lands after the kill",
 		arm: func(u *matrixUpstream) {
 			u.freeze()
-			u.emu.InjectFault(emulator.Fault{Method: "POST", Endpoint: emulator.EndpointCreate, LandAfter: matrixCreateTimeout / 2, Times: matrixBatches})
+			u.api.landCreatesLate(matrixCreateTimeout/2, matrixBatches)
 		},
 		reach: func(t *testing.T, u *matrixUpstream, m *matrixRun) {
-			u.waitFor(t, "every create read and dropped", func() bool { return u.handled(emulator.EndpointCreate) == matrixBatches })
+			u.waitFor(t, "every create read and dropped", func() bool { return u.handled(endpointCreate) == matrixBatches })
 			for _, k := range m.keys {
-				if n := u.emu.BatchesCreated(k); n != 0 {
+				if n := u.api.batchesCreated(k); n != 0 {
 					t.Fatalf("%d batches landed before the kill", n)
 				}
 			}
@@ -130,24 +126,24 @@ func TestCrashMatrix(t *testing.T) {
 		name: "polling",
 		arm:  func(u *matrixUpstream) { u.freeze() },
 		reach: func(t *testing.T, u *matrixUpstream, m *matrixRun) {
-			u.waitFor(t, "every batch created", func() bool { return len(u.emu.Stats().Batches) == matrixBatches })
+			u.waitFor(t, "every batch created", func() bool { return u.api.batchCount() == matrixBatches })
 			before := u.statusCalls()
 			u.waitFor(t, "each key's batches polled", func() bool { return u.polledSince(before, m.keys) })
 		},
 		after: func(u *matrixUpstream) { u.thaw() },
 	}, {
 		// The batches ended and serve is downloading results for each key
-		// (one download at a time per key: the other batch waits), which
-		// the provider holds; the downloads are dropped after the kill.
+		// (Anthropic: one download at a time per key, the other batch
+		// waits; Gemini: the read of an ended batch carries its results),
+		// which the provider holds; the downloads are dropped after the
+		// kill.
 		name: "results download",
-		arm: func(u *matrixUpstream) {
-			u.emu.InjectFault(emulator.Fault{Method: "GET", Endpoint: emulator.EndpointResults, Delay: time.Hour, Times: -1})
-		},
+		arm:  func(u *matrixUpstream) { u.api.holdResults() },
 		reach: func(t *testing.T, u *matrixUpstream, m *matrixRun) {
-			u.waitFor(t, "a results download per key held", func() bool { return u.heldCount() == len(m.keys) })
+			u.waitFor(t, "a results download per key held", func() bool { return u.heldCount() >= len(m.keys) })
 		},
 		after: func(u *matrixUpstream) {
-			u.emu.ClearFaults()
+			u.api.clearFaults()
 			u.releaseHeld()
 		},
 	}, {
@@ -156,25 +152,21 @@ func TestCrashMatrix(t *testing.T) {
 		// with the other batches ended or about to.
 		name: "answering",
 		reach: func(t *testing.T, u *matrixUpstream, m *matrixRun) {
-			u.waitFor(t, "results served", func() bool { return u.handled(emulator.EndpointResults) >= 1 })
+			u.waitFor(t, "results served", func() bool { return u.api.resultsServed() >= 1 })
 		},
 		note: func(u *matrixUpstream) string {
 			// A batch whose results were read twice was killed before
 			// they were stored; once, after (or never before the kill).
-			again := 0
-			for _, b := range u.emu.Stats().Batches {
-				if b.Results > 1 {
-					again++
-				}
-			}
-			return fmt.Sprintf("; batches whose results were read again after the restart: %d", again)
+			return fmt.Sprintf("; batches whose results were read again after the restart: %d", u.api.resultsReadAgain())
 		},
 	}}
 
-	// Every point on each store: a SQLite file, and a schema of its own
-	// on the test PostgreSQL server.
-	for _, store := range []string{"sqlite", "postgres"} {
-		t.Run(store, func(t *testing.T) { runMatrix(t, bin, store, points) })
+	// Every point with each provider's batches, on each store: a SQLite
+	// file, and a schema of its own on the test PostgreSQL server.
+	for _, prov := range matrixProviders {
+		for _, store := range []string{"sqlite", "postgres"} {
+			t.Run(prov.name+"/"+store, func(t *testing.T) { runMatrix(t, bin, prov, store, points) })
+		}
 	}
 }
 
@@ -198,10 +190,10 @@ type matrixPoint struct {
 }
 
 // runMatrix runs every point with serve's state on store.
-func runMatrix(t *testing.T, bin, store string, points []matrixPoint) {
+func runMatrix(t *testing.T, bin string, prov matrixProvider, store string, points []matrixPoint) {
 	for _, pt := range points {
 		t.Run(pt.name, func(t *testing.T) {
-			u := newMatrixUpstream(t)
+			u := newMatrixUpstreamOf(t, prov)
 			m := newMatrixRun(t, bin, u, strings.ReplaceAll(pt.name, " ", "-"))
 			if store == "postgres" {
 				m.db = pgtest.URL(t)
@@ -263,8 +255,10 @@ var errDroppedByTest = errors.New("held request dropped by the test")
 // with a handler that counts what it answered and a Sleep that holds the
 // requests a Fault delays until the test lets them go.
 type matrixUpstream struct {
-	emu *emulator.Server
-	srv *httptest.Server
+	prov matrixProvider
+	api  matrixAPI
+	emu  *emulator.Server // the Anthropic emulator, if it is the provider
+	srv  *httptest.Server
 
 	frozen atomic.Pointer[time.Time] // the emulator's clock, while it stands still
 
@@ -276,11 +270,15 @@ type matrixUpstream struct {
 }
 
 func newMatrixUpstream(t *testing.T) *matrixUpstream {
-	u := &matrixUpstream{release: make(chan struct{}), finished: map[string]map[int]int{}, status: map[string]int{}}
-	u.emu = &emulator.Server{
-		Clock:      matrixClock{u},
-		Turnaround: func(string, *rand.Rand) time.Duration { return matrixTurnaround },
-		Logger:     slog.New(slog.DiscardHandler),
+	return newMatrixUpstreamOf(t, matrixProviders[0])
+}
+
+// newMatrixUpstreamOf returns the matrix's upstream of prov's emulator.
+func newMatrixUpstreamOf(t *testing.T, prov matrixProvider) *matrixUpstream {
+	u := &matrixUpstream{prov: prov, release: make(chan struct{}), finished: map[string]map[int]int{}, status: map[string]int{}}
+	u.api = prov.upstream(u)
+	if a, ok := u.api.(anthropicAPI); ok {
+		u.emu = a.Server
 	}
 	u.srv = httptest.NewServer(http.HandlerFunc(u.serveHTTP))
 	t.Cleanup(u.srv.Close)
@@ -389,25 +387,21 @@ func (u *matrixUpstream) polledSince(before map[string]int, keys []string) bool 
 func (u *matrixUpstream) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &matrixRecorder{ResponseWriter: w}
 	held := new(atomic.Bool)
-	u.emu.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), heldKey{}, held)))
+	u.api.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), heldKey{}, held)))
 	if held.Load() && rec.status == 0 {
 		// Dropped by the test: no answer, not even net/http's empty 200.
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
 		}
 	}
-	endpoint := ""
-	switch {
-	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/messages/batches") && !strings.HasSuffix(r.URL.Path, "/results"):
+	endpoint, statusKey := u.api.classify(r)
+	if statusKey != "" {
 		u.mu.Lock()
-		u.status[r.Header.Get("X-Api-Key")]++
+		u.status[statusKey]++
 		u.mu.Unlock()
 		return
-	case r.Method == http.MethodPost && strings.TrimSuffix(r.URL.Path, "/") == "/v1/messages/batches":
-		endpoint = emulator.EndpointCreate
-	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/messages/batches/") && strings.HasSuffix(r.URL.Path, "/results"):
-		endpoint = emulator.EndpointResults
-	default:
+	}
+	if endpoint == "" {
 		return
 	}
 	if held.Load() {
@@ -428,7 +422,7 @@ func (u *matrixUpstream) waitFor(t *testing.T, what string, cond func() bool) {
 	deadline := time.Now().Add(matrixDeadline)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("never reached: %s (emulator: %+v)", what, u.emu.Stats().Calls)
+			t.Fatalf("never reached: %s (emulator: %s)", what, u.api.describe())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -489,7 +483,7 @@ func newMatrixRun(t *testing.T, bin string, u *matrixUpstream, name string) *mat
 	m := &matrixRun{t: t, bin: bin, u: u, db: filepath.Join(dir, "llmfleet.db"), logs: filepath.Join(dir, "logs"),
 		secret: filepath.Join(dir, "secret")}
 	for k := range 2 {
-		m.keys = append(m.keys, fmt.Sprintf("sk-ant-api03-matrix-%c-%s", 'a'+k, llmfleet.NewID("")))
+		m.keys = append(m.keys, fmt.Sprintf("%s-matrix-%c-%s", u.prov.keyPrefix, 'a'+k, llmfleet.NewID("")))
 	}
 	for i := range matrixPerKey {
 		for k := range m.keys {
@@ -506,15 +500,16 @@ func newMatrixRun(t *testing.T, bin string, u *matrixUpstream, name string) *mat
 	return m
 }
 
-// client returns a client with the key of ticket i.
-func (m *matrixRun) client(i int) *crashClient {
-	return &crashClient{t: m.t, key: m.keys[m.owner[i]]}
+// client returns a client of the provider's face with the key of ticket
+// i.
+func (m *matrixRun) client(i int) matrixClient {
+	return m.u.prov.client(m.t, m.keys[m.owner[i]])
 }
 
 // start runs serve on the run's database. A pool goes out only once it
 // holds minSize requests: its window is far longer than the test.
 func (m *matrixRun) start(minSize int) *process {
-	return start(m.t, m.bin, m.logs, "serve", "--listen", "127.0.0.1:0", "--anthropic-url", m.u.srv.URL,
+	return start(m.t, m.bin, m.logs, "serve", "--listen", "127.0.0.1:0", m.u.prov.urlFlag, m.u.srv.URL,
 		"--db", m.db, "--secret-file", m.secret, "--batch-window", "1h", "--batch-min-size", strconv.Itoa(minSize),
 		"--poll-interval", "50ms", "--max-poll-interval", "200ms", "--turnaround-prior", matrixTurnaround.String(),
 		"--create-timeout", matrixCreateTimeout.String(), "--shutdown-timeout", "1s", "--replica-name", "matrix")
@@ -535,7 +530,7 @@ func (m *matrixRun) resolve() {
 	deadline := time.Now().Add(matrixDeadline)
 	for i, id := range m.ids {
 		for {
-			code, _, b := m.client(i).do("GET", m.serve.url+proxy.RequestsPath+id, "")
+			code, b := m.client(i).ticket(m.serve.url, id)
 			m.answers[i] = ticketAnswer{code, string(b)}
 			if code != http.StatusAccepted || time.Now().After(deadline) {
 				break
@@ -554,25 +549,17 @@ func (m *matrixRun) stop() {
 	}
 }
 
-// answerText returns the text of a Message body, or "".
-func answerText(body string) string {
-	var msg struct {
-		Content []struct{ Text string }
-	}
-	if json.Unmarshal([]byte(body), &msg) != nil || len(msg.Content) != 1 {
-		return ""
-	}
-	return msg.Content[0].Text
-}
-
 // check counts what the provider was paid for against what the tickets
 // got, logs the figures and fails on any prompt paid twice, any paid
 // result lost, any ticket without its own answer, and any batch that
 // mixed keys.
 func (m *matrixRun) check() {
 	t := m.t
-	st := m.u.emu.Stats()
-	counts := st.SubmissionCounts()
+	subs := m.u.api.submissions()
+	counts := map[string]int{}
+	for _, sub := range subs {
+		counts[sub.Text]++
+	}
 	mine := map[string]int{} // prompt -> ticket
 	for i, p := range m.prompts {
 		mine[p] = i
@@ -588,7 +575,7 @@ func (m *matrixRun) check() {
 	}
 	for i, p := range m.prompts {
 		a := m.answers[i]
-		ok := a.status == http.StatusOK && answerText(a.body) == "Answer to: "+p
+		ok := a.status == http.StatusOK && m.u.prov.answerText(a.body) == "Answer to: "+p
 		if !ok {
 			wrong = append(wrong, fmt.Sprintf("ticket %s (%q): %d %s", m.ids[i], p, a.status, a.body))
 			if counts[p] > 0 {
@@ -599,7 +586,7 @@ func (m *matrixRun) check() {
 		}
 	}
 	owners := map[string]map[int]bool{} // batch -> keys of its prompts
-	for _, sub := range st.Submissions {
+	for _, sub := range subs {
 		if owners[sub.BatchID] == nil {
 			owners[sub.BatchID] = map[int]bool{}
 		}
@@ -615,7 +602,7 @@ func (m *matrixRun) check() {
 	}
 	created := 0
 	for _, k := range m.keys {
-		created += m.u.emu.BatchesCreated(k)
+		created += m.u.api.batchesCreated(k)
 	}
 	t.Logf("%s: tickets %d, batches created %d, prompts paid twice %d, paid results lost %d, tickets without their own answer %d, batches mixing keys %d%s",
 		t.Name(), len(m.ids), created, len(twice), len(lost), len(wrong), len(mixed), m.note)

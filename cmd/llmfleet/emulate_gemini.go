@@ -23,7 +23,7 @@ type geminiFlags struct {
 // addGeminiFlags adds the Gemini emulator's flags to fs.
 func addGeminiFlags(fs *flag.FlagSet) *geminiFlags {
 	return &geminiFlags{
-		addr: fs.String("gemini-addr", "", `address of a listener serving the Gemini API emulator (generateContent, streaming, flex, Batch Mode, files) under /v1beta; "" for none, "127.0.0.1:0" for any free port`),
+		addr: fs.String("gemini-addr", "", `address of a listener serving the Gemini API emulator (generateContent, streaming, flex, Batch Mode, files) under /v1beta, its model methods under /v1 too; "" for none, "127.0.0.1:0" for any free port`),
 		turnaround: fs.Duration("gemini-turnaround", geminiemu.DefaultBatchTurnaround,
 			"how long a Gemini batch takes from its create to its end (48h or more: it expires)"),
 		pending:     fs.Duration("gemini-batch-pending", 0, "how long a Gemini batch stays PENDING after its create"),

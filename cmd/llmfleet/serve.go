@@ -152,7 +152,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 		listen:       fs.String("listen", "127.0.0.1:8787", "address to listen on"),
 		anthropicURL: fs.String("anthropic-url", claude.DefaultBaseURL, "base URL of the Anthropic API"),
 		openaiURL:    fs.String("openai-url", openai.DefaultBaseURL, "base URL of the OpenAI API (paths /v1/... appended); the OpenAI face is /openai/v1/ on the same listener"),
-		geminiURL:    fs.String("gemini-url", gemini.DefaultBaseURL, "base URL of the Gemini API (paths /v1beta/... appended); the Gemini face is /gemini/v1beta/ on the same listener"),
+		geminiURL:    fs.String("gemini-url", gemini.DefaultBaseURL, "base URL of the Gemini API (paths /v1beta/... appended); the Gemini face is /gemini/v1beta/ (and /gemini/v1/) on the same listener"),
 		pf:           addPolicyFlags(fs),
 	}
 	f.toolSync = fs.Bool("tool-results-sync", false, "send turns whose last user message carries tool_result blocks sync")

@@ -79,7 +79,7 @@ func addSimulateFlags(fs *flag.FlagSet) *simFlags {
 	return &simFlags{
 		workload:    fs.String("workload", "", "workload file, JSON lines ('-': standard input), or a generator: agents-cached[:AGENTSxTURNS]"),
 		fleet:       fs.String("fleet", "", "generate the workload instead: AGENTSxTURNS dependent turns (e.g. 100x6), 3 models of --provider, budgets from 5s to 24h"),
-		provider:    fs.String("provider", "anthropic", "the simulated provider, whose prices apply: anthropic, openai or gemini (whose flex tiers the engine may route to; gemini's takes minutes, and the upstream timeout is at least 20m, as serve's with Gemini)"),
+		provider:    fs.String("provider", "anthropic", "the simulated provider, whose prices apply: anthropic, openai or gemini (whose flex tiers the engine may route to; gemini's takes minutes, its calls bounded by the 20m upstream timeout the provider states for its flex tier, as in serve)"),
 		flexLat:     fs.String("flex-latency", "3s-30s", "latency of a flex call (--provider openai or gemini), in the shape of --turnaround (default for gemini: 1m-15m, the API's target)"),
 		flexRefusal: fs.Float64("flex-refusal", 0, "fraction of flex calls refused for lack of capacity (429, unbilled), from 0 to 1"),
 		turn:        fs.String("turnaround", "2m-10m", `batch turnaround: a duration ("5m") or a uniform range ("2m-10m"), for every model, then model=range pairs for some ("2m-10m,claude-opus-4-6=5m-20m")`),

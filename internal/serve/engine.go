@@ -134,6 +134,7 @@ func newProxy(cfg *Config, state *servestate.State, e *engine, access *accessLog
 		UpstreamTimeout:      cfg.UpstreamTimeout,
 		TracerProvider:       cfg.TracerProvider,
 		TracePrice:           e.obs.Price,
+		TierTimeout:          tierTimeouts(e.d.Providers),
 	}
 	if creds := cfg.Credentials; creds != nil {
 		srv.Credentials = creds.Map
@@ -181,6 +182,19 @@ func upstreamTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	return t
+}
+
+// tierTimeouts returns the proxy's TierTimeout: the upstream timeout each
+// provider states for a tier (llmfleet.TierTimeouts), 0 for none.
+func tierTimeouts(providers []llmfleet.Provider) func(string, llmfleet.Tier) time.Duration {
+	return func(name string, tier llmfleet.Tier) time.Duration {
+		for _, p := range providers {
+			if tt, ok := p.(llmfleet.TierTimeouts); ok && p.Name() == name {
+				return tt.UpstreamTimeout(tier)
+			}
+		}
+		return 0
+	}
 }
 
 // geminiProvider returns the Gemini provider of cfg's upstream.

@@ -3,16 +3,16 @@ package simrun
 import (
 	"fmt"
 
-	"github.com/llmfleet/llmfleet/dispatch"
 	"github.com/llmfleet/llmfleet/gemini"
 	"github.com/llmfleet/llmfleet/simulate"
 )
 
 // ForProvider returns base with what its Provider brings: for gemini, flex
 // latencies of minutes (simulate.GeminiFlexRange) unless flexSet (the
-// latency was given), and the upstream timeout of a fleet that routes
-// Gemini flex (gemini.UpstreamTimeout: 20 minutes, which the flex
-// target's 15 fit), as serve runs one. An unknown provider is an error.
+// latency was given). (Its flex calls' upstream timeout is the one the
+// simulated provider states for the tier, as serve's Gemini provider
+// does: gemini.FlexUpstreamTimeout, 20 minutes, which the flex target's
+// 15 fit.) An unknown provider is an error.
 func ForProvider(base simulate.Config, flexSet bool) (simulate.Config, error) {
 	switch base.Provider {
 	case "", "anthropic", "openai":
@@ -21,11 +21,6 @@ func ForProvider(base simulate.Config, flexSet bool) (simulate.Config, error) {
 		if !flexSet {
 			base.FlexLatency, base.FlexLatencyRange = nil, simulate.GeminiFlexRange
 		}
-		timeout := base.Policy.UpstreamTimeout
-		if timeout == 0 {
-			timeout = dispatch.DefaultUpstreamTimeout
-		}
-		base.Policy.UpstreamTimeout = gemini.UpstreamTimeout(timeout)
 		return base, nil
 	}
 	return base, fmt.Errorf("--provider: unknown provider %q (anthropic, openai, gemini)", base.Provider)
