@@ -37,8 +37,8 @@ func TestDashboardHistorySurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	before.Observe(entry(10*time.Hour, llmfleet.RouteBatch, 100)) // before the series' span: paid 50 of 100
-	before.Observe(entry(time.Hour, llmfleet.RouteSync, 10))       // paid 10 of 10
-	late := entry(30*time.Minute, llmfleet.RouteBatch, 20)         // paid 10 of 20
+	before.Observe(entry(time.Hour, llmfleet.RouteSync, 10))      // paid 10 of 10
+	late := entry(30*time.Minute, llmfleet.RouteBatch, 20)        // paid 10 of 20
 	late.BatchID, late.Turnaround = "msgbatch_1", 5*time.Minute
 	before.Observe(late)
 	if err := before.Close(context.Background()); err != nil {
