@@ -99,7 +99,8 @@ type laneEntry struct {
 const laneBacklog = 4096
 
 // New makes a pipeline, registers its metrics, starts sampling the queue
-// for the dashboard and, with a store, starts the writer of the ledger to
+// for the dashboard and, with a store, seeds the dashboard's history from
+// the ledger in it (seedHistory) and starts the writer of the ledger to
 // it. Close it when done.
 func New(cfg Config) (*Pipeline, error) {
 	p := &Pipeline{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, registry: cfg.Registry, admin: newAdminGate(cfg.AdminKey)}
@@ -136,6 +137,9 @@ func New(cfg Config) (*Pipeline, error) {
 		p.writer = ledger.NewGroupWriter(cfg.Store, cfg.Backlog, ledger.DefaultWindow, p.log)
 	}
 	p.lane = NewLane(laneBacklog, p.book)
+	if cfg.Store != nil {
+		p.seedHistory()
+	}
 	if cfg.SampleInterval >= 0 {
 		p.sampler = &dashboard.Sampler{History: &p.history, Stats: p.cfg.Stats, Interval: cfg.SampleInterval, Clock: p.clock}
 		p.sampler.Open()

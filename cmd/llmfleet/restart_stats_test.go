@@ -63,9 +63,10 @@ func statsOf(t *testing.T, base, query string) (int, map[string]any) {
 	return resp.StatusCode, s
 }
 
-// A serve restarted on the same SQLite database shows in its stats (what
-// the dashboard reads) the calls made before the restart: the default is
-// the ledger's whole history, and the JSON names its period.
+// A serve restarted on the same SQLite database shows in its stats (the
+// dashboard's totals) and the dashboard's charts the calls made before
+// the restart: the stats' default is the ledger's whole history, and the
+// JSON names its period.
 func TestStatsSurviveRestart(t *testing.T) {
 	emu := &emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 }}
 	emuTS := httptest.NewServer(emu)
@@ -96,6 +97,23 @@ func TestStatsSurviveRestart(t *testing.T) {
 		if code != 200 || s["sync_calls"] != 2.0 || s["period"] != want || s["cost_usd"].(float64) <= 0 {
 			t.Errorf("after the restart, stats%s: %d %v", q, code, s)
 		}
+	}
+	// The dashboard's charts, too, go on from the ledger.
+	var snap struct {
+		Traffic []struct {
+			SyncCalls int64 `json:"sync_calls"`
+		}
+		Savings []struct {
+			SyncEquivalentUSD float64 `json:"sync_equivalent_usd"`
+		}
+	}
+	getJSON(t, base+"/llmfleet/v1/dashboard", &snap)
+	var calls int64
+	for _, p := range snap.Traffic {
+		calls += p.SyncCalls
+	}
+	if calls != 2 || len(snap.Savings) == 0 || snap.Savings[len(snap.Savings)-1].SyncEquivalentUSD <= 0 {
+		t.Errorf("after the restart, the dashboard: %d sync calls, savings %+v", calls, snap.Savings)
 	}
 	code, s := statsOf(t, base, "?period=2w")
 	if msg, _ := s["error"].(map[string]any)["message"].(string); code != 400 || !strings.Contains(msg, "1h, 24h, 7d, 30d or all") {
