@@ -214,7 +214,7 @@ try {
   const slow = await browser.newPage();
   await slow.route("**/llmfleet/v1/**", async (route) => {
     await new Promise((r) => setTimeout(r, 2000));
-    await route.continue();
+    await route.continue().catch(() => {}); // the page may be closed by then
   });
   await slow.goto(base + "/llmfleet/");
   const early = await slow.evaluate(() => [document.getElementById("chart-turnaround").textContent.trim(), document.querySelector("#models td").textContent.trim()]);

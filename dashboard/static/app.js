@@ -290,11 +290,17 @@
       ring.style.background = "conic-gradient(var(--batch) 0 " + pct + "%, var(--flex) " + pct + "% " + fpct + "%, var(--sync) " + fpct + "% 100%)";
       ring.title = fmtInt(b) + " batched · " + fmtInt(f) + " flex · " + fmtInt(s) + " sync";
       big.textContent = Math.round(pct) + "%";
-      small.textContent = f ? "batched · " + Math.round((100 * f) / total) + "% flex" : "batched";
+      small.textContent = "batched";
     } else {
       small.textContent = "no requests";
     }
     ring.append(big, small);
+    if (f) {
+      const flex = document.createElement("span");
+      flex.className = "donut-small";
+      flex.textContent = Math.round((100 * f) / total) + "% flex";
+      ring.append(flex);
+    }
     el.appendChild(ring);
   }
 
