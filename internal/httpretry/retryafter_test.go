@@ -1,4 +1,4 @@
-package claudewire
+package httpretry
 
 import (
 	"math"
