@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/claudewire"
+	"github.com/llmfleet/llmfleet/internal/httpretry"
 )
 
 // call describes one API call, which may take several attempts.
@@ -72,28 +69,25 @@ func (p *Provider) do(ctx context.Context, c *call) (*reply, error) {
 		return nil, localError(http.StatusUnauthorized, "authentication_error",
 			"no credential: set an API key (x-api-key) or an auth token (Authorization: Bearer)")
 	}
-	maxRetries := p.maxRetries()
-	for attempt := 0; ; attempt++ {
-		rep, res, err, retry := p.attempt(ctx, c, attempt)
-		if err == nil {
-			return rep, nil
-		}
-		if ctx.Err() != nil || !retry || attempt >= maxRetries {
-			return nil, classify(c, err)
-		}
-		delay := p.retryDelay(res, attempt)
-		p.logger().WarnContext(ctx, "anthropic: retrying", "op", c.op, "retry", attempt+1,
-			"error", err.Error(), "delay", delay, "credential", p.credLabel(c.cred))
-		if err := llmfleet.Sleep(ctx, p.Clock, delay); err != nil {
-			return nil, err
-		}
+	loop := httpretry.Loop{Clock: p.Clock, MaxRetries: p.maxRetries(),
+		Retrying: func(n int, err error, delay time.Duration) {
+			p.logger().WarnContext(ctx, "anthropic: retrying", "op", c.op, "retry", n,
+				"error", err.Error(), "delay", delay, "credential", p.credLabel(c.cred))
+		}}
+	rep, err := httpretry.Do(ctx, loop, func(int) (*reply, httpretry.Try) {
+		rep, res, err, retry := p.attempt(ctx, c)
+		return rep, httpretry.Answered(err, retry, res, llmfleet.Now(p.Clock))
+	})
+	if err != nil {
+		return nil, classify(c, err)
 	}
+	return rep, nil
 }
 
 // attempt makes one attempt of c. It returns the reply, or the error with the
 // response header (nil if there was no response) and whether the error may
 // be retried.
-func (p *Provider) attempt(ctx context.Context, c *call, n int) (rep *reply, res http.Header, err error, retry bool) {
+func (p *Provider) attempt(ctx context.Context, c *call) (rep *reply, res http.Header, err error, retry bool) {
 	var body io.Reader
 	if c.body != nil {
 		body = bytes.NewReader(c.body)
@@ -102,15 +96,7 @@ func (p *Provider) attempt(ctx context.Context, c *call, n int) (rep *reply, res
 	if len(c.query) > 0 {
 		u += "?" + c.query.Encode()
 	}
-	var written atomic.Bool
-	trace := &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				written.Store(true)
-			}
-		},
-	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), c.method, u, body)
+	req, err := http.NewRequestWithContext(ctx, c.method, u, body)
 	if err != nil {
 		return nil, nil, fmt.Errorf("claude: %s: %w", c.op, err), false
 	}
@@ -118,10 +104,9 @@ func (p *Provider) attempt(ctx context.Context, c *call, n int) (rep *reply, res
 	if c.accept != "" {
 		req.Header.Set("Accept", c.accept)
 	}
-	resp, err := p.httpClient().Do(req)
+	resp, written, err := httpretry.Send(p.httpClient(), req)
 	if err != nil {
-		w := written.Load()
-		return nil, nil, &connError{op: c.op, written: w, err: err}, c.idempotent || !w
+		return nil, nil, &connError{op: c.op, written: written, err: err}, c.idempotent || !written
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if c.stream {
@@ -150,7 +135,7 @@ func (p *Provider) attempt(ctx context.Context, c *call, n int) (rep *reply, res
 	}
 	retry = shouldRetry(resp)
 	if readErr != nil && !retry {
-		if v, ok := retryHeader(resp.Header); !ok || v {
+		if v, ok := httpretry.ShouldRetry(resp.Header); !ok || v {
 			retry = c.idempotent
 		}
 	}
@@ -167,38 +152,16 @@ func maybeProcessed(resp *http.Response) bool {
 // shouldRetry reports whether an error answer may be retried: the
 // x-should-retry header decides if present, else the status does.
 func shouldRetry(resp *http.Response) bool {
-	if v, ok := retryHeader(resp.Header); ok {
+	if v, ok := httpretry.ShouldRetry(resp.Header); ok {
 		return v
 	}
-	s := resp.StatusCode
-	return s == http.StatusRequestTimeout || s == http.StatusConflict ||
-		s == http.StatusTooManyRequests || s >= 500
-}
-
-func retryHeader(h http.Header) (retry, ok bool) {
-	switch h.Get("X-Should-Retry") {
-	case "true":
-		return true, true
-	case "false":
-		return false, true
-	}
-	return false, false
+	return httpretry.RetryableStatus(resp.StatusCode)
 }
 
 // retryAfter returns the delay the provider asked for in h: retry-after-ms,
 // else retry-after in seconds or as an HTTP date.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	return claudewire.RetryAfter(h, now)
-}
-
-// retryDelay is the wait before retry number n+1 (n counts from 0).
-func (p *Provider) retryDelay(h http.Header, n int) time.Duration {
-	if d, ok := retryAfter(h, llmfleet.Now(p.Clock)); ok {
-		return d
-	}
-	d := min(500*time.Millisecond<<min(n, 10), 8*time.Second)
-	// Up to a quarter off, so that clients that failed together spread out.
-	return d - time.Duration(rand.Int64N(int64(d/4)+1))
+	return httpretry.RetryAfter(h, now)
 }
 
 // classify returns a call's final connection failure in the vocabulary

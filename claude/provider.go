@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/internal/httpretry"
 )
 
 // Defaults used for the zero values of Provider's fields.
@@ -124,13 +125,7 @@ func (p *Provider) version() string {
 }
 
 func (p *Provider) maxRetries() int {
-	switch {
-	case p.MaxRetries == 0:
-		return DefaultMaxRetries
-	case p.MaxRetries < 0:
-		return 0
-	}
-	return p.MaxRetries
+	return httpretry.MaxRetries(p.MaxRetries, DefaultMaxRetries)
 }
 
 func (p *Provider) skew() time.Duration {

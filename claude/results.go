@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/claudewire"
+	"github.com/llmfleet/llmfleet/internal/httpretry"
 )
 
 // resultLine is one line of the results JSONL.
@@ -64,7 +65,7 @@ func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id str
 		}
 		p.logger().WarnContext(ctx, "anthropic: results stream broke; fetching again", "batch", id,
 			"delivered", len(seen), "error", err.Error(), "credential", p.credLabel(cred))
-		if err := llmfleet.Sleep(ctx, p.Clock, p.retryDelay(nil, attempt)); err != nil {
+		if err := llmfleet.Sleep(ctx, p.Clock, httpretry.Backoff(attempt)); err != nil {
 			return err
 		}
 	}

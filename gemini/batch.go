@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/claudewire"
 	"github.com/llmfleet/llmfleet/geminiwire"
+	"github.com/llmfleet/llmfleet/internal/httpretry"
 )
 
 // idOf returns a batch's id: its name without "batches/".
@@ -137,8 +137,8 @@ func (p *Provider) GetBatch(ctx context.Context, cred llmfleet.Credential, id st
 	if err != nil {
 		return nil, err
 	}
-	if d, ok := claudewire.RetryAfter(h, llmfleet.Now(p.Clock)); ok && b.Status != llmfleet.BatchEnded {
-		b.PollAfter = d // (the header's parsing is HTTP's, not Anthropic's)
+	if d, ok := httpretry.RetryAfter(h, llmfleet.Now(p.Clock)); ok && b.Status != llmfleet.BatchEnded {
+		b.PollAfter = d
 	}
 	return b, nil
 }

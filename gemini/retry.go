@@ -6,14 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptrace"
-	"sync/atomic"
-	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/geminiwire"
+	"github.com/llmfleet/llmfleet/internal/httpretry"
 )
 
 // DefaultMaxRetries is the number of retries of a batch create's calls
@@ -39,55 +36,34 @@ type createCall struct {
 // written, an *llmfleet.UncertainError for a create that may have been
 // carried out.
 func (p *Provider) retriedCall(ctx context.Context, cred llmfleet.Credential, c createCall) (http.Header, []byte, error) {
-	for attempt := 0; ; attempt++ {
-		h, body, wait, err, retry := p.attempt(ctx, cred, c)
-		if err == nil {
-			return h, body, nil
-		}
-		if !retry || attempt >= p.maxRetries() || ctx.Err() != nil {
-			return nil, nil, err
-		}
-		if wait <= 0 {
-			d := min(500*time.Millisecond<<min(attempt, 10), 8*time.Second)
-			wait = d - time.Duration(rand.Int64N(int64(d/4)+1))
-		}
-		if deadline, ok := ctx.Deadline(); ok && llmfleet.Now(p.Clock).Add(wait).After(deadline) {
-			return nil, nil, err // the wait would outlast the call
-		}
-		if llmfleet.Sleep(ctx, p.Clock, wait) != nil {
-			return nil, nil, err
-		}
-	}
+	loop := httpretry.Loop{Clock: p.Clock, MaxRetries: p.maxRetries(), Bounded: true}
+	a, err := httpretry.Do(ctx, loop, func(int) (answer, httpretry.Try) {
+		return p.attempt(ctx, cred, c)
+	})
+	return a.header, a.body, err
 }
 
-// attempt makes one attempt of c. It returns the answer, the wait an
-// error answer asked for, the attempt's error and whether it may be
-// retried.
-func (p *Provider) attempt(ctx context.Context, cred llmfleet.Credential, c createCall) (http.Header, []byte, time.Duration, error, bool) {
-	var written atomic.Bool
-	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
-		if info.Err == nil {
-			written.Store(true)
-		}
-	}}
-	hr, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.url, bytes.NewReader(c.body))
+// answer is a 2xx answer's headers and body.
+type answer struct {
+	header http.Header
+	body   []byte
+}
+
+// attempt makes one attempt of c. It returns the answer, or the error,
+// whether it may be retried and the wait an error answer asked for (its
+// RetryInfo, else its Retry-After in seconds).
+func (p *Provider) attempt(ctx context.Context, cred llmfleet.Credential, c createCall) (answer, httpretry.Try) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
 	if err != nil {
-		return nil, nil, 0, err, false
+		return answer{}, httpretry.Try{Err: err}
 	}
 	for k, vs := range c.header {
 		hr.Header[k] = vs
 	}
 	setCredential(hr, cred)
-	res, err := p.client().Do(hr)
+	res, written, err := httpretry.Send(p.client(), hr)
 	if err != nil {
-		err = fmt.Errorf("gemini: %s: %w", c.op, err)
-		switch {
-		case !written.Load():
-			return nil, nil, 0, fmt.Errorf("%w: %w", llmfleet.ErrNotDelivered, err), true
-		case c.idempotent:
-			return nil, nil, 0, err, true
-		}
-		return nil, nil, 0, &llmfleet.UncertainError{Err: err}, false
+		return answer{}, httpretry.Unanswered(fmt.Errorf("gemini: %s: %w", c.op, err), written, c.idempotent)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
@@ -96,36 +72,24 @@ func (p *Provider) attempt(ctx context.Context, cred llmfleet.Credential, c crea
 			err = fmt.Errorf("not JSON: %.80q", b)
 		}
 		if err == nil {
-			return res.Header, b, 0, nil, false
+			return answer{res.Header, b}, httpretry.Try{}
 		}
 		err = fmt.Errorf("gemini: %s: reading the answer: %w", c.op, err)
 		if c.idempotent {
-			return nil, nil, 0, err, true
+			return answer{}, httpretry.Try{Err: err, Retry: true}
 		}
-		return nil, nil, 0, &llmfleet.UncertainError{Answered: true, Err: err}, false // made, its name unread
+		return answer{}, httpretry.Try{Err: &llmfleet.UncertainError{Answered: true, Err: err}} // made, its name unread
 	}
 	apiErr := geminiwire.ErrorOf(res.StatusCode, b, res.Header, false)
 	if !c.idempotent && res.StatusCode >= 500 {
 		// A 5xx after the create was sent does not prove the batch was
 		// not made: reconcile, don't send it again.
-		return nil, nil, 0, &llmfleet.UncertainError{Answered: true, Err: apiErr}, false
+		return answer{}, httpretry.Try{Err: &llmfleet.UncertainError{Answered: true, Err: apiErr}}
 	}
-	return nil, nil, apiErr.RetryAfter, apiErr, retryable(res.StatusCode)
-}
-
-// retryable reports whether an error answer may be retried: 408, 409,
-// 429 and every 5xx.
-func retryable(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
-		status == http.StatusTooManyRequests || status >= 500
+	return answer{}, httpretry.Try{Err: apiErr, Retry: httpretry.RetryableStatus(res.StatusCode),
+		Wait: apiErr.RetryAfter, Asked: apiErr.RetryAfter > 0}
 }
 
 func (p *Provider) maxRetries() int {
-	switch {
-	case p.MaxRetries == 0:
-		return DefaultMaxRetries
-	case p.MaxRetries < 0:
-		return 0
-	}
-	return p.MaxRetries
+	return httpretry.MaxRetries(p.MaxRetries, DefaultMaxRetries)
 }

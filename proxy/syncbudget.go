@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/claudewire"
+	"github.com/llmfleet/llmfleet/internal/httpretry"
 )
 
 // This file holds the latency budget of the sync route. A sync call with
@@ -86,7 +86,7 @@ func (f *forwarder) retryWait(resp *http.Response, sc *syncCall) (time.Duration,
 		return 0, false
 	}
 	now := f.clock.Now()
-	wait, ok := claudewire.RetryAfter(resp.Header, now)
+	wait, ok := httpretry.RetryAfter(resp.Header, now)
 	if !ok || wait > sc.deadline.Sub(now)-retryMargin {
 		return 0, false
 	}

@@ -1,4 +1,4 @@
-package claudewire
+package httpretry
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// RetryAfter returns the wait an API response asks for before the request
+// RetryAfter returns the wait an HTTP answer asks for before the request
 // is sent again: the header retry-after-ms (milliseconds), else
 // retry-after, in seconds or as an HTTP date (counted from now). Numbers
 // may have a fraction; a negative one or a date in the past is no wait,

@@ -1,4 +1,4 @@
-package claudewire
+package httpretry
 
 import (
 	"math"
@@ -24,7 +24,13 @@ func TestRetryAfter(t *testing.T) {
 		{http.Header{"Retry-After": {"1e300"}}, math.MaxInt64, true},
 		{http.Header{"Retry-After": {now.Add(30 * time.Second).Format(http.TimeFormat)}}, 30 * time.Second, true},
 		{http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, 0, true},
+		{http.Header{"Retry-After": {"0"}}, 0, true},
+		{http.Header{"Retry-After": {now.Add(2 * time.Minute).Format(time.RFC850)}}, 2 * time.Minute, true},
+		{http.Header{"Retry-After": {now.Add(time.Hour).Format(time.ANSIC)}}, time.Hour, true},
 		{http.Header{"Retry-After-Ms": {"250"}}, 250 * time.Millisecond, true},
+		{http.Header{"Retry-After-Ms": {"0.5"}}, 500 * time.Microsecond, true},
+		{http.Header{"Retry-After-Ms": {"-1"}}, 0, true},
+		{http.Header{"Retry-After-Ms": {"x"}}, 0, false},
 		// retry-after-ms wins; a malformed one falls back to retry-after.
 		{http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}, 250 * time.Millisecond, true},
 		{http.Header{"Retry-After-Ms": {"x"}, "Retry-After": {"9"}}, 9 * time.Second, true},
