@@ -19,7 +19,7 @@
 # stores (default "sqlite postgres").
 #
 # Side by side: LLMFLEET_BENCH_SERVE="old=/tmp/old/llmfleet new=/tmp/new/llmfleet"
-# runs each named serve binary in turn (old, new, old, new, ...) for
+# runs each named serve binary in turn (old, new, then new, old, ...) for
 # LLMFLEET_BENCH_ROUNDS rounds (default 3) on every store (one replica),
 # with the same emulator and load generator (this tree's), and prints each
 # binary's median after the rounds. Needs Go.
@@ -130,8 +130,13 @@ fi
 
 read -ra SERVES <<<"$LLMFLEET_BENCH_SERVE"
 for r in $(seq "$ROUNDS"); do
+	order=("${SERVES[@]}")
+	if ((r % 2 == 0)); then # old, new, new, old, ...: neither always goes first
+		order=()
+		for s in "${SERVES[@]}"; do order=("$s" "${order[@]}"); done
+	fi
 	for store in $STORES; do
-		for s in "${SERVES[@]}"; do
+		for s in "${order[@]}"; do
 			db=$(fresh "$store")
 			run "$(label "$store") ${s%%=*} #$r" "${s#*=}" "$db" 1 | tee -a "$WORK/ab"
 			drop "$db"
