@@ -8,8 +8,8 @@
 # balancer sends them. Pools go out at 1,000 requests (--batch-min-size
 # and --batch-max-size 1000) to the emulator, so the engine's flushing and
 # batch creates are part of the figure. Prints a Markdown table; the CPU
-# column is the serve processes' CPU time (user and system) per accepted
-# request.
+# column is the serve processes' CPU time (user and system) per request
+# answered, the warm-up's included.
 #
 #   scripts/bench-accept.sh [DURATION] [CALLERS]
 #
@@ -89,8 +89,8 @@ run() {
 	wait "${pids[@]}" 2>/dev/null || true
 	field() { echo "$out" | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 	awk -v name="$name" -v n="$n" -v rps="$(field req_per_s)" -v p50="$(field p50_us)" -v p99="$(field p99_us)" -v e="$(field errors)" \
-		-v cpu="$cpu" -v hz="$HZ" -v d="${DURATION%s}" \
-		'BEGIN { printf "| %s | %s | %d | %.1f ms | %.1f ms | %.0f µs | %s |\n", name, n, rps, p50 / 1000, p99 / 1000, cpu / hz * 1e6 / (rps * d), e }'
+		-v cpu="$cpu" -v hz="$HZ" -v calls="$(field requests)" -v warm="$(field warmup)" \
+		'BEGIN { printf "| %s | %s | %d | %.1f ms | %.1f ms | %.0f µs | %s |\n", name, n, rps, p50 / 1000, p99 / 1000, cpu / hz * 1e6 / (calls + warm), e }'
 }
 
 # fresh STORE: a database of STORE no run has used.
