@@ -7,18 +7,29 @@
 # schema each), the calls taking the replicas in turn as a round-robin
 # balancer sends them. Pools go out at 1,000 requests (--batch-min-size
 # and --batch-max-size 1000) to the emulator, so the engine's flushing and
-# batch creates are part of the figure. Prints a Markdown table.
+# batch creates are part of the figure. Prints a Markdown table; the CPU
+# column is the serve processes' CPU time (user and system) per request
+# answered, the warm-up's included.
 #
 #   scripts/bench-accept.sh [DURATION] [CALLERS]
 #
 # LLMFLEET_BENCH_POSTGRES is the server (default: the local one,
 # postgres://postgres@127.0.0.1:5432/test?sslmode=disable); its schemas are
-# dropped after (with psql, if installed). Needs Go.
+# dropped after (with psql, if installed). LLMFLEET_BENCH_STORES picks the
+# stores (default "sqlite postgres").
+#
+# Side by side: LLMFLEET_BENCH_SERVE="old=/tmp/old/llmfleet new=/tmp/new/llmfleet"
+# runs each named serve binary in turn (old, new, then new, old, ...) for
+# LLMFLEET_BENCH_ROUNDS rounds (default 3) on every store (one replica),
+# with the same emulator and load generator (this tree's), and prints each
+# binary's median after the rounds. Needs Go.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${1:-5s}
 CALLERS=${2:-128}
 PG=${LLMFLEET_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
+STORES=${LLMFLEET_BENCH_STORES:-sqlite postgres}
+ROUNDS=${LLMFLEET_BENCH_ROUNDS:-3}
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -44,39 +55,102 @@ started() {
 	exit 1
 }
 
+# cputicks PID...: the processes' CPU time so far, user and system, in clock ticks.
+cputicks() {
+	local t=0 p
+	for p in "$@"; do
+		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
+	done
+	echo "$t"
+}
+
 "$BIN" emulate --listen 127.0.0.1:0 >"$WORK/emu.out" 2>"$WORK/emu.err" &
 PIDS+=($!)
 EMU=$(started "$WORK/emu.out")
+HZ=$(getconf CLK_TCK)
 
-# run NAME DB REPLICAS: one measurement.
+# run NAME SERVE DB REPLICAS: one measurement of the serve binary SERVE.
 run() {
-	local name=$1 db=$2 n=$3 urls="" pids=()
+	local name=$1 serve=$2 db=$3 n=$4 urls="" pids=() f
 	for i in $(seq "$n"); do
-		"$BIN" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --db "$db" --replica-name "r$i" \
+		f=$(mktemp "$WORK/serve.XXXXXX") # empty, and its own: no run reads the last one's URL
+		"$serve" serve --listen 127.0.0.1:0 --anthropic-url "$EMU" --db "$db" --replica-name "r$i" \
 			--access-log=false --batch-min-size 1000 --batch-max-size 1000 \
-			>"$WORK/serve$i.out" 2>"$WORK/serve$i.out.err" &
+			>"$f" 2>"$f.err" &
 		pids+=($!)
-		urls+=${urls:+,}$(started "$WORK/serve$i.out")
+		urls+=${urls:+,}$(started "$f")
 	done
-	local out
+	local out t0
+	t0=$(cputicks "${pids[@]}")
 	out=$("$BIN-bench" load --url "$urls" --concurrency "$CALLERS" --duration "$DURATION" \
 		--header 'Prefer: respond-async' --header 'llmfleet-route: batch' --header 'llmfleet-latency-budget-ms: 86400000')
+	local cpu=$(($(cputicks "${pids[@]}") - t0))
 	kill -TERM "${pids[@]}"
 	wait "${pids[@]}" 2>/dev/null || true
 	field() { echo "$out" | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 	awk -v name="$name" -v n="$n" -v rps="$(field req_per_s)" -v p50="$(field p50_us)" -v p99="$(field p99_us)" -v e="$(field errors)" \
-		'BEGIN { printf "| %s | %s | %d | %.1f ms | %.1f ms | %s |\n", name, n, rps, p50 / 1000, p99 / 1000, e }'
+		-v cpu="$cpu" -v hz="$HZ" -v calls="$(field requests)" -v warm="$(field warmup)" \
+		'BEGIN { printf "| %s | %s | %d | %.1f ms | %.1f ms | %.0f µs | %s |\n", name, n, rps, p50 / 1000, p99 / 1000, cpu / hz * 1e6 / (calls + warm), e }'
 }
 
-echo "| store | replicas | accepted req/s | p50 | p99 | errors |"
-echo "|---|---|---|---|---|---|"
-run SQLite "$WORK/llmfleet.db" 1
-for n in 1 2 3; do
-	schema=bench_$(date +%s)_$n
-	sep='?'
-	[[ $PG == *\?* ]] && sep='&'
-	run PostgreSQL "$PG${sep}search_path=$schema" "$n"
-	if command -v psql >/dev/null; then
-		psql "$PG" -qc "DROP SCHEMA $schema CASCADE" >/dev/null 2>&1 || true
+# fresh STORE: a database of STORE no run has used.
+fresh() {
+	if [[ $1 == sqlite ]]; then
+		echo "$WORK/llmfleet-$RANDOM$RANDOM.db"
+		return
 	fi
+	local sep='?'
+	[[ $PG == *\?* ]] && sep='&'
+	echo "$PG${sep}search_path=bench_$(date +%s%N)"
+}
+
+# drop DB: drops a PostgreSQL DB's schema.
+drop() {
+	if [[ $1 == postgres* ]] && command -v psql >/dev/null; then
+		psql "$PG" -qc "DROP SCHEMA ${1##*search_path=} CASCADE" >/dev/null 2>&1 || true
+	fi
+}
+
+label() { [[ $1 == sqlite ]] && echo SQLite || echo PostgreSQL; }
+
+echo "| store | replicas | accepted req/s | p50 | p99 | serve CPU per request | errors |"
+echo "|---|---|---|---|---|---|---|"
+if [[ -z ${LLMFLEET_BENCH_SERVE:-} ]]; then
+	for store in $STORES; do
+		ns=1
+		[[ $store == postgres ]] && ns="1 2 3"
+		for n in $ns; do
+			db=$(fresh "$store")
+			run "$(label "$store")" "$BIN" "$db" "$n"
+			drop "$db"
+		done
+	done
+	exit
+fi
+
+read -ra SERVES <<<"$LLMFLEET_BENCH_SERVE"
+for r in $(seq "$ROUNDS"); do
+	order=("${SERVES[@]}")
+	if ((r % 2 == 0)); then # old, new, new, old, ...: neither always goes first
+		order=()
+		for s in "${SERVES[@]}"; do order=("$s" "${order[@]}"); done
+	fi
+	for store in $STORES; do
+		for s in "${order[@]}"; do
+			db=$(fresh "$store")
+			run "$(label "$store") ${s%%=*} #$r" "${s#*=}" "$db" 1 | tee -a "$WORK/ab"
+			drop "$db"
+		done
+	done
 done
+echo
+echo "| store and serve | rounds | median req/s | median CPU per request |"
+echo "|---|---|---|---|"
+sed 's/ #[0-9]* |/ |/' "$WORK/ab" | awk -F' [|] ' '
+	{ k = substr($1, 3); rps[k] = rps[k] " " $3; cpu[k] = cpu[k] " " $6 + 0; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+	function median(s,   a, m, i, j, t) {
+		m = split(s, a, " ")
+		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+	}
+	END { for (i = 1; i <= n; i++) { k = order[i]; printf "| %s | %d | %d | %.0f µs |\n", k, split(rps[k], x, " "), median(rps[k]), median(cpu[k]) } }'
