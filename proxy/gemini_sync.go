@@ -1,10 +1,7 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -13,7 +10,6 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/geminiwire"
-	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
 // This file holds the Gemini face's way upstream: its reverse proxy for
@@ -106,9 +102,8 @@ func (g geminiForwarder) serveSync(w http.ResponseWriter, r *http.Request, c *ca
 	}
 	ctx, b := s.bound(r.Context(), hard, tierTimeout(s, geminiProvider, llmfleet.TierOf(c.route)))
 	defer b.release()
-	gc := &geminiCall{c: c, served: llmfleet.TierStandard}
-	req := g.request(ctx, r, c)
-	res, err := g.send(req, gc)
+	res, tier, err := s.fwd.attempts(g.request(ctx, r, c), c, geminiFlex())
+	gc := &geminiCall{c: c, served: tier}
 	if err == nil && !b.answered() {
 		res.Body.Close()
 		err = errCut
@@ -141,70 +136,13 @@ func (g geminiForwarder) request(ctx context.Context, r *http.Request, c *call) 
 	return withBody(ctx, req, c.req.Body)
 }
 
-// send sends the call, on the flex route through the engine's flex
-// executor: each attempt asks serviceTier "flex", and a shed or refused
-// one ends the attempt for the executor to decide; the standard tier
-// then, if it says so.
-func (g geminiForwarder) send(req *http.Request, gc *geminiCall) (*http.Response, error) {
-	next := g.s.fwd.next
-	c := gc.c
-	if c.route != llmfleet.RouteFlex {
-		return next.RoundTrip(req)
-	}
-	flexBody, err := jsonmember.Set(c.req.Body, "serviceTier", []byte(`"`+geminiwire.TierFlex+`"`))
-	if err != nil {
-		flexBody = c.req.Body
-	}
-	ctx := req.Context()
-	var res *http.Response
-	gc.served = llmfleet.TierFlex
-	answered, err := g.s.fwd.flex.ExecuteFlex(ctx, geminiProvider, c.model, c.arrived, c.budget, func(actx context.Context) error {
-		var err error
-		res, err = geminiFlexTry(ctx, actx, next, withBody(ctx, req, flexBody))
-		return err
-	})
-	switch {
-	case answered, errors.Is(err, errPassOn):
-		return res, nil
-	case err != nil:
-		return nil, err
-	}
-	gc.served = llmfleet.TierStandard
-	return next.RoundTrip(withBody(ctx, req, c.req.Body))
-}
-
-// geminiFlexTry sends one flex attempt. The executor's context (actx)
-// bounds the wait for its answer's headers, not the answer: the attempt
-// runs in a context of the call's that actx cancels only until then. A
-// shed (503, 429) or a refusal of the tier (400) is the executor's error
-// (geminiwire.Reason); any other error answer is passed on.
-func geminiFlexTry(ctx, actx context.Context, next http.RoundTripper, req *http.Request) (*http.Response, error) {
-	rctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(actx, func() { cancel(context.Cause(actx)) })
-	res, err := next.RoundTrip(req.WithContext(rctx))
-	if !stop() && err == nil { // actx ended as the answer came: too late
-		res.Body.Close()
-		err = context.Cause(actx)
-	}
-	if err != nil {
-		cancel(nil)
-		return nil, err
-	}
-	switch res.StatusCode {
-	case http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusBadRequest:
-	default:
-		res.Body = releasingBody{res.Body, func() { cancel(nil) }}
-		if res.StatusCode/100 == 2 {
-			return res, nil
-		}
-		return res, errPassOn
-	}
-	b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	res.Body.Close()
-	cancel(nil)
-	if reason := geminiwire.Reason(true, res.StatusCode, b); reason != nil {
-		return nil, reason
-	}
-	res.Body = io.NopCloser(bytes.NewReader(b))
-	return res, errPassOn
+// geminiFlex is how the Gemini API takes flex calls: serviceTier "flex";
+// a 503 or 429 sheds, a 400 naming the service tier refuses
+// (geminiwire.Reason).
+func geminiFlex() flexWire {
+	return flexWire{provider: geminiProvider, member: "serviceTier", value: `"` + geminiwire.TierFlex + `"`,
+		reads: func(st int) bool {
+			return st == http.StatusServiceUnavailable || st == http.StatusTooManyRequests || st == http.StatusBadRequest
+		},
+		reason: func(st int, b []byte) error { return geminiwire.Reason(true, st, b) }}
 }

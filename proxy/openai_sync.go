@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/jsonmember"
 	"github.com/llmfleet/llmfleet/openaiwire"
 )
 
@@ -156,7 +155,8 @@ func (f *forwarder) openAICallFailed(w http.ResponseWriter, r *http.Request, c *
 // sendOpenAI sends a sync or flex call (the forwarder's transport) and
 // returns its answer, unless the call was cut first.
 func (f *forwarder) sendOpenAI(req *http.Request, oc *openAISync) (*http.Response, error) {
-	res, err := f.openAIAttempts(req, oc)
+	res, tier, err := f.attempts(req, oc.c, openAIFlex())
+	oc.served = tier
 	if err == nil && !oc.bound.answered() {
 		res.Body.Close()
 		return nil, errCut
@@ -164,27 +164,20 @@ func (f *forwarder) sendOpenAI(req *http.Request, oc *openAISync) (*http.Respons
 	return res, err
 }
 
-// openAIAttempts sends the call, on the flex route through the engine's
-// flex executor (flex.go). It returns the response to pass on (any
-// status) and sets oc.served to the tier asked for on the last attempt.
-func (f *forwarder) openAIAttempts(req *http.Request, oc *openAISync) (*http.Response, error) {
-	c := oc.c
+// attempts sends a sync or flex call (c) upstream through next, a flex
+// one through the engine's flex executor (flex.go), the tier asked for
+// as fw says. It returns the response to pass on (any status) and the
+// tier asked for on the last attempt.
+func (f *forwarder) attempts(req *http.Request, c *call, fw flexWire) (*http.Response, llmfleet.Tier, error) {
 	if c.route != llmfleet.RouteFlex {
-		return f.next.RoundTrip(req)
+		res, err := f.next.RoundTrip(req)
+		return res, llmfleet.TierStandard, err
 	}
 	body := []byte(c.req.Body)
-	flexBody, err := jsonmember.Set(body, "service_tier", []byte(`"flex"`))
-	if err != nil {
-		flexBody = body
+	send := func(b []byte) func(context.Context) (*http.Response, error) {
+		return func(ctx context.Context) (*http.Response, error) { return f.next.RoundTrip(withBody(ctx, req, b)) }
 	}
-	fc := flexCall{exec: f.flex, c: c,
-		attempt: func(ctx context.Context) (*http.Response, error) {
-			return f.next.RoundTrip(withBody(ctx, req, flexBody))
-		},
-		standard: func(ctx context.Context) (*http.Response, error) { return f.next.RoundTrip(withBody(ctx, req, body)) }}
-	res, tier, err := fc.run(req.Context())
-	oc.served = tier
-	return res, err
+	return flexCall{exec: f.flex, wire: fw, c: c, attempt: send(fw.body(body)), standard: send(body)}.run(req.Context())
 }
 
 // withBody returns a copy of req, an upstream request, within ctx and
