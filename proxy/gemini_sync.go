@@ -18,30 +18,34 @@ import (
 // the engine's flex executor, and pass the answer on as it streams while
 // reading its usage for the ledger.
 
-// geminiForwarder sends the Gemini face's calls upstream, through the
-// transport and flex executor of the Server's forwarder.
+// geminiForwarder sends the Gemini face's calls upstream (up), through
+// the transport and flex executor of the Server's forwarder.
 type geminiForwarder struct {
 	s  *Server
 	up *url.URL
-	rp *httputil.ReverseProxy
 }
 
-// geminiFwdOf returns the Gemini forwarder of s (initialised).
-func geminiFwdOf(s *Server) geminiForwarder {
-	g := geminiForwarder{s: s, up: geminiUpstreamURL(s.GeminiUpstream)}
-	g.rp = &httputil.ReverseProxy{Rewrite: g.rewrite, Transport: s.fwd.next, ModifyResponse: g.uploadURL,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			s.log.Warn("gemini upstream unreachable", "path", r.URL.Path, "err", err)
-			w.Header().Set("Connection", "close")
-			writeGeminiBody(w, http.StatusBadGateway, geminiwire.Envelope(http.StatusBadGateway, "The upstream Gemini API could not be reached."))
-		}}
-	return g
+// way is the Gemini face's way upstream: Server.GeminiUpstream (else
+// DefaultGeminiUpstream), the session URLs of uploads pointed at the face.
+func (f geminiFace) way(*forwarder) faceWay {
+	g := geminiForwarder{s: f.s, up: geminiUpstreamURL(f.s.GeminiUpstream)}
+	return faceWay{up: g.up, rewrite: g.rewrite, modify: g.uploadURL, onError: g.unreachable}
+}
+
+// upstream is the Gemini face's reverse proxy.
+func (f geminiFace) upstream() http.Handler { return f.s.fwd.to(GeminiPrefix).rp }
+
+// unreachable answers a pass-through request that got no answer.
+func (g geminiForwarder) unreachable(w http.ResponseWriter, r *http.Request, err error) {
+	g.s.log.Warn("gemini upstream unreachable", "path", r.URL.Path, "err", err)
+	w.Header().Set("Connection", "close")
+	writeGeminiBody(w, http.StatusBadGateway, geminiwire.Envelope(http.StatusBadGateway, "The upstream Gemini API could not be reached."))
 }
 
 // sync sends a call routed sync or flex upstream and passes its answer
 // on.
 func (f geminiFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
-	geminiFwdOf(f.s).serveSync(w, r, c)
+	geminiForwarder{s: f.s, up: f.s.fwd.to(GeminiPrefix).up}.serveSync(w, r, c)
 }
 
 // rewrite prepares a pass-through request: to the upstream, without the
@@ -50,11 +54,11 @@ func (g geminiForwarder) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(g.up)
 	pr.Out.Host = g.up.Host
 	dropOwnHeaders(pr.Out.Header)
-	c := credentialFrom(pr.In.Header)
+	c := geminiCredential(pr.In)
 	if held, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
 		c = geminiKey(held)
 	}
-	setGeminiCredential(pr.Out.Header, c)
+	setGeminiCredential(pr.Out, c)
 }
 
 // uploadURL points a resumable upload's session URL (x-goog-upload-url)
@@ -132,7 +136,7 @@ func (g geminiForwarder) request(ctx context.Context, r *http.Request, c *call) 
 	for _, k := range []string{"Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Accept-Encoding", "Content-Length", "Prefer", "Idempotency-Key"} {
 		req.Header.Del(k)
 	}
-	setGeminiCredential(req.Header, c.req.Credential)
+	setGeminiCredential(req, c.req.Credential)
 	return withBody(ctx, req, c.req.Body)
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strings"
 	"time"
 
@@ -61,7 +62,7 @@ func (f *forwarder) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *o
 	// Deferred: the reverse proxy aborts the handler (http.ErrAbortHandler)
 	// when an answer breaks off; the call is reported all the same.
 	defer f.openAIAnswered(oc)
-	f.openAI.ServeHTTP(w, up)
+	f.to(OpenAIPrefix).rp.ServeHTTP(w, up)
 }
 
 // openAIAnswered reports a call once its answer has been passed on, or
@@ -83,21 +84,30 @@ func (f *forwarder) openAIAnswered(oc *openAISync) {
 	}
 }
 
+// way is the OpenAI face's way upstream: Server.OpenAIUpstream (else
+// DefaultOpenAIUpstream), the answers of its sync calls tapped
+// (tapOpenAI).
+func (f openAIFace) way(fw *forwarder) faceWay {
+	up := openAIUpstreamURL(f.s.OpenAIUpstream)
+	return faceWay{up: up, rewrite: func(pr *httputil.ProxyRequest) { fw.rewriteOpenAI(pr, up) },
+		modify: fw.tapOpenAI, onError: fw.openAIError}
+}
+
 // rewriteOpenAI prepares an upstream request of the OpenAI face: a sync
 // call goes with its credential (the client's, or the proxy-held key) and
 // without the caller's Accept-Encoding, so that its usage can be read; a
 // pass-through call with the proxy-held key, if any.
-func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest) {
-	pr.SetURL(f.openAIUpstream)
-	pr.Out.Host = f.openAIUpstream.Host
+func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest, up *url.URL) {
+	pr.SetURL(up)
+	pr.Out.Host = up.Host
 	dropOwnHeaders(pr.Out.Header)
 	if oc := openAISyncOf(pr.In); oc != nil {
 		pr.Out.Header.Del("Accept-Encoding")
-		setCredential(pr.Out.Header, oc.c.req.Credential)
+		openAIKeys().set(pr.Out, oc.c.req.Credential)
 		return
 	}
 	if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
-		setCredential(pr.Out.Header, openAIKey(c))
+		openAIKeys().set(pr.Out, c)
 	}
 }
 

@@ -172,7 +172,7 @@ func noTicketsRefusal() *refusal {
 func (p pipeline) ready(r *http.Request, c *call) {
 	owner := ""
 	if c.idempotencyKey != "" || p.s.Credentials != nil {
-		owner = p.s.ownerName(credentialFrom(r.Header))
+		owner = p.s.ownerName(p.f.traits().key.read(r))
 	}
 	c.req.ID = llmfleet.NewID("lfr_")
 	if c.idempotencyKey != "" {
