@@ -69,7 +69,7 @@ func isBatchesPath(path string) bool {
 // about one batch reaches upstream only if the client owns it (else 404,
 // as for an unknown id).
 func (f anthropicFace) serveBatches(w http.ResponseWriter, r *http.Request, client string) {
-	g := ownerGate{book: bookOf(f.s), up: f.upstream(), f: f, client: client}
+	g := gateOf(f.s, f, client)
 	if r.URL.Path == batchesPath {
 		switch r.Method {
 		case http.MethodPost:
@@ -125,11 +125,7 @@ func (f anthropicFace) prefix() (mount, api string) { return "", "/v1/" }
 // hold maps the client's key to the upstream credential the proxy holds
 // for it (Server.Credentials).
 func (f anthropicFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
-	up, ok := f.s.Credentials(presented)
-	if !ok {
-		return up, f.says(unknownKey, "")
-	}
-	return up, nil
+	return holdWith(f, f.s.Credentials, presented)
 }
 
 // forCall returns the face for a call by the client named client.

@@ -87,14 +87,7 @@ func (f geminiFace) prefix() (mount, api string) { return GeminiPrefix, "/" }
 // hold maps the client's key to the Gemini key the proxy holds for it
 // (Server.GeminiCredentials); without one the face is closed.
 func (f geminiFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
-	if f.s.GeminiCredentials == nil {
-		return llmfleet.Credential{}, f.says(faceClosed, "")
-	}
-	up, ok := f.s.GeminiCredentials(presented)
-	if !ok {
-		return up, f.says(unknownKey, "")
-	}
-	return up, nil
+	return holdWith(f, f.s.GeminiCredentials, presented)
 }
 
 // forCall returns the face for a call to path by the client named client.

@@ -152,13 +152,12 @@ func (g geminiForwarder) failed(w http.ResponseWriter, r *http.Request, gc *gemi
 // estimate; the tier served (the x-gemini-service-tier header's, else the
 // usage's, else the one asked for).
 func (g geminiForwarder) observe(c *call, asked, served llmfleet.Tier, t *geminiTap, outcome string, cut bool) {
-	o := g.s.Observe
-	if o == nil {
+	o := g.s.fwd.obs
+	if o.observe == nil {
 		return
 	}
-	now := g.s.clock.Now()
-	e := llmfleet.LedgerEntry{Time: now, Provider: geminiProvider, Model: c.model, Route: c.route, Outcome: outcome,
-		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client, Tier: served}
+	e := o.callEntry(geminiProvider, c, outcome)
+	e.Tier = served
 	if t != nil && (outcome == "ok" || cut) {
 		a := t.answer()
 		e.Usage = a.Usage
@@ -169,13 +168,5 @@ func (g geminiForwarder) observe(c *call, asked, served llmfleet.Tier, t *gemini
 			e.Model = a.Model
 		}
 	}
-	if cut && e.Usage == (llmfleet.Usage{}) {
-		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
-	}
-	if e.Tier == "" && (outcome == "ok" || cut) {
-		e.Tier = asked
-	}
-	e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, c.budget)
-	c.span.entry(&e)
-	o(e)
+	o.handCall(c, e, asked, cut)
 }

@@ -42,6 +42,21 @@ type mountedFace interface {
 	upstream() http.Handler
 }
 
+// holdWith maps, in proxy-held-key mode, the key a client presented to
+// the upstream one hook (the face's Server.*Credentials hook) holds for
+// it, or returns f's refusal: the face is closed without a hook, the key
+// is unknown to it.
+func holdWith(f face, hook func(llmfleet.Credential) (llmfleet.Credential, bool), presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
+	if hook == nil {
+		return llmfleet.Credential{}, f.says(faceClosed, "")
+	}
+	up, ok := hook(presented)
+	if !ok {
+		return up, f.says(unknownKey, "")
+	}
+	return up, nil
+}
+
 // mount serves the paths of a face under its prefix: with proxy-held keys
 // the client is admitted by its key first; routed calls go through the
 // pipeline; the rest passes upstream, with proxy-held keys only the

@@ -54,14 +54,7 @@ func (f openAIFace) prefix() (mount, api string) { return OpenAIPrefix, "/v1/" }
 // hold maps the client's key to the OpenAI key the proxy holds for it
 // (Server.OpenAICredentials); without one the face is closed.
 func (f openAIFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
-	if f.s.OpenAICredentials == nil {
-		return llmfleet.Credential{}, f.says(faceClosed, "")
-	}
-	up, ok := f.s.OpenAICredentials(presented)
-	if !ok {
-		return up, f.says(unknownKey, "")
-	}
-	return up, nil
+	return holdWith(f, f.s.OpenAICredentials, presented)
 }
 
 // forCall returns the face for a call to path by the client named client.
