@@ -161,15 +161,7 @@ func (f geminiFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 		Endpoint: "/" + geminiwire.Version + "/models/" + model + ":generateContent", Body: body, Client: s.clientOf(cred),
 		NoBatch: c.noBatch, BatchOnly: c.batchOnly}
 	noteModel(r.Context(), model)
-	if force != "" {
-		c.route = force
-	}
-	switch {
-	case c.async:
-		c.stream = false
-	case !c.forced && s.Submitter != nil:
-		c.route = s.Submitter.Plan(c.budget, c.req)
-	}
+	planRoute(s, c, force)
 	if c.route == llmfleet.RouteBatch && s.Submitter == nil {
 		return &refusal{status: http.StatusBadRequest, typ: geminiwire.StatusInvalidArgument, param: "llmfleet-route", msg: "This llmfleet does not batch."}
 	}
@@ -192,11 +184,7 @@ func (f geminiFace) refuse(w http.ResponseWriter, e *refusal) {
 
 // writeGeminiBody answers status with the JSON body.
 func writeGeminiBody(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=UTF-8")
-	h.Set("Content-Length", itoa(int64(len(body))))
-	w.WriteHeader(status)
-	w.Write(body)
+	writeBody(w, status, "application/json; charset=UTF-8", body)
 }
 
 // geminiUpstreamURL returns the Gemini upstream's base URL.

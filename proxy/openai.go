@@ -128,15 +128,7 @@ func (f openAIFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 	if e := f.parse(r, c); e != nil {
 		return e
 	}
-	if force != "" {
-		c.route = force
-	}
-	switch {
-	case c.async:
-		c.stream = false
-	case !c.forced && s.Submitter != nil:
-		c.route = s.Submitter.Plan(c.budget, c.req)
-	}
+	planRoute(s, c, force)
 	if !c.async && c.route == llmfleet.RouteBatch && c.stream && c.endpoint != openaiwire.ChatCompletions {
 		c.route = llmfleet.RouteSync // only chat streams are synthesised from a batch
 	}
