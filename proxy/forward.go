@@ -99,8 +99,8 @@ func (f *forwarder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sc := syncCallOf(req); sc != nil && sc.bound != nil {
 		return f.sendBounded(req, sc)
 	}
-	if oc := openAISyncOf(req); oc != nil {
-		return f.sendOpenAI(req, oc)
+	if fs := faceSyncOf(req); fs != nil {
+		return f.sendSync(req, fs)
 	}
 	return f.next.RoundTrip(req)
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -12,11 +11,9 @@ import (
 	"github.com/llmfleet/llmfleet/geminiwire"
 )
 
-// This file holds the Gemini face's way upstream: its reverse proxy for
-// the pass-through paths, and its sync and flex routes, which send the
-// call themselves through the forwarder's transport, flex attempts through
-// the engine's flex executor, and pass the answer on as it streams while
-// reading its usage for the ledger.
+// This file holds the Gemini face's way upstream: the hooks of its
+// reverse proxy, for the pass-through paths and its sync and flex routes
+// (facesync.go), whose answers it taps for their usage (gemini_tap.go).
 
 // geminiForwarder sends the Gemini face's calls upstream (up), through
 // the transport and flex executor of the Server's forwarder.
@@ -29,14 +26,20 @@ type geminiForwarder struct {
 // DefaultGeminiUpstream), the session URLs of uploads pointed at the face.
 func (f geminiFace) way(*forwarder) faceWay {
 	g := geminiForwarder{s: f.s, up: geminiUpstreamURL(f.s.GeminiUpstream)}
-	return faceWay{up: g.up, rewrite: g.rewrite, modify: g.uploadURL, onError: g.unreachable}
+	return faceWay{up: g.up, rewrite: g.rewrite, modify: g.modify, onError: g.unreachable}
 }
 
 // upstream is the Gemini face's reverse proxy.
 func (f geminiFace) upstream() http.Handler { return f.s.fwd.to(GeminiPrefix).rp }
 
-// unreachable answers a pass-through request that got no answer.
+// unreachable answers a request that got no answer: a sync call as
+// failed says, any other 502.
 func (g geminiForwarder) unreachable(w http.ResponseWriter, r *http.Request, err error) {
+	if gs := faceSyncOf(r); gs != nil {
+		gs.failed = true
+		g.failed(w, r, gs, gs.bound.cutBy())
+		return
+	}
 	g.s.log.Warn("gemini upstream unreachable", "path", r.URL.Path, "err", err)
 	w.Header().Set("Connection", "close")
 	writeGeminiBody(w, http.StatusBadGateway, geminiwire.Envelope(http.StatusBadGateway, "The upstream Gemini API could not be reached."))
@@ -48,12 +51,22 @@ func (f geminiFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 	geminiForwarder{s: f.s, up: f.s.fwd.to(GeminiPrefix).up}.serveSync(w, r, c)
 }
 
-// rewrite prepares a pass-through request: to the upstream, without the
-// proxy's headers, its key in x-goog-api-key (the proxy-held one, if any).
+// rewrite prepares an upstream request: to the upstream, without the
+// proxy's headers, its key in x-goog-api-key: a sync call's (the
+// Request's), without the caller's Accept-Encoding (its usage is read),
+// Prefer and Idempotency-Key; a pass-through call's the client's or the
+// proxy-held one.
 func (g geminiForwarder) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(g.up)
 	pr.Out.Host = g.up.Host
 	dropOwnHeaders(pr.Out.Header)
+	if gs := faceSyncOf(pr.In); gs != nil {
+		for _, k := range []string{"Accept-Encoding", "Prefer", "Idempotency-Key"} {
+			pr.Out.Header.Del(k)
+		}
+		setGeminiCredential(pr.Out, gs.c.req.Credential)
+		return
+	}
 	c := geminiCredential(pr.In)
 	if held, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
 		c = geminiKey(held)
@@ -83,17 +96,10 @@ func (g geminiForwarder) uploadURL(resp *http.Response) error {
 	return nil
 }
 
-// geminiCall is a sync or flex call of the Gemini face on its way
-// upstream.
-type geminiCall struct {
-	c      *call
-	served llmfleet.Tier // the tier asked for on the last attempt
-}
-
 // serveSync makes the call upstream, flex or standard, and streams its
-// answer back, reading its usage for the ledger. Its budget does not cut
-// it unless it is a hard deadline; the upstream timeout does, while no
-// answer has come.
+// answer back, reading its usage for the ledger (facesync.go). Its budget
+// does not cut it unless it is a hard deadline; the upstream timeout of
+// its tier does, while no answer has come.
 func (g geminiForwarder) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	s := g.s
 	hard := time.Duration(0)
@@ -104,40 +110,9 @@ func (g geminiForwarder) serveSync(w http.ResponseWriter, r *http.Request, c *ca
 			return
 		}
 	}
-	ctx, b := s.bound(r.Context(), hard, tierTimeout(s, geminiProvider, llmfleet.TierOf(c.route)))
-	defer b.release()
-	res, tier, err := s.fwd.attempts(g.request(ctx, r, c), c, geminiFlex())
-	gc := &geminiCall{c: c, served: tier}
-	if err == nil && !b.answered() {
-		res.Body.Close()
-		err = errCut
-	}
-	w.Header().Set(HeaderRoute, string(c.route))
-	if err != nil {
-		g.failed(w, r, gc, b.cutBy())
-		return
-	}
-	g.pass(w, r, gc, res)
-}
-
-// request returns the upstream request of a sync call: the path called
-// (its ?alt=sse kept), the caller's headers but the proxy's own, the
-// hop-by-hop ones and Accept-Encoding (the usage is read), and the call's
-// credential.
-func (g geminiForwarder) request(ctx context.Context, r *http.Request, c *call) *http.Request {
-	u := *g.up
-	u.Path = strings.TrimSuffix(u.Path, "/") + c.endpoint
-	u.RawPath, u.RawQuery = "", r.URL.RawQuery
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
-	for k, v := range r.Header {
-		req.Header[k] = v
-	}
-	dropOwnHeaders(req.Header)
-	for _, k := range []string{"Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Accept-Encoding", "Content-Length", "Prefer", "Idempotency-Key"} {
-		req.Header.Del(k)
-	}
-	setGeminiCredential(req, c.req.Credential)
-	return withBody(ctx, req, c.req.Body)
+	gs := &faceSync{c: c, flex: geminiFlex()}
+	defer g.answered(gs) // reported even when the answer broke off
+	s.fwd.syncThrough(w, withPath(r, c.endpoint, ""), gs, GeminiPrefix, hard, tierTimeout(s, geminiProvider, llmfleet.TierOf(c.route)))
 }
 
 // geminiFlex is how the Gemini API takes flex calls: serviceTier "flex";
