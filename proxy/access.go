@@ -10,7 +10,6 @@ import (
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/jsonmember"
-	"github.com/llmfleet/llmfleet/openaiwire"
 )
 
 // Access is one line of the access log: what the proxy did with one
@@ -51,6 +50,7 @@ type accessRec struct {
 	s            *Server
 	start        time.Time
 	method, path string
+	routed       bool         // a routed call of its face (Access.Messages)
 	key          *clientName  // the presented credential's, nil without one
 	ownKey       clientName   // what key points to, allocated with the record
 	ctx          accessCtx    // the request's context, carrying the record
@@ -119,8 +119,9 @@ func noteModel(ctx context.Context, model string) {
 
 // newAccessRec starts the access record of r, served by s.
 func newAccessRec(s *Server, r *http.Request) *accessRec {
-	a := &accessRec{s: s, start: s.clock.Now(), method: r.Method, path: r.URL.Path}
-	if c := credentialFrom(r.Header); !c.IsZero() {
+	f, path := s.faceAt(r.URL.Path)
+	a := &accessRec{s: s, start: s.clock.Now(), method: r.Method, path: r.URL.Path, routed: f.routed(r.Method, path)}
+	if c := f.traits().key.read(r); !c.IsZero() {
 		a.ownKey = clientName{s: s, cred: c}
 		a.key = &a.ownKey
 	}
@@ -153,7 +154,7 @@ func (a *accessRec) report(status int, h http.Header) {
 	rec := Access{
 		Method:   a.method,
 		Path:     a.path,
-		Messages: a.method == http.MethodPost && (a.path == "/v1/messages" || isBudgetMessages(a.path) || isOpenAIRouted(a.path) || isGeminiRouted(a.path)),
+		Messages: a.routed,
 		Status:   status,
 		Latency:  a.s.clock.Now().Sub(a.start),
 		Key:      a.key.String(),
@@ -169,21 +170,6 @@ func (a *accessRec) report(status int, h http.Header) {
 		a.mu.Unlock()
 	}
 	a.s.Access(rec)
-}
-
-// isBudgetMessages reports whether path is /budget/<ms>/v1/messages,
-// doubled slashes folded.
-func isBudgetMessages(path string) bool {
-	const prefix, suffix = "/budget/", "/v1/messages"
-	if len(path) <= len(prefix)+len(suffix) || path[:len(prefix)] != prefix || path[len(path)-len(suffix):] != suffix {
-		return false
-	}
-	for _, c := range path[len(prefix) : len(path)-len(suffix)] {
-		if c == '/' {
-			return false
-		}
-	}
-	return true
 }
 
 // accessWriter records the status of a response.
@@ -245,13 +231,17 @@ func flushWhole(w http.ResponseWriter) {
 	}
 }
 
-// isOpenAIRouted reports whether path, with or without a /budget/<ms>
-// prefix, is one of the OpenAI face's routed endpoints.
-func isOpenAIRouted(path string) bool {
+// faceAt returns the face serving path (its /budget/<ms> prefix, if any,
+// left out), and the path under the face's prefix.
+func (s *Server) faceAt(path string) (mountedFace, string) {
 	if rest, ok := strings.CutPrefix(path, "/budget/"); ok {
 		_, path, _ = strings.Cut(rest, "/")
 		path = "/" + path
 	}
-	p, ok := strings.CutPrefix(path, OpenAIPrefix)
-	return ok && openaiwire.Routed(p)
+	for _, f := range s.faces[1:] {
+		if p, _ := f.prefix(); strings.HasPrefix(path, p+"/") {
+			return f, path[len(p):]
+		}
+	}
+	return s.faces[0], path
 }

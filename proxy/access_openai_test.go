@@ -45,23 +45,26 @@ func TestAccessOpenAIStreamsRequestID(t *testing.T) {
 }
 
 // TestAccessGeminiRouted: a routed call of the Gemini face has an access
-// line like the other faces' routed calls: route, model and budget.
+// line like the other faces' routed calls: route, model, budget, and the
+// label of the key presented as the Gemini API takes it (x-goog-api-key,
+// ?key=).
 func TestAccessGeminiRouted(t *testing.T) {
 	u := streamReplay(t, geminiStream())
 	got := make(chan proxy.Access, 4)
-	srv := &proxy.Server{GeminiUpstream: u, Observe: func(llmfleet.LedgerEntry) {}, Access: func(a proxy.Access) { got <- a }}
+	srv := &proxy.Server{GeminiUpstream: u, Observe: func(llmfleet.LedgerEntry) {}, Access: func(a proxy.Access) { got <- a },
+		Fingerprint: func(c llmfleet.Credential) string { return "label-" + c.APIKey }}
 	ps := httptest.NewServer(srv.Handler())
 	t.Cleanup(ps.Close)
 	resp := post(t, ps.URL+"/budget/0/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
 		`{"contents":[{"role":"user","parts":[{"text":"Hi"}]}]}`, "X-Goog-Api-Key", "AIza-test")
 	readAll(t, resp.Body)
 	a := oneAccess(t, got)
-	if !a.Messages || a.Route != llmfleet.RouteSync || a.Model != "gemini-2.5-flash" || a.Status != 200 {
+	if !a.Messages || a.Route != llmfleet.RouteSync || a.Model != "gemini-2.5-flash" || a.Status != 200 || a.Key != "label-AIza-test" {
 		t.Errorf("access %+v", a)
 	}
-	resp = post(t, ps.URL+"/gemini/v1beta/models", "", "X-Goog-Api-Key", "AIza-test")
+	resp = post(t, ps.URL+"/gemini/v1beta/models?key=AIza-query", "", "Content-Type", "application/json")
 	readAll(t, resp.Body)
-	if a := oneAccess(t, got); a.Messages {
-		t.Errorf("a pass-through call as a routed one: %+v", a)
+	if a := oneAccess(t, got); a.Messages || a.Key != "label-AIza-query" {
+		t.Errorf("a pass-through call as a routed one, or its ?key= not named: %+v", a)
 	}
 }

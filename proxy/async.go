@@ -135,7 +135,7 @@ func ticketNotFoundMessage(id string) string {
 // have been sent by the client key presented, through either face.
 func (t ticketDesk) find(r *http.Request, id string) (*llmfleet.StoredRequest, *refusal) {
 	s := t.s
-	cred := credentialFrom(r.Header)
+	cred := t.f.traits().key.read(r)
 	forms := keyForms(cred)
 	// clients are the names the presented key may have been stored under:
 	// the name of its key, and the name of the credential as presented,
@@ -175,22 +175,14 @@ func (t ticketDesk) find(r *http.Request, id string) (*llmfleet.StoredRequest, *
 }
 
 // heldForms returns, in proxy-held-key mode, the upstream credentials a
-// request of the client presenting cred was stored under: the Anthropic
-// one and, for each of the OpenAI and Gemini faces that is open, its
-// own; nil if no face admits the key.
+// request of the client presenting cred was stored under: for each face
+// that admits the key, the one it holds for it, in the form its API takes
+// (keyWay.form); nil if no face admits the key.
 func (t ticketDesk) heldForms(cred llmfleet.Credential) []llmfleet.Credential {
 	var forms []llmfleet.Credential
-	if up, ok := t.s.Credentials(cred); ok {
-		forms = append(forms, up)
-	}
-	if t.s.OpenAICredentials != nil {
-		if up, ok := t.s.OpenAICredentials(cred); ok {
-			forms = append(forms, openAIKey(up))
-		}
-	}
-	if t.s.GeminiCredentials != nil {
-		if up, ok := t.s.GeminiCredentials(cred); ok {
-			forms = append(forms, geminiKey(up))
+	for _, f := range t.s.faces {
+		if up, e := f.hold(cred); e == nil {
+			forms = append(forms, f.traits().key.form(up))
 		}
 	}
 	return forms

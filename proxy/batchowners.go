@@ -69,7 +69,7 @@ func isBatchesPath(path string) bool {
 // about one batch reaches upstream only if the client owns it (else 404,
 // as for an unknown id).
 func (f anthropicFace) serveBatches(w http.ResponseWriter, r *http.Request, client string) {
-	g := ownerGate{book: bookOf(f.s), up: f.s.rp, f: f, client: client}
+	g := gateOf(f.s, f, client)
 	if r.URL.Path == batchesPath {
 		switch r.Method {
 		case http.MethodPost:
@@ -82,7 +82,7 @@ func (f anthropicFace) serveBatches(w http.ResponseWriter, r *http.Request, clie
 			return
 		}
 		fullDuplex(w)
-		f.s.rp.ServeHTTP(w, r) // a method the API refuses: nothing to see
+		f.upstream().ServeHTTP(w, r) // a method the API refuses: nothing to see
 		return
 	}
 	id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, batchesPath+"/"), "/")
@@ -97,7 +97,7 @@ func (f anthropicFace) serveBatches(w http.ResponseWriter, r *http.Request, clie
 		return
 	}
 	fullDuplex(w)
-	f.s.rp.ServeHTTP(w, r)
+	f.upstream().ServeHTTP(w, r)
 }
 
 // batchList is a page of the list of batches, as the API answers it.
@@ -125,11 +125,7 @@ func (f anthropicFace) prefix() (mount, api string) { return "", "/v1/" }
 // hold maps the client's key to the upstream credential the proxy holds
 // for it (Server.Credentials).
 func (f anthropicFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
-	up, ok := f.s.Credentials(presented)
-	if !ok {
-		return up, f.says(unknownKey, "")
-	}
-	return up, nil
+	return holdWith(f, f.s.Credentials, presented)
 }
 
 // forCall returns the face for a call by the client named client.
@@ -155,6 +151,3 @@ func (f anthropicFace) serveOwned(w http.ResponseWriter, r *http.Request) {
 // shared reports whether a pass-through call may go upstream under the
 // key every client shares (anthropicShared).
 func (f anthropicFace) shared(method, path string) bool { return anthropicShared(method, path) }
-
-// upstream is the Anthropic face's reverse proxy.
-func (f anthropicFace) upstream() http.Handler { return f.s.rp }

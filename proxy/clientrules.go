@@ -33,7 +33,7 @@ func (p pipeline) clientRules(r *http.Request, c *call, force llmfleet.Route) *r
 	}
 	client := c.client.String()
 	if c.client == nil {
-		client = s.clientOf(credentialFrom(r.Header))
+		client = s.clientOf(p.f.traits().key.read(r))
 	}
 	if client == "" {
 		return nil

@@ -9,6 +9,36 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
+// keyWay is how a face's API carries a client's credential: the shared
+// parts of the proxy (the access log, tickets, client rules, owners, the
+// mount's proxy-held keys) read a call's credential through its face's.
+type keyWay struct {
+	// read returns the credential a request presents.
+	read func(r *http.Request) llmfleet.Credential
+	// form returns c as the API takes it upstream: the form its calls are
+	// pooled and stored under.
+	form func(c llmfleet.Credential) llmfleet.Credential
+	// set puts c on an upstream request in place of the client's
+	// credential, where the API takes it.
+	set func(out *http.Request, c llmfleet.Credential)
+}
+
+// headerKeys is the way of the Anthropic API's credentials: x-api-key, or
+// Authorization: Bearer, both sent on as they are.
+func headerKeys() keyWay {
+	return keyWay{read: headerCredential, form: sameKey, set: setHeaderCredential}
+}
+
+// headerCredential returns the credential r's headers carry
+// (credentialFrom).
+func headerCredential(r *http.Request) llmfleet.Credential { return credentialFrom(r.Header) }
+
+// sameKey returns c as it is.
+func sameKey(c llmfleet.Credential) llmfleet.Credential { return c }
+
+// setHeaderCredential replaces the credential headers of out with c.
+func setHeaderCredential(out *http.Request, c llmfleet.Credential) { setCredential(out.Header, c) }
+
 // credentialFrom returns the credential carried by a request's headers:
 // x-api-key, or Authorization: Bearer.
 func credentialFrom(h http.Header) llmfleet.Credential {

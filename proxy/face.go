@@ -115,6 +115,8 @@ type faceTraits struct {
 	spent bool
 	// stream is the shape of a streaming batched call's wait.
 	stream streamShape
+	// key is how the face's API carries a client's credential.
+	key keyWay
 }
 
 // refusal is an answer a face gives itself: its status, error type, code,

@@ -9,20 +9,58 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/jsonmember"
 	"github.com/llmfleet/llmfleet/openaiwire"
 )
 
-// This file runs the OpenAI face's flex calls, over HTTP and through the
-// SDK middleware alike, through the engine's flex executor (the
-// Submitter, a llmfleet.FlexExecutor): the proxy sends each attempt and
-// reads how it ended; the engine decides, with the reserve its routing
-// planned with, whether to retry, wait or give up for the standard tier.
+// This file runs the flex calls of every face (the OpenAI face's over
+// HTTP and through the SDK middleware, the Gemini face's) through the
+// engine's flex executor (the Submitter, a llmfleet.FlexExecutor): the
+// proxy sends each attempt and reads how it ended; the engine decides,
+// with the reserve its routing planned with, whether to retry, wait or
+// give up for the standard tier. What differs between the APIs, how the
+// tier is asked for and which answers are sheds or refusals of it, is the
+// face's flexWire.
 
-// flexCall is one flex call of the OpenAI face: attempt sends it in the
-// flex tier, standard in the standard one, each within the context given.
+// flexWire is how a provider API takes flex calls.
+type flexWire struct {
+	// provider names the API to the flex executor.
+	provider string
+	// member is the body's member that asks for the tier ("service_tier"),
+	// and value its JSON value.
+	member, value string
+	// reads reports whether an error answer of status may be a shed or a
+	// refusal of the tier, to be read for reason.
+	reads func(status int) bool
+	// reason returns the executor's error of such an answer
+	// (llmfleet.ErrFlexUnavailable, ErrFlexUnsupported), nil for another.
+	reason func(status int, body []byte) error
+}
+
+// body returns b asking for the flex tier (b itself if it cannot be
+// read as a JSON object).
+func (fw flexWire) body(b []byte) []byte {
+	flex, err := jsonmember.Set(b, fw.member, []byte(fw.value))
+	if err != nil {
+		return b
+	}
+	return flex
+}
+
+// openAIFlex is how the OpenAI API takes flex calls: service_tier "flex";
+// a 429 for want of resources sheds, a 400 naming service_tier refuses.
+func openAIFlex() flexWire {
+	return flexWire{provider: openAIProvider, member: "service_tier", value: `"flex"`,
+		reads:  func(st int) bool { return st == http.StatusTooManyRequests || st == http.StatusBadRequest },
+		reason: openaiwire.Reason}
+}
+
+// flexCall is one flex call of a face: attempt sends it in the flex tier,
+// standard in the standard one, each within the context given.
 type flexCall struct {
 	exec     llmfleet.FlexExecutor
-	c        *openAICall
+	wire     flexWire
+	c        *call
 	attempt  func(context.Context) (*http.Response, error)
 	standard func(context.Context) (*http.Response, error)
 }
@@ -56,7 +94,7 @@ func (oneAttempt) ExecuteFlex(ctx context.Context, _, _ string, _ time.Time, _ t
 // status) and the tier asked for on the last attempt.
 func (fc flexCall) run(ctx context.Context) (*http.Response, llmfleet.Tier, error) {
 	var res *http.Response
-	answered, err := fc.exec.ExecuteFlex(ctx, openAIProvider, fc.c.model, fc.c.arrived, fc.c.budget,
+	answered, err := fc.exec.ExecuteFlex(ctx, fc.wire.provider, fc.c.model, fc.c.arrived, fc.c.budget,
 		func(actx context.Context) error {
 			var err error
 			res, err = fc.try(ctx, actx)
@@ -74,7 +112,9 @@ func (fc flexCall) run(ctx context.Context) (*http.Response, llmfleet.Tier, erro
 
 // try sends one attempt. The executor's context (actx) bounds the wait
 // for its answer's headers, not the answer: the attempt runs in a context
-// of the call's that actx cancels only until then.
+// of the call's that actx cancels only until then. An answer the face's
+// wire reads as a shed or a refusal of the tier is the executor's error;
+// any other error answer is passed on as it came (errPassOn).
 func (fc flexCall) try(ctx, actx context.Context) (*http.Response, error) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(actx, func() { cancel(context.Cause(actx)) })
@@ -87,7 +127,7 @@ func (fc flexCall) try(ctx, actx context.Context) (*http.Response, error) {
 		cancel(nil)
 		return nil, err
 	}
-	if res.StatusCode != http.StatusTooManyRequests && res.StatusCode != http.StatusBadRequest {
+	if !fc.wire.reads(res.StatusCode) {
 		res.Body = releasingBody{res.Body, func() { cancel(nil) }}
 		if res.StatusCode/100 == 2 {
 			return res, nil
@@ -97,7 +137,7 @@ func (fc flexCall) try(ctx, actx context.Context) (*http.Response, error) {
 	b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	res.Body.Close()
 	cancel(nil)
-	if reason := openaiwire.Reason(res.StatusCode, b); reason != nil {
+	if reason := fc.wire.reason(res.StatusCode, b); reason != nil {
 		return nil, reason
 	}
 	res.Body = io.NopCloser(bytes.NewReader(b)) // another error: passed on as it came

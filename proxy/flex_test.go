@@ -68,7 +68,7 @@ func TestFlexCallAnswerOutlivesAttempt(t *testing.T) {
 		{"/broken", llmfleet.TierFlex, `{"error":{"message":"boom","type":"server_error"}}`},
 	} {
 		x := &cancelingExec{}
-		res, tier, err := flexCall{exec: x, c: c, attempt: get(tc.attempt), standard: get("/stream")}.run(context.Background())
+		res, tier, err := flexCall{exec: x, wire: openAIFlex(), c: c, attempt: get(tc.attempt), standard: get("/stream")}.run(context.Background())
 		if err != nil || tier != tc.tier {
 			t.Fatalf("%s: tier %q, err %v", tc.attempt, tier, err)
 		}

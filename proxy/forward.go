@@ -12,13 +12,14 @@ import (
 	"github.com/llmfleet/llmfleet"
 )
 
-// forwarder sends calls upstream as they came, for both faces, through
-// one httputil.ReverseProxy setup (newReverseProxy): the pass-through
-// paths and the sync route, whose calls it bounds (deadline.go), retries
-// within their budgets (syncbudget.go), sends to the flex tier
-// (openai_sync.go) and observes (observer.go, usagetap.go). It is the
-// transport of its reverse proxies: a call of the sync route rides in its
-// request's context, every other request goes to next as it is. It is
+// forwarder sends calls upstream as they came, for every face, through
+// one httputil.ReverseProxy setup (newReverseProxy), one reverse proxy a
+// face, built when the face is mounted from the faceWay it gives: the
+// pass-through paths and the sync route, whose calls it bounds
+// (deadline.go), retries within their budgets (syncbudget.go), sends to
+// the flex tier (flex.go) and observes (observer.go, usagetap.go). It is
+// the transport of its reverse proxies: a call of the sync route rides in
+// its request's context, every other request goes to next as it is. It is
 // built once, when the Server is first used, and read only after.
 type forwarder struct {
 	s       *Server // the cut answers' words (Server.writeCut, cutMessage) and bounds
@@ -28,9 +29,8 @@ type forwarder struct {
 	obs     *syncObserver
 	next    http.RoundTripper
 
-	upstream, openAIUpstream *url.URL
-	// anthropic and openAI are the reverse proxies of the faces.
-	anthropic, openAI *httputil.ReverseProxy
+	// faces are the ways upstream of the faces mounted, by mount prefix.
+	faces map[string]faceUpstream
 
 	flex llmfleet.FlexExecutor // the engine's, or one attempt without one
 }
@@ -39,11 +39,7 @@ type forwarder struct {
 // (Server.init).
 func newForwarder(s *Server) *forwarder {
 	f := &forwarder{s: s, log: s.log, clock: s.clock, timeout: s.upstreamTimeout,
-		upstream: s.Upstream, openAIUpstream: openAIUpstreamURL(s.OpenAIUpstream), next: s.Transport,
-		flex: flexExecutor(s.Submitter)}
-	if f.upstream == nil {
-		f.upstream, _ = url.Parse(DefaultUpstream)
-	}
+		next: s.Transport, flex: flexExecutor(s.Submitter), faces: map[string]faceUpstream{}}
 	if f.next == nil {
 		dt := http.DefaultTransport.(*http.Transport).Clone()
 		dt.MaxIdleConns = 1024
@@ -52,10 +48,32 @@ func newForwarder(s *Server) *forwarder {
 	}
 	f.obs = &syncObserver{observe: s.Observe, upstreamError: s.UpstreamError, provider: s.Provider, clock: s.clock}
 	f.obs.cache, _ = s.Submitter.(llmfleet.CacheObserver)
-	f.anthropic = f.newReverseProxy(f.rewrite, f.obs.tapUsage, f.upstreamError)
-	f.openAI = f.newReverseProxy(f.rewriteOpenAI, f.tapOpenAI, f.openAIError)
 	return f
 }
+
+// faceWay is what a face gives the forwarder when it is mounted: the base
+// URL of its upstream and the hooks of its reverse proxy.
+type faceWay struct {
+	up      *url.URL
+	rewrite func(*httputil.ProxyRequest)
+	modify  func(*http.Response) error
+	onError func(http.ResponseWriter, *http.Request, error)
+}
+
+// faceUpstream is a mounted face's way upstream: its upstream's base URL
+// and its reverse proxy.
+type faceUpstream struct {
+	up *url.URL
+	rp *httputil.ReverseProxy
+}
+
+// mount builds the reverse proxy of the face mounted under prefix (Server.init).
+func (f *forwarder) mount(prefix string, w faceWay) {
+	f.faces[prefix] = faceUpstream{up: w.up, rp: f.newReverseProxy(w.rewrite, w.modify, w.onError)}
+}
+
+// to returns the way upstream of the face mounted under prefix.
+func (f *forwarder) to(prefix string) faceUpstream { return f.faces[prefix] }
 
 // newReverseProxy returns a reverse proxy of the forwarder's: its calls
 // go through the forwarder, copy buffers are pooled, answers are flushed
@@ -81,8 +99,8 @@ func (f *forwarder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if sc := syncCallOf(req); sc != nil && sc.bound != nil {
 		return f.sendBounded(req, sc)
 	}
-	if oc := openAISyncOf(req); oc != nil {
-		return f.sendOpenAI(req, oc)
+	if fs := faceSyncOf(req); fs != nil {
+		return f.sendSync(req, fs)
 	}
 	return f.next.RoundTrip(req)
 }
@@ -96,12 +114,12 @@ func dropOwnHeaders(h http.Header) {
 	}
 }
 
-// rewrite prepares an upstream request of the Anthropic face.
-func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
-	pr.SetURL(f.upstream)
+// rewrite prepares an upstream request of the Anthropic face, to up.
+func (f *forwarder) rewrite(pr *httputil.ProxyRequest, up *url.URL) {
+	pr.SetURL(up)
 	dropOwnHeaders(pr.Out.Header)
 	if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
-		setCredential(pr.Out.Header, c)
+		setHeaderCredential(pr.Out, c)
 	}
 	prepareObserved(pr)
 }

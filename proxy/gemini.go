@@ -38,33 +38,22 @@ type geminiFace struct {
 	client string
 }
 
-// serveGemini serves a request under GeminiPrefix: its key, given as the
-// API takes it (x-goog-api-key or ?key=), is presented as every face's
-// credential is (x-api-key) before the mount serves it.
-func serveGemini(s *Server) http.HandlerFunc {
-	m := mount{s, geminiFace{s: s}}
-	return func(w http.ResponseWriter, r *http.Request) {
-		m.serve(w, geminiKeyed(r))
-	}
+// geminiKeys is the way of the Gemini API's credentials: its key in
+// x-goog-api-key or ?key= (else x-api-key), or a bearer token; upstream
+// the key goes in x-goog-api-key, never in the URL.
+func geminiKeys() keyWay {
+	return keyWay{read: geminiCredential, form: geminiKey, set: setGeminiCredential}
 }
 
-// geminiKeyed returns r with the Gemini key it carries, if any, as its
-// x-api-key, and without the ?key= parameter (the key goes upstream in
-// its header).
-func geminiKeyed(r *http.Request) *http.Request {
-	q := r.URL.Query()
-	key := geminiwire.RequestKey(r.Header, q)
-	if key == "" {
-		return r
+// geminiCredential returns the credential r presents: its Gemini key
+// (x-goog-api-key, else ?key=) as the key, else its x-api-key, and its
+// bearer token.
+func geminiCredential(r *http.Request) llmfleet.Credential {
+	c := credentialFrom(r.Header)
+	if key := geminiwire.RequestKey(r.Header, r.URL.Query()); key != "" {
+		c.APIKey = key
 	}
-	r2 := r.Clone(r.Context())
-	r2.Header.Del(geminiwire.APIKeyHeader)
-	r2.Header.Set("X-Api-Key", key)
-	if q.Has("key") {
-		q.Del("key")
-		r2.URL.RawQuery = q.Encode()
-	}
-	return r2
+	return c
 }
 
 // geminiKey returns a credential as the Gemini API takes it: a key, else
@@ -76,9 +65,14 @@ func geminiKey(c llmfleet.Credential) llmfleet.Credential {
 	return llmfleet.Credential{AuthToken: c.AuthToken}
 }
 
-// setGeminiCredential replaces the credential headers of h with c, its key
-// in x-goog-api-key.
-func setGeminiCredential(h http.Header, c llmfleet.Credential) {
+// setGeminiCredential replaces the credential of an upstream request with
+// c, its key in x-goog-api-key (a ?key= parameter dropped).
+func setGeminiCredential(out *http.Request, c llmfleet.Credential) {
+	if q := out.URL.Query(); q.Has("key") {
+		q.Del("key")
+		out.URL.RawQuery = q.Encode()
+	}
+	h := out.Header
 	setCredential(h, llmfleet.Credential{AuthToken: c.AuthToken})
 	h.Del(geminiwire.APIKeyHeader)
 	if c.APIKey != "" {
@@ -93,14 +87,7 @@ func (f geminiFace) prefix() (mount, api string) { return GeminiPrefix, "/" }
 // hold maps the client's key to the Gemini key the proxy holds for it
 // (Server.GeminiCredentials); without one the face is closed.
 func (f geminiFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
-	if f.s.GeminiCredentials == nil {
-		return llmfleet.Credential{}, f.says(faceClosed, "")
-	}
-	up, ok := f.s.GeminiCredentials(presented)
-	if !ok {
-		return up, f.says(unknownKey, "")
-	}
-	return up, nil
+	return holdWith(f, f.s.GeminiCredentials, presented)
 }
 
 // forCall returns the face for a call to path by the client named client.
@@ -127,16 +114,13 @@ func geminiMethod(path string) (model, method string, ok bool) {
 	return geminiwire.SplitMethod(path)
 }
 
-// upstream is the Gemini face's reverse proxy.
-func (f geminiFace) upstream() http.Handler { return geminiFwdOf(f.s).rp }
-
 // traits: sync, flex or batch may be forced; refusals of a call's headers
 // and body go without the route header; a batched caller waits in its
 // handler, a streaming one on blank lines (an SDK skips them; a comment
 // would be an invalid chunk to it), the stream begun at once.
 func (f geminiFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch}, bare: true,
-		stream: streamShape{eager: true, ping: geminiPing, begin: openAIStreamHead}}
+		stream: streamShape{eager: true, ping: geminiPing, begin: openAIStreamHead}, key: geminiKeys()}
 }
 
 // geminiPing appends the blank line a waiting stream is sent.
@@ -144,7 +128,7 @@ func geminiPing(b []byte) []byte { return append(b, "\r\n\r\n"...) }
 
 // admit checks that the call presents a key.
 func (f geminiFace) admit(r *http.Request, _ *call) *refusal {
-	if credentialFrom(r.Header).IsZero() {
+	if geminiCredential(r).IsZero() {
 		e := f.says(noKey, "")
 		e.bare = true
 		return e
@@ -167,7 +151,7 @@ func (f geminiFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 		return &refusal{status: http.StatusBadRequest, typ: geminiwire.StatusInvalidArgument, bare: true,
 			msg: "Invalid JSON payload received: the body is not a JSON object."}
 	}
-	cred := credentialFrom(r.Header)
+	cred := geminiCredential(r)
 	upstream := geminiKey(cred)
 	if held, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
 		upstream = geminiKey(held) // proxy-held keys: pooled under the proxy's key
@@ -177,15 +161,7 @@ func (f geminiFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 		Endpoint: "/" + geminiwire.Version + "/models/" + model + ":generateContent", Body: body, Client: s.clientOf(cred),
 		NoBatch: c.noBatch, BatchOnly: c.batchOnly}
 	noteModel(r.Context(), model)
-	if force != "" {
-		c.route = force
-	}
-	switch {
-	case c.async:
-		c.stream = false
-	case !c.forced && s.Submitter != nil:
-		c.route = s.Submitter.Plan(c.budget, c.req)
-	}
+	planRoute(s, c, force)
 	if c.route == llmfleet.RouteBatch && s.Submitter == nil {
 		return &refusal{status: http.StatusBadRequest, typ: geminiwire.StatusInvalidArgument, param: "llmfleet-route", msg: "This llmfleet does not batch."}
 	}
@@ -208,11 +184,7 @@ func (f geminiFace) refuse(w http.ResponseWriter, e *refusal) {
 
 // writeGeminiBody answers status with the JSON body.
 func writeGeminiBody(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=UTF-8")
-	h.Set("Content-Length", itoa(int64(len(body))))
-	w.WriteHeader(status)
-	w.Write(body)
+	writeBody(w, status, "application/json; charset=UTF-8", body)
 }
 
 // geminiUpstreamURL returns the Gemini upstream's base URL.
@@ -222,15 +194,6 @@ func geminiUpstreamURL(u *url.URL) *url.URL {
 	}
 	d, _ := url.Parse(DefaultGeminiUpstream)
 	return d
-}
-
-// geminiTickets serves GET GeminiRequestsPath + id, the key presented as
-// the API takes it.
-func geminiTickets(s *Server) http.HandlerFunc {
-	t := ticketDesk{s, geminiFace{s: s}}
-	return func(w http.ResponseWriter, r *http.Request) {
-		t.serve(w, geminiKeyed(r))
-	}
 }
 
 // The Gemini face is a face of the proxy.

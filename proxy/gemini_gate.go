@@ -16,9 +16,9 @@ import (
 // and a call about one batch or file reaches upstream only if the client
 // owns it, else 404 as for an unknown name. Google's lists page by
 // pageSize and pageToken, and name objects by "name": a shape the
-// ownerGate's lists (data, has_more, limit, id) do not take, so the face
-// filters its lists itself, with the owners book and recorder of every
-// face.
+// ownerGate's lists (listShape: data, has_more, limit, id cursors) do not
+// take, so the face pages its lists itself, filtered by the gate's owners
+// (ownerGate.mine, by name).
 
 // geminiGate is the owner gate of the Gemini face's client.
 type geminiGate struct {
@@ -29,7 +29,8 @@ type geminiGate struct {
 // serveOwned serves the Batch Mode and Files APIs for the face's client
 // (r's path is already the upstream one).
 func (f geminiFace) serveOwned(w http.ResponseWriter, r *http.Request) {
-	gg := geminiGate{f: f, g: ownerGate{book: bookOf(f.s), up: f.upstream(), f: f, client: f.client}}
+	gg := geminiGate{f: f, g: gateOf(f.s, f, f.client)}
+	gg.g.name = nameOf // Google's objects are named by "name"
 	v := "/" + geminiwire.Version
 	path := r.URL.Path
 	switch {
@@ -193,7 +194,7 @@ func (gg geminiGate) list(w http.ResponseWriter, r *http.Request, kind string) {
 			gg.f.refuse(w, gg.f.says(unreadable, ""))
 			return
 		}
-		mine, err := gg.mine(r, page.items)
+		mine, err := gg.g.mine(r.Context(), page.items)
 		if err != nil {
 			gg.g.state(w, r, "owner lookup failed", err)
 			return
@@ -239,23 +240,4 @@ func readGeminiList(body []byte, member string) (geminiList, error) {
 		}
 	}
 	return l, nil
-}
-
-// mine returns the objects of items the client owns.
-func (gg geminiGate) mine(r *http.Request, items []json.RawMessage) ([]json.RawMessage, error) {
-	var mine []json.RawMessage
-	for _, item := range items {
-		n := nameOf(item)
-		if n == "" {
-			continue
-		}
-		owned, err := gg.g.book.owns(r.Context(), n, gg.g.client)
-		if err != nil {
-			return nil, err
-		}
-		if owned {
-			mine = append(mine, item)
-		}
-	}
-	return mine, nil
 }

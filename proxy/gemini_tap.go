@@ -65,69 +65,73 @@ func (t *geminiTap) answer() geminiwire.Answer {
 	return a
 }
 
-// hopHeaders are the headers not passed on from an upstream answer.
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-// pass passes the upstream's answer on as it streams, then reports the
-// call to the ledger.
-func (g geminiForwarder) pass(w http.ResponseWriter, r *http.Request, gc *geminiCall, res *http.Response) {
-	defer res.Body.Close()
-	h := w.Header()
-	for k, v := range res.Header {
-		h[k] = v
-	}
-	for _, k := range hopHeaders {
-		h.Del(k)
-	}
-	h.Set(HeaderRoute, string(gc.c.route))
-	w.WriteHeader(res.StatusCode)
-	t := &geminiTap{sse: strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream")}
-	err := copyFlushing(io.MultiWriter(w, t), w, res.Body, t.sse)
-	outcome := "ok"
-	switch {
-	case res.StatusCode >= 400:
-		s, _ := geminiwire.ParseError(t.buf.Bytes())
-		outcome = s.Status
-		if outcome == "" {
-			outcome = geminiwire.StatusOf(res.StatusCode)
-		}
-		g.s.fwd.obs.failed(outcome)
-	case err != nil && r.Context().Err() != nil:
-		outcome = "caller_canceled"
-	case err != nil:
-		outcome = "network"
-	}
-	served := geminiwire.TierOf(res.Header.Get(geminiwire.TierHeader))
-	g.observe(gc.c, gc.served, served, t, outcome, outcome != "ok" && res.StatusCode < 400)
+// geminiBody is the body of the answer to a sync or flex call of the
+// Gemini face: it passes every byte on as the reverse proxy reads it,
+// keeping what its usage is read from (geminiTap).
+type geminiBody struct {
+	rc     io.ReadCloser
+	t      geminiTap
+	status int
+	served llmfleet.Tier // the tier its x-gemini-service-tier header names
+	eof    bool          // the answer came whole
 }
 
-// copyFlushing copies src to dst, flushing w after each read of a stream.
-func copyFlushing(dst io.Writer, w http.ResponseWriter, src io.Reader, stream bool) error {
-	rc := http.NewResponseController(w)
-	buf := make([]byte, copyBuffer)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return werr
-			}
-			if stream {
-				rc.Flush()
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+func (b *geminiBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.t.Write(p[:n])
 	}
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *geminiBody) Close() error { return b.rc.Close() }
+
+// modify is the Gemini face's ModifyResponse: the answer to a sync call
+// is read as it streams by (geminiBody); an upload's session URL is
+// pointed at the face (uploadURL).
+func (g geminiForwarder) modify(resp *http.Response) error {
+	gs := faceSyncOf(resp.Request)
+	if gs == nil {
+		return g.uploadURL(resp)
+	}
+	resp.Header.Del(HeaderRoute) // the proxy's own, set by syncThrough
+	b := &geminiBody{rc: resp.Body, status: resp.StatusCode, served: geminiwire.TierOf(resp.Header.Get(geminiwire.TierHeader)),
+		t: geminiTap{sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}}
+	gs.tap, resp.Body = b, b
+	return nil
+}
+
+// answered reports a call once its answer has been passed on, or broke
+// off; one that got no answer was reported by failed.
+func (g geminiForwarder) answered(gs *faceSync) {
+	b, _ := gs.tap.(*geminiBody)
+	if gs.failed || b == nil {
+		return
+	}
+	outcome := "ok"
+	switch {
+	case b.status >= 400:
+		s, _ := geminiwire.ParseError(b.t.buf.Bytes())
+		outcome = s.Status
+		if outcome == "" {
+			outcome = geminiwire.StatusOf(b.status)
+		}
+		g.s.fwd.obs.failed(outcome)
+	case !b.eof && gs.caller.Err() != nil:
+		outcome = "caller_canceled"
+	case !b.eof:
+		outcome = "network"
+	}
+	g.observe(gs.c, gs.served, b.served, &b.t, outcome, outcome != "ok" && b.status < 400)
 }
 
 // failed answers and reports a sync or flex call that got no answer: cut
 // by its hard deadline or the upstream timeout (504 DEADLINE_EXCEEDED),
 // left by its caller, or failed to reach the upstream (502).
-func (g geminiForwarder) failed(w http.ResponseWriter, r *http.Request, gc *geminiCall, state int32) {
+func (g geminiForwarder) failed(w http.ResponseWriter, r *http.Request, gc *faceSync, state int32) {
 	c := gc.c
 	switch {
 	case state == callCutHard || state == callCutTimeout:
@@ -152,13 +156,12 @@ func (g geminiForwarder) failed(w http.ResponseWriter, r *http.Request, gc *gemi
 // estimate; the tier served (the x-gemini-service-tier header's, else the
 // usage's, else the one asked for).
 func (g geminiForwarder) observe(c *call, asked, served llmfleet.Tier, t *geminiTap, outcome string, cut bool) {
-	o := g.s.Observe
-	if o == nil {
+	o := g.s.fwd.obs
+	if o.observe == nil {
 		return
 	}
-	now := g.s.clock.Now()
-	e := llmfleet.LedgerEntry{Time: now, Provider: geminiProvider, Model: c.model, Route: c.route, Outcome: outcome,
-		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client, Tier: served}
+	e := o.callEntry(geminiProvider, c, outcome)
+	e.Tier = served
 	if t != nil && (outcome == "ok" || cut) {
 		a := t.answer()
 		e.Usage = a.Usage
@@ -169,13 +172,5 @@ func (g geminiForwarder) observe(c *call, asked, served llmfleet.Tier, t *gemini
 			e.Model = a.Model
 		}
 	}
-	if cut && e.Usage == (llmfleet.Usage{}) {
-		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
-	}
-	if e.Tier == "" && (outcome == "ok" || cut) {
-		e.Tier = asked
-	}
-	e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, c.budget)
-	c.span.entry(&e)
-	o(e)
+	o.handCall(c, e, asked, cut)
 }

@@ -29,7 +29,7 @@ type anthropicFace struct {
 // streaming caller waits on ping events, the stream begun at the first.
 func (f anthropicFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteBatch}, parks: true, spent: true,
-		stream: streamShape{ping: anthropicPing, begin: anthropicStreamHead}}
+		stream: streamShape{ping: anthropicPing, begin: anthropicStreamHead}, key: headerKeys()}
 }
 
 // admit names the call's client, and with proxy-held keys checks its key
@@ -196,7 +196,7 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 	}
 	if sc == nil || s.Observe == nil {
-		s.rp.ServeHTTP(w, r)
+		f.upstream().ServeHTTP(w, r)
 		return
 	}
 	// The answer is flushed to the caller before its ledger entry is
@@ -204,7 +204,7 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 	// caller's wait.
 	sc.hold()
 	defer s.fwd.obs.release(sc)
-	s.rp.ServeHTTP(w, r)
+	f.upstream().ServeHTTP(w, r)
 	flushWhole(w)
 }
 

@@ -10,7 +10,8 @@ import (
 
 // mountedFace is a face served under a path prefix of its own (the OpenAI
 // face under OpenAIPrefix): besides its part of the pipeline, its
-// pass-through rules.
+// pass-through rules and its way upstream. The faces are mounted in
+// Server.init (Server.faces).
 type mountedFace interface {
 	face
 	// prefix returns the path prefix the face is served under and the
@@ -33,8 +34,27 @@ type mountedFace interface {
 	// shared reports whether a pass-through call may go upstream, in
 	// proxy-held-key mode, under the key every client shares.
 	shared(method, path string) bool
-	// upstream passes a call on to the face's upstream.
+	// way returns what the forwarder needs to pass the face's calls on
+	// (its upstream, the hooks of its reverse proxy), once, at mount.
+	way(f *forwarder) faceWay
+	// upstream passes a call on to the face's upstream, through the
+	// reverse proxy the forwarder built of its way.
 	upstream() http.Handler
+}
+
+// holdWith maps, in proxy-held-key mode, the key a client presented to
+// the upstream one hook (the face's Server.*Credentials hook) holds for
+// it, or returns f's refusal: the face is closed without a hook, the key
+// is unknown to it.
+func holdWith(f face, hook func(llmfleet.Credential) (llmfleet.Credential, bool), presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
+	if hook == nil {
+		return llmfleet.Credential{}, f.says(faceClosed, "")
+	}
+	up, ok := hook(presented)
+	if !ok {
+		return up, f.says(unknownKey, "")
+	}
+	return up, nil
 }
 
 // mount serves the paths of a face under its prefix: with proxy-held keys
@@ -57,7 +77,7 @@ func (m mount) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	client := ""
 	if s.Credentials != nil {
-		presented := credentialFrom(r.Header)
+		presented := m.f.traits().key.read(r)
 		up, e := m.f.hold(presented)
 		if e != nil {
 			m.f.refuse(w, e)

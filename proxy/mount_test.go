@@ -65,6 +65,7 @@ func (f echoFace) routed(method, path string) bool {
 func (f echoFace) owned(string) bool                             { return false }
 func (f echoFace) serveOwned(http.ResponseWriter, *http.Request) {}
 func (f echoFace) shared(string, string) bool                    { return true }
+func (f echoFace) way(*forwarder) faceWay                        { return faceWay{} }
 func (f echoFace) upstream() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "upstream: "+r.URL.Path) })
 }

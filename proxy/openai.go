@@ -54,14 +54,7 @@ func (f openAIFace) prefix() (mount, api string) { return OpenAIPrefix, "/v1/" }
 // hold maps the client's key to the OpenAI key the proxy holds for it
 // (Server.OpenAICredentials); without one the face is closed.
 func (f openAIFace) hold(presented llmfleet.Credential) (llmfleet.Credential, *refusal) {
-	if f.s.OpenAICredentials == nil {
-		return llmfleet.Credential{}, f.says(faceClosed, "")
-	}
-	up, ok := f.s.OpenAICredentials(presented)
-	if !ok {
-		return up, f.says(unknownKey, "")
-	}
-	return up, nil
+	return holdWith(f, f.s.OpenAICredentials, presented)
 }
 
 // forCall returns the face for a call to path by the client named client.
@@ -77,7 +70,7 @@ func (f openAIFace) routed(method, path string) bool {
 }
 
 // upstream is the OpenAI face's reverse proxy.
-func (f openAIFace) upstream() http.Handler { return f.s.openAIRP }
+func (f openAIFace) upstream() http.Handler { return f.s.fwd.to(OpenAIPrefix).rp }
 
 // openAIKey returns the key of a credential as OpenAI takes it: a bearer
 // token.
@@ -93,7 +86,14 @@ func openAIKey(c llmfleet.Credential) llmfleet.Credential {
 // handler, a streaming one on ": ping" comments, the stream begun at once.
 func (f openAIFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch}, bare: true,
-		stream: streamShape{eager: true, ping: openAIPing, begin: openAIStreamHead}}
+		stream: streamShape{eager: true, ping: openAIPing, begin: openAIStreamHead}, key: openAIKeys()}
+}
+
+// openAIKeys is the way of the OpenAI API's credentials: a bearer token
+// (Authorization), a key given as x-api-key sent on as one.
+func openAIKeys() keyWay {
+	return keyWay{read: headerCredential, form: openAIKey,
+		set: func(out *http.Request, c llmfleet.Credential) { setCredential(out.Header, openAIKey(c)) }}
 }
 
 // openAIPing appends the comment a waiting chat stream is sent.
@@ -108,7 +108,7 @@ func openAIStreamHead(h http.Header, _ bool) {
 
 // admit checks that the call presents a key, as a bearer token.
 func (f openAIFace) admit(r *http.Request, _ *call) *refusal {
-	if credentialFrom(r.Header).AuthToken == "" {
+	if headerCredential(r).AuthToken == "" {
 		e := f.says(noKey, "")
 		e.bare = true
 		return e
@@ -128,15 +128,7 @@ func (f openAIFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 	if e := f.parse(r, c); e != nil {
 		return e
 	}
-	if force != "" {
-		c.route = force
-	}
-	switch {
-	case c.async:
-		c.stream = false
-	case !c.forced && s.Submitter != nil:
-		c.route = s.Submitter.Plan(c.budget, c.req)
-	}
+	planRoute(s, c, force)
 	if !c.async && c.route == llmfleet.RouteBatch && c.stream && c.endpoint != openaiwire.ChatCompletions {
 		c.route = llmfleet.RouteSync // only chat streams are synthesised from a batch
 	}
@@ -189,7 +181,7 @@ func (f openAIFace) parse(r *http.Request, c *call) *refusal {
 			h.Set(k, v)
 		}
 	}
-	cred := credentialFrom(r.Header)
+	cred := headerCredential(r)
 	upstream := llmfleet.Credential{AuthToken: cred.AuthToken}
 	if held, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
 		upstream = openAIKey(held) // proxy-held keys: pooled under the proxy's key

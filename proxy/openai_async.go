@@ -74,8 +74,14 @@ func openAIResultAnswer(res *llmfleet.StoredResult) (int, []byte) {
 
 // writeOpenAIBody answers status with the JSON body.
 func writeOpenAIBody(w http.ResponseWriter, status int, body []byte) {
+	writeBody(w, status, "application/json", body)
+}
+
+// writeBody answers status with body, of the content type ctype and of
+// its length.
+func writeBody(w http.ResponseWriter, status int, ctype string, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", ctype)
 	h.Set("Content-Length", itoa(int64(len(body))))
 	w.WriteHeader(status)
 	w.Write(body)

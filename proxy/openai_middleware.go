@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/jsonmember"
 	"github.com/llmfleet/llmfleet/openaiwire"
 )
 
@@ -84,10 +83,6 @@ func (sr *SDKRouter) OpenAI(req *http.Request, next Next) (*http.Response, error
 // engine's flex executor (flex.go): with service_tier "flex", retried or
 // sent once more in the standard tier as the engine decides.
 func (sr *SDKRouter) flexThrough(req *http.Request, c *openAICall, body []byte, next Next) (*http.Response, error) {
-	flexBody, err := jsonmember.Set(body, "service_tier", []byte(`"flex"`))
-	if err != nil {
-		flexBody = body
-	}
 	send := func(b []byte) func(context.Context) (*http.Response, error) {
 		return func(ctx context.Context) (*http.Response, error) {
 			r := req.WithContext(ctx)
@@ -95,7 +90,7 @@ func (sr *SDKRouter) flexThrough(req *http.Request, c *openAICall, body []byte, 
 			return next(r)
 		}
 	}
-	resp, _, err := flexCall{exec: sr.s.fwd.flex, c: c, attempt: send(flexBody), standard: send(body)}.run(req.Context())
+	resp, _, err := flexCall{exec: sr.s.fwd.flex, wire: openAIFlex(), c: c, attempt: send(openAIFlex().body(body)), standard: send(body)}.run(req.Context())
 	return resp, err
 }
 

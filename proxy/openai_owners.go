@@ -39,7 +39,7 @@ func (f openAIFace) shared(method, path string) bool {
 // id. The output and error files of a client's batch become the client's
 // when the batch is read or cancelled through the proxy.
 func (f openAIFace) serveOwned(w http.ResponseWriter, r *http.Request) {
-	g := ownerGate{book: bookOf(f.s), up: f.s.openAIRP, f: f, client: f.client}
+	g := gateOf(f.s, f, f.client)
 	kind, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/"), "/")
 	notFound := batchNotFound
 	if kind == "files" {

@@ -1,16 +1,13 @@
 package proxy
 
 import (
-	"bytes"
-	"context"
-	"io"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/jsonmember"
 	"github.com/llmfleet/llmfleet/openaiwire"
 )
 
@@ -18,26 +15,6 @@ import (
 // upstream through the forwarder's reverse proxy of the face, as a
 // pass-through call does, its answer streams back through a tap that reads
 // its usage for the ledger (openaitap.go).
-
-// openAISync is a sync or flex call of the OpenAI face on its way through
-// the reverse proxy; it rides in the request's context. Its fields are
-// written by the goroutine serving the call, or by the reverse proxy's
-// transport, hooks and copy, which that goroutine waits for.
-type openAISync struct {
-	c      *openAICall
-	caller context.Context // the caller's context, not the bounded one
-	bound  *callBound
-	served llmfleet.Tier // the tier asked for on the last attempt
-	tap    *openAITap    // the answer's, once its headers came
-	failed bool          // no answer came: the error handler answered
-}
-
-type openAISyncKey struct{}
-
-func openAISyncOf(r *http.Request) *openAISync {
-	oc, _ := r.Context().Value(openAISyncKey{}).(*openAISync)
-	return oc
-}
 
 // serveOpenAISync makes the call upstream, flex or standard, and streams
 // its answer back, reading its usage for the ledger. Its budget does not
@@ -52,23 +29,17 @@ func (f *forwarder) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *o
 			return
 		}
 	}
-	ctx, b := f.s.bound(r.Context(), hard, f.timeout)
-	defer b.release()
-	oc := &openAISync{c: c, caller: r.Context(), bound: b, served: llmfleet.TierStandard}
-	up := withPath(r.WithContext(context.WithValue(ctx, openAISyncKey{}, oc)), c.endpoint, "")
+	oc := &faceSync{c: c, flex: openAIFlex()}
+	up := withPath(r, c.endpoint, "")
 	up.URL.RawQuery = ""
-	up.Body, up.ContentLength = io.NopCloser(bytes.NewReader([]byte(c.req.Body))), int64(len(c.req.Body))
-	w.Header().Set(HeaderRoute, string(c.route))
-	// Deferred: the reverse proxy aborts the handler (http.ErrAbortHandler)
-	// when an answer breaks off; the call is reported all the same.
-	defer f.openAIAnswered(oc)
-	f.openAI.ServeHTTP(w, up)
+	defer f.openAIAnswered(oc) // reported even when the answer broke off
+	f.syncThrough(w, up, oc, OpenAIPrefix, hard, f.timeout)
 }
 
 // openAIAnswered reports a call once its answer has been passed on, or
 // broke off; one that got no answer was reported by openAIError.
-func (f *forwarder) openAIAnswered(oc *openAISync) {
-	t := oc.tap
+func (f *forwarder) openAIAnswered(oc *faceSync) {
+	t, _ := oc.tap.(*openAITap)
 	switch {
 	case oc.failed || t == nil:
 	case t.status >= 400:
@@ -84,21 +55,30 @@ func (f *forwarder) openAIAnswered(oc *openAISync) {
 	}
 }
 
+// way is the OpenAI face's way upstream: Server.OpenAIUpstream (else
+// DefaultOpenAIUpstream), the answers of its sync calls tapped
+// (tapOpenAI).
+func (f openAIFace) way(fw *forwarder) faceWay {
+	up := openAIUpstreamURL(f.s.OpenAIUpstream)
+	return faceWay{up: up, rewrite: func(pr *httputil.ProxyRequest) { fw.rewriteOpenAI(pr, up) },
+		modify: fw.tapOpenAI, onError: fw.openAIError}
+}
+
 // rewriteOpenAI prepares an upstream request of the OpenAI face: a sync
 // call goes with its credential (the client's, or the proxy-held key) and
 // without the caller's Accept-Encoding, so that its usage can be read; a
 // pass-through call with the proxy-held key, if any.
-func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest) {
-	pr.SetURL(f.openAIUpstream)
-	pr.Out.Host = f.openAIUpstream.Host
+func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest, up *url.URL) {
+	pr.SetURL(up)
+	pr.Out.Host = up.Host
 	dropOwnHeaders(pr.Out.Header)
-	if oc := openAISyncOf(pr.In); oc != nil {
+	if oc := faceSyncOf(pr.In); oc != nil {
 		pr.Out.Header.Del("Accept-Encoding")
-		setCredential(pr.Out.Header, oc.c.req.Credential)
+		openAIKeys().set(pr.Out, oc.c.req.Credential)
 		return
 	}
 	if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
-		setCredential(pr.Out.Header, openAIKey(c))
+		openAIKeys().set(pr.Out, c)
 	}
 }
 
@@ -106,7 +86,7 @@ func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest) {
 // call is read as it streams by (openAITap), and, for a /v1/responses call
 // with proxy-held keys, its response recorded as its client's.
 func (f *forwarder) tapOpenAI(resp *http.Response) error {
-	oc := openAISyncOf(resp.Request)
+	oc := faceSyncOf(resp.Request)
 	if oc == nil {
 		return nil
 	}
@@ -124,7 +104,7 @@ func (f *forwarder) tapOpenAI(resp *http.Response) error {
 // openAIError answers a request of the OpenAI face that got no answer:
 // a sync call as openAICallFailed says, any other 502.
 func (f *forwarder) openAIError(w http.ResponseWriter, r *http.Request, err error) {
-	if oc := openAISyncOf(r); oc != nil {
+	if oc := faceSyncOf(r); oc != nil {
 		oc.failed = true
 		f.openAICallFailed(w, r, oc.c, oc.served, oc.bound.cutBy())
 		return
@@ -151,47 +131,4 @@ func (f *forwarder) openAICallFailed(w http.ResponseWriter, r *http.Request, c *
 		f.obs.openAI(c, served, nil, "api_error", false)
 		writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "The upstream OpenAI API could not be reached.")
 	}
-}
-
-// sendOpenAI sends a sync or flex call (the forwarder's transport) and
-// returns its answer, unless the call was cut first.
-func (f *forwarder) sendOpenAI(req *http.Request, oc *openAISync) (*http.Response, error) {
-	res, err := f.openAIAttempts(req, oc)
-	if err == nil && !oc.bound.answered() {
-		res.Body.Close()
-		return nil, errCut
-	}
-	return res, err
-}
-
-// openAIAttempts sends the call, on the flex route through the engine's
-// flex executor (flex.go). It returns the response to pass on (any
-// status) and sets oc.served to the tier asked for on the last attempt.
-func (f *forwarder) openAIAttempts(req *http.Request, oc *openAISync) (*http.Response, error) {
-	c := oc.c
-	if c.route != llmfleet.RouteFlex {
-		return f.next.RoundTrip(req)
-	}
-	body := []byte(c.req.Body)
-	flexBody, err := jsonmember.Set(body, "service_tier", []byte(`"flex"`))
-	if err != nil {
-		flexBody = body
-	}
-	fc := flexCall{exec: f.flex, c: c,
-		attempt: func(ctx context.Context) (*http.Response, error) {
-			return f.next.RoundTrip(withBody(ctx, req, flexBody))
-		},
-		standard: func(ctx context.Context) (*http.Response, error) { return f.next.RoundTrip(withBody(ctx, req, body)) }}
-	res, tier, err := fc.run(req.Context())
-	oc.served = tier
-	return res, err
-}
-
-// withBody returns a copy of req, an upstream request, within ctx and
-// with body b.
-func withBody(ctx context.Context, req *http.Request, b []byte) *http.Request {
-	r := req.Clone(ctx)
-	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-	return r
 }

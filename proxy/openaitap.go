@@ -102,9 +102,7 @@ func (o *syncObserver) openAI(c *openAICall, asked llmfleet.Tier, tap *openAITap
 	if o.observe == nil {
 		return
 	}
-	now := o.clock.Now()
-	e := llmfleet.LedgerEntry{Time: now, Provider: openAIProvider, Model: c.model, Route: c.route, Outcome: outcome,
-		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client}
+	e := o.callEntry(openAIProvider, c, outcome)
 	if tap != nil && (outcome == "ok" || cut || tap.failed != "") {
 		a := tap.result()
 		e.Usage, e.Tier = a.Usage, a.Tier
@@ -112,13 +110,30 @@ func (o *syncObserver) openAI(c *openAICall, asked llmfleet.Tier, tap *openAITap
 			e.Model = a.Model
 		}
 	}
+	o.handCall(c, e, asked, cut)
+}
+
+// callEntry starts the ledger entry of a sync or flex call c of a face
+// (provider) that ended with outcome.
+func (o *syncObserver) callEntry(provider string, c *call, outcome string) llmfleet.LedgerEntry {
+	now := o.clock.Now()
+	return llmfleet.LedgerEntry{Time: now, Provider: provider, Model: c.model, Route: c.route, Outcome: outcome,
+		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client}
+}
+
+// handCall completes e, the entry of the sync or flex call c, and hands
+// it to Observe: a call cut after it was sent (cut) whose usage is not
+// known has it estimated from its body (LedgerEntry.Estimated: the
+// upstream may bill it); an answered or cut call whose tier was not read
+// is in the tier asked.
+func (o *syncObserver) handCall(c *call, e llmfleet.LedgerEntry, asked llmfleet.Tier, cut bool) {
 	if cut && e.Usage == (llmfleet.Usage{}) {
 		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
 	}
-	if e.Tier == "" && (outcome == "ok" || cut) {
+	if e.Tier == "" && (e.Outcome == "ok" || cut) {
 		e.Tier = asked
 	}
-	e.BudgetMet = llmfleet.BudgetMet(outcome == "ok", e.Latency, c.budget)
+	e.BudgetMet = llmfleet.BudgetMet(e.Outcome == "ok", e.Latency, c.budget)
 	c.span.entry(&e)
 	o.observe(e)
 }

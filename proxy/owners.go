@@ -57,6 +57,14 @@ type ownerGate struct {
 	up     http.Handler
 	f      face
 	client string
+	// name returns the name an object of the API is owned by (nil: its
+	// "id", idOf).
+	name func(json.RawMessage) string
+}
+
+// gateOf returns the owner gate of f's pass-through API for client.
+func gateOf(s *Server, f mountedFace, client string) ownerGate {
+	return ownerGate{book: bookOf(s), up: f.upstream(), f: f, client: client}
 }
 
 // state answers a failure to read or write the owners.
@@ -114,7 +122,12 @@ func idOf(item json.RawMessage) string {
 // maxListCalls bounds the upstream calls of one filtered list.
 const maxListCalls = 10
 
-// listShape is how a face's API lists, and how its filtered lists page.
+// listShape is how a face's API lists, and how its filtered lists page:
+// the shape of the APIs that list by id cursors in pages of
+// {data, has_more} (the Message Batches API, batchListShape; OpenAI's
+// Files and Batches APIs, openAIListShape). An API that lists otherwise
+// has its face filter its lists itself, with the gate's owners (mine):
+// the Gemini face's pages by token (geminiGate.list).
 type listShape struct {
 	// pageSize is the limit of each upstream page.
 	pageSize int
@@ -272,9 +285,13 @@ func (g ownerGate) page(w http.ResponseWriter, r *http.Request, sh listShape, lq
 
 // mine returns the objects of data the client owns.
 func (g ownerGate) mine(ctx context.Context, data []json.RawMessage) ([]json.RawMessage, error) {
+	name := g.name
+	if name == nil {
+		name = idOf
+	}
 	var mine []json.RawMessage
 	for _, item := range data {
-		id := idOf(item)
+		id := name(item)
 		if id == "" {
 			continue
 		}

@@ -58,6 +58,22 @@ func (p pipeline) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// planRoute routes a call its face has parsed (c.req built): force, if
+// not "", is the route it forces; a ticket's call keeps the batch route
+// the tickets gave it, unstreamed (the stored answer is the endpoint's
+// JSON); any other call takes the Submitter's plan.
+func planRoute(s *Server, c *call, force llmfleet.Route) {
+	if force != "" {
+		c.route = force
+	}
+	switch {
+	case c.async:
+		c.stream = false
+	case !c.forced && s.Submitter != nil:
+		c.route = s.Submitter.Plan(c.budget, c.req)
+	}
+}
+
 // plan plans a routed call: the route and budget its headers ask for,
 // its credential, with tickets its Idempotency-Key and Prefer:
 // respond-async, then its body and route (the face's), and, for the
@@ -172,7 +188,7 @@ func noTicketsRefusal() *refusal {
 func (p pipeline) ready(r *http.Request, c *call) {
 	owner := ""
 	if c.idempotencyKey != "" || p.s.Credentials != nil {
-		owner = p.s.ownerName(credentialFrom(r.Header))
+		owner = p.s.ownerName(p.f.traits().key.read(r))
 	}
 	c.req.ID = llmfleet.NewID("lfr_")
 	if c.idempotencyKey != "" {

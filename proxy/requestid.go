@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"net/http"
-	"strings"
 )
 
 // upstreamRequestID returns the id the upstream gave an answer whose
@@ -13,17 +12,4 @@ func upstreamRequestID(h http.Header) string {
 		return id
 	}
 	return h.Get("X-Request-Id")
-}
-
-// isGeminiRouted reports whether path, with or without a /budget/<ms>
-// prefix, is one of the Gemini face's routed methods (generateContent,
-// streamGenerateContent), whose access lines name route, model, budget
-// and request id as the other faces' routed calls do.
-func isGeminiRouted(path string) bool {
-	if rest, ok := strings.CutPrefix(path, "/budget/"); ok {
-		_, path, _ = strings.Cut(rest, "/")
-		path = "/" + path
-	}
-	p, ok := strings.CutPrefix(path, GeminiPrefix)
-	return ok && geminiFace{}.routed(http.MethodPost, p)
 }

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 )
 
@@ -23,3 +25,17 @@ func anthropicShared(method, path string) bool {
 	}
 	return false
 }
+
+// way is the Anthropic face's way upstream: Server.Upstream (else
+// DefaultUpstream), its answers read for their usage (usagetap.go).
+func (f anthropicFace) way(fw *forwarder) faceWay {
+	up := f.s.Upstream
+	if up == nil {
+		up, _ = url.Parse(DefaultUpstream)
+	}
+	return faceWay{up: up, rewrite: func(pr *httputil.ProxyRequest) { fw.rewrite(pr, up) },
+		modify: fw.obs.tapUsage, onError: fw.upstreamError}
+}
+
+// upstream is the Anthropic face's reverse proxy.
+func (f anthropicFace) upstream() http.Handler { return f.s.fwd.to("").rp }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
@@ -242,10 +241,10 @@ type Server struct {
 	once  sync.Once
 	log   *slog.Logger
 	clock llmfleet.Clock
-	fwd   *forwarder // the upstream calls of both faces (forward.go)
-	// rp and openAIRP are the forwarder's reverse proxies of the faces.
-	rp, openAIRP *httputil.ReverseProxy
-	mux          *http.ServeMux
+	fwd   *forwarder // the upstream calls of every face (forward.go)
+	// faces are the faces mounted, each under its prefix.
+	faces []mountedFace
+	mux   *http.ServeMux
 
 	batchOwners     BatchOwners
 	bodyTimeout     time.Duration
@@ -349,7 +348,12 @@ func (s *Server) init() {
 		}
 		s.spans = newSpanTracer(s)
 		s.fwd = newForwarder(s)
-		s.rp, s.openAIRP = s.fwd.anthropic, s.fwd.openAI
+		// The Anthropic face, at the root, first (Server.faceAt).
+		s.faces = []mountedFace{anthropicFace{s: s}, openAIFace{s: s}, geminiFace{s: s}}
+		for _, f := range s.faces {
+			prefix, _ := f.prefix()
+			s.fwd.mount(prefix, f.way(s.fwd))
+		}
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -360,8 +364,8 @@ func (s *Server) init() {
 		mux.HandleFunc("GET "+OpenAIRequestsPath+"{id}", ticketDesk{s, openAIFace{s: s}}.serve)
 		mux.HandleFunc("/v1/", mount{s, anthropicFace{s: s}}.serve)
 		mux.HandleFunc(OpenAIPrefix+"/", mount{s, openAIFace{s: s}}.serve)
-		mux.HandleFunc("GET "+GeminiRequestsPath+"{id}", geminiTickets(s))
-		mux.HandleFunc(GeminiPrefix+"/", serveGemini(s))
+		mux.HandleFunc("GET "+GeminiRequestsPath+"{id}", ticketDesk{s, geminiFace{s: s}}.serve)
+		mux.HandleFunc(GeminiPrefix+"/", mount{s, geminiFace{s: s}}.serve)
 		handleMisdirected(mux) // calls made under a wrong base URL
 		mux.HandleFunc("/budget/{ms}/{path...}", budgetPrefix(mux))
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
