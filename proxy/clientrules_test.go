@@ -65,7 +65,7 @@ func TestClientRulesMiddleware(t *testing.T) {
 	}
 	var asked atomic.Int32
 	srv := &proxy.Server{Submitter: &fakeSubmitter{route: llmfleet.RouteSync}, PingInterval: time.Millisecond,
-		ClientName:  func(c llmfleet.Credential) string { return c.APIKey },
+		ClientName: func(c llmfleet.Credential) string { return c.APIKey },
 		ClientRules: func(_ context.Context, client string) ledger.Verdict {
 			asked.Add(1)
 			return verdicts[client]
