@@ -140,7 +140,7 @@ func (a *accessRec) serve(w http.ResponseWriter, r *http.Request, next func(http
 	parked := a.parked
 	a.mu.Unlock()
 	if !parked {
-		if aw.status != 0 {
+		if aw.status != 0 && !aw.flushed {
 			flushWhole(w) // the answer is on its way before the line is written
 		}
 		a.report(aw.status, w.Header())
@@ -190,12 +190,16 @@ func isBudgetMessages(path string) bool {
 type accessWriter struct {
 	http.ResponseWriter
 	status int
+	// flushed: nothing was written since the last flush (the handler's
+	// own flushWhole), so serve need not flush again.
+	flushed bool
 }
 
 func (w *accessWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 	}
+	w.flushed = false
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -203,6 +207,7 @@ func (w *accessWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.flushed = false
 	return w.ResponseWriter.Write(b)
 }
 
@@ -212,6 +217,7 @@ func (w *accessWriter) Flush() {
 		w.status = http.StatusOK
 	}
 	http.NewResponseController(w.ResponseWriter).Flush()
+	w.flushed = true
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.
