@@ -71,11 +71,11 @@ func (t *Tap) skip(p []byte, i int) int {
 		t.esc = false
 		return i
 	}
-	stops := `"{}[]`
+	lo, hi := uint64(skipStopsLo), uint64(skipStopsHi)
 	if t.inStr {
-		stops = `"\`
+		lo, hi = strStopsLo, strStopsHi
 	}
-	j := bytes.IndexAny(p[i:], stops)
+	j := indexStop(p[i:], lo, hi)
 	if j < 0 {
 		return len(p)
 	}
@@ -87,11 +87,11 @@ func (t *Tap) skip(p []byte, i int) int {
 // the state need only be kept: those of a key at depth 1, of a value kept.
 // It returns the index of the last byte read.
 func (t *Tap) run(p []byte, i int) int {
-	stops := `"{}[],:`
+	lo, hi := uint64(runStopsLo), uint64(runStopsHi)
 	if t.inStr {
-		stops = `"\`
+		lo, hi = strStopsLo, strStopsHi
 	}
-	j := bytes.IndexAny(p[i:], stops)
+	j := indexStop(p[i:], lo, hi)
 	if j < 0 {
 		j = len(p) - i
 	}
@@ -119,6 +119,34 @@ func (t *Tap) run(p []byte, i int) int {
 	}
 	t.readByte(p[i+j])
 	return i + j
+}
+
+// The bytes Write stops at, as sets of the bytes 0 to 63 (lo) and 64 to
+// 127 (hi): in a string, its quote and a backslash; deep inside a member
+// not kept, a quote or a bracket; where keys and values are read, those
+// and ',' and ':'.
+const (
+	strStopsLo  = 1 << '"'
+	strStopsHi  = 1 << ('\\' - 64)
+	skipStopsLo = 1 << '"'
+	skipStopsHi = 1<<('{'-64) | 1<<('}'-64) | 1<<('['-64) | 1<<(']'-64)
+	runStopsLo  = skipStopsLo | 1<<',' | 1<<':'
+	runStopsHi  = skipStopsHi
+)
+
+// indexStop returns the index of the first byte of p in the set lo, hi,
+// or -1: bytes.IndexAny's answer, without making its set at every call.
+func indexStop(p []byte, lo, hi uint64) int {
+	for i, c := range p {
+		if c < 64 {
+			if lo&(1<<c) != 0 {
+				return i
+			}
+		} else if c < 128 && hi&(1<<(c-64)) != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // skipByte reads c, one of the bytes Write stops at deep inside a member

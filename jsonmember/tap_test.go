@@ -68,3 +68,27 @@ func FuzzTap(f *testing.F) {
 		}
 	})
 }
+
+// TestIndexStop: indexStop finds what bytes.IndexAny finds with the same
+// bytes, at every position of every byte value.
+func TestIndexStop(t *testing.T) {
+	sets := []struct {
+		chars  string
+		lo, hi uint64
+	}{
+		{`"\`, strStopsLo, strStopsHi},
+		{`"{}[]`, skipStopsLo, skipStopsHi},
+		{`"{}[],:`, runStopsLo, runStopsHi},
+	}
+	for _, s := range sets {
+		for c := 0; c < 256; c++ {
+			mid := []byte("abc\xff\x80 ?xyz")
+			mid[6] = byte(c)
+			for _, p := range [][]byte{{byte(c)}, mid, []byte("plain text, no stops?")} {
+				if got, want := indexStop(p, s.lo, s.hi), bytes.IndexAny(p, s.chars); got != want {
+					t.Fatalf("indexStop(%q) in %q = %d, bytes.IndexAny %d", p, s.chars, got, want)
+				}
+			}
+		}
+	}
+}

@@ -25,6 +25,7 @@ type Lane[T any] struct {
 
 	mu     sync.Mutex // guards queue, armed, closed
 	queue  []T
+	spare  []T // the array of a queue run, emptied: the next queue's
 	armed  bool
 	closed bool
 	timer  *time.Timer
@@ -49,6 +50,9 @@ func (l *Lane[T]) Add(x T) {
 		l.mu.Unlock()
 		l.drain(&x)
 		return
+	}
+	if l.queue == nil {
+		l.queue, l.spare = l.spare, nil
 	}
 	l.queue = append(l.queue, x)
 	if len(l.queue) >= l.backlog {
@@ -84,6 +88,14 @@ func (l *Lane[T]) drain(last *T) {
 	}
 	if last != nil {
 		l.do(*last)
+	}
+	if cap(q) > 0 {
+		// The array is kept for the next queue rather than grown anew
+		// every LaneDelay; emptied, so that it holds on to nothing.
+		clear(q)
+		l.mu.Lock()
+		l.spare = q[:0]
+		l.mu.Unlock()
 	}
 }
 

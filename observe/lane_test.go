@@ -83,3 +83,34 @@ func TestLaneCloseDeadline(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// TestLaneReusesQueue: a lane settled over and over runs every item once,
+// in order, and queues into the array of a queue it ran rather than a new
+// one.
+func TestLaneReusesQueue(t *testing.T) {
+	var got []int
+	l := NewLane(1<<20, func(x int) { got = append(got, x) })
+	next := 0
+	round := func() {
+		for range 100 {
+			l.Add(next)
+			next++
+		}
+		l.Settle()
+	}
+	round()
+	round() // the first round's array is the spare from here on
+	got = make([]int, 0, 1000)
+	allocs := testing.AllocsPerRun(5, round)
+	l.Close(context.Background())
+	if allocs != 0 {
+		t.Errorf("a settled round allocated %v times, want 0 (the queue's array reused)", allocs)
+	}
+	want := make([]int, 0, 600)
+	for i := 200; i < next; i++ {
+		want = append(want, i)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
+	}
+}

@@ -141,7 +141,7 @@ func (a *accessRec) serve(w http.ResponseWriter, r *http.Request, next func(http
 	parked := a.parked
 	a.mu.Unlock()
 	if !parked {
-		if aw.status != 0 {
+		if aw.status != 0 && !aw.flushed {
 			flushWhole(w) // the answer is on its way before the line is written
 		}
 		a.report(aw.status, w.Header())
@@ -176,12 +176,16 @@ func (a *accessRec) report(status int, h http.Header) {
 type accessWriter struct {
 	http.ResponseWriter
 	status int
+	// flushed: nothing was written since the last flush (the handler's
+	// own flushWhole), so serve need not flush again.
+	flushed bool
 }
 
 func (w *accessWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 	}
+	w.flushed = false
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -189,6 +193,7 @@ func (w *accessWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.flushed = false
 	return w.ResponseWriter.Write(b)
 }
 
@@ -198,6 +203,7 @@ func (w *accessWriter) Flush() {
 		w.status = http.StatusOK
 	}
 	http.NewResponseController(w.ResponseWriter).Flush()
+	w.flushed = true
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.

@@ -30,9 +30,14 @@ func requestHeaders() []string {
 // header and the known ones.
 func unknownOwnHeader(h http.Header, bare bool) *refusal {
 	var unknown []string
+	const prefix = "llmfleet-"
 	for k := range h {
-		name := strings.ToLower(k)
-		if strings.HasPrefix(name, "llmfleet-") && !slices.Contains(requestHeaders(), name) {
+		// Lowered only when it is one of llmfleet's: strings.ToLower
+		// allocates for every canonical (capitalized) header name.
+		if len(k) < len(prefix) || !strings.EqualFold(k[:len(prefix)], prefix) {
+			continue
+		}
+		if name := strings.ToLower(k); !slices.Contains(requestHeaders(), name) {
 			unknown = append(unknown, name)
 		}
 	}

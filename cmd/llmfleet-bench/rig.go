@@ -69,9 +69,10 @@ func startRig(ctx context.Context, f *benchFlags) (_ *benchRig, err error) {
 	rig.targets = []benchTarget{up, bare, serve}
 	for i, v := range f.variants {
 		name := fmt.Sprintf("serve%d", i+2)
+		bin, flags := variantBin(v, f.llmfleet)
 		args := append([]string{"serve", "--anthropic-url", up.url, "--db", filepath.Join(rig.dir, name+".db"),
-			"--secret-file", filepath.Join(rig.dir, "secret")}, strings.Fields(v)...)
-		t, err := rig.start(ctx, pctx, name, "http", "/readyz", f.llmfleet, args...)
+			"--secret-file", filepath.Join(rig.dir, "secret")}, flags...)
+		t, err := rig.start(ctx, pctx, name, "http", "/readyz", bin, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -155,4 +156,16 @@ func (rig *benchRig) protocols(ctx context.Context) (map[string]int64, error) {
 	defer resp.Body.Close()
 	var n map[string]int64
 	return n, json.NewDecoder(resp.Body).Decode(&n)
+}
+
+// variantBin splits a -variant into the llmfleet binary it runs (its
+// first word bin=PATH, else def) and its flags.
+func variantBin(v, def string) (string, []string) {
+	words := strings.Fields(v)
+	if len(words) > 0 {
+		if bin, ok := strings.CutPrefix(words[0], "bin="); ok && bin != "" {
+			return bin, words[1:]
+		}
+	}
+	return def, words
 }

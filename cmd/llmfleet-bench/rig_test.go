@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -82,5 +83,24 @@ func TestUpstreamTLS(t *testing.T) {
 	resp.Body.Close()
 	if resp.Proto != "HTTP/2.0" || resp.StatusCode != http.StatusOK {
 		t.Fatalf("%s %s", resp.Proto, resp.Status)
+	}
+}
+
+// TestVariantBin: a -variant's first word bin=PATH names the binary it
+// runs; its other words, or all of them without it, are its flags.
+func TestVariantBin(t *testing.T) {
+	for _, c := range []struct {
+		v, bin string
+		flags  []string
+	}{
+		{"--access-log=false", "llmfleet", []string{"--access-log=false"}},
+		{"bin=/tmp/old/llmfleet", "/tmp/old/llmfleet", []string{}},
+		{"bin=/tmp/old/llmfleet --gc-percent=100 -v", "/tmp/old/llmfleet", []string{"--gc-percent=100", "-v"}},
+		{"--x bin=/y", "llmfleet", []string{"--x", "bin=/y"}},
+	} {
+		bin, flags := variantBin(c.v, "llmfleet")
+		if bin != c.bin || !slices.Equal(flags, c.flags) {
+			t.Errorf("variantBin(%q) = %q %q, want %q %q", c.v, bin, flags, c.bin, c.flags)
+		}
 	}
 }

@@ -279,6 +279,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if !f.logs.json() {
+		cfg.AccessText = logOut // the text handler's writer (logFlags.logger)
+	}
 	tracing, err := otelsetup.FromEnv(os.Getenv)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 
@@ -17,6 +18,11 @@ type accessLog struct {
 	// lines takes the writing of the lines off the goroutines answering
 	// the callers.
 	lines *observe.Lane[accessLine]
+	// text, when set, is the writer of log's handler, a slog.TextHandler
+	// with no options but its level: the lines are written to it
+	// directly (appendAccessLine), in buf, which only the lane uses.
+	text io.Writer
+	buf  []byte
 }
 
 // accessLine is a line of the access log waiting to be written.
@@ -27,9 +33,10 @@ type accessLine struct {
 }
 
 // newAccessLog returns an access log writing to log, or,
-// when off, nothing. Close it when done.
-func newAccessLog(log *slog.Logger, off bool) *accessLog {
-	l := &accessLog{log: log, off: off}
+// when off, nothing; text, if not nil, is the writer of log's text
+// handler (see Config.AccessText). Close it when done.
+func newAccessLog(log *slog.Logger, off bool, text io.Writer) *accessLog {
+	l := &accessLog{log: log, off: off, text: text}
 	l.lines = observe.NewLane(4096, l.write)
 	return l
 }
@@ -55,6 +62,11 @@ func (l *accessLog) record(a proxy.Access) {
 
 // write writes a line of the log.
 func (l *accessLog) write(line accessLine) {
+	if l.text != nil {
+		l.buf = appendAccessLine(l.buf[:0], line)
+		_, _ = l.text.Write(l.buf) // as the handler, which has nowhere to say it failed
+		return
+	}
 	a := line.a
 	var buf [10]slog.Attr
 	attrs := append(buf[:0],

@@ -6,6 +6,7 @@
 package serve
 
 import (
+	"io"
 	"log/slog"
 	"net/url"
 	"time"
@@ -79,6 +80,11 @@ type Config struct {
 	Logger *slog.Logger
 	// NoAccessLog turns the access log off (its counts stay).
 	NoAccessLog bool
+	// AccessText, if not nil, is the writer of Logger's handler when that
+	// is a slog.TextHandler with no options but its level: the access
+	// lines are written to it directly, byte for byte as the handler
+	// would, without its work per line.
+	AccessText io.Writer
 	// LogBodies logs the message bodies at debug level.
 	LogBodies bool
 	// JSON prints the startup line as JSON.

@@ -61,7 +61,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 		return err
 	}
 	defer e.closeObserver() // before the store closes: the last ledger entries go in
-	access := newAccessLog(logger, cfg.NoAccessLog)
+	access := newAccessLog(logger, cfg.NoAccessLog, cfg.AccessText)
 	srv := newProxy(&cfg, state, e, access)
 	var api http.Handler = srv.Handler()
 	if cfg.LogBodies {
