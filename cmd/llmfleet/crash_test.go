@@ -137,21 +137,26 @@ type crashClient struct {
 
 func (c *crashClient) do(method, url, body string, hdr ...string) (int, http.Header, []byte) {
 	c.t.Helper()
+	return sendJSON(c.t, method, url, body, append([]string{"X-Api-Key", c.key, "Anthropic-Version", "2023-06-01"}, hdr...)...)
+}
+
+// sendJSON sends a JSON body with the headers hdr (name, value, ...) and
+// returns the answer's status, headers and body.
+func sendJSON(t *testing.T, method, url, body string, hdr ...string) (int, http.Header, []byte) {
+	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	req.Header.Set("X-Api-Key", c.key)
-	req.Header.Set("Anthropic-Version", "2023-06-01")
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, b
 }

@@ -184,22 +184,7 @@ type geminiCrashClient struct {
 
 func (c *geminiCrashClient) do(method, url, body string, hdr ...string) (int, http.Header, []byte) {
 	c.t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	req.Header.Set(geminiwire.APIKeyHeader, c.key)
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
+	return sendJSON(c.t, method, url, body, append([]string{geminiwire.APIKeyHeader, c.key}, hdr...)...)
 }
 
 func (c *geminiCrashClient) submit(base string, prompts []string) []string {
