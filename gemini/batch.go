@@ -83,14 +83,9 @@ func output(op *geminiwire.Operation) *geminiwire.BatchOutput {
 }
 
 // call makes one call of the API, path under the base URL, and returns
-// its 2xx answer's body; an error answer is an *llmfleet.Error.
-func (p *Provider) call(ctx context.Context, cred llmfleet.Credential, method, path string) ([]byte, error) {
-	b, _, err := p.callHeader(ctx, cred, method, path)
-	return b, err
-}
-
-// callHeader is call, returning the 2xx answer's header too.
-func (p *Provider) callHeader(ctx context.Context, cred llmfleet.Credential, method, path string) ([]byte, http.Header, error) {
+// its 2xx answer's body and header; an error answer is an
+// *llmfleet.Error.
+func (p *Provider) call(ctx context.Context, cred llmfleet.Credential, method, path string) ([]byte, http.Header, error) {
 	hr, err := http.NewRequestWithContext(ctx, method, p.base()+path, nil)
 	if err != nil {
 		return nil, nil, err
@@ -113,7 +108,7 @@ func (p *Provider) callHeader(ctx context.Context, cred llmfleet.Credential, met
 
 // operation reads one batch, and the header of the answer.
 func (p *Provider) operation(ctx context.Context, cred llmfleet.Credential, id string) (*geminiwire.Operation, http.Header, error) {
-	b, h, err := p.callHeader(ctx, cred, http.MethodGet, "/"+geminiwire.Version+"/batches/"+url.PathEscape(id))
+	b, h, err := p.call(ctx, cred, http.MethodGet, "/"+geminiwire.Version+"/batches/"+url.PathEscape(id))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,7 +177,7 @@ func (p *Provider) list(ctx context.Context, cred llmfleet.Credential, token str
 	if token != "" {
 		q.Set("pageToken", token)
 	}
-	b, err := p.call(ctx, cred, http.MethodGet, "/"+geminiwire.Version+"/batches?"+q.Encode())
+	b, _, err := p.call(ctx, cred, http.MethodGet, "/"+geminiwire.Version+"/batches?"+q.Encode())
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +191,7 @@ func (p *Provider) list(ctx context.Context, cred llmfleet.Credential, token str
 // CancelBatch asks the API to cancel a batch and returns it as it is
 // then.
 func (p *Provider) CancelBatch(ctx context.Context, cred llmfleet.Credential, id string) (*llmfleet.Batch, error) {
-	if _, err := p.call(ctx, cred, http.MethodPost, "/"+geminiwire.Version+"/batches/"+url.PathEscape(id)+":cancel"); err != nil {
+	if _, _, err := p.call(ctx, cred, http.MethodPost, "/"+geminiwire.Version+"/batches/"+url.PathEscape(id)+":cancel"); err != nil {
 		return nil, err
 	}
 	return p.GetBatch(ctx, cred, id)

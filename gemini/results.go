@@ -43,7 +43,7 @@ func (p *Provider) results(ctx context.Context, cred llmfleet.Credential, op *ge
 		return nil
 	}
 	path := "/download/" + geminiwire.Version + "/files/" + url.PathEscape(strings.TrimPrefix(out.ResponsesFile, "files/")) + ":download?alt=media"
-	b, err := p.call(ctx, cred, http.MethodGet, path)
+	b, _, err := p.call(ctx, cred, http.MethodGet, path)
 	if err != nil {
 		return fmt.Errorf("gemini: batch %s responses file: %w", op.Name, err)
 	}
