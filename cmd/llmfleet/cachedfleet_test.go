@@ -105,6 +105,7 @@ func runAgents(t *testing.T, base string, agents, turns int, hdr func(int) []str
 // the same traffic cost sent all sync (to a fresh emulator) less what it
 // cost through llmfleet, each within 2% of the all-sync bill.
 func TestCachedFleetLedgerAgreesWithTheBill(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	emu, emuTS := cachedEmulator(t)
 	db := filepath.Join(t.TempDir(), "llmfleet.db")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -224,6 +224,7 @@ func (c *crashClient) stats(emu string) emulator.Stats {
 }
 
 func TestCrashRecovery(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	logs := filepath.Join(dir, "logs")

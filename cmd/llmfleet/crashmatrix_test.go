@@ -46,6 +46,7 @@ import (
 // matrixBatch requests (never on its window), so that each key makes two
 // batches of the same size, which only their tags tell apart.
 func TestCrashMatrix(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	bin := buildBinary(t)
 
 	points := []matrixPoint{{
@@ -162,12 +163,17 @@ func TestCrashMatrix(t *testing.T) {
 	}}
 
 	// Every point with each provider's batches, on each store: a SQLite
-	// file, and a schema of its own on the test PostgreSQL server.
+	// file, and a schema of its own on the test PostgreSQL server. The
+	// four sequences run at once (each has its own emulator, state and
+	// serve, and mostly waits), each from a goroutine of its own, so that
+	// -parallel does not hold them back.
+	var wg sync.WaitGroup
 	for _, prov := range matrixProviders {
 		for _, store := range []string{"sqlite", "postgres"} {
-			t.Run(prov.name+"/"+store, func(t *testing.T) { runMatrix(t, bin, prov, store, points) })
+			wg.Go(func() { t.Run(prov.name+"/"+store, func(t *testing.T) { runMatrix(t, bin, prov, store, points) }) })
 		}
 	}
+	wg.Wait()
 }
 
 // matrixPoint is one kill point of TestCrashMatrix.
@@ -507,11 +513,14 @@ func (m *matrixRun) client(i int) matrixClient {
 }
 
 // start runs serve on the run's database. A pool goes out only once it
-// holds minSize requests: its window is far longer than the test.
+// holds minSize requests (its window is far longer than the test), and a
+// batch holds at most minSize: on PostgreSQL a pool's claim takes every
+// request accepted by then, so a loaded machine could otherwise make one
+// batch of a key's two.
 func (m *matrixRun) start(minSize int) *process {
 	return start(m.t, m.bin, m.logs, "serve", "--listen", "127.0.0.1:0", m.u.prov.urlFlag, m.u.srv.URL,
 		"--db", m.db, "--secret-file", m.secret, "--batch-window", "1h", "--batch-min-size", strconv.Itoa(minSize),
-		"--poll-interval", "50ms", "--max-poll-interval", "200ms", "--turnaround-prior", matrixTurnaround.String(),
+		"--batch-max-size", strconv.Itoa(minSize), "--poll-interval", "50ms", "--max-poll-interval", "200ms", "--turnaround-prior", matrixTurnaround.String(),
 		"--create-timeout", matrixCreateTimeout.String(), "--shutdown-timeout", "1s", "--replica-name", "matrix")
 }
 

@@ -25,6 +25,7 @@ func freePort(t *testing.T) string {
 // both runs together, and it names no dashboard, which is gone once it
 // has exited.
 func TestDemoScript(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	if testing.Short() {
 		t.Skip("builds llmfleet and runs the demo")
 	}

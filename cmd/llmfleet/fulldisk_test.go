@@ -67,6 +67,7 @@ func fill(t *testing.T, dir string) (free func()) {
 // From what the emulator billed: no prompt paid twice beyond the rescues
 // the ledger records as late, and a ledger within 1% of the bill.
 func TestFullDiskAfterResults(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	bin := buildBinary(t)
 	disk := smallDisk(t, 16<<20)
 	u := newMatrixUpstream(t)

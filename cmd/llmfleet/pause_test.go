@@ -24,6 +24,7 @@ import (
 // from what the emulator billed: no prompt paid twice beyond the rescues
 // the ledger records as late, and a ledger within 1% of the bill.
 func TestReplicaPausedPastItsLease(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	bin := buildBinary(t)
 	db := pgtest.URL(t)
 	u := newMatrixUpstream(t)

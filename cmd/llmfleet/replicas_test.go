@@ -35,6 +35,7 @@ import (
 // twice; every batch must hold requests accepted by several replicas,
 // and none may mix keys.
 func TestReplicas(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	bin := buildBinary(t)
 	db := pgtest.URL(t)
 	u := newMatrixUpstream(t)
@@ -284,6 +285,7 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 // replicas with the same window, within it, go out as one batch per key:
 // whichever replica's window ends first claims what all accepted.
 func TestReplicasOnePool(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	bin := buildBinary(t)
 	db := pgtest.URL(t)
 	u := newMatrixUpstream(t)
@@ -330,6 +332,7 @@ func TestReplicasOnePool(t *testing.T) {
 // deadline) and sent again, once; a create that made its batch, its
 // answer lost, is found by its tag and adopted, never sent again.
 func TestReplicasTakeOverCreate(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	bin := buildBinary(t)
 	for _, tc := range []struct {
 		name    string
