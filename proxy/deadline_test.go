@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -63,9 +64,16 @@ type syncAnswer struct {
 // send posts body in a goroutine and returns once the emulator holds it.
 func (st *budgetStack) send(t *testing.T, held <-chan time.Duration, body string, hdr ...string) <-chan syncAnswer {
 	t.Helper()
+	return sendHeld(t, held, func() (*http.Response, string, error) { return st.request("/v1/messages", body, hdr...) })
+}
+
+// sendHeld runs send in a goroutine and returns once held tells that the
+// upstream holds the call (an answer first fails the test).
+func sendHeld[T any](t *testing.T, held <-chan T, send func() (*http.Response, string, error)) <-chan syncAnswer {
+	t.Helper()
 	done := make(chan syncAnswer, 1)
 	go func() {
-		resp, b, err := st.request("/v1/messages", body, hdr...)
+		resp, b, err := send()
 		done <- syncAnswer{resp, b, err}
 	}()
 	select {
@@ -76,6 +84,17 @@ func (st *budgetStack) send(t *testing.T, held <-chan time.Duration, body string
 		t.Fatal("the call never reached the upstream")
 	}
 	return done
+}
+
+// doRead sends req with c and reads its answer's body.
+func doRead(c *http.Client, req *http.Request) (*http.Response, string, error) {
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
 }
 
 func awaitAnswer(t *testing.T, done <-chan syncAnswer) syncAnswer {

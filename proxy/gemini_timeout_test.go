@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -46,29 +45,11 @@ func TestGeminiFaceFlexTierTimeout(t *testing.T) {
 	st := newGeminiStack(t, emu, srv)
 	t.Cleanup(func() { close(quit) }) // first: the held calls end before the servers close
 	post := func(route string) <-chan syncAnswer {
-		done := make(chan syncAnswer, 1)
-		go func() {
-			req, _ := http.NewRequest("POST", st.ts.URL+"/gemini/v1beta/models/gemini-2.5-flash:generateContent?key=k1",
-				strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"`+geminiPrompt+`"}]}]}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set(proxy.HeaderRoute, route)
-			resp, err := st.ts.Client().Do(req)
-			if err != nil {
-				done <- syncAnswer{err: err}
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			done <- syncAnswer{resp, string(b), err}
-		}()
-		select {
-		case <-held:
-		case a := <-done:
-			t.Fatalf("answered before the upstream held the call: %v %s", a.err, a.body)
-		case <-time.After(hangGuard):
-			t.Fatal("the call never reached the upstream")
-		}
-		return done
+		req, _ := http.NewRequest("POST", st.ts.URL+"/gemini/v1beta/models/gemini-2.5-flash:generateContent?key=k1",
+			strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"`+geminiPrompt+`"}]}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(proxy.HeaderRoute, route)
+		return sendHeld(t, held, func() (*http.Response, string, error) { return doRead(st.ts.Client(), req) })
 	}
 	done := post("flex")
 	clock.Advance(11 * time.Minute)

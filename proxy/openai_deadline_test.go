@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -60,31 +59,13 @@ const flexChatBody = `{"model":"o4-mini","messages":[{"role":"user","content":"h
 // and returns once the emulator holds it.
 func postHeldOpenAI(t *testing.T, base string, held <-chan struct{}, hdr ...string) <-chan syncAnswer {
 	t.Helper()
-	done := make(chan syncAnswer, 1)
-	go func() {
-		req, _ := http.NewRequest("POST", base+"/openai/v1/chat/completions", strings.NewReader(flexChatBody))
-		req.Header.Set("Authorization", "Bearer sk-openai")
-		req.Header.Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			done <- syncAnswer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		done <- syncAnswer{resp, string(b), err}
-	}()
-	select {
-	case <-held:
-	case a := <-done:
-		t.Fatalf("answered before the upstream held the call: %v %s", a.err, a.body)
-	case <-time.After(hangGuard):
-		t.Fatal("the call never reached the upstream")
+	req, _ := http.NewRequest("POST", base+"/openai/v1/chat/completions", strings.NewReader(flexChatBody))
+	req.Header.Set("Authorization", "Bearer sk-openai")
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	return done
+	return sendHeld(t, held, func() (*http.Response, string, error) { return doRead(http.DefaultClient, req) })
 }
 
 func oneEntry(t *testing.T, entries <-chan llmfleet.LedgerEntry) llmfleet.LedgerEntry {
