@@ -82,7 +82,14 @@ func TestStatsSurviveRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, s := statsOf(t, base, ""); s["sync_calls"] != 2.0 || s["period"] != "all" {
+	// A sync call's ledger entry is booked once its answer went out: the
+	// stats show it soon after, not at once.
+	_, s := statsOf(t, base, "")
+	for deadline := time.Now().Add(10 * time.Second); s["sync_calls"] != 2.0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		_, s = statsOf(t, base, "")
+	}
+	if s["sync_calls"] != 2.0 || s["period"] != "all" {
 		t.Fatalf("before the restart: %v", s)
 	}
 	stop()
