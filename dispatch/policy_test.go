@@ -152,6 +152,30 @@ func TestPredictorCountsBatchesInFlight(t *testing.T) {
 	}
 }
 
+// The share of a model's batches too late for a budget counts its
+// batches in flight older than the time the budget leaves: the first
+// samples back are the short ones.
+func TestLateShareCountsBatchesInFlight(t *testing.T) {
+	p := newPredictor(2*time.Minute, nil, 0.5, 64)
+	avail := 4 * time.Minute
+	if got := p.lateShare("anthropic", "m", avail, nil); got != 0.1 {
+		t.Fatalf("no sample, the prior under the time left: %v, want 0.1", got)
+	}
+	if got := p.lateShare("anthropic", "m", avail, []time.Duration{5 * time.Minute}); got != 0.75 {
+		t.Fatalf("no sample, one batch out longer than the time left: %v, want 0.75", got)
+	}
+	for _, d := range []time.Duration{2 * time.Minute, 3 * time.Minute} {
+		p.observe("anthropic", "m", d)
+	}
+	if got := p.lateShare("anthropic", "m", avail, nil); got != 0.5/3 {
+		t.Fatalf("two short samples: %v, want 1/6", got)
+	}
+	ages := []time.Duration{time.Minute, 5 * time.Minute, 6 * time.Minute}
+	if got := p.lateShare("anthropic", "m", avail, ages); got != 2.5/5 {
+		t.Fatalf("two short samples, two batches out past the time left (a young one says nothing): %v, want 1/2", got)
+	}
+}
+
 // TestRouteFlex: flex takes the requests whose budget fits it, batch
 // those that flex refuses too often or that prefer it, sync the rest.
 func TestRouteFlex(t *testing.T) {

@@ -166,23 +166,33 @@ func (p *predictor) has(provider, model string) bool {
 
 // lateShare returns the share of a model's samples over avail: the
 // probability that a batch of it comes too late for a budget leaving
-// avail. Without samples: 0.5 if its prior is over avail, else 0.1.
-func (p *predictor) lateShare(provider, model string, avail time.Duration) float64 {
+// avail. The ages of its batches in flight (ages) count as well, as in
+// atCensored: one older than avail is a turnaround known to be over it,
+// so that the first samples, the short turnarounds back first, do not
+// make a tight budget look safe. Without either: 0.5 if its prior is
+// over avail, else 0.1.
+func (p *predictor) lateShare(provider, model string, avail time.Duration, ages []time.Duration) float64 {
 	k := predictorKey(provider, model)
 	p.mu.Lock()
 	s := p.samples[k]
-	n := 0
+	n, all := 0, len(s)
 	for _, v := range s {
 		if v > avail {
 			n++
 		}
 	}
 	p.mu.Unlock()
-	if len(s) == 0 {
+	for _, a := range ages {
+		if a > avail {
+			n++
+			all++
+		}
+	}
+	if all == 0 {
 		if p.at(provider, model, 0.5) > avail {
 			return 0.5
 		}
 		return 0.1
 	}
-	return (float64(n) + 0.5) / (float64(len(s)) + 1)
+	return (float64(n) + 0.5) / (float64(all) + 1)
 }

@@ -249,7 +249,7 @@ func (rt *router) ahead(provider, model, cred string, budget time.Duration, f fe
 		SyncLatency: rt.syncLat.at(provider, model, 0.5), BatchLatency: median + rt.pol.BatchWindow/2}
 	if f.batch && budget > 0 && !rt.pol.NoRescue { // (without a budget, nothing is rescued)
 		avail := budget - rt.pol.Reserve(rt.syncLat.predict(provider, model)) - rt.pol.Slack() - rt.pol.BatchWindow/2
-		a.Late = rt.predictor.lateShare(provider, model, avail)
+		a.Late = rt.predictor.lateShare(provider, model, avail, rt.flights.ages(provider, model))
 	}
 	return a
 }
@@ -265,7 +265,7 @@ func (rt *router) batchOption(provider, model string, budget time.Duration, now 
 	avail := budget - rt.pol.Reserve(rt.syncLat.predict(provider, model)) - rt.pol.Slack() - wait
 	late := 0.0
 	if !rt.pol.NoRescue && budget > 0 { // (without a budget, nothing is rescued)
-		late = rt.predictor.lateShare(provider, model, avail)
+		late = rt.predictor.lateShare(provider, model, avail, rt.flights.ages(provider, model))
 	}
 	return cachecost.Option{Route: llmfleet.RouteBatch, At: now.Add(wait + median/2), Late: late, Rescue: rescue}
 }
