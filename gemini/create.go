@@ -71,7 +71,7 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 			InputConfig: &geminiwire.InputConfig{FileName: name}}})
 	}
 	create := createCall{op: "creating the batch", url: p.base() + "/" + geminiwire.Version + "/models/" + model + ":" + geminiwire.MethodBatch,
-		body: body, header: p.jsonHeader(header)}
+		body: body, header: jsonHeader(header)}
 	_, b, err := p.retriedCall(ctx, cred, create)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 
 // jsonHeader returns the headers of a JSON call of the batch API: the
 // project of header, if any.
-func (p *Provider) jsonHeader(header http.Header) http.Header {
+func jsonHeader(header http.Header) http.Header {
 	h := http.Header{"Content-Type": {"application/json"}}
 	if v := header.Get("X-Goog-User-Project"); v != "" {
 		h.Set("X-Goog-User-Project", v)
@@ -105,7 +105,7 @@ func (p *Provider) uploadInput(ctx context.Context, cred llmfleet.Credential, he
 		file.Write(line)
 		file.WriteByte('\n')
 	}
-	h := p.jsonHeader(header)
+	h := jsonHeader(header)
 	h.Set("X-Goog-Upload-Protocol", "resumable")
 	h.Set("X-Goog-Upload-Command", "start")
 	h.Set("X-Goog-Upload-Header-Content-Length", strconv.Itoa(file.Len()))

@@ -46,7 +46,7 @@ func (p *Provider) FindBatch(ctx context.Context, cred llmfleet.Credential, q ll
 			break
 		}
 		if sb.tag == q.Tag {
-			b := p.viewLocked(sb, p.now())
+			b := p.viewLocked(sb, llmfleet.Now(p.Clock))
 			return &b, nil
 		}
 	}
@@ -63,7 +63,7 @@ func (p *Provider) GetBatch(ctx context.Context, cred llmfleet.Credential, id st
 	if err != nil {
 		return nil, err
 	}
-	b := p.viewLocked(sb, p.now())
+	b := p.viewLocked(sb, llmfleet.Now(p.Clock))
 	return &b, nil
 }
 
@@ -76,7 +76,7 @@ func (p *Provider) ListBatches(ctx context.Context, cred llmfleet.Credential, af
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k, now := credKey(cred), p.now()
+	k, now := credKey(cred), llmfleet.Now(p.Clock)
 	list := p.byCred[k]
 	from := len(list) - 1
 	if afterID != "" {

@@ -177,14 +177,6 @@ func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.R
 	return &llmfleet.Response{Route: llmfleet.RouteSync, StatusCode: 200, Header: http.Header{}, Body: m, Usage: u, Model: b.Model, Tier: tier}, nil
 }
 
-// now reads the provider's clock.
-func (p *Provider) now() time.Time {
-	if p.Clock == nil {
-		return time.Now()
-	}
-	return p.Clock.Now()
-}
-
 // DefaultFlexLatency is the range a flex call's latency is drawn from
 // when Provider.FlexLatency is nil: flex is slower than the standard
 // tier, by how much is not published.
@@ -286,7 +278,7 @@ func (p *Provider) CreateBatch(ctx context.Context, cred llmfleet.Credential, ta
 	if p.Straggler.Fraction > 0 && p.rng.Float64() < p.Straggler.Fraction {
 		turnaround = time.Duration(float64(turnaround) * p.Straggler.Factor)
 	}
-	now := p.now()
+	now := llmfleet.Now(p.Clock)
 	p.n++
 	id := fmt.Sprintf("msgbatch_sim%08d", p.n)
 	k := credKey(cred)
@@ -313,10 +305,10 @@ func (p *Provider) Results(ctx context.Context, cred llmfleet.Credential, id str
 	p.count("results")
 	p.mu.Lock()
 	sb, err := p.get(cred, id)
-	if err == nil && p.now().Before(sb.b.EndedAt) {
+	if err == nil && llmfleet.Now(p.Clock).Before(sb.b.EndedAt) {
 		err = apiError("invalid_request_error", "batch "+id+" has not ended")
 	}
-	p.runDueLocked(p.now())
+	p.runDueLocked(llmfleet.Now(p.Clock))
 	p.mu.Unlock()
 	if err != nil {
 		return err
@@ -354,7 +346,7 @@ func (p *Provider) CancelBatch(ctx context.Context, cred llmfleet.Credential, id
 	if err != nil {
 		return nil, err
 	}
-	now := p.now()
+	now := llmfleet.Now(p.Clock)
 	if now.Before(sb.b.EndedAt) {
 		sb.canceled = true
 		sb.b.EndedAt = now

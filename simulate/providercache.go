@@ -60,7 +60,7 @@ func (p *Provider) syncUsage(cred llmfleet.Credential, b Body) llmfleet.Usage {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
+	now := llmfleet.Now(p.Clock)
 	p.runDueLocked(now)
 	in := p.cache.Use(cachesim.Lookup{Key: credKey(cred), Route: cachesim.Sync, Now: now,
 		Prompt: b.Prompt.Prompt(b.Model, b.InputTokens)}, p.cacheRand("sync", b.ID, now.UnixNano()))
