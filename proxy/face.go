@@ -200,3 +200,14 @@ type openAICall = call
 func (c *call) remaining(now time.Time) time.Duration {
 	return c.budget - now.Sub(c.arrived)
 }
+
+// hardLeft returns what c's hard deadline (llmfleet-deadline: hard)
+// leaves of its budget at now, 0 for a call without one; spent tells that
+// the deadline has passed: the call is cut before it is sent.
+func (c *call) hardLeft(now time.Time) (left time.Duration, spent bool) {
+	if !c.hard || c.budget <= 0 {
+		return 0, false
+	}
+	left = c.remaining(now)
+	return left, left <= 0
+}

@@ -5,7 +5,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/geminiwire"
@@ -102,13 +101,11 @@ func (g geminiForwarder) uploadURL(resp *http.Response) error {
 // its tier does, while no answer has come.
 func (g geminiForwarder) serveSync(w http.ResponseWriter, r *http.Request, c *call) {
 	s := g.s
-	hard := time.Duration(0)
-	if c.hard && c.budget > 0 {
-		if hard = c.remaining(s.clock.Now()); hard <= 0 {
-			g.observe(c, "", "", nil, geminiwire.StatusDeadlineExceeded, false)
-			writeGeminiBody(w, http.StatusGatewayTimeout, geminiwire.Envelope(http.StatusGatewayTimeout, s.cutMessage(callCutHard, c.budget, "upstream Gemini API")))
-			return
-		}
+	hard, spent := c.hardLeft(s.clock.Now())
+	if spent {
+		g.observe(c, "", "", nil, geminiwire.StatusDeadlineExceeded, false)
+		writeGeminiBody(w, http.StatusGatewayTimeout, geminiwire.Envelope(http.StatusGatewayTimeout, s.cutMessage(callCutHard, c.budget, "upstream Gemini API")))
+		return
 	}
 	gs := &faceSync{c: c, flex: geminiFlex()}
 	defer g.answered(gs) // reported even when the answer broke off

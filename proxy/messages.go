@@ -165,12 +165,10 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		if sc != nil {
 			ctx = sc.context(ctx)
-			hard := time.Duration(0)
-			if c.hard && c.budget > 0 {
-				if hard = sc.deadline.Sub(s.clock.Now()); hard <= 0 {
-					s.fwd.callCut(w, r, sc, callCutHard, false)
-					return
-				}
+			hard, spent := c.hardLeft(s.clock.Now())
+			if spent {
+				s.fwd.callCut(w, r, sc, callCutHard, false)
+				return
 			}
 			sc.bound = &sc.ownBound
 			ctx = sc.bound.start(s.clock, ctx, hard, s.upstreamTimeout)

@@ -68,7 +68,7 @@ func (sr *SDKRouter) OpenAI(req *http.Request, next Next) (*http.Response, error
 	if c.route == llmfleet.RouteFlex {
 		call = func(req *http.Request) (*http.Response, error) { return sr.flexThrough(req, c, body, next) }
 	}
-	resp, err := s.nextWithin(req, c.hard && c.budget > 0, c.budget-s.clock.Now().Sub(c.arrived), call,
+	resp, err := s.nextWithin(req, c.hard && c.budget > 0, c.remaining(s.clock.Now()), call,
 		func(w http.ResponseWriter, _ *http.Request) {
 			writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", s.cutMessage(callCutHard, c.budget, "upstream OpenAI API"))
 		})

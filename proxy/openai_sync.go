@@ -5,7 +5,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/openaiwire"
@@ -21,13 +20,11 @@ import (
 // cut it unless it is a hard deadline (c.hard); the upstream timeout
 // does, while no answer has come (deadline.go).
 func (f *forwarder) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *openAICall) {
-	hard := time.Duration(0)
-	if c.hard && c.budget > 0 {
-		if hard = c.budget - f.clock.Now().Sub(c.arrived); hard <= 0 {
-			f.obs.openAI(c, "", nil, "timeout_error", false)
-			writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", f.s.cutMessage(callCutHard, c.budget, "upstream OpenAI API"))
-			return
-		}
+	hard, spent := c.hardLeft(f.clock.Now())
+	if spent {
+		f.obs.openAI(c, "", nil, "timeout_error", false)
+		writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", f.s.cutMessage(callCutHard, c.budget, "upstream OpenAI API"))
+		return
 	}
 	oc := &faceSync{c: c, flex: openAIFlex()}
 	up := withPath(r, c.endpoint, "")
