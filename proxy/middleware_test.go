@@ -95,7 +95,9 @@ func TestMiddlewareErrors(t *testing.T) {
 		}
 		return nil, &llmfleet.Error{StatusCode: 529, Type: "overloaded_error", Message: "Overloaded"}
 	}}
-	srv := &proxy.Server{Submitter: sub, PingInterval: time.Millisecond}
+	// No ping may begin a stream before its error is known: the status
+	// is still free to be 529.
+	srv := &proxy.Server{Submitter: sub, PingInterval: time.Hour}
 	client := newClient("http://127.0.0.1:1", option.WithMiddleware(anthropicmw.New(srv)))
 	ctx := llmfleet.WithBudget(context.Background(), time.Hour)
 
@@ -111,8 +113,11 @@ func TestMiddlewareErrors(t *testing.T) {
 		t.Fatalf("stream error %v", s.Err())
 	}
 
-	// An error once the stream has begun arrives as an error event.
-	s = client.Messages.NewStreaming(ctx, userParams("late"))
+	// An error once the stream has begun (a ping began it) arrives as an
+	// error event.
+	pinging := newClient("http://127.0.0.1:1", option.WithMiddleware(anthropicmw.New(
+		&proxy.Server{Submitter: sub, PingInterval: time.Millisecond})))
+	s = pinging.Messages.NewStreaming(ctx, userParams("late"))
 	close(release)
 	for s.Next() {
 		if s.Current().Type != "" {
