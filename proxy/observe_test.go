@@ -178,14 +178,16 @@ func TestObserveSyncRoute(t *testing.T) {
 
 	// A hard deadline the upstream does not answer within is missed: the
 	// caller gets 504 timeout_error, which is no upstream error, and the
-	// call, which the upstream may bill, has its usage estimated.
+	// call, which the upstream may bill, has its usage estimated. The
+	// budget leaves time to send the call however loaded the machine is
+	// (one spent before the call went out is not billed: not estimated).
 	_, err = client.Messages.New(ctx, cachedParams("claude-haiku-4-5", "[slow:10m] hurry"),
-		option.WithHeader("llmfleet-latency-budget-ms", "1"), option.WithHeader("llmfleet-deadline", "hard"))
+		option.WithHeader("llmfleet-latency-budget-ms", "1500"), option.WithHeader("llmfleet-deadline", "hard"))
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusGatewayTimeout {
 		t.Fatalf("err %v, want a 504", err)
 	}
-	if e = one(t, o, "timeout_error"); e.Budget != time.Millisecond || e.BudgetMet || !e.Estimated ||
+	if e = one(t, o, "timeout_error"); e.Budget != 1500*time.Millisecond || e.BudgetMet || !e.Estimated ||
 		e.Usage.InputTokens < 500 || e.Usage.OutputTokens != 0 || e.Model != "claude-haiku-4-5" {
 		t.Fatalf("budget entry %+v", e)
 	}
