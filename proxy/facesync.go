@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmfleet/llmfleet"
@@ -33,6 +34,10 @@ type faceSync struct {
 	// headers came (*openAITap, *geminiBody).
 	tap    io.ReadCloser
 	failed bool // no answer came: the error handler answered
+	// sent says an attempt went upstream and may be billed: no answer it
+	// got says otherwise (a shed flex attempt is not billed). A call cut
+	// while it is false, waiting between attempts, was billed nothing.
+	sent atomic.Bool
 }
 
 type faceSyncKey struct{}
@@ -64,7 +69,7 @@ func (f *forwarder) syncThrough(w http.ResponseWriter, up *http.Request, fs *fac
 // sendSync sends a sync or flex call (the forwarder's transport) and
 // returns its answer, unless the call was cut first.
 func (f *forwarder) sendSync(req *http.Request, fs *faceSync) (*http.Response, error) {
-	res, tier, err := f.attempts(req, fs.c, fs.flex)
+	res, tier, err := f.attempts(req, fs)
 	fs.served = tier
 	if err == nil && !fs.bound.answered() {
 		res.Body.Close()
@@ -73,20 +78,26 @@ func (f *forwarder) sendSync(req *http.Request, fs *faceSync) (*http.Response, e
 	return res, err
 }
 
-// attempts sends a sync or flex call (c) upstream through next, a flex
-// one through the engine's flex executor (flex.go), the tier asked for
-// as fw says. It returns the response to pass on (any status) and the
-// tier asked for on the last attempt.
-func (f *forwarder) attempts(req *http.Request, c *call, fw flexWire) (*http.Response, llmfleet.Tier, error) {
+// attempts sends the call of fs upstream through next, a flex one
+// through the engine's flex executor (flex.go), the tier asked for as
+// its flexWire says. It returns the response to pass on (any status) and
+// the tier asked for on the last attempt.
+func (f *forwarder) attempts(req *http.Request, fs *faceSync) (*http.Response, llmfleet.Tier, error) {
+	c := fs.c
 	if c.route != llmfleet.RouteFlex {
+		fs.sent.Store(true)
 		res, err := f.next.RoundTrip(req)
 		return res, llmfleet.TierStandard, err
 	}
 	body := []byte(c.req.Body)
 	send := func(b []byte) func(context.Context) (*http.Response, error) {
-		return func(ctx context.Context) (*http.Response, error) { return f.next.RoundTrip(withBody(ctx, req, b)) }
+		return func(ctx context.Context) (*http.Response, error) {
+			fs.sent.Store(true)
+			return f.next.RoundTrip(withBody(ctx, req, b))
+		}
 	}
-	return flexCall{exec: f.flex, wire: fw, c: c, attempt: send(fw.body(body)), standard: send(body)}.run(req.Context())
+	return flexCall{exec: f.flex, wire: fs.flex, c: c, attempt: send(fs.flex.body(body)), standard: send(body),
+		shed: func() { fs.sent.Store(false) }}.run(req.Context())
 }
 
 // withBody returns a copy of req, an upstream request, within ctx and

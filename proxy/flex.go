@@ -63,6 +63,9 @@ type flexCall struct {
 	c        *call
 	attempt  func(context.Context) (*http.Response, error)
 	standard func(context.Context) (*http.Response, error)
+	// shed, if set, is told of an attempt answered with a shed or a
+	// refusal of the tier, which is not billed.
+	shed func()
 }
 
 // errPassOn marks an attempt answered with an error that is no refusal
@@ -138,6 +141,9 @@ func (fc flexCall) try(ctx, actx context.Context) (*http.Response, error) {
 	res.Body.Close()
 	cancel(nil)
 	if reason := fc.wire.reason(res.StatusCode, b); reason != nil {
+		if fc.shed != nil {
+			fc.shed()
+		}
 		return nil, reason
 	}
 	res.Body = io.NopCloser(bytes.NewReader(b)) // another error: passed on as it came

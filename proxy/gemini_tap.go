@@ -124,6 +124,7 @@ func (g geminiForwarder) answered(gs *faceSync) {
 		outcome = "caller_canceled"
 	case !b.eof:
 		outcome = "network"
+		g.s.fwd.obs.failed(outcome)
 	}
 	g.observe(gs.c, gs.served, b.served, &b.t, outcome, outcome != "ok" && b.status < 400)
 }
@@ -132,17 +133,17 @@ func (g geminiForwarder) answered(gs *faceSync) {
 // by its hard deadline or the upstream timeout (504 DEADLINE_EXCEEDED),
 // left by its caller, or failed to reach the upstream (502).
 func (g geminiForwarder) failed(w http.ResponseWriter, r *http.Request, gc *faceSync, state int32) {
-	c := gc.c
+	c, sent := gc.c, gc.sent.Load()
 	switch {
 	case state == callCutHard || state == callCutTimeout:
-		g.observe(c, gc.served, "", nil, geminiwire.StatusDeadlineExceeded, true)
+		g.observe(c, gc.served, "", nil, geminiwire.StatusDeadlineExceeded, sent)
 		msg := g.s.cutMessage(state, c.budget, "upstream Gemini API")
 		if state == callCutTimeout { // the call's own bound, its tier's
 			msg = timeoutMessage("upstream Gemini API", tierTimeout(g.s, geminiProvider, llmfleet.TierOf(c.route)))
 		}
 		writeGeminiBody(w, http.StatusGatewayTimeout, geminiwire.Envelope(http.StatusGatewayTimeout, msg))
 	case r.Context().Err() != nil:
-		g.observe(c, gc.served, "", nil, "caller_canceled", true)
+		g.observe(c, gc.served, "", nil, "caller_canceled", sent)
 	default:
 		g.s.fwd.obs.failed("network")
 		g.observe(c, gc.served, "", nil, "network", false)

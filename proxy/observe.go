@@ -57,6 +57,10 @@ type syncCall struct {
 	// sentBytes counts the bytes of a body not read whole (body nil) as
 	// they go upstream, for the estimate of a cut call's usage.
 	sentBytes atomic.Int64
+	// waiting says the call is waiting out an upstream error's
+	// retry-after (syncbudget.go): nothing it sent is in flight, and its
+	// only answers were errors, which are not billed.
+	waiting atomic.Bool
 }
 
 type syncCallKey struct{}

@@ -41,6 +41,10 @@ func (o *syncObserver) failure(r *http.Request) {
 		return
 	}
 	if r.Context().Err() != nil {
+		if sc.waiting.Load() { // nothing in flight: the errors it got are not billed
+			o.done(sc, "", llmfleet.Usage{}, "caller_canceled")
+			return
+		}
 		o.cut(sc, "", llmfleet.Usage{}, "caller_canceled")
 		return
 	}

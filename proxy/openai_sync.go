@@ -40,13 +40,20 @@ func (f *forwarder) openAIAnswered(oc *faceSync) {
 	switch {
 	case oc.failed || t == nil:
 	case t.status >= 400:
-		f.obs.openAI(oc.c, oc.served, t, openaiwire.ErrorOf(t.status, t.raw.Bytes(), "").Type, false)
+		kind := openaiwire.ErrorOf(t.status, t.raw.Bytes(), "").Type
+		f.obs.failed(kind)
+		f.obs.openAI(oc.c, oc.served, t, kind, false)
 	case t.failed != "": // a stream that failed after its 200: billed for what it read
 		f.obs.failed(t.failed)
 		f.obs.openAI(oc.c, oc.served, t, t.failed, false)
 	case !t.eof && oc.caller.Err() != nil:
 		// The caller left during the answer, which is billed all the same.
 		f.obs.openAI(oc.c, oc.served, t, "caller_canceled", true)
+	case !t.eof:
+		// Broken off upstream: billed for the usage read so far, else
+		// estimated.
+		f.obs.failed("network")
+		f.obs.openAI(oc.c, oc.served, t, "api_error", true)
 	default:
 		f.obs.openAI(oc.c, oc.served, t, "ok", false)
 	}
@@ -103,7 +110,7 @@ func (f *forwarder) tapOpenAI(resp *http.Response) error {
 func (f *forwarder) openAIError(w http.ResponseWriter, r *http.Request, err error) {
 	if oc := faceSyncOf(r); oc != nil {
 		oc.failed = true
-		f.openAICallFailed(w, r, oc.c, oc.served, oc.bound.cutBy())
+		f.openAICallFailed(w, r, oc, oc.bound.cutBy())
 		return
 	}
 	f.log.Warn("openai upstream unreachable", "path", r.URL.Path, "err", err)
@@ -114,17 +121,20 @@ func (f *forwarder) openAIError(w http.ResponseWriter, r *http.Request, err erro
 // openAICallFailed answers and reports a sync or flex call that got no
 // answer: cut by state (callCutHard, callCutTimeout: 504 timeout_error),
 // left by its caller, or failed to reach the upstream (502). A call cut
-// after it was sent may be billed: its usage is estimated.
-func (f *forwarder) openAICallFailed(w http.ResponseWriter, r *http.Request, c *openAICall, served llmfleet.Tier, state int32) {
+// while an attempt it sent may be billed (oc.sent) has its usage
+// estimated.
+func (f *forwarder) openAICallFailed(w http.ResponseWriter, r *http.Request, oc *faceSync, state int32) {
+	c, served, sent := oc.c, oc.served, oc.sent.Load()
 	switch {
 	case state == callCutHard || state == callCutTimeout:
 		f.log.Info("sync call cut before the upstream answered", "path", r.URL.Path, "route", c.route,
 			"budget", c.budget, "upstream_timeout", state == callCutTimeout)
-		f.obs.openAI(c, served, nil, "timeout_error", true)
+		f.obs.openAI(c, served, nil, "timeout_error", sent)
 		writeOpenAIError(w, http.StatusGatewayTimeout, "timeout_error", "", "", f.s.cutMessage(state, c.budget, "upstream OpenAI API"))
 	case r.Context().Err() != nil:
-		f.obs.openAI(c, served, nil, "caller_canceled", true)
+		f.obs.openAI(c, served, nil, "caller_canceled", sent)
 	default:
+		f.obs.failed("network")
 		f.obs.openAI(c, served, nil, "api_error", false)
 		writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "The upstream OpenAI API could not be reached.")
 	}

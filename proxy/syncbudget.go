@@ -60,9 +60,11 @@ func (f *forwarder) sendBounded(req *http.Request, sc *syncCall) (*http.Response
 				kind := discardError(resp)
 				f.obs.failed(kind)
 				f.log.Debug("sync call retried within its budget", "status", resp.StatusCode, "error", kind, "wait", wait, "retry", try+1)
+				sc.waiting.Store(true)
 				if err := llmfleet.Sleep(req.Context(), f.clock, wait); err != nil {
-					return nil, err
+					return nil, err // cut while waiting: waiting stays set
 				}
+				sc.waiting.Store(false)
 				req = sc.resend(req)
 				continue
 			}

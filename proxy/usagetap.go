@@ -172,8 +172,9 @@ func (t *usageTap) report() {
 		t.obs.failed(upstreamErr)
 	}
 	noteModel(t.ctx, model)
-	if outcome == "caller_canceled" {
-		t.obs.cut(t.call, model, u, outcome) // the usage read so far, else estimated
+	if outcome == "caller_canceled" || upstreamErr == "network" {
+		// Broken off: billed for the usage read so far, else estimated.
+		t.obs.cut(t.call, model, u, outcome)
 		return
 	}
 	t.obs.done(t.call, model, u, outcome)
