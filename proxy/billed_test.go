@@ -200,3 +200,67 @@ func TestFlexCutBetweenShedsNotBilled(t *testing.T) {
 		t.Fatalf("the emulator billed %v", billed)
 	}
 }
+
+// giveUpWhenHeld is a Submitter that routes every call flex and whose
+// flex executor gives an attempt up for the standard tier once the
+// upstream holds it, as the engine's does with an attempt too slow for
+// its budget.
+type giveUpWhenHeld struct {
+	*fakeSubmitter
+	held <-chan struct{}
+}
+
+func (x giveUpWhenHeld) ExecuteFlex(ctx context.Context, _, _ string, _ time.Time, _ time.Duration, attempt func(context.Context) error) (bool, error) {
+	actx, cancel := context.WithCancel(ctx)
+	go func() {
+		<-x.held
+		cancel()
+	}()
+	err := attempt(actx)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		return false, nil // given up: the standard tier
+	}
+	return err == nil, err
+}
+
+// A flex attempt given up for the standard tier after it went upstream
+// may be billed: it is in the ledger as a rescue's part paid and not
+// delivered, its usage estimated, and the standard call that answers is
+// the rescue's.
+func TestFlexGivenUpIsRescue(t *testing.T) {
+	emu := &openaiemu.Server{}
+	held := make(chan struct{})
+	var once sync.Once
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), `"service_tier":"flex"`) {
+			once.Do(func() { close(held) })
+			<-r.Context().Done()
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		emu.ServeHTTP(w, r)
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	srv := &proxy.Server{Submitter: giveUpWhenHeld{&fakeSubmitter{route: llmfleet.RouteFlex}, held}, OpenAIUpstream: u}
+	l := newLedgerTap(srv)
+	ps := httptest.NewServer(srv.Handler())
+	defer ps.Close()
+	req, _ := http.NewRequest("POST", ps.URL+"/openai/v1/chat/completions", strings.NewReader(flexChatBody))
+	req.Header.Set("Authorization", "Bearer sk-x")
+	req.Header.Set("llmfleet-latency-budget-ms", "600000")
+	resp, body, err := doRead(http.DefaultClient, req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%v %v %s", err, resp, body)
+	}
+	given, answered := oneEntry(t, l.entries), oneEntry(t, l.entries)
+	if given.Rescue != llmfleet.RescueLate || given.Route != llmfleet.RouteFlex || given.Tier != llmfleet.TierFlex ||
+		!given.Estimated || given.Usage.InputTokens == 0 || !given.BudgetMet {
+		t.Fatalf("the attempt given up: %+v", given)
+	}
+	if answered.Rescue != llmfleet.RescueSync || answered.Outcome != "ok" || answered.Tier != llmfleet.TierStandard || answered.Estimated {
+		t.Fatalf("the standard call: %+v", answered)
+	}
+}

@@ -190,6 +190,10 @@ type call struct {
 	owner string
 	// span is the call's span (trace.go); nil when not traced.
 	span *callSpan
+	// rescued says a flex attempt of the call was given up for the
+	// standard tier after it went upstream (a rescue: see
+	// syncObserver.givenUp).
+	rescued bool
 }
 
 // openAICall is a routed call of the OpenAI face.

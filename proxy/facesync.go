@@ -97,7 +97,7 @@ func (f *forwarder) attempts(req *http.Request, fs *faceSync) (*http.Response, l
 		}
 	}
 	return flexCall{exec: f.flex, wire: fs.flex, c: c, attempt: send(fs.flex.body(body)), standard: send(body),
-		shed: func() { fs.sent.Store(false) }}.run(req.Context())
+		shed: func() { fs.sent.Store(false) }, givenUp: func() { f.obs.givenUp(fs.flex.provider, c) }}.run(req.Context())
 }
 
 // withBody returns a copy of req, an upstream request, within ctx and

@@ -64,8 +64,16 @@ type flexCall struct {
 	attempt  func(context.Context) (*http.Response, error)
 	standard func(context.Context) (*http.Response, error)
 	// shed, if set, is told of an attempt answered with a shed or a
-	// refusal of the tier, which is not billed.
-	shed func()
+	// refusal of the tier, which is not billed; givenUp, of an attempt
+	// the executor gave up after it went upstream, which may be.
+	shed, givenUp func()
+}
+
+// gaveUp tells of an attempt given up after it went upstream.
+func (fc flexCall) gaveUp() {
+	if fc.givenUp != nil {
+		fc.givenUp()
+	}
 }
 
 // errPassOn marks an attempt answered with an error that is no refusal
@@ -122,9 +130,15 @@ func (fc flexCall) try(ctx, actx context.Context) (*http.Response, error) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(actx, func() { cancel(context.Cause(actx)) })
 	res, err := fc.attempt(rctx)
-	if !stop() && err == nil { // actx ended as the answer came: too late
+	stopped := stop()
+	if !stopped && err == nil { // actx ended as the answer came: too late
 		res.Body.Close()
+		if res.StatusCode/100 == 2 { // answered, so billed
+			fc.gaveUp()
+		}
 		err = context.Cause(actx)
+	} else if !stopped && ctx.Err() == nil { // given up while the upstream had it
+		fc.gaveUp()
 	}
 	if err != nil {
 		cancel(nil)

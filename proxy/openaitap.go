@@ -124,6 +124,23 @@ func (o *syncObserver) callEntry(provider string, c *call, outcome string) llmfl
 		Latency: now.Sub(c.arrived), Budget: c.budget, Client: c.req.Client}
 }
 
+// givenUp records a flex attempt of c (an API of provider) that the flex
+// executor gave up for the standard tier after it went upstream, where
+// it may be billed: a rescue's part paid and not delivered
+// (llmfleet.RescueLate), its usage estimated; the standard call that
+// answers c is the rescue's (llmfleet.RescueSync).
+func (o *syncObserver) givenUp(provider string, c *call) {
+	c.rescued = true
+	if o.observe == nil {
+		return
+	}
+	e := o.callEntry(provider, c, "timeout_error")
+	e.Route, e.Tier, e.Rescue = llmfleet.RouteFlex, llmfleet.TierFlex, llmfleet.RescueLate
+	e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
+	e.BudgetMet = true // its request is judged by the answer it gets
+	o.observe(e)
+}
+
 // handCall completes e, the entry of the sync or flex call c, and hands
 // it to Observe: a call cut after it was sent (cut) whose usage is not
 // known has it estimated from its body (LedgerEntry.Estimated: the
@@ -135,6 +152,9 @@ func (o *syncObserver) handCall(c *call, e llmfleet.LedgerEntry, asked llmfleet.
 	}
 	if e.Tier == "" && (e.Outcome == "ok" || cut) {
 		e.Tier = asked
+	}
+	if c.rescued {
+		e.Rescue = llmfleet.RescueSync
 	}
 	e.BudgetMet = llmfleet.BudgetMet(e.Outcome == "ok", e.Latency, c.budget)
 	c.span.entry(&e)
