@@ -57,6 +57,24 @@ func brokenUpstream(t *testing.T, ctype, first string) *url.URL {
 	return u
 }
 
+// postLeaving sends req from a goroutine of its own; leave cancels it and
+// returns once its caller has gone.
+func postLeaving(req *http.Request) (leave func()) {
+	ctx, cancel := context.WithCancel(req.Context())
+	req = req.WithContext(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // An answer the upstream breaks off after its 200 may be billed: every
 // face records it with the usage read so far, else an estimate, and
 // counts a network error.
@@ -114,26 +132,18 @@ func TestCutWhileWaitingNotBilled(t *testing.T) {
 	t.Run("caller leaves", func(t *testing.T) {
 		st := newBudgetStack(t, &proxy.Server{}, nil)
 		st.emu.InjectFault(emulator.Fault{Endpoint: emulator.EndpointMessages, Status: 529, RetryAfter: time.Minute})
-		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, "POST", st.proxy.URL+"/v1/messages", strings.NewReader(simpleBody))
+		req, _ := http.NewRequest("POST", st.proxy.URL+"/v1/messages", strings.NewReader(simpleBody))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Api-Key", "sk-budget")
 		req.Header.Set("llmfleet-latency-budget-ms", "600000")
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				resp.Body.Close()
-			}
-		}()
+		leave := postLeaving(req)
 		// The 529 is counted before the wait begins.
 		for deadline := time.Now().Add(hangGuard); len(st.upstreamErrors()) == 0; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the 529 never came")
 			}
 		}
-		cancel()
-		<-done
+		leave()
 		if e := st.entry(t); e.Outcome != "caller_canceled" || e.Estimated || e.Usage != (llmfleet.Usage{}) || st.calls() != 1 {
 			t.Fatalf("entry %+v after %d upstream calls", e, st.calls())
 		}
@@ -179,20 +189,12 @@ func TestFlexCutBetweenShedsNotBilled(t *testing.T) {
 	l := newLedgerTap(srv)
 	ps := httptest.NewServer(srv.Handler())
 	defer ps.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", ps.URL+"/openai/v1/chat/completions", strings.NewReader(flexChatBody))
+	req, _ := http.NewRequest("POST", ps.URL+"/openai/v1/chat/completions", strings.NewReader(flexChatBody))
 	req.Header.Set("Authorization", "Bearer sk-x")
 	req.Header.Set("llmfleet-latency-budget-ms", "600000")
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
+	leave := postLeaving(req)
 	<-x.shed
-	cancel()
-	<-done
+	leave()
 	if e := oneEntry(t, l.entries); e.Outcome != "caller_canceled" || e.Estimated || e.Usage != (llmfleet.Usage{}) {
 		t.Fatalf("entry %+v", e)
 	}
