@@ -167,7 +167,9 @@ func TestFleetRequeueStale(t *testing.T) {
 	v := fleetVault(t)
 	f := newFake()
 	f.lostCreate = 1
-	a, _ := replica(t, u, "a", f, v, Policy{BatchMinSize: 1, CreateTimeout: time.Second, SettleDelay: 100 * time.Millisecond,
+	// A looks 3 s after its create: time for the other to find and record
+	// it first on a loaded machine.
+	a, _ := replica(t, u, "a", f, v, Policy{BatchMinSize: 1, CreateTimeout: 3 * time.Second, SettleDelay: 100 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond}, nil)
 	other := &postgres.DB{URL: u, Replica: "other"}
 	if err := other.Open(t.Context()); err != nil {

@@ -15,13 +15,15 @@ import (
 	"github.com/llmfleet/llmfleet/openaiemu"
 )
 
-// openBatching opens a dispatcher that batches at once over an emulator.
+// openBatching opens a dispatcher that batches over an emulator, its
+// pools going out a second after their first request: callers started
+// together share a pool however slowly a loaded machine starts them.
 func openBatching(t *testing.T, emu *openaiemu.Server) *dispatch.Dispatcher {
 	t.Helper()
 	srv := httptest.NewServer(emu)
 	t.Cleanup(srv.Close)
 	d := &dispatch.Dispatcher{Providers: []llmfleet.Provider{&openai.Provider{BaseURL: srv.URL}},
-		Policy: dispatch.Policy{BatchWindow: 20 * time.Millisecond, BatchMinSize: 100, PollInterval: 20 * time.Millisecond,
+		Policy: dispatch.Policy{BatchWindow: time.Second, BatchMinSize: 100, PollInterval: 20 * time.Millisecond,
 			SyncLatencyPrior: time.Second, RescueMargin: time.Millisecond, NoRescue: true}}
 	if err := d.Open(); err != nil {
 		t.Fatal(err)

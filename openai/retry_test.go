@@ -85,7 +85,7 @@ func TestCreateBatchRetried(t *testing.T) {
 	defer srv.Close()
 	w := &waits{}
 	d := &dispatch.Dispatcher{Providers: []llmfleet.Provider{&openai.Provider{BaseURL: srv.URL, Clock: w}},
-		Policy: dispatch.Policy{BatchWindow: 20 * time.Millisecond, BatchMinSize: 3, PollInterval: 20 * time.Millisecond,
+		Policy: dispatch.Policy{BatchWindow: time.Hour, BatchMinSize: 3, PollInterval: 20 * time.Millisecond,
 			SyncLatencyPrior: time.Second, NoRescue: true}}
 	if err := d.Open(); err != nil {
 		t.Fatal(err)

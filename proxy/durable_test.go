@@ -215,7 +215,9 @@ func TestDurableSyncAnswersCanBeFetchedAgain(t *testing.T) {
 }
 
 func TestDurableStreamCarriesRequestID(t *testing.T) {
-	st := newDurableStack(t, dispatch.Policy{BatchWindow: 30 * time.Millisecond}, nil)
+	// The batch goes out half a second after the call: a ping comes first
+	// however loaded the machine.
+	st := newDurableStack(t, dispatch.Policy{BatchWindow: 500 * time.Millisecond}, nil)
 	resp := post(t, st.ts.URL+"/v1/messages", strings.Replace(userBody("zeta"), "{", `{"stream":true,`, 1),
 		"llmfleet-route", "batch")
 	id := resp.Header.Get("llmfleet-request-id")

@@ -209,7 +209,7 @@ func TestOpenAIFaceFlexFallback(t *testing.T) {
 	p.Model = "o4-mini"
 	var hr *http.Response
 	res, err := c.Chat.Completions.New(context.Background(), p, option.WithHeader("llmfleet-route", "flex"),
-		option.WithHeader("llmfleet-latency-budget-ms", "3300"), option.WithResponseInto(&hr))
+		option.WithHeader("llmfleet-latency-budget-ms", "5000"), option.WithResponseInto(&hr))
 	if err != nil || res.ServiceTier == "flex" || hr.Header.Get("Llmfleet-Route") != "flex" {
 		t.Fatalf("%+v %v", res, err)
 	}

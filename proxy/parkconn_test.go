@@ -176,7 +176,9 @@ func TestParkedConnBudgetTimeout(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	conn := dial(t, ts)
-	rawPost(t, conn, userBody("late"), patient+": 50", "llmfleet-route: batch")
+	// A budget long enough to park the call on a loaded machine (one spent
+	// before the call is handed on is refused, unparked).
+	rawPost(t, conn, userBody("late"), patient+": 500", "llmfleet-route: batch")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)

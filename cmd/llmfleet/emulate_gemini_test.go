@@ -75,12 +75,14 @@ func TestEmulateGeminiListener(t *testing.T) {
 func TestEmulateGeminiFlexLatency(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	c, done := startGeminiEmulator(ctx, t, "--gemini-flex-latency", "gemini-2.5-pro=300ms-400ms")
+	// Flash, not named, answers well within pro's delay, however loaded
+	// the machine.
+	c, done := startGeminiEmulator(ctx, t, "--gemini-flex-latency", "gemini-2.5-pro=2s-2500ms")
 	flex := &genai.GenerateContentConfig{ServiceTier: genai.ServiceTierFlex}
 	for _, m := range []struct {
 		model    string
 		min, max time.Duration
-	}{{"gemini-2.5-pro", 300 * time.Millisecond, time.Minute}, {"gemini-2.5-flash", 0, 250 * time.Millisecond}} {
+	}{{"gemini-2.5-pro", 2 * time.Second, time.Minute}, {"gemini-2.5-flash", 0, 1500 * time.Millisecond}} {
 		t0 := time.Now()
 		resp, err := c.Models.GenerateContent(ctx, m.model, genai.Text("hi"), flex)
 		if took := time.Since(t0); err != nil || took < m.min || took > m.max || resp.SDKHTTPResponse.Headers.Get("X-Gemini-Service-Tier") != "flex" {
