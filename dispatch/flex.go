@@ -195,7 +195,12 @@ func (fx *flexExec) execute(ctx context.Context, provider, model string, start t
 		if budget > 0 {
 			// An attempt still unanswered when only a standard call's
 			// time is left is given up for one: flex never breaks a budget.
-			actx, cancel = withTimeout(fx.clock, ctx, start.Add(budget-reserve).Sub(t0))
+			room := start.Add(budget - reserve).Sub(t0)
+			if room <= 0 { // none: an attempt would be given up as it went out
+				fx.log.Info("no room in the budget for a flex attempt: standard tier", "provider", provider, "model", model)
+				return false, nil
+			}
+			actx, cancel = withTimeout(fx.clock, ctx, room)
 		}
 		err := attempt(actx)
 		late := err != nil && ctx.Err() == nil && context.Cause(actx) == errTimedOut

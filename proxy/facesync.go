@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,8 @@ type faceSync struct {
 	// got says otherwise (a shed flex attempt is not billed). A call cut
 	// while it is false, waiting between attempts, was billed nothing.
 	sent atomic.Bool
+	// wrote says the last flex attempt was written whole upstream.
+	wrote atomic.Bool
 }
 
 type faceSyncKey struct{}
@@ -96,8 +99,20 @@ func (f *forwarder) attempts(req *http.Request, fs *faceSync) (*http.Response, l
 			return f.next.RoundTrip(withBody(ctx, req, b))
 		}
 	}
-	return flexCall{exec: f.flex, wire: fs.flex, c: c, attempt: send(fs.flex.body(body)), standard: send(body),
-		shed: func() { fs.sent.Store(false) }, givenUp: func() { f.obs.givenUp(fs.flex.provider, c) }}.run(req.Context())
+	flex := send(fs.flex.body(body))
+	attempt := func(ctx context.Context) (*http.Response, error) {
+		fs.wrote.Store(false)
+		return flex(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
+			fs.wrote.Store(w.Err == nil)
+		}}))
+	}
+	givenUp := func() {
+		if fs.wrote.Load() { // an attempt given up before it was sent costs nothing
+			f.obs.givenUp(fs.flex.provider, c)
+		}
+	}
+	return flexCall{exec: f.flex, wire: fs.flex, c: c, attempt: attempt, standard: send(body),
+		shed: func() { fs.sent.Store(false) }, givenUp: givenUp}.run(req.Context())
 }
 
 // withBody returns a copy of req, an upstream request, within ctx and
