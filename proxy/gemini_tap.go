@@ -131,7 +131,9 @@ func (g geminiForwarder) answered(gs *faceSync) {
 
 // failed answers and reports a sync or flex call that got no answer: cut
 // by its hard deadline or the upstream timeout (504 DEADLINE_EXCEEDED),
-// left by its caller, or failed to reach the upstream (502).
+// left by its caller, or failed to reach the upstream (502). A call cut
+// while an attempt it sent may be billed (faceSync.sent) has its usage
+// estimated.
 func (g geminiForwarder) failed(w http.ResponseWriter, r *http.Request, gc *faceSync, state int32) {
 	c, sent := gc.c, gc.sent.Load()
 	switch {
