@@ -254,6 +254,10 @@ type Store interface {
 type PendingBatch struct {
 	Batch    StoredBatch
 	Requests []*StoredRequest
+	// Answered are the requests of a created batch answered already by
+	// another route (a rescue's sync call): the batch's results for them
+	// are paid too, and are to be recorded as late when read.
+	Answered []*StoredRequest
 }
 
 // TurnaroundSample is one observed batch turnaround: what the engine

@@ -293,6 +293,21 @@ func (t *tracker) giveUpFlight(f *flight) {
 // conclude stores a flight's answers and, once stored, stops tracking it.
 func (t *tracker) conclude(f *flight, answers []answer) bool {
 	d := t.d
+	d.mu.Lock()
+	if t.flights[f.id] != f {
+		// Given up by relinquishLocked: the batch may be another
+		// replica's now, which delivers it (a late answer recorded once).
+		d.mu.Unlock()
+		return false
+	}
+	if !d.lease.held() {
+		// Not known to own it any more: delivered once the lease is
+		// renewed, or by the replica that adopted it.
+		f.held, f.nextCheck = answers, d.clock.Now().Add(d.pol.MaxPollInterval)
+		d.mu.Unlock()
+		return false
+	}
+	d.mu.Unlock()
 	ok := d.answers.deliver(answers, f.id, func() {
 		if t.flights[f.id] == f { // (not given up by relinquishLocked)
 			delete(t.flights, f.id)

@@ -148,3 +148,78 @@ func TestRestartLeftoverBatches(t *testing.T) {
 		}
 	})
 }
+
+// A batch in flight whose request was answered meanwhile by a rescue (by
+// this process before a crash, or by another replica) is still read on
+// recovery: the provider bills its result for that request too, which
+// the ledger records late, once, beside the rescue's sync call.
+func TestRestartReadsRescuedRequestsResult(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	synctest.Test(t, func(t *testing.T) {
+		f, v := newFake(), newVault(t)
+		cred := llmfleet.Credential{APIKey: "sk-rescued"}
+		d1, db1 := durable(t, f, path, v)
+		var ids []string
+		for _, p := range []string{"rescued", "pending"} {
+			id, err := d1.Enqueue(t.Context(), 0, &llmfleet.Request{Credential: cred, Body: body("m1", p)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		d1.mu.Lock()
+		for _, p := range d1.pools.m {
+			d1.pools.flushLocked(p, true)
+		}
+		d1.mu.Unlock()
+		for len(f.batchSizes()) < 1 {
+			time.Sleep(time.Second)
+		}
+		time.Sleep(time.Second) // the upstream id is recorded
+		crash(d1, db1)
+
+		// The rescue's sync answer to the first, stored with its entry.
+		db, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		rescue := llmfleet.LedgerEntry{RequestID: ids[0], Time: now, Provider: f.Name(), Model: "m1", Route: llmfleet.RouteSync,
+			Outcome: "ok", Rescue: llmfleet.RescueSync, BudgetMet: true}
+		if _, err := db.CompleteRequests(t.Context(), []llmfleet.Completion{{RequestID: ids[0], Ledger: &rescue,
+			Result: &llmfleet.StoredResult{StatusCode: 200, Body: []byte(`{"type":"message","content":[{"type":"text","text":"rescued"}]}`), CompletedAt: now}}}); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+
+		d2, db2 := durable(t, f, path, v)
+		defer db2.Close()
+		defer d2.Close(t.Context())
+		if res := await(t, d2, ids[1], cred); !strings.Contains(string(res.Body), `"re: pending"`) {
+			t.Fatalf("%s: %d %s", ids[1], res.StatusCode, res.Body)
+		}
+		if res := await(t, d2, ids[0], cred); !strings.Contains(string(res.Body), `"rescued"`) {
+			t.Fatalf("the rescued request's answer changed: %s", res.Body)
+		}
+		time.Sleep(time.Minute) // the late entry is booked
+		synctest.Wait()
+		entries, err := db2.Ledger(t.Context(), time.Unix(0, 0), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var late, sync int
+		for _, e := range entries {
+			if e.RequestID == ids[0] {
+				switch e.Rescue {
+				case llmfleet.RescueLate:
+					late++
+				case llmfleet.RescueSync:
+					sync++
+				}
+			}
+		}
+		if late != 1 || sync != 1 {
+			t.Fatalf("the rescued request has %d sync and %d late entries, want 1 and 1: %+v", sync, late, entries)
+		}
+	})
+}

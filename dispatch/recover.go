@@ -152,7 +152,7 @@ func (p *pickup) batch(pb *llmfleet.PendingBatch) error {
 	if here {
 		return nil
 	}
-	if len(pb.Requests) == 0 {
+	if len(pb.Requests) == 0 && len(pb.Answered) == 0 {
 		// Every request of it was answered before the crash.
 		if sb.State == llmfleet.BatchIntent {
 			return p.store.RecordCreateFailed(p.ctx, sb.ID, false)
@@ -160,7 +160,9 @@ func (p *pickup) batch(pb *llmfleet.PendingBatch) error {
 		return p.store.ResolveBatch(p.ctx, sb.ID)
 	}
 	var ws []*waiter
-	for _, r := range pb.Requests {
+	// Its requests answered by a rescue are tracked too: their results,
+	// paid, are recorded late when delivered (answerer.second).
+	for _, r := range append(pb.Requests[:len(pb.Requests):len(pb.Requests)], pb.Answered...) {
 		w, err := p.revive(r)
 		if err != nil {
 			d.log.Error("stored request cannot be recovered", "request_id", r.ID, "err", err)

@@ -165,6 +165,13 @@ func (s Store) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, b
 		if err != nil {
 			return nil, nil, err
 		}
+		if pb.Batch.State == llmfleet.BatchCreated {
+			pb.Answered, err = storecodec.QueryRequests(ctx, tx, s.c.sql(`SELECT `+storecodec.RequestColumns+` FROM requests
+				WHERE batch_id = ? AND state = 'done' AND COALESCE(result_batch_id, '') <> ?`+byAge), pb.Batch.ID, pb.Batch.UpstreamID)
+			if err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	return queued, batches, nil
 }

@@ -164,6 +164,34 @@ func (s *suite) pendingOrder(t *testing.T) {
 	}
 }
 
+// pendingAnswered: a created batch's requests answered by another route
+// (a rescue) are pending as Answered, for their paid results to be read
+// and recorded late; one answered by the batch itself is not, nor is any
+// of a batch not created yet.
+func (s *suite) pendingAnswered(t *testing.T) {
+	st := s.store(t)
+	rs, b, _ := s.intended(t, st)
+	rescued := result(1)
+	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{rs[0].ID: rescued})); err != nil {
+		t.Fatal(err)
+	}
+	if _, pb := s.pending(t, st); len(pb) != 1 || len(pb[0].Answered) != 0 || fmt.Sprint(ids(pb[0].Requests)) != "[lfr_0002]" {
+		t.Fatalf("an intent's pending requests: %+v", pb)
+	}
+	if err := st.RecordCreated(ctx(t), b.ID, "msgbatch_1", base.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	own := result(2)
+	own.BatchID = "msgbatch_1"
+	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{rs[1].ID: own})); err != nil {
+		t.Fatal(err)
+	}
+	_, pb := s.pending(t, st)
+	if len(pb) != 1 || len(pb[0].Requests) != 0 || fmt.Sprint(ids(pb[0].Answered)) != "[lfr_0001]" {
+		t.Fatalf("a created batch's answered requests: %+v", pb)
+	}
+}
+
 // createFailedStale: a batch recorded created (found by its tag by
 // another process) is not requeued: ErrStale, its requests stay
 // submitted in it.

@@ -149,6 +149,7 @@ func Run(t *testing.T, h Harness) {
 		{"TypedResults", s.typedResultsRoundTrip},
 		{"CreateDeadline", s.createDeadline},
 		{"PendingOrder", s.pendingOrder},
+		{"PendingAnswered", s.pendingAnswered},
 		{"Credentials", s.credentials},
 		{"Ledger", s.ledger},
 		{"Purge", s.purge},
