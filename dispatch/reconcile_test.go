@@ -120,16 +120,7 @@ func TestRestartLeftoverBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d2.mu.Lock()
-		for _, p := range d2.pools.m {
-			d2.pools.flushLocked(p, true)
-		}
-		d2.mu.Unlock()
-		for len(f.batchSizes()) < 2 {
-			time.Sleep(time.Second)
-		}
-		time.Sleep(time.Second) // the upstream id is recorded
-		crash(d2, db2)
+		crashInFlight(d2, db2, f, 2)
 		if got := batchState(t, path, done); got != "resolved" {
 			t.Fatalf("answered batch is %s after a restart, want resolved", got)
 		}
@@ -147,6 +138,21 @@ func TestRestartLeftoverBatches(t *testing.T) {
 			t.Fatalf("%s: %d %s", id2, res.StatusCode, res.Body)
 		}
 	})
+}
+
+// crashInFlight sends d's pools out, waits until f has made its
+// batches'th batch and its upstream id is recorded, and crashes d.
+func crashInFlight(d *Dispatcher, db *sqlite.DB, f *fakeProvider, batches int) {
+	d.mu.Lock()
+	for _, p := range d.pools.m {
+		d.pools.flushLocked(p, true)
+	}
+	d.mu.Unlock()
+	for len(f.batchSizes()) < batches {
+		time.Sleep(time.Second)
+	}
+	time.Sleep(time.Second) // the upstream id is recorded
+	crash(d, db)
 }
 
 // A batch in flight whose request was answered meanwhile by a rescue (by
@@ -167,16 +173,7 @@ func TestRestartReadsRescuedRequestsResult(t *testing.T) {
 			}
 			ids = append(ids, id)
 		}
-		d1.mu.Lock()
-		for _, p := range d1.pools.m {
-			d1.pools.flushLocked(p, true)
-		}
-		d1.mu.Unlock()
-		for len(f.batchSizes()) < 1 {
-			time.Sleep(time.Second)
-		}
-		time.Sleep(time.Second) // the upstream id is recorded
-		crash(d1, db1)
+		crashInFlight(d1, db1, f, 1)
 
 		// The rescue's sync answer to the first, stored with its entry.
 		db, err := sqlite.Open(t.Context(), path)

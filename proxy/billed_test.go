@@ -159,6 +159,19 @@ func TestCutWhileWaitingNotBilled(t *testing.T) {
 	})
 }
 
+// flexProxy serves an OpenAI face with Submitter sub in front of up and
+// returns its ledger and a flex call to it, with a long budget.
+func flexProxy(t *testing.T, sub llmfleet.Submitter, up *url.URL) (*ledgerTap, *http.Request) {
+	srv := &proxy.Server{Submitter: sub, OpenAIUpstream: up}
+	l := newLedgerTap(srv)
+	ps := httptest.NewServer(srv.Handler())
+	t.Cleanup(ps.Close)
+	req, _ := http.NewRequest("POST", ps.URL+"/openai/v1/chat/completions", strings.NewReader(flexChatBody))
+	req.Header.Set("Authorization", "Bearer sk-x")
+	req.Header.Set("llmfleet-latency-budget-ms", "600000")
+	return l, req
+}
+
 // shedThenHold is a Submitter that routes every call flex and whose flex
 // executor, after one attempt the upstream sheds, waits until the call
 // ends, as the engine's waits out its backoff.
@@ -185,13 +198,7 @@ func TestFlexCutBetweenShedsNotBilled(t *testing.T) {
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
 	x := shedThenHold{&fakeSubmitter{route: llmfleet.RouteFlex}, make(chan struct{})}
-	srv := &proxy.Server{Submitter: x, OpenAIUpstream: u}
-	l := newLedgerTap(srv)
-	ps := httptest.NewServer(srv.Handler())
-	defer ps.Close()
-	req, _ := http.NewRequest("POST", ps.URL+"/openai/v1/chat/completions", strings.NewReader(flexChatBody))
-	req.Header.Set("Authorization", "Bearer sk-x")
-	req.Header.Set("llmfleet-latency-budget-ms", "600000")
+	l, req := flexProxy(t, x, u)
 	leave := postLeaving(req)
 	<-x.shed
 	leave()
@@ -246,13 +253,7 @@ func TestFlexGivenUpIsRescue(t *testing.T) {
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	srv := &proxy.Server{Submitter: giveUpWhenHeld{&fakeSubmitter{route: llmfleet.RouteFlex}, held}, OpenAIUpstream: u}
-	l := newLedgerTap(srv)
-	ps := httptest.NewServer(srv.Handler())
-	defer ps.Close()
-	req, _ := http.NewRequest("POST", ps.URL+"/openai/v1/chat/completions", strings.NewReader(flexChatBody))
-	req.Header.Set("Authorization", "Bearer sk-x")
-	req.Header.Set("llmfleet-latency-budget-ms", "600000")
+	l, req := flexProxy(t, giveUpWhenHeld{&fakeSubmitter{route: llmfleet.RouteFlex}, held}, u)
 	resp, body, err := doRead(http.DefaultClient, req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("%v %v %s", err, resp, body)
