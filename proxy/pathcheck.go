@@ -26,9 +26,11 @@ const maxPathDecodings = 4
 // decoded, "." twice). At every stage a slash or a backslash separates
 // segments, so that an escaped one (%2f, %5c) splits a segment once
 // decoded, and a segment is its name before any ";" parameters (as some
-// servers read "..;x"). A segment is a dot segment if that name is "."
-// or "..". A path that a decoding still changes after maxPathDecodings
-// of them counts as having one.
+// servers read "..;x") and before a "?" or "#" (which a server that
+// parses a decoded path again reads as the end of the path: "..%23" is
+// ".." to it). A segment is a dot segment if that name is "." or "..".
+// A path that a decoding still changes after maxPathDecodings of them
+// counts as having one.
 func hasDotSegment(p string) bool {
 	for range maxPathDecodings + 1 {
 		if dotSegmentIn(p) {
@@ -44,7 +46,7 @@ func hasDotSegment(p string) bool {
 }
 
 // dotSegmentIn reports whether p, split at every slash and backslash, has
-// a segment whose name (before any ";") is "." or "..".
+// a segment whose name (before any ";", "?" or "#") is "." or "..".
 func dotSegmentIn(p string) bool {
 	for p != "" {
 		i := strings.IndexAny(p, `/\`)
@@ -54,7 +56,11 @@ func dotSegmentIn(p string) bool {
 		} else {
 			p = ""
 		}
-		if name, _, _ := strings.Cut(seg, ";"); name == "." || name == ".." {
+		name := seg
+		if j := strings.IndexAny(seg, ";?#"); j >= 0 {
+			name = seg[:j]
+		}
+		if name == "." || name == ".." {
 			return true
 		}
 	}

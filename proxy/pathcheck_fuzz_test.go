@@ -82,21 +82,30 @@ func removeDotSegments(in string) string {
 	return strings.Join(out, "")
 }
 
-// stripParams removes the ";" parameters of every segment.
-func stripParams(p string) string {
+// cutSegments cuts every segment of p at the first of the bytes in at.
+func cutSegments(p, at string) string {
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
-		segs[i], _, _ = strings.Cut(s, ";")
+		if j := strings.IndexAny(s, at); j >= 0 {
+			segs[i] = s[:j]
+		}
 	}
 	return strings.Join(segs, "/")
 }
 
 // resolvesElsewhere reports whether p, read as a server may read it
-// (backslashes as slashes, with or without its segments' parameters),
-// names another path once its dot segments are removed.
+// (backslashes as slashes; whole, or every segment up to its ";"
+// parameters, or to a "?" or "#", where a server that parses a decoded
+// path again ends it), names another path once its dot segments are
+// removed.
 func resolvesElsewhere(p string) bool {
 	p = strings.ReplaceAll(p, `\`, "/")
-	return removeDotSegments(p) != p || removeDotSegments(stripParams(p)) != stripParams(p)
+	for _, v := range []string{p, cutSegments(p, ";?#")} {
+		if removeDotSegments(v) != v {
+			return true
+		}
+	}
+	return false
 }
 
 // ownerFiltered are the lists that go upstream under the shared key in
