@@ -62,13 +62,8 @@ func (d *DB) Adopt(ctx context.Context) (queued []*llmfleet.StoredRequest, batch
 			if err != nil {
 				return err
 			}
-			if pb.Batch.State == llmfleet.BatchCreated {
-				pb.Answered, err = storecodec.QueryRequests(ctx, tx, `SELECT `+storecodec.RequestColumns+` FROM requests
-					WHERE batch_id = $1 AND state = 'done' AND COALESCE(result_batch_id, '') <> $2`, pb.Batch.ID, pb.Batch.UpstreamID)
-				if err != nil {
-					return err
-				}
-				sortRequests(pb.Answered)
+			if err := d.ReadAnswered(ctx, tx, pb); err != nil {
+				return err
 			}
 			sortRequests(pb.Requests)
 		}
