@@ -21,8 +21,7 @@ type openAITap struct {
 	rc     io.ReadCloser
 	status int
 	sse    bool
-	eof    bool  // the answer came whole
-	err    error // the read error that broke the answer off, if one did
+	eof    bool // the answer came whole
 	raw    bytes.Buffer
 	events sse.Decoder
 	answer openaiwire.Answer
@@ -38,8 +37,6 @@ func (t *openAITap) Read(p []byte) (int, error) {
 	}
 	if err == io.EOF {
 		t.eof = true
-	} else if err != nil {
-		t.err = err
 	}
 	return n, err
 }
