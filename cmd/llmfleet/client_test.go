@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,9 +22,12 @@ import (
 // does, on the sync route and on the batch route, and
 // /llmfleet/v1/stats breaks the cost down by those names.
 func TestServeAttributesSpendToClientNames(t *testing.T) {
-	emu := httptest.NewServer(&emulator.Server{})
+	t.Parallel() // serve in process, on its own port, state and key variable
+	// The batch ends at once: the test is of the ledger, not of waiting.
+	emu := httptest.NewServer(&emulator.Server{Turnaround: func(string, *rand.Rand) time.Duration { return 0 }})
 	defer emu.Close()
-	t.Setenv("LLMFLEET_TEST_CLIENTS_UPSTREAM", "sk-upstream-clients")
+	os.Setenv("LLMFLEET_TEST_CLIENTS_UPSTREAM", "sk-upstream-clients") // t.Setenv refuses a parallel test
+	t.Cleanup(func() { os.Unsetenv("LLMFLEET_TEST_CLIENTS_UPSTREAM") })
 	cfg := writeFile(t, "anthropic-url: "+emu.URL+"\nbatch-window: 5ms\npoll-interval: 2ms\nmax-poll-interval: 5ms\n"+
 		"upstream-api-key-env: LLMFLEET_TEST_CLIENTS_UPSTREAM\nclient-keys:\n"+
 		"  alice: "+proxy.HashKey("alice-proxy-key")+"\n  bob: "+proxy.HashKey("bob-proxy-key")+"\n")

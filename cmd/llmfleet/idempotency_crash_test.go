@@ -17,6 +17,7 @@ import (
 // request is in flight retries with its Idempotency-Key after the
 // restart: it gets its own answer, and the prompt went upstream once.
 func TestCrashRetryWithIdempotencyKey(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	logs := filepath.Join(dir, "logs")

@@ -57,6 +57,7 @@ func (h *heldCreate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // on the same database: each gets the answer to its own prompt, the
 // batch was created once, and every prompt was billed once.
 func TestCrashRetryOpenAIWithIdempotencyKey(t *testing.T) {
+	t.Parallel() // its own processes, state and ports; it mostly waits
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	logs := filepath.Join(dir, "logs")
