@@ -61,7 +61,13 @@ type DB struct {
 	// (Adopt); under another name, once the earlier run's lease ends.
 	Replica string
 	// Lease is the lease Open starts with, until the first Heartbeat;
-	// 0 means 15s.
+	// 0 means 15s. A third of it bounds, besides, how long the server
+	// keeps a transaction of this process's open while it sends nothing
+	// (idle_in_transaction_session_timeout, at least 5s, unless the URL
+	// sets it): a process paused or stuck inside a transaction would
+	// otherwise hold its row locks, and stall the replicas that adopt its
+	// work, for as long as it stays so; a third, so that a replica whose
+	// adoption waited on those locks still renews its own lease in time.
 	Lease time.Duration
 
 	// Committers is how many groups of AddRequest calls are committed at
@@ -94,12 +100,19 @@ func IsURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
+// idleInTx is the server's setting that ends a session idle inside a
+// transaction for longer than it, in milliseconds: see DB.Lease.
+const idleInTx = "idle_in_transaction_session_timeout"
+
 // Open connects to d.URL, creates its schema if missing and applies the
 // migrations not applied yet, under an advisory lock.
 func (d *DB) Open(ctx context.Context) error {
 	cfg, err := pgx.ParseConfig(d.URL)
 	if err != nil {
 		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
+	}
+	if _, set := cfg.RuntimeParams[idleInTx]; !set {
+		cfg.RuntimeParams[idleInTx] = fmt.Sprint(max(cmp.Or(d.Lease, 15*time.Second)/3, 5*time.Second).Milliseconds())
 	}
 	db := d.pool(cfg)
 	if err := db.PingContext(ctx); err != nil {

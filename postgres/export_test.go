@@ -21,3 +21,6 @@ func (d *DB) DropIdle() {
 func (d *DB) PoolStats() sql.DBStats {
 	return d.db.Stats()
 }
+
+// Pool returns the DB's pool of connections.
+func (d *DB) Pool() *sql.DB { return d.db }
