@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/internal/genaiattr"
@@ -31,9 +32,12 @@ type spanTracer struct {
 }
 
 // newSpanTracer returns the tracer of s's routed calls: off without a
-// TracerProvider, or with one whose tracer never records.
+// TracerProvider, or with OpenTelemetry's no-op one (whose spans would
+// neither record nor be sent anywhere: a call's traceparent goes upstream
+// as its other headers do).
 func newSpanTracer(s *Server) spanTracer {
-	if s.TracerProvider == nil {
+	switch s.TracerProvider.(type) {
+	case nil, noop.TracerProvider, *noop.TracerProvider:
 		return spanTracer{}
 	}
 	return spanTracer{tracer: s.TracerProvider.Tracer(TracerName), price: s.TracePrice}
