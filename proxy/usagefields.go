@@ -21,10 +21,15 @@ import (
 // decodeUsage reads a raw usage object as json.Unmarshal into a zero
 // llmfleet.Usage would.
 func decodeUsage(raw []byte) llmfleet.Usage {
-	var u llmfleet.Usage
 	if !json.Valid(raw) {
-		return u // json.Unmarshal sets nothing in an invalid text
+		return llmfleet.Usage{} // json.Unmarshal sets nothing in an invalid text
 	}
+	return decodeValidUsage(raw)
+}
+
+// decodeValidUsage is decodeUsage of raw known to be valid JSON.
+func decodeValidUsage(raw []byte) llmfleet.Usage {
+	var u llmfleet.Usage
 	if fastUsage(raw, &u) {
 		return u
 	}

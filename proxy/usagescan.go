@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/jsonmember"
@@ -44,11 +46,52 @@ func (t *jsonTap) result() (model string, u llmfleet.Usage, errType string) {
 		u = decodeUsage(us)
 	}
 	if raw := t.tap.Value(2); raw != nil {
-		var e struct {
-			Type string `json:"type"`
+		errType = decodeErrorType(raw)
+	}
+	return model, u, errType
+}
+
+// decodeErrorType reads the type of a raw error object, as json.Unmarshal
+// would.
+func decodeErrorType(raw []byte) string {
+	var e struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &e)
+	return e.Type
+}
+
+// readAnswer reads what a jsonTap would of body, a whole answer of at most
+// maxKept bytes (the tap skips a longer member; this does not): a valid
+// JSON text by one pass of encoding/json's check and one of its top-level
+// members, without the tap's state kept byte by byte; anything else by a
+// jsonTap.
+func readAnswer(body []byte) (model string, u llmfleet.Usage, errType string) {
+	if !json.Valid(body) {
+		var t jsonTap
+		t.write(body)
+		return t.result()
+	}
+	var kept [3][]byte // the last member of each of tappedKeys
+	jsonmember.Scan(body, func(key, val []byte) bool {
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+			key = []byte(jsonmember.KeyText(key)) // as the tap compares keys
 		}
-		_ = json.Unmarshal(raw, &e)
-		errType = e.Type
+		for i, k := range tappedKeys {
+			if string(key) == k {
+				kept[i] = val
+			}
+		}
+		return true
+	})
+	if kept[0] != nil {
+		model = decodeString(kept[0])
+	}
+	if kept[1] != nil {
+		u = decodeValidUsage(kept[1])
+	}
+	if kept[2] != nil {
+		errType = decodeErrorType(kept[2])
 	}
 	return model, u, errType
 }

@@ -55,6 +55,11 @@ func FuzzJSONTap(f *testing.F) {
 		if w != c {
 			t.Fatalf("%q: whole %+v, in pieces of %v %+v", body, w, sizes, c)
 		}
+		var a tapResult
+		a.model, a.usage, a.errType = readAnswer(body)
+		if a != w {
+			t.Fatalf("%q: read whole %+v, tapped %+v", body, a, w)
+		}
 		var members map[string]json.RawMessage
 		if json.Unmarshal(body, &members) != nil || members == nil {
 			return

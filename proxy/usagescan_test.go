@@ -156,16 +156,26 @@ data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text
 	})
 }
 
-// BenchmarkUsageScanSmall measures the JSON scanner and its result on a
-// short answer, the common case of the sync route.
+// BenchmarkUsageScanSmall measures the reads of a short answer, the
+// common case of the sync route: the JSON scanner fed the answer (as an
+// answer too long to be kept is read) and the read of the whole answer
+// kept (readAnswer).
 func BenchmarkUsageScanSmall(b *testing.B) {
 	msg := []byte(`{"id":"msg_01","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"Answer to: hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":4,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"service_tier":"standard"}}`)
-	b.SetBytes(int64(len(msg)))
-	for b.Loop() {
-		var j jsonTap
-		j.write(msg)
-		j.result()
-	}
+	b.Run("tap", func(b *testing.B) {
+		b.SetBytes(int64(len(msg)))
+		for b.Loop() {
+			var j jsonTap
+			j.write(msg)
+			j.result()
+		}
+	})
+	b.Run("whole", func(b *testing.B) {
+		b.SetBytes(int64(len(msg)))
+		for b.Loop() {
+			readAnswer(msg)
+		}
+	})
 }
 
 // A JSON answer is kept while the caller waits and scanned once it went
@@ -185,8 +195,7 @@ func TestUsageTapDeferredScan(t *testing.T) {
 		if inline := len(body) > maxDeferredScan; tap.inline != inline {
 			t.Errorf("size %d: scanned inline %v, want %v", size, tap.inline, inline)
 		}
-		tap.scanKept()
-		model, u, _ := tap.json.result()
+		model, u, _ := tap.answer()
 		if model != "claude-x" || u.InputTokens != 7 || u.OutputTokens != 9 {
 			t.Errorf("size %d: model %q, usage %+v", size, model, u)
 		}

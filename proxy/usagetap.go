@@ -52,10 +52,10 @@ type usageTap struct {
 	ctx    context.Context
 	status int
 	sse    bool
-	opaque bool    // compressed: the usage cannot be read
-	json   jsonTap // scans the answer unless events does
-	kept   *[]byte // a JSON answer's bytes not scanned yet
-	inline bool    // the JSON answer outgrew maxDeferredScan: scanned as it comes
+	opaque bool     // compressed: the usage cannot be read
+	json   *jsonTap // scans an answer that outgrew maxDeferredScan as it comes
+	kept   *[]byte  // a JSON answer's bytes not scanned yet
+	inline bool     // the JSON answer outgrew maxDeferredScan: scanned as it comes
 	events *sseTap
 	eof    bool
 	err    error
@@ -111,8 +111,8 @@ func (t *usageTap) finish() {
 	})
 }
 
-// keep holds p, a piece of a JSON answer, for the scan after the answer
-// went out (the scan is the caller's wait otherwise); an answer longer
+// keep holds p, a piece of a JSON answer, for the read after the answer
+// went out (the read is the caller's wait otherwise); an answer longer
 // than maxDeferredScan is scanned as it comes from then on.
 func (t *usageTap) keep(p []byte) {
 	if !t.inline {
@@ -131,13 +131,33 @@ func (t *usageTap) keep(p []byte) {
 // scanKept scans what keep held and scans inline from then on.
 func (t *usageTap) scanKept() {
 	t.inline = true
+	t.json = new(jsonTap)
 	if t.kept == nil {
 		return
 	}
 	t.json.write(*t.kept)
+	t.dropKept()
+}
+
+// dropKept gives the buffer keep held back to its pool.
+func (t *usageTap) dropKept() {
 	*t.kept = (*t.kept)[:0]
 	keptPool.Put(t.kept)
 	t.kept = nil
+}
+
+// answer reads the model, usage and error type of a JSON answer: the
+// whole of one kept (readAnswer), or what the inline scan read.
+func (t *usageTap) answer() (model string, u llmfleet.Usage, errType string) {
+	if t.inline {
+		return t.json.result()
+	}
+	if t.kept == nil {
+		return "", u, ""
+	}
+	model, u, errType = readAnswer(*t.kept)
+	t.dropKept()
+	return model, u, errType
 }
 
 func (t *usageTap) report() {
@@ -148,8 +168,7 @@ func (t *usageTap) report() {
 	if t.events != nil {
 		model, u, errType = t.events.model, t.events.usage, t.events.errType
 	} else {
-		t.scanKept()
-		model, u, errType = t.json.result()
+		model, u, errType = t.answer()
 	}
 	outcome := "ok"
 	upstreamErr := ""
