@@ -63,7 +63,7 @@ type DB struct {
 	// Lease is the lease Open starts with, until the first Heartbeat;
 	// 0 means 15s. A third of it bounds, besides, how long the server
 	// keeps a transaction of this process's open while it sends nothing
-	// (idle_in_transaction_session_timeout, at least 5s, unless the URL
+	// (idle_in_transaction_session_timeout, at least 1s, unless the URL
 	// sets it): a process paused or stuck inside a transaction would
 	// otherwise hold its row locks, and stall the replicas that adopt its
 	// work, for as long as it stays so; a third, so that a replica whose
@@ -112,7 +112,7 @@ func (d *DB) Open(ctx context.Context) error {
 		return fmt.Errorf("postgres: %s: %w", redact(d.URL), err)
 	}
 	if _, set := cfg.RuntimeParams[idleInTx]; !set {
-		cfg.RuntimeParams[idleInTx] = fmt.Sprint(max(cmp.Or(d.Lease, 15*time.Second)/3, 5*time.Second).Milliseconds())
+		cfg.RuntimeParams[idleInTx] = fmt.Sprint(max(cmp.Or(d.Lease, 15*time.Second)/3, time.Second).Milliseconds())
 	}
 	db := d.pool(cfg)
 	if err := db.PingContext(ctx); err != nil {

@@ -12,20 +12,21 @@ import (
 )
 
 // A transaction of the store's left open by a process that sends nothing
-// more (paused, stuck) is ended by the server once a third of the lease (at least 5s) has passed,
+// more (paused, stuck) is ended by the server once a third of the lease (at least 1s) has passed,
 // so that the row locks it held do not stall the replicas adopting its
-// work; a URL that sets the timeout keeps its own.
+// work (long enough for an adopter to renew its own lease in time); a URL
+// that sets the timeout keeps its own.
 func TestIdleTransactionEnded(t *testing.T) {
 	t.Parallel()
 	u := pgtest.URL(t)
-	d := &postgres.DB{URL: u, Lease: 3 * time.Second} // a third of it, bounded below at 5s
+	d := &postgres.DB{URL: u, Lease: 6 * time.Second} // a third of it, at least 1s
 	if err := d.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
 	var got string
-	if err := d.Pool().QueryRowContext(t.Context(), `SHOW idle_in_transaction_session_timeout`).Scan(&got); err != nil || got != "5s" {
-		t.Fatalf("idle_in_transaction_session_timeout %q, %v; want 5s", got, err)
+	if err := d.Pool().QueryRowContext(t.Context(), `SHOW idle_in_transaction_session_timeout`).Scan(&got); err != nil || got != "2s" {
+		t.Fatalf("idle_in_transaction_session_timeout %q, %v; want 2s", got, err)
 	}
 
 	stalled, err := d.Pool().BeginTx(t.Context(), nil)
@@ -41,7 +42,7 @@ func TestIdleTransactionEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // far beyond the 5s: a stall, not a timing
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // far beyond the 2s: a stall, not a timing
 	defer cancel()
 	if _, err := other.ExecContext(ctx, `UPDATE replicas SET lease_until = lease_until`); err != nil {
 		t.Fatalf("the rows the idle transaction locked stayed locked: %v", err)
