@@ -9,7 +9,8 @@ import (
 // ErrStale is wrapped by the error of a Store's RecordCreateFailed with
 // requeue for a batch that is no intent any more: another process found
 // it by its tag and recorded it created (or it ended), so its requests
-// must not be sent again.
+// must not be sent again; and by a SharedStore's RecordCreated for a
+// batch another live process owns, so that it is not tracked twice.
 var ErrStale = errors.New("llmfleet: batch is no intent any more")
 
 // SharedStore is a Store that several llmfleet processes (replicas) use

@@ -179,6 +179,10 @@ type Store interface {
 	// transaction. customIDs maps request id to custom_id.
 	RecordIntent(ctx context.Context, b *StoredBatch, customIDs map[string]string) error
 	// RecordCreated records the provider's id for a batch (State created).
+	// A SharedStore refuses, with an error wrapping ErrStale, a batch
+	// another live process owns (it adopted it while this one's create
+	// was under way) or one no longer in flight, and makes this process
+	// the owner of any other.
 	RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error
 	// RecordCreateFailed marks a batch failed and puts its requests back in
 	// the queue (requeue true) or leaves them to be completed with the

@@ -86,13 +86,7 @@ func (cr *creator) send(c *createCall) {
 		// stays stored for the next start to reconcile.
 		cr.abandon(c)
 	case err == nil:
-		if jerr := d.journal.created(d.ctx, c.localID, b); jerr != nil {
-			d.log.Error("batch id not stored; a restart will reconcile it", "batch", c.localID, "batch_id", b.ID, "err", jerr)
-		}
-		d.mu.Lock()
-		cr.submittedLocked(c, b)
-		d.work.end()
-		d.mu.Unlock()
+		cr.created(c, b)
 	case errors.As(err, &ue):
 		if ue.Answered {
 			c.answeredAt = d.clock.Now()
@@ -145,6 +139,39 @@ func (cr *creator) createFailed(c *createCall, err error, recorded bool) {
 	delete(cr.creating, c.localID)
 	d.work.end()
 	d.mu.Unlock()
+}
+
+// created records the batch b of create c created and tracks it, unless
+// the store says another replica owns it now (llmfleet.ErrStale: it
+// adopted the batch while this one's create was under way): its requests
+// then wait elsewhere, and one replica alone delivers its results. With a
+// SharedStore a failed record is tried once more (a session the server
+// ended while this process was paused fails the first); a batch whose id
+// is not stored is still tracked, for a restart to reconcile.
+func (cr *creator) created(c *createCall, b *llmfleet.Batch) {
+	d := cr.d
+	err := d.journal.created(d.ctx, c.localID, b)
+	if err != nil && d.shared != nil && !errors.Is(err, llmfleet.ErrStale) {
+		err = d.journal.created(d.ctx, c.localID, b)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer d.work.end()
+	if errors.Is(err, llmfleet.ErrStale) {
+		delete(cr.creating, c.localID)
+		d.log.Warn("batch created and adopted meanwhile by another replica; its results are delivered there",
+			"batch", c.localID, "batch_id", b.ID, "requests", len(c.ws))
+		for _, w := range c.ws {
+			if w.state != stateDone && w.state != stateElsewhere {
+				w.advance(stateElsewhere, d.log)
+			}
+		}
+		return
+	}
+	if err != nil {
+		d.log.Error("batch id not stored; a restart will reconcile it", "batch", c.localID, "batch_id", b.ID, "err", err)
+	}
+	cr.submittedLocked(c, b)
 }
 
 // submittedLocked counts a created batch and starts tracking it.

@@ -36,6 +36,10 @@ type fakeProvider struct {
 	// createHang makes creates wait for their context to end and fail as
 	// never delivered (a connect that never completes).
 	createHang bool
+	// createHeld, if set, holds the answer of a create that made its
+	// batch until it is closed (a process paused while the create is
+	// under way).
+	createHeld chan struct{}
 	// sendDelay is how long a sync call takes.
 	sendDelay time.Duration
 	// usage, if set, is the usage of answers (batch: of batch items);
@@ -225,6 +229,11 @@ func (f *fakeProvider) CreateBatch(ctx context.Context, cred llmfleet.Credential
 		return nil, &llmfleet.UncertainError{Err: errors.New("timeout awaiting response headers")}
 	}
 	b := f.makeLocked(cred, items)
+	if held := f.createHeld; held != nil {
+		f.mu.Unlock()
+		<-held
+		f.mu.Lock()
+	}
 	if f.answered503 {
 		f.answered503 = false
 		return nil, &llmfleet.UncertainError{Answered: true, Err: &llmfleet.Error{StatusCode: 503, Type: "api_error", Message: "upstream connect error"}}

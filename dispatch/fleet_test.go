@@ -193,7 +193,14 @@ func TestFleetRequeueStale(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := other.RecordCreated(t.Context(), intent, "msgbatch_found_by_other", time.Now()); err != nil {
+	// As a replica that adopted it (A's lease ended) records it: its own.
+	raw, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(t.Context(), `UPDATE batches SET state = 'created', upstream_id = 'msgbatch_found_by_other',
+		owner = 'other/adopter' WHERE id = $1`, intent); err != nil {
 		t.Fatal(err)
 	}
 	// A's requeue is refused; once the other stores the answer, A's
@@ -231,6 +238,63 @@ func TestFleetRequeueStale(t *testing.T) {
 	}
 	if n := f.calls["create"]; n != 1 {
 		t.Errorf("%d creates, want 1 (the lost one: never sent again)", n)
+	}
+}
+
+// A replica whose create is under way when another replica adopts the
+// batch (the first paused past its lease) does not track the batch once
+// its create returns: the store refuses to record it created (ErrStale),
+// and the caller is answered from what the adopter stores. Were both to
+// track it, both would deliver its results, and a result paid apart from
+// a rescue's answer would be ledgered late twice.
+func TestFleetCreateAdoptedMeanwhile(t *testing.T) {
+	u := pgtest.URL(t)
+	f := newFake()
+	f.createHeld = make(chan struct{})
+	a, _ := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
+		MaxPollInterval: 100 * time.Millisecond}, nil)
+	answered := submitted(t, a, 0, "lfr_adopted", "adopted")
+	for created := 0; created == 0; time.Sleep(5 * time.Millisecond) {
+		f.mu.Lock()
+		created = f.calls["create"]
+		f.mu.Unlock()
+	}
+	// Another replica, alive, owns the batch now: it adopted it.
+	raw, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(t.Context(), `INSERT INTO replicas (id, name, started_at, lease_until)
+		VALUES ('other/adopter', 'other', now(), now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.ExecContext(t.Context(), `UPDATE batches SET owner = 'other/adopter'`); err != nil {
+		t.Fatal(err)
+	}
+	close(f.createHeld)
+	for elsewhere := false; !elsewhere; time.Sleep(5 * time.Millisecond) {
+		a.mu.Lock()
+		w := a.ids.live["lfr_adopted"]
+		elsewhere = w != nil && w.state == stateElsewhere
+		tracked := a.trackers.countLocked() > 0
+		a.mu.Unlock()
+		if tracked {
+			t.Fatal("the batch another replica adopted is tracked here too")
+		}
+	}
+	other := &postgres.DB{URL: u, Replica: "other"}
+	if err := other.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	done := []llmfleet.Completion{{RequestID: "lfr_adopted", Result: &llmfleet.StoredResult{StatusCode: 200,
+		Body: []byte(`{"type":"message","content":[{"type":"text","text":"from the adopter"}]}`), CompletedAt: time.Now()}}}
+	if _, err := other.CompleteRequests(t.Context(), done); err != nil {
+		t.Fatal(err)
+	}
+	if resp := <-answered; resp == nil || !strings.Contains(string(resp.Body), "from the adopter") {
+		t.Fatalf("the caller got %+v, want the adopter's stored answer", resp)
 	}
 }
 

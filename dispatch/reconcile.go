@@ -49,13 +49,7 @@ func (rc *reconciler) reconcile(c *createCall) {
 		switch {
 		case err == nil && b != nil:
 			d.log.Info("uncertain create found by its tag; adopted", "batch", c.localID, "batch_id", b.ID)
-			if jerr := d.journal.created(d.ctx, c.localID, b); jerr != nil {
-				d.log.Error("batch id not stored; a restart will reconcile it", "batch", c.localID, "err", jerr)
-			}
-			d.mu.Lock()
-			d.creates.submittedLocked(c, b)
-			d.work.end()
-			d.mu.Unlock()
+			d.creates.created(c, b)
 			return
 		case err == nil && !askedAt.Before(settled):
 			rc.requeue(c)

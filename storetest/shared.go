@@ -35,6 +35,8 @@ type SharedHarness struct {
 //     once; the ended process's next Heartbeat reports that it had ended
 //     and makes it a new owner, which adopts what the ended one still
 //     owned;
+//   - RecordCreated refuses (ErrStale) a batch another live process owns
+//     or one no longer in flight, and takes one whose owner's lease ended;
 //   - Watch announces the requests another process completed;
 //   - GetRequests returns what GetRequest would of each id it holds,
 //     result included, and leaves unknown ids out;
@@ -50,6 +52,7 @@ func RunShared(t *testing.T, h SharedHarness) {
 	t.Run("Claim", s.claim)
 	t.Run("ClaimConcurrent", s.claimConcurrent)
 	t.Run("Adopt", s.adopt)
+	t.Run("RecordCreated", s.recordCreated)
 	t.Run("Watch", s.watch)
 	t.Run("GetRequests", s.getRequests)
 	t.Run("Cache", s.cache)
