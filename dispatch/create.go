@@ -146,15 +146,26 @@ func (cr *creator) createFailed(c *createCall, err error, recorded bool) {
 // adopted the batch while this one's create was under way): its requests
 // then wait elsewhere, and one replica alone delivers its results. With a
 // SharedStore a failed record is tried once more (a session the server
-// ended while this process was paused fails the first); a batch whose id
-// is not stored is still tracked, for a restart to reconcile.
+// ended while this process was paused fails the first), and a record made
+// while a renewal found the lease ended is made again, under the new run
+// (the relinquish missed this batch, not tracked yet, and another replica
+// may adopt it from the ended run). A batch whose id is not stored is
+// still tracked, for a restart to reconcile.
 func (cr *creator) created(c *createCall, b *llmfleet.Batch) {
 	d := cr.d
-	err := d.journal.created(d.ctx, c.localID, b)
-	if err != nil && d.shared != nil && !errors.Is(err, llmfleet.ErrStale) {
+	var err error
+	for try := 0; ; try++ {
+		lost := d.lease.losses()
 		err = d.journal.created(d.ctx, c.localID, b)
+		if err != nil && d.shared != nil && !errors.Is(err, llmfleet.ErrStale) {
+			err = d.journal.created(d.ctx, c.localID, b)
+		}
+		d.mu.Lock()
+		if d.lease.losses() == lost || errors.Is(err, llmfleet.ErrStale) || try == 2 {
+			break // with the lock held
+		}
+		d.mu.Unlock()
 	}
-	d.mu.Lock()
 	defer d.mu.Unlock()
 	defer d.work.end()
 	if errors.Is(err, llmfleet.ErrStale) {

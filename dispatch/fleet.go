@@ -167,6 +167,7 @@ func (fl *fleet) loop() {
 			// replica adopted meanwhile comes back by Adopt.
 			d.trackers.relinquishLocked()
 			d.pools.relinquishLocked()
+			d.lease.ended()
 		}
 		closing := d.closed
 		d.mu.Unlock()

@@ -37,6 +37,9 @@ type leaseHolder struct {
 	// when a renewal was asked for while it was not waiting.
 	wake  context.CancelFunc
 	asked bool
+	// lost counts the renewals that found the lease ended (see
+	// creator.created).
+	lost int
 }
 
 // start sets whether there is a lease to hold, and until when it is held.
@@ -44,6 +47,21 @@ func (l *leaseHolder) start(shared bool, until time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.shared, l.until = shared, until
+}
+
+// ended records a renewal that found the lease ended, once the replica
+// gave up what it held.
+func (l *leaseHolder) ended() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lost++
+}
+
+// losses returns how many renewals found the lease ended so far.
+func (l *leaseHolder) losses() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
 }
 
 // renewed records a renewal: the lease is held until then.

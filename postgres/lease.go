@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,13 +27,14 @@ var _ llmfleet.SharedStore = (*DB)(nil)
 type run struct {
 	mu    sync.Mutex
 	token string
+	all   []string // every token of this DB's runs, the current one last
 }
 
 // start sets the token of the run Open registered.
 func (r *run) start(token string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.token = token
+	r.token, r.all = token, []string{token}
 }
 
 // current returns the token of the current run.
@@ -48,8 +50,15 @@ func (r *run) renew(old, fresh string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.token == old {
-		r.token = fresh
+		r.token, r.all = fresh, append(r.all, fresh)
 	}
+}
+
+// tokens returns the current token and every token this DB's runs had.
+func (r *run) tokens() (current string, all []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.token, slices.Clone(r.all)
 }
 
 // randomName returns 8 random hex digits.

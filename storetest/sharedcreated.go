@@ -57,4 +57,25 @@ func (s *sharedSuite) recordCreated(t *testing.T) {
 	if _, bs, err := b.Adopt(ctx(t)); err != nil || len(bs) != 0 {
 		t.Errorf("Adopt of a batch recorded by a live process: %d batches, %v; want none", len(bs), err)
 	}
+	// A process records nothing while its own lease has ended; once
+	// renewed, as a new owner, it records what it adopted of its ended run.
+	addTo(t, a, pooled(3, "p"))
+	if _, err := a.Claim(ctx(t), batch(3), "p", later, 1, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Heartbeat(ctx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RecordCreated(ctx(t), batch(3).ID, "msgbatch_3", later); !errors.Is(err, llmfleet.ErrStale) {
+		t.Fatalf("RecordCreated while the process's own lease has ended: %v, want ErrStale", err)
+	}
+	if _, err := a.Heartbeat(ctx(t), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Adopt(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RecordCreated(ctx(t), batch(3).ID, "msgbatch_3", later); err != nil {
+		t.Fatalf("RecordCreated of what the process adopted of its ended run: %v", err)
+	}
 }
