@@ -170,7 +170,7 @@ func (cr *creator) created(c *createCall, b *llmfleet.Batch) {
 	defer d.work.end()
 	if errors.Is(err, llmfleet.ErrStale) {
 		delete(cr.creating, c.localID)
-		d.log.Warn("batch created and adopted meanwhile by another replica; its results are delivered there",
+		d.log.Warn("batch created, but another replica adopted it meanwhile or this one's lease has ended; left to the replica that owns it",
 			"batch", c.localID, "batch_id", b.ID, "requests", len(c.ws))
 		for _, w := range c.ws {
 			if w.state != stateDone && w.state != stateElsewhere {
