@@ -228,14 +228,7 @@ func TestFleetRequeueStale(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	done := []llmfleet.Completion{{RequestID: "lfr_stale", Result: &llmfleet.StoredResult{StatusCode: 200,
-		Body: []byte(`{"type":"message","content":[{"type":"text","text":"from the other"}]}`), CompletedAt: time.Now()}}}
-	if _, err := other.CompleteRequests(t.Context(), done); err != nil {
-		t.Fatal(err)
-	}
-	if resp := <-answered; resp == nil || !strings.Contains(string(resp.Body), "from the other") {
-		t.Fatalf("the caller got %+v, want the other's stored answer", resp)
-	}
+	answeredFromStore(t, other, answered, "lfr_stale", "from the other")
 	if n := f.calls["create"]; n != 1 {
 		t.Errorf("%d creates, want 1 (the lost one: never sent again)", n)
 	}
@@ -288,13 +281,20 @@ func TestFleetCreateAdoptedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	done := []llmfleet.Completion{{RequestID: "lfr_adopted", Result: &llmfleet.StoredResult{StatusCode: 200,
-		Body: []byte(`{"type":"message","content":[{"type":"text","text":"from the adopter"}]}`), CompletedAt: time.Now()}}}
-	if _, err := other.CompleteRequests(t.Context(), done); err != nil {
+	answeredFromStore(t, other, answered, "lfr_adopted", "from the adopter")
+}
+
+// answeredFromStore stores text as the answer of request id, as another
+// replica would, and checks that the caller waiting on answered gets it.
+func answeredFromStore(t *testing.T, st llmfleet.Store, answered <-chan *llmfleet.Response, id, text string) {
+	t.Helper()
+	done := []llmfleet.Completion{{RequestID: id, Result: &llmfleet.StoredResult{StatusCode: 200,
+		Body: []byte(`{"type":"message","content":[{"type":"text","text":"` + text + `"}]}`), CompletedAt: time.Now()}}}
+	if _, err := st.CompleteRequests(t.Context(), done); err != nil {
 		t.Fatal(err)
 	}
-	if resp := <-answered; resp == nil || !strings.Contains(string(resp.Body), "from the adopter") {
-		t.Fatalf("the caller got %+v, want the adopter's stored answer", resp)
+	if resp := <-answered; resp == nil || !strings.Contains(string(resp.Body), text) {
+		t.Fatalf("the caller got %+v, want the answer stored by another replica (%q)", resp, text)
 	}
 }
 
