@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/sqlstore"
 	"github.com/llmfleet/llmfleet/storecodec"
 )
 
@@ -62,7 +63,7 @@ func (d *DB) Adopt(ctx context.Context) (queued []*llmfleet.StoredRequest, batch
 			if err != nil {
 				return err
 			}
-			if err := d.ReadAnswered(ctx, tx, pb); err != nil {
+			if err := sqlstore.ReadAnswered(ctx, d.conn, tx, pb); err != nil {
 				return err
 			}
 			sortRequests(pb.Requests)

@@ -165,7 +165,7 @@ func (s Store) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, b
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := s.ReadAnswered(ctx, tx, pb); err != nil {
+		if err := ReadAnswered(ctx, s.c, tx, pb); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -173,16 +173,16 @@ func (s Store) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, b
 }
 
 // ReadAnswered sets pb.Answered, read within q (Pending's transaction, or
-// a store's adoption): the requests of a created batch answered meanwhile
-// by another route (a rescue), whose results the batch bills all the
-// same, oldest first.
-func (s Store) ReadAnswered(ctx context.Context, q storecodec.Querier, pb *llmfleet.PendingBatch) error {
+// a store's adoption) in c's dialect: the requests of a created batch
+// answered meanwhile by another route (a rescue), whose results the batch
+// bills all the same, oldest first.
+func ReadAnswered(ctx context.Context, c *Conn, q storecodec.Querier, pb *llmfleet.PendingBatch) error {
 	if pb.Batch.State != llmfleet.BatchCreated {
 		return nil
 	}
 	var err error
-	pb.Answered, err = storecodec.QueryRequests(ctx, q, s.c.sql(`SELECT `+storecodec.RequestColumns+` FROM requests
+	pb.Answered, err = storecodec.QueryRequests(ctx, q, c.sql(`SELECT `+storecodec.RequestColumns+` FROM requests
 		WHERE batch_id = ? AND state = 'done' AND COALESCE(result_batch_id, '') <> ?
-		ORDER BY accepted_at, `+s.c.byteOrder("id")), pb.Batch.ID, pb.Batch.UpstreamID)
+		ORDER BY accepted_at, `+c.byteOrder("id")), pb.Batch.ID, pb.Batch.UpstreamID)
 	return err
 }
