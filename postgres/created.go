@@ -34,8 +34,8 @@ func (d *DB) RecordCreated(ctx context.Context, batchID, upstreamID string, crea
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
 			return err
 		}
-		var owner string
-		switch err := tx.QueryRowContext(ctx, `SELECT owner FROM batches WHERE id = $1`, batchID).Scan(&owner); {
+		var one int
+		switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM batches WHERE id = $1`, batchID).Scan(&one); {
 		case errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("postgres: batch %s: %w", batchID, llmfleet.ErrNotFound)
 		case err != nil:
