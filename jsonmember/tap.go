@@ -254,9 +254,7 @@ func (t *Tap) maxKey() int {
 // indexOf returns 1 + the index in Keys of the key whose raw text is raw,
 // or 0.
 func (t *Tap) indexOf(raw []byte) int {
-	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
-		raw = []byte(KeyText(raw))
-	}
+	raw = Key(raw)
 	for i, k := range t.Keys[:min(len(t.Keys), len(t.kept))] {
 		if string(raw) == k {
 			return i + 1
@@ -282,11 +280,16 @@ func (t *Tap) endValue() {
 
 // KeyText returns the text of a raw key as Scan gives it (the bytes
 // between its quotes, escapes as they are), as a JSON decoder reads it.
-func KeyText(raw []byte) string {
+func KeyText(raw []byte) string { return string(Key(raw)) }
+
+// Key is KeyText without a copy of a plain key: raw itself when it has
+// no escape and is valid UTF-8, else its decoded text. Compare a key
+// Scan gives with the one a decoder would read through it.
+func Key(raw []byte) []byte {
 	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return string(raw)
+		return raw
 	}
 	var s string
 	_ = json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s)
-	return s
+	return []byte(s)
 }

@@ -1,9 +1,7 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/jsonmember"
@@ -74,9 +72,7 @@ func readAnswer(body []byte) (model string, u llmfleet.Usage, errType string) {
 	}
 	var kept [3][]byte // the last member of each of tappedKeys
 	jsonmember.Scan(body, func(key, val []byte) bool {
-		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
-			key = []byte(jsonmember.KeyText(key)) // as the tap compares keys
-		}
+		key = jsonmember.Key(key) // as the tap compares keys
 		for i, k := range tappedKeys {
 			if string(key) == k {
 				kept[i] = val
