@@ -147,9 +147,10 @@ func (cr *creator) createFailed(c *createCall, err error, recorded bool) {
 // then wait elsewhere, and one replica alone delivers its results. With a
 // SharedStore a failed record is tried once more (a session the server
 // ended while this process was paused fails the first), and a record made
-// while a renewal found the lease ended is made again, under the new run
-// (the relinquish missed this batch, not tracked yet, and another replica
-// may adopt it from the ended run). A batch whose id is not stored is
+// or refused while a renewal found the lease ended is made again, under
+// the new run (the relinquish missed this batch, not tracked yet: another
+// replica may adopt it from the ended run, or this one's new run did,
+// leaving it to this create). A batch whose id is not stored is
 // still tracked, for a restart to reconcile.
 func (cr *creator) created(c *createCall, b *llmfleet.Batch) {
 	d := cr.d
@@ -161,7 +162,10 @@ func (cr *creator) created(c *createCall, b *llmfleet.Batch) {
 			err = d.journal.created(d.ctx, c.localID, b)
 		}
 		d.mu.Lock()
-		if d.lease.losses() == lost || errors.Is(err, llmfleet.ErrStale) || try == 2 {
+		// A record refused or made while a renewal found the lease ended
+		// is made again under the new run, which may have adopted the
+		// batch as an intent meanwhile (and left it to this create).
+		if d.lease.losses() == lost || try == 2 {
 			break // with the lock held
 		}
 		d.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -282,6 +283,185 @@ func TestFleetCreateAdoptedMeanwhile(t *testing.T) {
 	}
 	defer other.Close()
 	answeredFromStore(t, other, answered, "lfr_adopted", "from the adopter")
+}
+
+// A replica whose record of a created batch is refused while a renewal
+// finds its lease ended (the store read its run tokens before the renewal
+// started its next run) records it again under the new run, which
+// adopted the batch as an intent meanwhile and left it to the create
+// under way: the batch is tracked here, once, and its caller answered
+// from it. Were the refusal final, no replica would track the batch: its
+// owner is this process, alive, and its results, paid, would never be
+// delivered.
+func TestFleetCreateRefusedWhileOwnRunAdopts(t *testing.T) {
+	u := pgtest.URL(t)
+	raw, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	f := newFake()
+	f.turnaround = func(string) time.Duration { return 200 * time.Millisecond }
+	st := &staleWhileRenewed{raw: raw, replica: "a"}
+	a, _ := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
+		MaxPollInterval: 100 * time.Millisecond}, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
+	answered := submitted(t, a, 0, "lfr_own_run", "own run")
+	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
+		a.mu.Lock()
+		w := a.ids.live["lfr_own_run"]
+		elsewhere := w != nil && w.state == stateElsewhere
+		tracked = a.trackers.countLocked() > 0
+		a.mu.Unlock()
+		if elsewhere {
+			t.Fatal("the batch was left to its owner, this replica's new run, which had left it to the create: no replica tracks it")
+		}
+	}
+	if resp := <-answered; resp == nil || resp.StatusCode != 200 {
+		t.Fatalf("the caller got %+v, want the batch's answer", resp)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls["create"] != 1 || f.calls["send"] != 0 {
+		t.Fatalf("provider calls %v, want one create and no sync call", f.calls)
+	}
+}
+
+// staleWhileRenewed is a fleet's store whose first RecordCreated ends the
+// replica's lease, waits until its next run has adopted the batch (an
+// intent still: the adopter leaves it to the create under way) and
+// renewed once more, and is then refused as stale: as the real store
+// refuses a record whose run tokens it read before that renewal.
+type staleWhileRenewed struct {
+	*postgres.DB
+	raw     *sql.DB
+	replica string
+
+	mu      sync.Mutex
+	refused bool
+	adopted bool // an Adopt returned a batch
+	beats   int  // renewals since
+}
+
+func (s *staleWhileRenewed) Adopt(ctx context.Context) ([]*llmfleet.StoredRequest, []*llmfleet.PendingBatch, error) {
+	q, b, err := s.DB.Adopt(ctx)
+	s.mu.Lock()
+	s.adopted = s.adopted || len(b) > 0
+	s.mu.Unlock()
+	return q, b, err
+}
+
+func (s *staleWhileRenewed) Heartbeat(ctx context.Context, ttl time.Duration) (bool, error) {
+	s.mu.Lock()
+	if s.adopted {
+		s.beats++
+	}
+	s.mu.Unlock()
+	return s.DB.Heartbeat(ctx, ttl)
+}
+
+func (s *staleWhileRenewed) RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error {
+	s.mu.Lock()
+	first := !s.refused
+	s.refused = true
+	s.mu.Unlock()
+	if !first {
+		return s.DB.RecordCreated(ctx, batchID, upstreamID, createdAt)
+	}
+	if _, err := s.raw.ExecContext(ctx, `UPDATE replicas SET lease_until = clock_timestamp() - interval '1 second' WHERE name = $1`, s.replica); err != nil {
+		return err
+	}
+	for renewed := false; !renewed; time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		renewed = s.beats > 0 // after the Adopt, its pickUp and the loop's round
+		s.mu.Unlock()
+	}
+	return fmt.Errorf("postgres: batch %s is another replica's, or no longer in flight: %w", batchID, llmfleet.ErrStale)
+}
+
+// The same refusal, when the new run's pickUp of the adopted intent comes
+// after the create recorded and tracked the batch: the pickUp knows the
+// batch tracked here by its local id (the intent it adopted had no
+// provider id yet) and leaves it. Were it to take it again, a waiter with
+// no caller would replace the request's own and be reconciled: the
+// reconciler, which skips the batches tracked here, would not find the
+// batch, and once the create could no longer land would queue the
+// request again, to be paid twice.
+func TestFleetOwnRunPicksUpAfterTheCreate(t *testing.T) {
+	u := pgtest.URL(t)
+	raw, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	f := newFake()
+	f.turnaround = func(string) time.Duration { return 200 * time.Millisecond }
+	st := &pickUpAfterCreate{raw: raw, replica: "a", adopted: make(chan struct{}), tracked: make(chan struct{})}
+	a, _ := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
+		MaxPollInterval: 100 * time.Millisecond}, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
+	answered := submitted(t, a, 0, "lfr_picked_late", "picked late")
+	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
+		a.mu.Lock()
+		tracked = a.trackers.countLocked() > 0
+		a.mu.Unlock()
+	}
+	close(st.tracked) // the pickUp goes on
+	if resp := <-answered; resp == nil || resp.StatusCode != 200 {
+		t.Fatalf("the caller got %+v, want the batch's answer", resp)
+	}
+	a.mu.Lock()
+	reconciling := len(a.creates.creating)
+	a.mu.Unlock()
+	if reconciling != 0 {
+		// A callerless twin of the request, whose batch the reconciler
+		// would never find (tracked here), requeued and paid again once
+		// the create could no longer land.
+		t.Fatalf("%d batches reconciled after the answer; want none: the batch was picked up a second time", reconciling)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls["create"] != 1 || f.calls["send"] != 0 {
+		t.Fatalf("provider calls %v; want one create and no sync call", f.calls)
+	}
+}
+
+// pickUpAfterCreate is a fleet's store whose first RecordCreated ends the
+// replica's lease, waits for its next run's Adopt of the batch and is
+// refused as stale; that Adopt returns only once the test saw the batch
+// tracked (recorded again under the new run).
+type pickUpAfterCreate struct {
+	*postgres.DB
+	raw              *sql.DB
+	replica          string
+	adopted, tracked chan struct{}
+	once             sync.Once
+	refused          bool
+	mu               sync.Mutex
+}
+
+func (s *pickUpAfterCreate) Adopt(ctx context.Context) ([]*llmfleet.StoredRequest, []*llmfleet.PendingBatch, error) {
+	q, b, err := s.DB.Adopt(ctx)
+	if len(b) > 0 {
+		s.once.Do(func() {
+			close(s.adopted)
+			<-s.tracked
+		})
+	}
+	return q, b, err
+}
+
+func (s *pickUpAfterCreate) RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error {
+	s.mu.Lock()
+	first := !s.refused
+	s.refused = true
+	s.mu.Unlock()
+	if !first {
+		return s.DB.RecordCreated(ctx, batchID, upstreamID, createdAt)
+	}
+	if _, err := s.raw.ExecContext(ctx, `UPDATE replicas SET lease_until = clock_timestamp() - interval '1 second' WHERE name = $1`, s.replica); err != nil {
+		return err
+	}
+	<-s.adopted
+	return fmt.Errorf("postgres: batch %s is another replica's, or no longer in flight: %w", batchID, llmfleet.ErrStale)
 }
 
 // answeredFromStore stores text as the answer of request id, as another

@@ -90,6 +90,22 @@ func (ts *trackerSet) trackedLocked(id string) bool {
 	return false
 }
 
+// flyingLocked reports whether a flight of llmfleet's batch localID (or of
+// the provider's id, if known) is tracked here.
+func (ts *trackerSet) flyingLocked(localID, id string) bool {
+	if ts.trackedLocked(id) {
+		return true
+	}
+	for _, t := range ts.m {
+		for _, f := range t.flights {
+			if f.localID == localID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // requeue puts the requests of a batch proven not created back into their
 // pools.
 func (rc *reconciler) requeue(c *createCall) {

@@ -147,7 +147,9 @@ func (p *pickup) batches(batches []*llmfleet.PendingBatch) error {
 func (p *pickup) batch(pb *llmfleet.PendingBatch) error {
 	d, sb := p.d, pb.Batch
 	d.mu.Lock()
-	here := d.creates.creating[sb.ID] || d.trackers.trackedLocked(sb.UpstreamID)
+	// By its local id too: adopted as an intent, it may have been
+	// created and tracked here since (creator.created).
+	here := d.creates.creating[sb.ID] || d.trackers.flyingLocked(sb.ID, sb.UpstreamID)
 	d.mu.Unlock()
 	if here {
 		return nil
