@@ -294,17 +294,7 @@ func TestFleetCreateAdoptedMeanwhile(t *testing.T) {
 // owner is this process, alive, and its results, paid, would never be
 // delivered.
 func TestFleetCreateRefusedWhileOwnRunAdopts(t *testing.T) {
-	u := pgtest.URL(t)
-	raw, err := sql.Open("pgx", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	f := newFake()
-	f.turnaround = func(string) time.Duration { return 200 * time.Millisecond }
-	st := &staleWhileRenewed{raw: raw, replica: "a"}
-	a, _ := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
-		MaxPollInterval: 100 * time.Millisecond}, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
+	a, f, st := renewedReplica(t, false)
 	answered := submitted(t, a, 0, "lfr_own_run", "own run")
 	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
 		a.mu.Lock()
@@ -316,66 +306,7 @@ func TestFleetCreateRefusedWhileOwnRunAdopts(t *testing.T) {
 			t.Fatal("the batch was left to its owner, this replica's new run, which had left it to the create: no replica tracks it")
 		}
 	}
-	if resp := <-answered; resp == nil || resp.StatusCode != 200 {
-		t.Fatalf("the caller got %+v, want the batch's answer", resp)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.calls["create"] != 1 || f.calls["send"] != 0 {
-		t.Fatalf("provider calls %v, want one create and no sync call", f.calls)
-	}
-}
-
-// staleWhileRenewed is a fleet's store whose first RecordCreated ends the
-// replica's lease, waits until its next run has adopted the batch (an
-// intent still: the adopter leaves it to the create under way) and
-// renewed once more, and is then refused as stale: as the real store
-// refuses a record whose run tokens it read before that renewal.
-type staleWhileRenewed struct {
-	*postgres.DB
-	raw     *sql.DB
-	replica string
-
-	mu      sync.Mutex
-	refused bool
-	adopted bool // an Adopt returned a batch
-	beats   int  // renewals since
-}
-
-func (s *staleWhileRenewed) Adopt(ctx context.Context) ([]*llmfleet.StoredRequest, []*llmfleet.PendingBatch, error) {
-	q, b, err := s.DB.Adopt(ctx)
-	s.mu.Lock()
-	s.adopted = s.adopted || len(b) > 0
-	s.mu.Unlock()
-	return q, b, err
-}
-
-func (s *staleWhileRenewed) Heartbeat(ctx context.Context, ttl time.Duration) (bool, error) {
-	s.mu.Lock()
-	if s.adopted {
-		s.beats++
-	}
-	s.mu.Unlock()
-	return s.DB.Heartbeat(ctx, ttl)
-}
-
-func (s *staleWhileRenewed) RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error {
-	s.mu.Lock()
-	first := !s.refused
-	s.refused = true
-	s.mu.Unlock()
-	if !first {
-		return s.DB.RecordCreated(ctx, batchID, upstreamID, createdAt)
-	}
-	if _, err := s.raw.ExecContext(ctx, `UPDATE replicas SET lease_until = clock_timestamp() - interval '1 second' WHERE name = $1`, s.replica); err != nil {
-		return err
-	}
-	for renewed := false; !renewed; time.Sleep(5 * time.Millisecond) {
-		s.mu.Lock()
-		renewed = s.beats > 0 // after the Adopt, its pickUp and the loop's round
-		s.mu.Unlock()
-	}
-	return fmt.Errorf("postgres: batch %s is another replica's, or no longer in flight: %w", batchID, llmfleet.ErrStale)
+	answeredOnce(t, a, f, st, answered)
 }
 
 // The same refusal, when the new run's pickUp of the adopted intent comes
@@ -387,24 +318,43 @@ func (s *staleWhileRenewed) RecordCreated(ctx context.Context, batchID, upstream
 // batch, and once the create could no longer land would queue the
 // request again, to be paid twice.
 func TestFleetOwnRunPicksUpAfterTheCreate(t *testing.T) {
-	u := pgtest.URL(t)
-	raw, err := sql.Open("pgx", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	f := newFake()
-	f.turnaround = func(string) time.Duration { return 200 * time.Millisecond }
-	st := &pickUpAfterCreate{raw: raw, replica: "a", adopted: make(chan struct{}), tracked: make(chan struct{})}
-	a, _ := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
-		MaxPollInterval: 100 * time.Millisecond}, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
+	a, f, st := renewedReplica(t, true)
 	answered := submitted(t, a, 0, "lfr_picked_late", "picked late")
 	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
 		a.mu.Lock()
 		tracked = a.trackers.countLocked() > 0
 		a.mu.Unlock()
 	}
-	close(st.tracked) // the pickUp goes on
+	close(st.release) // the pickUp goes on
+	answeredOnce(t, a, f, st, answered)
+}
+
+// renewedReplica opens replica "a" of a fresh fleet over a
+// renewedDuringRecord store (holding its pickUp if hold), and a provider
+// whose batches end at once.
+func renewedReplica(t *testing.T, hold bool) (*Dispatcher, *fakeProvider, *renewedDuringRecord) {
+	u := pgtest.URL(t)
+	raw, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	f := newFake()
+	f.turnaround = func(string) time.Duration { return 200 * time.Millisecond }
+	st := &renewedDuringRecord{raw: raw, replica: "a", adopted: make(chan struct{})}
+	if hold {
+		st.release = make(chan struct{})
+	}
+	a, _ := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
+		MaxPollInterval: 100 * time.Millisecond}, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
+	return a, f, st
+}
+
+// answeredOnce checks that the caller got the batch's answer, that the
+// provider saw one create and no sync call, and that nothing is left
+// being reconciled.
+func answeredOnce(t *testing.T, a *Dispatcher, f *fakeProvider, st *renewedDuringRecord, answered <-chan *llmfleet.Response) {
+	t.Helper()
 	if resp := <-answered; resp == nil || resp.StatusCode != 200 {
 		t.Fatalf("the caller got %+v, want the batch's answer", resp)
 	}
@@ -412,9 +362,6 @@ func TestFleetOwnRunPicksUpAfterTheCreate(t *testing.T) {
 	reconciling := len(a.creates.creating)
 	a.mu.Unlock()
 	if reconciling != 0 {
-		// A callerless twin of the request, whose batch the reconciler
-		// would never find (tracked here), requeued and paid again once
-		// the create could no longer land.
 		t.Fatalf("%d batches reconciled after the answer; want none: the batch was picked up a second time", reconciling)
 	}
 	f.mu.Lock()
@@ -424,32 +371,52 @@ func TestFleetOwnRunPicksUpAfterTheCreate(t *testing.T) {
 	}
 }
 
-// pickUpAfterCreate is a fleet's store whose first RecordCreated ends the
-// replica's lease, waits for its next run's Adopt of the batch and is
-// refused as stale; that Adopt returns only once the test saw the batch
-// tracked (recorded again under the new run).
-type pickUpAfterCreate struct {
+// renewedDuringRecord is a fleet's store whose first RecordCreated ends
+// the replica's lease, waits until the replica's next run has adopted the
+// batch (an intent still: the pickUp leaves it to the create under way)
+// and, unless release is set, renewed once more (the pickUp done), and is
+// then refused as stale: as the real store refuses a record whose run
+// tokens it read before the renewal that started that run. With release
+// set, that Adopt returns, and its pickUp runs, only once release is
+// closed.
+type renewedDuringRecord struct {
 	*postgres.DB
-	raw              *sql.DB
-	replica          string
-	adopted, tracked chan struct{}
-	once             sync.Once
-	refused          bool
-	mu               sync.Mutex
+	raw     *sql.DB
+	replica string
+	release chan struct{}
+	adopted chan struct{} // closed by the first Adopt that returns a batch
+
+	once    sync.Once
+	mu      sync.Mutex
+	refused bool
+	beats   int // renewals after the adoption
 }
 
-func (s *pickUpAfterCreate) Adopt(ctx context.Context) ([]*llmfleet.StoredRequest, []*llmfleet.PendingBatch, error) {
+func (s *renewedDuringRecord) Adopt(ctx context.Context) ([]*llmfleet.StoredRequest, []*llmfleet.PendingBatch, error) {
 	q, b, err := s.DB.Adopt(ctx)
 	if len(b) > 0 {
 		s.once.Do(func() {
 			close(s.adopted)
-			<-s.tracked
+			if s.release != nil {
+				<-s.release
+			}
 		})
 	}
 	return q, b, err
 }
 
-func (s *pickUpAfterCreate) RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error {
+func (s *renewedDuringRecord) Heartbeat(ctx context.Context, ttl time.Duration) (bool, error) {
+	select {
+	case <-s.adopted:
+		s.mu.Lock()
+		s.beats++
+		s.mu.Unlock()
+	default:
+	}
+	return s.DB.Heartbeat(ctx, ttl)
+}
+
+func (s *renewedDuringRecord) RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error {
 	s.mu.Lock()
 	first := !s.refused
 	s.refused = true
@@ -461,6 +428,11 @@ func (s *pickUpAfterCreate) RecordCreated(ctx context.Context, batchID, upstream
 		return err
 	}
 	<-s.adopted
+	for renewed := s.release != nil; !renewed; time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		renewed = s.beats > 0
+		s.mu.Unlock()
+	}
 	return fmt.Errorf("postgres: batch %s is another replica's, or no longer in flight: %w", batchID, llmfleet.ErrStale)
 }
 
