@@ -150,8 +150,12 @@ func (cr *creator) createFailed(c *createCall, err error, recorded bool) {
 // or refused while a renewal found the lease ended is made again, under
 // the new run (the relinquish missed this batch, not tracked yet: another
 // replica may adopt it from the ended run, or this one's new run did,
-// leaving it to this create). A batch whose id is not stored is
-// still tracked, for a restart to reconcile.
+// leaving it to this create). A record is judged once no renewal is under
+// way (leaseHolder.settled): one made under the token of a run the
+// renewal had just started is otherwise tracked before that renewal's
+// relinquish, which would drop it while the store names this live
+// process its owner, and no replica would track it. A batch whose id is
+// not stored is still tracked, for a restart to reconcile.
 func (cr *creator) created(c *createCall, b *llmfleet.Batch) {
 	d := cr.d
 	var err error
@@ -161,6 +165,7 @@ func (cr *creator) created(c *createCall, b *llmfleet.Batch) {
 		if err != nil && d.shared != nil && !errors.Is(err, llmfleet.ErrStale) {
 			err = d.journal.created(d.ctx, c.localID, b)
 		}
+		d.lease.settled(d.ctx)
 		d.mu.Lock()
 		// A record refused or made while a renewal found the lease ended
 		// is made again under the new run, which may have adopted the

@@ -43,7 +43,18 @@ func (fl *fleet) claim(key string, prov llmfleet.Provider, first *llmfleet.Reque
 		c.deadline = c.intentAt.Add(d.pol.CreateTimeout)
 		sb := &llmfleet.StoredBatch{ID: c.localID, Provider: prov.Name(), CredentialID: fp,
 			State: llmfleet.BatchIntent, IntentAt: c.intentAt, CreateDeadline: c.deadline}
+		// Its create is under way from the claim on: an adoption of the
+		// intent meanwhile (this replica's lease ended during the claim)
+		// leaves it to this create rather than reconcile it too.
+		d.mu.Lock()
+		d.creates.creating[c.localID] = true
+		d.mu.Unlock()
 		rows, err := d.shared.Claim(d.ctx, sb, poolID(key), cutoff, maxN, maxBytes)
+		if err != nil || len(rows) == 0 {
+			d.mu.Lock()
+			delete(d.creates.creating, c.localID)
+			d.mu.Unlock()
+		}
 		if err != nil {
 			if d.ctx.Err() == nil {
 				d.log.Warn("claiming a pool failed; its requests wait for the next look", "provider", prov.Name(), "err", err)
@@ -70,7 +81,6 @@ func (fl *fleet) claim(key string, prov llmfleet.Provider, first *llmfleet.Reque
 			c.ws = append(c.ws, w)
 			c.items = append(c.items, llmfleet.BatchItem{CustomID: w.customID, Params: w.params, Endpoint: w.req.Endpoint})
 		}
-		d.creates.creating[c.localID] = true
 		d.work.begin()
 		d.work.run(func() { d.creates.send(c) })
 		d.mu.Unlock()
@@ -147,8 +157,10 @@ func (fl *fleet) loop() {
 	every := d.Lease / 3
 	for d.lease.wait(d.ctx, every) {
 		sent := d.clock.Now()
+		d.lease.beginRenewal()
 		held, err := d.shared.Heartbeat(d.ctx, d.Lease)
 		if err != nil {
+			d.lease.endRenewal()
 			if d.ctx.Err() == nil {
 				d.log.Warn("lease not renewed", "err", err)
 			}
@@ -171,6 +183,7 @@ func (fl *fleet) loop() {
 		}
 		closing := d.closed
 		d.mu.Unlock()
+		d.lease.endRenewal()
 		if !closing { // what it would adopt is the others' to take
 			fl.adopt()
 		}

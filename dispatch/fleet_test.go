@@ -294,7 +294,7 @@ func TestFleetCreateAdoptedMeanwhile(t *testing.T) {
 // owner is this process, alive, and its results, paid, would never be
 // delivered.
 func TestFleetCreateRefusedWhileOwnRunAdopts(t *testing.T) {
-	a, f, st := renewedReplica(t, false)
+	a, f, _ := renewedReplica(t, false)
 	answered := submitted(t, a, 0, "lfr_own_run", "own run")
 	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
 		a.mu.Lock()
@@ -306,7 +306,7 @@ func TestFleetCreateRefusedWhileOwnRunAdopts(t *testing.T) {
 			t.Fatal("the batch was left to its owner, this replica's new run, which had left it to the create: no replica tracks it")
 		}
 	}
-	answeredOnce(t, a, f, st, answered)
+	answeredOnce(t, a, f, answered)
 }
 
 // The same refusal, when the new run's pickUp of the adopted intent comes
@@ -326,34 +326,45 @@ func TestFleetOwnRunPicksUpAfterTheCreate(t *testing.T) {
 		a.mu.Unlock()
 	}
 	close(st.release) // the pickUp goes on
-	answeredOnce(t, a, f, st, answered)
+	answeredOnce(t, a, f, answered)
 }
 
 // renewedReplica opens replica "a" of a fresh fleet over a
 // renewedDuringRecord store (holding its pickUp if hold), and a provider
 // whose batches end at once.
 func renewedReplica(t *testing.T, hold bool) (*Dispatcher, *fakeProvider, *renewedDuringRecord) {
+	st := &renewedDuringRecord{}
+	a, f := watchedReplica(t, &st.adoptWatch, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
+	if hold {
+		st.release = make(chan struct{})
+	}
+	return a, f, st
+}
+
+// watchedReplica opens replica "a" of a fresh fleet over a store made by
+// wrap, which embeds w, and a provider whose batches end at once.
+func watchedReplica(t *testing.T, w *adoptWatch, wrap func(*postgres.DB) llmfleet.Store, tweaks ...func(*Policy)) (*Dispatcher, *fakeProvider) {
 	u := pgtest.URL(t)
 	raw, err := sql.Open("pgx", u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
+	w.raw, w.replica, w.adopted = raw, "a", make(chan struct{})
 	f := newFake()
 	f.turnaround = func(string) time.Duration { return 200 * time.Millisecond }
-	st := &renewedDuringRecord{raw: raw, replica: "a", adopted: make(chan struct{})}
-	if hold {
-		st.release = make(chan struct{})
+	pol := Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond}
+	for _, tweak := range tweaks {
+		tweak(&pol)
 	}
-	a, _ := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
-		MaxPollInterval: 100 * time.Millisecond}, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
-	return a, f, st
+	a, _ := replica(t, u, "a", f, fleetVault(t), pol, wrap)
+	return a, f
 }
 
 // answeredOnce checks that the caller got the batch's answer, that the
 // provider saw one create and no sync call, and that nothing is left
 // being reconciled.
-func answeredOnce(t *testing.T, a *Dispatcher, f *fakeProvider, st *renewedDuringRecord, answered <-chan *llmfleet.Response) {
+func answeredOnce(t *testing.T, a *Dispatcher, f *fakeProvider, answered <-chan *llmfleet.Response) {
 	t.Helper()
 	if resp := <-answered; resp == nil || resp.StatusCode != 200 {
 		t.Fatalf("the caller got %+v, want the batch's answer", resp)
@@ -371,28 +382,24 @@ func answeredOnce(t *testing.T, a *Dispatcher, f *fakeProvider, st *renewedDurin
 	}
 }
 
-// renewedDuringRecord is a fleet's store whose first RecordCreated ends
-// the replica's lease, waits until the replica's next run has adopted the
-// batch (an intent still: the pickUp leaves it to the create under way)
-// and, unless release is set, renewed once more (the pickUp done), and is
-// then refused as stale: as the real store refuses a record whose run
-// tokens it read before the renewal that started that run. With release
-// set, that Adopt returns, and its pickUp runs, only once release is
-// closed.
-type renewedDuringRecord struct {
+// adoptWatch is a fleet's store that ends the replica's lease on demand
+// (endLease) and tells when its next run adopted a batch and finished
+// that round of the fleet loop (adoptionRound). With release set, the
+// first Adopt that returns a batch returns, and its pickUp runs, only
+// once release is closed.
+type adoptWatch struct {
 	*postgres.DB
 	raw     *sql.DB
 	replica string
 	release chan struct{}
 	adopted chan struct{} // closed by the first Adopt that returns a batch
 
-	once    sync.Once
-	mu      sync.Mutex
-	refused bool
-	beats   int // renewals after the adoption
+	once  sync.Once
+	mu    sync.Mutex
+	beats int // renewals after the adoption
 }
 
-func (s *renewedDuringRecord) Adopt(ctx context.Context) ([]*llmfleet.StoredRequest, []*llmfleet.PendingBatch, error) {
+func (s *adoptWatch) Adopt(ctx context.Context) ([]*llmfleet.StoredRequest, []*llmfleet.PendingBatch, error) {
 	q, b, err := s.DB.Adopt(ctx)
 	if len(b) > 0 {
 		s.once.Do(func() {
@@ -405,7 +412,7 @@ func (s *renewedDuringRecord) Adopt(ctx context.Context) ([]*llmfleet.StoredRequ
 	return q, b, err
 }
 
-func (s *renewedDuringRecord) Heartbeat(ctx context.Context, ttl time.Duration) (bool, error) {
+func (s *adoptWatch) Heartbeat(ctx context.Context, ttl time.Duration) (bool, error) {
 	select {
 	case <-s.adopted:
 		s.mu.Lock()
@@ -416,6 +423,33 @@ func (s *renewedDuringRecord) Heartbeat(ctx context.Context, ttl time.Duration) 
 	return s.DB.Heartbeat(ctx, ttl)
 }
 
+// endLease ends every run's lease of the replica (it paused).
+func (s *adoptWatch) endLease(ctx context.Context) error {
+	_, err := s.raw.ExecContext(ctx, `UPDATE replicas SET lease_until = clock_timestamp() - interval '1 second' WHERE name = $1`, s.replica)
+	return err
+}
+
+// adoptionRound returns once a batch was adopted and, unless release is
+// set, the fleet loop's round that adopted it is over (its pickUp done).
+func (s *adoptWatch) adoptionRound() {
+	<-s.adopted
+	for renewed := s.release != nil; !renewed; time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		renewed = s.beats > 0
+		s.mu.Unlock()
+	}
+}
+
+// renewedDuringRecord is a fleet's store whose first RecordCreated ends
+// the replica's lease, waits for its next run's adoption of the batch (an
+// intent still: the pickUp leaves it to the create under way) and is
+// then refused as stale: as the real store refuses a record whose run
+// tokens it read before the renewal that started that run.
+type renewedDuringRecord struct {
+	adoptWatch
+	refused bool
+}
+
 func (s *renewedDuringRecord) RecordCreated(ctx context.Context, batchID, upstreamID string, createdAt time.Time) error {
 	s.mu.Lock()
 	first := !s.refused
@@ -424,16 +458,121 @@ func (s *renewedDuringRecord) RecordCreated(ctx context.Context, batchID, upstre
 	if !first {
 		return s.DB.RecordCreated(ctx, batchID, upstreamID, createdAt)
 	}
-	if _, err := s.raw.ExecContext(ctx, `UPDATE replicas SET lease_until = clock_timestamp() - interval '1 second' WHERE name = $1`, s.replica); err != nil {
+	if err := s.endLease(ctx); err != nil {
 		return err
 	}
-	<-s.adopted
-	for renewed := s.release != nil; !renewed; time.Sleep(5 * time.Millisecond) {
-		s.mu.Lock()
-		renewed = s.beats > 0
-		s.mu.Unlock()
-	}
+	s.adoptionRound()
 	return fmt.Errorf("postgres: batch %s is another replica's, or no longer in flight: %w", batchID, llmfleet.ErrStale)
+}
+
+// A batch recorded created under the token of the run a renewal has just
+// started (the store switches tokens before the replica gives up what it
+// held) is tracked after that renewal's relinquish, not before: the store
+// names this process, alive, its owner, so no replica would adopt it, and
+// a relinquish after its tracking would leave it tracked by none.
+func TestFleetRecordedDuringRenewal(t *testing.T) {
+	st := &recordedDuringRenewal{}
+	a, f := watchedReplica(t, &st.adoptWatch, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
+	f.createHeld = make(chan struct{})
+	st.release = f.createHeld
+	st.recorded = func() bool { // recorded, and tracked or waiting for the renewal's end
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.lease.mu.Lock()
+		defer a.lease.mu.Unlock()
+		return a.trackers.countLocked() > 0 || a.lease.awaiting > 0
+	}
+	answered := submitted(t, a, 0, "lfr_renewal", "renewal")
+	for f.count("create") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := st.endLease(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for a.lease.losses() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
+		a.mu.Lock()
+		w := a.ids.live["lfr_renewal"]
+		elsewhere := w != nil && w.state == stateElsewhere
+		tracked = a.trackers.countLocked() > 0
+		a.mu.Unlock()
+		if elsewhere {
+			t.Fatal("the batch, recorded under the new run, was dropped by the renewal's relinquish: no replica tracks it")
+		}
+	}
+	answeredOnce(t, a, f, answered)
+}
+
+// recordedDuringRenewal is a fleet's store whose first renewal that finds
+// the lease ended lets the create under way return (release), and
+// returns once that create was recorded (recorded): under the new run's
+// token, which the renewal set.
+type recordedDuringRenewal struct {
+	adoptWatch
+	recorded func() bool
+	lost     sync.Once
+}
+
+func (s *recordedDuringRenewal) Heartbeat(ctx context.Context, ttl time.Duration) (bool, error) {
+	held, err := s.adoptWatch.Heartbeat(ctx, ttl)
+	if err == nil && !held {
+		s.lost.Do(func() {
+			close(s.release)
+			for !s.recorded() {
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	return held, err
+}
+
+func (s *recordedDuringRenewal) Adopt(ctx context.Context) ([]*llmfleet.StoredRequest, []*llmfleet.PendingBatch, error) {
+	return s.DB.Adopt(ctx) // (release is the create's, not the adoption's)
+}
+
+// A pool claimed by a replica whose lease ends during the claim (the
+// intent committed under the ended run) and whose next run adopts the
+// intent before the claim goes on is created by the claim alone: the
+// pickUp leaves it to the create under way rather than reconcile it too,
+// with twins of its requests that the reconciler would queue again, to
+// be paid twice, once the create could no longer land.
+func TestFleetClaimAdoptedMeanwhile(t *testing.T) {
+	st := &claimAdopted{}
+	a, f := watchedReplica(t, &st.adoptWatch, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st },
+		func(p *Policy) { p.SettleDelay = 50 * time.Millisecond }) // a reconcile looks at once
+	answered := submitted(t, a, 0, "lfr_claimed", "claimed")
+	answeredOnce(t, a, f, answered)
+	if busy, idle := a.work.busy(); busy {
+		<-idle // (a reconcile, should one have started, looks before it ends)
+	}
+	if n := f.count("find"); n != 0 {
+		t.Fatalf("the batch the claim created was also reconciled by the adoption (%d looks for it)", n)
+	}
+}
+
+// claimAdopted is a fleet's store whose first Claim ends the replica's
+// lease, claims (committing the intent under the ended run) and returns
+// once the replica's next run adopted the intent and finished that round.
+type claimAdopted struct {
+	adoptWatch
+	claimed sync.Once
+}
+
+func (s *claimAdopted) Claim(ctx context.Context, b *llmfleet.StoredBatch, pool string, by time.Time, max int, maxBytes int64) ([]*llmfleet.StoredRequest, error) {
+	first := false
+	s.claimed.Do(func() { first = true })
+	if first {
+		if err := s.endLease(ctx); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := s.DB.Claim(ctx, b, pool, by, max, maxBytes)
+	if first && err == nil && len(rows) > 0 {
+		s.adoptionRound()
+	}
+	return rows, err
 }
 
 // answeredFromStore stores text as the answer of request id, as another

@@ -40,6 +40,53 @@ type leaseHolder struct {
 	// lost counts the renewals that found the lease ended (see
 	// creator.created).
 	lost int
+	// renewing is set from a renewal's call to the store until the
+	// replica gave up what it held, if the lease had ended; idle is
+	// closed then (see settled).
+	renewing bool
+	idle     chan struct{}
+	awaiting int // creators waiting in settled (for tests)
+}
+
+// beginRenewal marks a renewal under way: the store may start a new run
+// (a new owner token) before the replica gives up what it held.
+func (l *leaseHolder) beginRenewal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.renewing, l.idle = true, make(chan struct{})
+}
+
+// endRenewal marks the renewal done: ended has been called, if the lease
+// had ended.
+func (l *leaseHolder) endRenewal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.renewing {
+		l.renewing = false
+		close(l.idle)
+	}
+}
+
+// settled returns once no renewal is under way, or ctx ended: a batch
+// recorded created while a renewal was under way may have been recorded
+// under the new run's token, and is then tracked only after that
+// renewal gave up what the replica held (creator.created).
+func (l *leaseHolder) settled(ctx context.Context) {
+	l.mu.Lock()
+	if !l.renewing {
+		l.mu.Unlock()
+		return
+	}
+	idle := l.idle
+	l.awaiting++
+	l.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	l.awaiting--
+	l.mu.Unlock()
 }
 
 // start sets whether there is a lease to hold, and until when it is held.
