@@ -258,9 +258,11 @@ type Store interface {
 type PendingBatch struct {
 	Batch    StoredBatch
 	Requests []*StoredRequest
-	// Answered are the requests of a created batch answered already by
-	// another route (a rescue's sync call): the batch's results for them
-	// are paid too, and are to be recorded as late when read.
+	// Answered are the requests of a created batch, or of an intent,
+	// answered already by another route (a rescue's sync call): the
+	// batch's results for them are paid too, and are to be recorded as
+	// late when read (an intent's create may have landed: it is
+	// reconciled, not concluded failed, while it has any).
 	Answered []*StoredRequest
 }
 

@@ -162,6 +162,65 @@ func TestRestartReconcilesIntents(t *testing.T) {
 	})
 }
 
+// Intents whose requests were all answered by their rescues before a
+// crash are reconciled at the restart, not concluded failed: the one
+// whose create had landed is tracked and its results, paid, ledgered
+// late; the one that never reached the provider is given up without
+// queueing its answered requests again (no second batch).
+func TestRestartReconcilesIntentsOfAnsweredRequests(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	synctest.Test(t, func(t *testing.T) {
+		f, v := newFake(), newVault(t)
+		cred := llmfleet.Credential{APIKey: "sk-answered"}
+		d1, db1 := durable(t, f, path, v)
+		created := enqueueN(t, d1, cred, "created", 2)
+		lost := enqueueN(t, d1, cred, "lost", 2)
+		crash(d1, db1)
+
+		db, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp := v.Fingerprint(cred)
+		items := leftIntent(t, db, fp, "lfb_created", created, "created", time.Now())
+		leftIntent(t, db, fp, "lfb_lost", lost, "lost", time.Now())
+		if _, err := f.CreateBatch(t.Context(), cred, "lfb_created", nil, items); err != nil {
+			t.Fatal(err)
+		}
+		var rescued []llmfleet.Completion
+		for _, id := range append(created, lost...) {
+			rescued = append(rescued, llmfleet.Completion{RequestID: id, Result: &llmfleet.StoredResult{StatusCode: 200,
+				Body: []byte(`{"type":"message","content":[]}`), CompletedAt: time.Now()}})
+		}
+		if _, err := db.CompleteRequests(t.Context(), rescued); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+
+		d2, db2 := durable(t, f, path, v)
+		defer db2.Close()
+		defer d2.Close(t.Context())
+		time.Sleep(time.Hour) // every look settled, every batch ended
+		synctest.Wait()
+		if got := f.batchSizes(); fmt.Sprint(got) != "[2]" {
+			t.Fatalf("batches %v, want only the one that had landed: answered requests queued again", got)
+		}
+		entries, err := db2.Ledger(t.Context(), time.Unix(0, 0), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		late := 0
+		for _, e := range entries {
+			if e.Rescue == llmfleet.RescueLate {
+				late++
+			}
+		}
+		if late != len(created) {
+			t.Fatalf("%d results ledgered late, want %d: the landed batch's results are paid", late, len(created))
+		}
+	})
+}
+
 func TestDurableSubmitCarriesRequestID(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	synctest.Test(t, func(t *testing.T) {

@@ -575,6 +575,95 @@ func (s *claimAdopted) Claim(ctx context.Context, b *llmfleet.StoredBatch, pool 
 	return rows, err
 }
 
+// An intent whose requests were all answered meanwhile (rescued), adopted
+// while its create is under way, is reconciled rather than concluded
+// failed: the create lands, the adopter finds the batch by its tag and
+// tracks it, and its result, paid, is ledgered late. Concluded failed at
+// once, the batch would be tracked by no one and its bill never ledgered.
+func TestFleetAdoptedIntentOfAnsweredRequests(t *testing.T) {
+	u := pgtest.URL(t)
+	raw, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	f := newFake()
+	f.turnaround = func(string) time.Duration { return 200 * time.Millisecond }
+	f.createHeld = make(chan struct{})
+	v := fleetVault(t)
+	pol := Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond, SettleDelay: 50 * time.Millisecond}
+	st := &pausedRenewals{}
+	a, db := replica(t, u, "a", f, v, pol, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
+	answered := submitted(t, a, 0, "lfr_rescued", "rescued")
+	for f.count("create") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	st.pause() // a pauses, its create under way
+	now := time.Now()
+	rescued := []llmfleet.Completion{{RequestID: "lfr_rescued", Result: &llmfleet.StoredResult{StatusCode: 200,
+		Body: []byte(`{"type":"message","content":[{"type":"text","text":"rescue"}]}`), CompletedAt: now},
+		Ledger: &llmfleet.LedgerEntry{RequestID: "lfr_rescued", Rescue: llmfleet.RescueSync, Route: llmfleet.RouteSync, Time: now}}}
+	if _, err := db.CompleteRequests(t.Context(), rescued); err != nil { // (by the replica its caller waits on)
+		t.Fatal(err)
+	}
+	if _, err := raw.ExecContext(t.Context(), `UPDATE replicas SET lease_until = clock_timestamp() - interval '1 second' WHERE name = 'a'`); err != nil {
+		t.Fatal(err)
+	}
+	replica(t, u, "b", f, v, pol, nil) // adopts a's intent as it opens
+	var state string
+	if err := raw.QueryRowContext(t.Context(), `SELECT state FROM batches`).Scan(&state); err != nil {
+		t.Fatal(err)
+	}
+	close(f.createHeld) // a's create lands
+	st.resume()
+	if state == string(llmfleet.BatchFailed) {
+		t.Fatal("the adopted intent of answered requests was concluded failed while its create could still land")
+	}
+	if resp := <-answered; resp == nil || !strings.Contains(string(resp.Body), "rescue") {
+		t.Fatalf("a's caller got %+v, want the rescue's answer", resp)
+	}
+	for late := false; !late; time.Sleep(20 * time.Millisecond) {
+		entries, err := db.Ledger(t.Context(), time.Unix(0, 0), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			late = late || e.Rescue == llmfleet.RescueLate
+		}
+	}
+}
+
+// pausedRenewals is a fleet's store whose renewals wait while paused (the
+// replica paused, or cut off from the database).
+type pausedRenewals struct {
+	*postgres.DB
+	mu     sync.Mutex
+	paused chan struct{}
+}
+
+func (s *pausedRenewals) pause() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.paused = make(chan struct{})
+}
+
+func (s *pausedRenewals) resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.paused)
+	s.paused = nil
+}
+
+func (s *pausedRenewals) Heartbeat(ctx context.Context, ttl time.Duration) (bool, error) {
+	s.mu.Lock()
+	p := s.paused
+	s.mu.Unlock()
+	if p != nil {
+		<-p
+	}
+	return s.DB.Heartbeat(ctx, ttl)
+}
+
 // answeredFromStore stores text as the answer of request id, as another
 // replica would, and checks that the caller waiting on answered gets it.
 func answeredFromStore(t *testing.T, st llmfleet.Store, answered <-chan *llmfleet.Response, id, text string) {

@@ -130,6 +130,16 @@ func (rc *reconciler) requeue(c *createCall) {
 	}
 	var back []*waiter
 	for _, w := range c.ws {
+		if w.answered && w.state != stateDone {
+			// Answered already (the store holds it): the one waiting
+			// here is answered from the store; a twin is done with.
+			if d.ids.live[w.id] == w {
+				w.must(stateElsewhere, d.log)
+			} else {
+				d.answers.finishLocked(w, nil, nil, nil)
+			}
+			continue
+		}
 		if w.abandoned && !d.journal.durable() {
 			d.answers.finishLocked(w, nil, context.Canceled, nil) // nobody will read its answer
 			continue

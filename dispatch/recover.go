@@ -162,13 +162,19 @@ func (p *pickup) batch(pb *llmfleet.PendingBatch) error {
 		return p.store.ResolveBatch(p.ctx, sb.ID)
 	}
 	var ws []*waiter
-	// Its requests answered by a rescue are tracked too: their results,
-	// paid, are recorded late when delivered (answerer.second).
-	for _, r := range append(pb.Requests[:len(pb.Requests):len(pb.Requests)], pb.Answered...) {
+	// Its requests answered by a rescue are tracked too (an intent's
+	// reconciled: its create may have landed): their results, paid, are
+	// recorded late when delivered (answerer.second).
+	for i, r := range append(pb.Requests[:len(pb.Requests):len(pb.Requests)], pb.Answered...) {
 		w, err := p.revive(r)
 		if err != nil {
 			d.log.Error("stored request cannot be recovered", "request_id", r.ID, "err", err)
 			continue
+		}
+		if i >= len(pb.Requests) {
+			d.mu.Lock()
+			w.answered = true
+			d.mu.Unlock()
 		}
 		ws = append(ws, w)
 	}

@@ -102,6 +102,10 @@ type waiter struct {
 	state     waiterState
 	abandoned bool // the caller stopped waiting; the answer is still kept if durable
 	detached  bool // no caller waits: recovered after a restart, or async
+	// answered says the store holds its answer already (a rescue's): it
+	// was picked up with a batch only for the batch's result, paid, to be
+	// recorded late, and is never queued again (reconciler.requeue).
+	answered  bool
 	submitted time.Time
 	pool      *pool
 	customID  string

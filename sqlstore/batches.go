@@ -173,16 +173,22 @@ func (s Store) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, b
 }
 
 // ReadAnswered sets pb.Answered, read within q (Pending's transaction, or
-// a store's adoption) in c's dialect: the requests of a created batch
+// a store's adoption) in c's dialect: the requests of a batch in flight
 // answered meanwhile by another route (a rescue), whose results the batch
-// bills all the same, oldest first.
+// bills all the same, oldest first. Those of an intent too: its create
+// may have landed, and only a look for it tells (an intent whose
+// requests were all answered is reconciled, not concluded failed).
 func ReadAnswered(ctx context.Context, c *Conn, q storecodec.Querier, pb *llmfleet.PendingBatch) error {
-	if pb.Batch.State != llmfleet.BatchCreated {
-		return nil
-	}
 	var err error
-	pb.Answered, err = storecodec.QueryRequests(ctx, q, c.sql(`SELECT `+storecodec.RequestColumns+` FROM requests
-		WHERE batch_id = ? AND state = 'done' AND COALESCE(result_batch_id, '') <> ?
-		ORDER BY accepted_at, `+c.byteOrder("id")), pb.Batch.ID, pb.Batch.UpstreamID)
+	switch pb.Batch.State {
+	case llmfleet.BatchCreated:
+		pb.Answered, err = storecodec.QueryRequests(ctx, q, c.sql(`SELECT `+storecodec.RequestColumns+` FROM requests
+			WHERE batch_id = ? AND state = 'done' AND COALESCE(result_batch_id, '') <> ?
+			ORDER BY accepted_at, `+c.byteOrder("id")), pb.Batch.ID, pb.Batch.UpstreamID)
+	case llmfleet.BatchIntent:
+		pb.Answered, err = storecodec.QueryRequests(ctx, q, c.sql(`SELECT `+storecodec.RequestColumns+` FROM requests
+			WHERE batch_id = ? AND state = 'done'
+			ORDER BY accepted_at, `+c.byteOrder("id")), pb.Batch.ID)
+	}
 	return err
 }

@@ -164,10 +164,10 @@ func (s *suite) pendingOrder(t *testing.T) {
 	}
 }
 
-// pendingAnswered: a created batch's requests answered by another route
-// (a rescue) are pending as Answered, for their paid results to be read
-// and recorded late; one answered by the batch itself is not, nor is any
-// of a batch not created yet.
+// pendingAnswered: a batch's requests answered by another route (a
+// rescue) are pending as Answered, for their paid results to be read and
+// recorded late, an intent's too (its create may have landed); one
+// answered by the batch itself is not.
 func (s *suite) pendingAnswered(t *testing.T) {
 	st := s.store(t)
 	rs, b, _ := s.intended(t, st)
@@ -175,7 +175,7 @@ func (s *suite) pendingAnswered(t *testing.T) {
 	if _, err := st.CompleteRequests(ctx(t), done(map[string]*llmfleet.StoredResult{rs[0].ID: rescued})); err != nil {
 		t.Fatal(err)
 	}
-	if _, pb := s.pending(t, st); len(pb) != 1 || len(pb[0].Answered) != 0 || fmt.Sprint(ids(pb[0].Requests)) != "[lfr_0002]" {
+	if _, pb := s.pending(t, st); len(pb) != 1 || fmt.Sprint(ids(pb[0].Answered)) != "[lfr_0001]" || fmt.Sprint(ids(pb[0].Requests)) != "[lfr_0002]" {
 		t.Fatalf("an intent's pending requests: %+v", pb)
 	}
 	if err := st.RecordCreated(ctx(t), b.ID, "msgbatch_1", base.Add(time.Hour)); err != nil {
