@@ -664,6 +664,48 @@ func (s *pausedRenewals) Heartbeat(ctx context.Context, ttl time.Duration) (bool
 	return s.DB.Heartbeat(ctx, ttl)
 }
 
+// A batch that failed as a whole sends its requests sync; when a renewal
+// that finds the lease ended gives the flight up while those calls are
+// under way, their answers, paid, are still stored or ledgered: every
+// sync call the provider bills is in the ledger (the run that adopts the
+// batch again may send them once more, ledgered too).
+func TestFleetRerouteRelinquished(t *testing.T) {
+	u := pgtest.URL(t)
+	raw, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	f := newFake()
+	f.turnaround = func(string) time.Duration { return 100 * time.Millisecond }
+	f.failure = &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "batch failed"}
+	f.sendDelay = 2500 * time.Millisecond // a renewal (every second) comes meanwhile
+	var once sync.Once
+	f.onSend = func() {
+		once.Do(func() {
+			if _, err := raw.Exec(`UPDATE replicas SET lease_until = clock_timestamp() - interval '1 second' WHERE name = 'a'`); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	a, db := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
+		MaxPollInterval: 100 * time.Millisecond, SyncLatencyPrior: 100 * time.Millisecond}, nil)
+	answered := submitted(t, a, time.Minute, "lfr_reroute", "reroute")
+	if resp := <-answered; resp == nil {
+		t.Fatal("no answer")
+	}
+	if busy, idle := a.work.busy(); busy {
+		<-idle
+	}
+	entries, err := db.Ledger(t.Context(), time.Unix(0, 0), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent := f.count("send"); sent != len(entries) {
+		t.Fatalf("%d sync calls paid, %d ledgered", sent, len(entries))
+	}
+}
+
 // answeredFromStore stores text as the answer of request id, as another
 // replica would, and checks that the caller waiting on answered gets it.
 func answeredFromStore(t *testing.T, st llmfleet.Store, answered <-chan *llmfleet.Response, id, text string) {

@@ -297,7 +297,12 @@ func (t *tracker) conclude(f *flight, answers []answer) bool {
 	if t.flights[f.id] != f {
 		// Given up by relinquishLocked: the batch may be another
 		// replica's now, which delivers it (a late answer recorded once).
+		// What its failure made this replica pay for, the sync calls of
+		// its requests, is stored or ledgered late here all the same.
 		d.mu.Unlock()
+		if paid := reroutedAnswers(answers); len(paid) > 0 {
+			d.answers.deliver(paid, f.id, func() {})
+		}
 		return false
 	}
 	if !d.lease.held() {
@@ -347,4 +352,16 @@ func (t *tracker) holdFlightLocked(f *flight, answers []answer) {
 			d.answers.replyHeldLocked(w)
 		}
 	}
+}
+
+// reroutedAnswers returns the answers of a batch's requests that came
+// from sync calls made when the batch failed as a whole (reroute).
+func reroutedAnswers(answers []answer) []answer {
+	var paid []answer
+	for _, a := range answers {
+		if a.resp != nil && a.resp.Route == llmfleet.RouteSync {
+			paid = append(paid, a)
+		}
+	}
+	return paid
 }
