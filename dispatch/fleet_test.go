@@ -294,6 +294,7 @@ func TestFleetCreateAdoptedMeanwhile(t *testing.T) {
 // owner is this process, alive, and its results, paid, would never be
 // delivered.
 func TestFleetCreateRefusedWhileOwnRunAdopts(t *testing.T) {
+	t.Parallel() // (a database schema of its own; waits on events)
 	a, f, _ := renewedReplica(t, false)
 	answered := submitted(t, a, 0, "lfr_own_run", "own run")
 	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
@@ -318,6 +319,7 @@ func TestFleetCreateRefusedWhileOwnRunAdopts(t *testing.T) {
 // batch, and once the create could no longer land would queue the
 // request again, to be paid twice.
 func TestFleetOwnRunPicksUpAfterTheCreate(t *testing.T) {
+	t.Parallel() // (a database schema of its own; waits on events)
 	a, f, st := renewedReplica(t, true)
 	answered := submitted(t, a, 0, "lfr_picked_late", "picked late")
 	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
@@ -471,6 +473,7 @@ func (s *renewedDuringRecord) RecordCreated(ctx context.Context, batchID, upstre
 // names this process, alive, its owner, so no replica would adopt it, and
 // a relinquish after its tracking would leave it tracked by none.
 func TestFleetRecordedDuringRenewal(t *testing.T) {
+	t.Parallel() // (a database schema of its own; waits on events)
 	st := &recordedDuringRenewal{}
 	a, f := watchedReplica(t, &st.adoptWatch, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
 	f.createHeld = make(chan struct{})
@@ -539,6 +542,7 @@ func (s *recordedDuringRenewal) Adopt(ctx context.Context) ([]*llmfleet.StoredRe
 // with twins of its requests that the reconciler would queue again, to
 // be paid twice, once the create could no longer land.
 func TestFleetClaimAdoptedMeanwhile(t *testing.T) {
+	t.Parallel() // (a database schema of its own; waits on events)
 	st := &claimAdopted{}
 	a, f := watchedReplica(t, &st.adoptWatch, func(db *postgres.DB) llmfleet.Store { st.DB = db; return st },
 		func(p *Policy) { p.SettleDelay = 50 * time.Millisecond }) // a reconcile looks at once
@@ -581,6 +585,7 @@ func (s *claimAdopted) Claim(ctx context.Context, b *llmfleet.StoredBatch, pool 
 // tracks it, and its result, paid, is ledgered late. Concluded failed at
 // once, the batch would be tracked by no one and its bill never ledgered.
 func TestFleetAdoptedIntentOfAnsweredRequests(t *testing.T) {
+	t.Parallel() // (a database schema of its own; waits on events)
 	u := pgtest.URL(t)
 	raw, err := sql.Open("pgx", u)
 	if err != nil {
@@ -670,6 +675,7 @@ func (s *pausedRenewals) Heartbeat(ctx context.Context, ttl time.Duration) (bool
 // sync call the provider bills is in the ledger (the run that adopts the
 // batch again may send them once more, ledgered too).
 func TestFleetRerouteRelinquished(t *testing.T) {
+	t.Parallel() // (a database schema of its own; waits on events)
 	u := pgtest.URL(t)
 	raw, err := sql.Open("pgx", u)
 	if err != nil {
