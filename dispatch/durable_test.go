@@ -122,24 +122,7 @@ func TestRestartReconcilesIntents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, v := newFake(), newVault(t)
 		cred := llmfleet.Credential{APIKey: "sk-intent"}
-		d1, db1 := durable(t, f, path, v)
-		created := enqueueN(t, d1, cred, "created", 2)
-		lost := enqueueN(t, d1, cred, "lost", 3)
-		crash(d1, db1)
-
-		// Write two intents as a process killed during its create calls
-		// would have left them: the first reached the provider, the
-		// second did not.
-		db, err := sqlite.Open(t.Context(), path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fp := v.Fingerprint(cred)
-		items := leftIntent(t, db, fp, "lfb_created", created, "created", time.Now())
-		leftIntent(t, db, fp, "lfb_lost", lost, "lost", time.Now())
-		if _, err := f.CreateBatch(t.Context(), cred, "lfb_created", nil, items); err != nil {
-			t.Fatal(err)
-		}
+		created, lost, db := twoIntentsLeft(t, f, v, path, cred, 2, 3)
 		db.Close()
 
 		d2, db2 := durable(t, f, path, v)
@@ -172,21 +155,7 @@ func TestRestartReconcilesIntentsOfAnsweredRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, v := newFake(), newVault(t)
 		cred := llmfleet.Credential{APIKey: "sk-answered"}
-		d1, db1 := durable(t, f, path, v)
-		created := enqueueN(t, d1, cred, "created", 2)
-		lost := enqueueN(t, d1, cred, "lost", 2)
-		crash(d1, db1)
-
-		db, err := sqlite.Open(t.Context(), path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fp := v.Fingerprint(cred)
-		items := leftIntent(t, db, fp, "lfb_created", created, "created", time.Now())
-		leftIntent(t, db, fp, "lfb_lost", lost, "lost", time.Now())
-		if _, err := f.CreateBatch(t.Context(), cred, "lfb_created", nil, items); err != nil {
-			t.Fatal(err)
-		}
+		created, lost, db := twoIntentsLeft(t, f, v, path, cred, 2, 2)
 		var rescued []llmfleet.Completion
 		for _, id := range append(created, lost...) {
 			rescued = append(rescued, llmfleet.Completion{RequestID: id, Result: &llmfleet.StoredResult{StatusCode: 200,
@@ -296,6 +265,30 @@ func TestDurableCallerLeavesWhileQueued(t *testing.T) {
 // the requests reqs (prompts prefix0, prefix1, ...), as a process killed
 // during its create call leaves it, and returns the batch's items, tagged
 // with id, for a test to create upstream.
+// twoIntentsLeft accepts nCreated and nLost requests of cred in a store
+// at path, crashes, and writes two intents of them as a process killed
+// during its create calls would have left them: the first (lfb_created)
+// reached the provider, the second (lfb_lost) did not. It returns their
+// request ids and the store, open.
+func twoIntentsLeft(t *testing.T, f *fakeProvider, v *vault.Vault, path string, cred llmfleet.Credential, nCreated, nLost int) (created, lost []string, db *sqlite.DB) {
+	t.Helper()
+	d1, db1 := durable(t, f, path, v)
+	created = enqueueN(t, d1, cred, "created", nCreated)
+	lost = enqueueN(t, d1, cred, "lost", nLost)
+	crash(d1, db1)
+	db, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := v.Fingerprint(cred)
+	items := leftIntent(t, db, fp, "lfb_created", created, "created", time.Now())
+	leftIntent(t, db, fp, "lfb_lost", lost, "lost", time.Now())
+	if _, err := f.CreateBatch(t.Context(), cred, "lfb_created", nil, items); err != nil {
+		t.Fatal(err)
+	}
+	return created, lost, db
+}
+
 func leftIntent(t *testing.T, db *sqlite.DB, fp, id string, reqs []string, prefix string, at time.Time) []llmfleet.BatchItem {
 	t.Helper()
 	m := map[string]string{}

@@ -297,16 +297,7 @@ func TestFleetCreateRefusedWhileOwnRunAdopts(t *testing.T) {
 	t.Parallel() // (a database schema of its own; waits on events)
 	a, f, _ := renewedReplica(t, false)
 	answered := submitted(t, a, 0, "lfr_own_run", "own run")
-	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
-		a.mu.Lock()
-		w := a.ids.live["lfr_own_run"]
-		elsewhere := w != nil && w.state == stateElsewhere
-		tracked = a.trackers.countLocked() > 0
-		a.mu.Unlock()
-		if elsewhere {
-			t.Fatal("the batch was left to its owner, this replica's new run, which had left it to the create: no replica tracks it")
-		}
-	}
+	trackedHere(t, a, "lfr_own_run", "the batch was left to its owner, this replica's new run, which had left it to the create: no replica tracks it")
 	answeredOnce(t, a, f, answered)
 }
 
@@ -331,6 +322,35 @@ func TestFleetOwnRunPicksUpAfterTheCreate(t *testing.T) {
 	answeredOnce(t, a, f, answered)
 }
 
+// trackedHere waits until a tracks a batch, and fails with why if the
+// request id goes to wait elsewhere first (its batch left to another run).
+func trackedHere(t *testing.T, a *Dispatcher, id, why string) {
+	t.Helper()
+	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
+		a.mu.Lock()
+		w := a.ids.live[id]
+		elsewhere := w != nil && w.state == stateElsewhere
+		tracked = a.trackers.countLocked() > 0
+		a.mu.Unlock()
+		if elsewhere {
+			t.Fatal(why)
+		}
+	}
+}
+
+// fleetDB returns the URL of a fresh fleet database and a connection to
+// it, for faults a test writes itself.
+func fleetDB(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	u := pgtest.URL(t)
+	raw, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return u, raw
+}
+
 // renewedReplica opens replica "a" of a fresh fleet over a
 // renewedDuringRecord store (holding its pickUp if hold), and a provider
 // whose batches end at once.
@@ -346,12 +366,7 @@ func renewedReplica(t *testing.T, hold bool) (*Dispatcher, *fakeProvider, *renew
 // watchedReplica opens replica "a" of a fresh fleet over a store made by
 // wrap, which embeds w, and a provider whose batches end at once.
 func watchedReplica(t *testing.T, w *adoptWatch, wrap func(*postgres.DB) llmfleet.Store, tweaks ...func(*Policy)) (*Dispatcher, *fakeProvider) {
-	u := pgtest.URL(t)
-	raw, err := sql.Open("pgx", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	u, raw := fleetDB(t)
 	w.raw, w.replica, w.adopted = raw, "a", make(chan struct{})
 	f := newFake()
 	f.turnaround = func(string) time.Duration { return 200 * time.Millisecond }
@@ -495,16 +510,7 @@ func TestFleetRecordedDuringRenewal(t *testing.T) {
 	for a.lease.losses() == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	for tracked := false; !tracked; time.Sleep(5 * time.Millisecond) {
-		a.mu.Lock()
-		w := a.ids.live["lfr_renewal"]
-		elsewhere := w != nil && w.state == stateElsewhere
-		tracked = a.trackers.countLocked() > 0
-		a.mu.Unlock()
-		if elsewhere {
-			t.Fatal("the batch, recorded under the new run, was dropped by the renewal's relinquish: no replica tracks it")
-		}
-	}
+	trackedHere(t, a, "lfr_renewal", "the batch, recorded under the new run, was dropped by the renewal's relinquish: no replica tracks it")
 	answeredOnce(t, a, f, answered)
 }
 
@@ -586,12 +592,7 @@ func (s *claimAdopted) Claim(ctx context.Context, b *llmfleet.StoredBatch, pool 
 // once, the batch would be tracked by no one and its bill never ledgered.
 func TestFleetAdoptedIntentOfAnsweredRequests(t *testing.T) {
 	t.Parallel() // (a database schema of its own; waits on events)
-	u := pgtest.URL(t)
-	raw, err := sql.Open("pgx", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	u, raw := fleetDB(t)
 	f := newFake()
 	f.turnaround = func(string) time.Duration { return 200 * time.Millisecond }
 	f.createHeld = make(chan struct{})
@@ -676,12 +677,7 @@ func (s *pausedRenewals) Heartbeat(ctx context.Context, ttl time.Duration) (bool
 // batch again may send them once more, ledgered too).
 func TestFleetRerouteRelinquished(t *testing.T) {
 	t.Parallel() // (a database schema of its own; waits on events)
-	u := pgtest.URL(t)
-	raw, err := sql.Open("pgx", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	u, raw := fleetDB(t)
 	f := newFake()
 	f.turnaround = func(string) time.Duration { return 100 * time.Millisecond }
 	f.failure = &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "batch failed"}
