@@ -254,6 +254,11 @@ func TestParkedConnShutdown(t *testing.T) {
 		conns = append(conns, conn)
 	}
 	waitParked(t, st.srv, 3)
+	// A caller counts as parked from its take-over, a moment before its
+	// request reaches the dispatcher: closing before would refuse it.
+	for st.d.Stats().QueueDepth != 3 {
+		time.Sleep(2 * time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := st.d.Close(ctx); err != nil {
