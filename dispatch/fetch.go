@@ -161,13 +161,18 @@ func (t *tracker) reroute(f *flight, ws []*waiter, done func([]answer)) {
 		"batch_id", f.id, "requests", len(ws), "type", failure.Type, "message", failure.Message)
 	answers := make([]answer, len(ws))
 	var todo []int
+	d.mu.Lock()
 	for i, w := range ws {
 		answers[i] = answer{w: w, err: &llmfleet.BatchError{BatchID: f.id, Err: failure}}
+		if w.state == stateDone || w.answered {
+			continue // answered already (a rescue): no second call
+		}
 		if w.deadline.IsZero() || w.deadline.Sub(d.clock.Now()) < d.syncLat.predict(t.prov.Name(), w.info.Model)+d.pol.RescueMargin {
 			continue
 		}
 		todo = append(todo, i)
 	}
+	d.mu.Unlock()
 	if len(todo) == 0 {
 		done(answers)
 		return

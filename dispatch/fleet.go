@@ -170,6 +170,7 @@ func (fl *fleet) loop() {
 		if !held {
 			d.log.Warn("lease had ended: another replica may have adopted what this one owned; going on as a new owner")
 		}
+		var paid map[string][]answer
 		d.mu.Lock()
 		d.lease.renewed(sent.Add(d.Lease))
 		if !held {
@@ -177,13 +178,16 @@ func (fl *fleet) loop() {
 			// waiters wait elsewhere (a caller here is answered when
 			// the answer is stored, or rescued at its time); what no
 			// replica adopted meanwhile comes back by Adopt.
-			d.trackers.relinquishLocked()
+			paid = d.trackers.relinquishLocked()
 			d.pools.relinquishLocked()
 			d.lease.ended()
 		}
 		closing := d.closed
 		d.mu.Unlock()
 		d.lease.endRenewal()
+		for id, answers := range paid {
+			d.answers.deliver(answers, id, func() {}) // (stored, or ledgered late)
+		}
 		if !closing { // what it would adopt is the others' to take
 			fl.adopt()
 		}

@@ -639,6 +639,58 @@ func TestFleetAdoptedIntentOfAnsweredRequests(t *testing.T) {
 	}
 }
 
+// The same when the flight's answers were held rather than delivered (its
+// lease not known held when the sync calls came back: the replica could
+// not renew) and the renewal that ends the pause finds the lease ended:
+// the held answers of the sync calls, paid, are delivered as the flight
+// is given up, and the run that adopts the batch again sends nothing for
+// the requests they answered.
+func TestFleetRerouteHeldRelinquished(t *testing.T) {
+	t.Parallel() // (a database schema of its own; waits on events)
+	u, raw := fleetDB(t)
+	f := newFake()
+	f.turnaround = func(string) time.Duration { return 100 * time.Millisecond }
+	f.failure = &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "batch failed"}
+	f.sendDelay = 4 * time.Second // longer than the lease: it is not known held when the call comes back
+	st := &pausedRenewals{}
+	var once sync.Once
+	f.onSend = func() {
+		once.Do(func() {
+			st.pause()
+			if _, err := raw.Exec(`UPDATE replicas SET lease_until = clock_timestamp() - interval '1 second' WHERE name = 'a'`); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	a, db := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
+		MaxPollInterval: 100 * time.Millisecond, SyncLatencyPrior: 100 * time.Millisecond},
+		func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
+	answered := submitted(t, a, time.Minute, "lfr_held", "held")
+	for held := false; !held; time.Sleep(10 * time.Millisecond) {
+		a.mu.Lock()
+		for _, tr := range a.trackers.m {
+			for _, fl := range tr.flights {
+				held = held || fl.held != nil
+			}
+		}
+		a.mu.Unlock()
+	}
+	st.resume()
+	if resp := <-answered; resp == nil {
+		t.Fatal("no answer")
+	}
+	if busy, idle := a.work.busy(); busy {
+		<-idle
+	}
+	entries, err := db.Ledger(t.Context(), time.Unix(0, 0), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent := f.count("send"); sent != 1 || len(entries) != 1 {
+		t.Fatalf("%d sync calls paid, %d ledgered; want one of each", sent, len(entries))
+	}
+}
+
 // pausedRenewals is a fleet's store whose renewals wait while paused (the
 // replica paused, or cut off from the database).
 type pausedRenewals struct {
