@@ -119,6 +119,7 @@ func (cr *creator) createFailed(c *createCall, err error, recorded bool) {
 	if recorded {
 		if !d.answers.deliver(answers, "", nil) {
 			d.mu.Lock()
+			delete(cr.creating, c.localID) // (an adoption may reconcile it)
 			d.work.end()
 			d.mu.Unlock()
 			return // not stored: the intent stays for the next start
