@@ -647,25 +647,9 @@ func TestFleetAdoptedIntentOfAnsweredRequests(t *testing.T) {
 // the requests they answered.
 func TestFleetRerouteHeldRelinquished(t *testing.T) {
 	t.Parallel() // (a database schema of its own; waits on events)
-	u, raw := fleetDB(t)
-	f := newFake()
-	f.turnaround = func(string) time.Duration { return 100 * time.Millisecond }
-	f.failure = &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "batch failed"}
-	f.sendDelay = 4 * time.Second // longer than the lease: it is not known held when the call comes back
 	st := &pausedRenewals{}
-	var once sync.Once
-	f.onSend = func() {
-		once.Do(func() {
-			st.pause()
-			if _, err := raw.Exec(`UPDATE replicas SET lease_until = clock_timestamp() - interval '1 second' WHERE name = 'a'`); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	a, db := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
-		MaxPollInterval: 100 * time.Millisecond, SyncLatencyPrior: 100 * time.Millisecond},
+	a, f, db, answered := failedBatchReplica(t, 4*time.Second, st.pause, // longer than the lease: it is not known held when the call comes back
 		func(db *postgres.DB) llmfleet.Store { st.DB = db; return st })
-	answered := submitted(t, a, time.Minute, "lfr_held", "held")
 	for held := false; !held; time.Sleep(10 * time.Millisecond) {
 		a.mu.Lock()
 		for _, tr := range a.trackers.m {
@@ -676,18 +660,8 @@ func TestFleetRerouteHeldRelinquished(t *testing.T) {
 		a.mu.Unlock()
 	}
 	st.resume()
-	if resp := <-answered; resp == nil {
-		t.Fatal("no answer")
-	}
-	if busy, idle := a.work.busy(); busy {
-		<-idle
-	}
-	entries, err := db.Ledger(t.Context(), time.Unix(0, 0), time.Now().Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sent := f.count("send"); sent != 1 || len(entries) != 1 {
-		t.Fatalf("%d sync calls paid, %d ledgered; want one of each", sent, len(entries))
+	if sent, ledgered := paidAndLedgered(t, a, f, db, answered); sent != 1 || ledgered != 1 {
+		t.Fatalf("%d sync calls paid, %d ledgered; want one of each", sent, ledgered)
 	}
 }
 
@@ -728,23 +702,43 @@ func (s *pausedRenewals) Heartbeat(ctx context.Context, ttl time.Duration) (bool
 // sync call the provider bills is in the ledger (the run that adopts the
 // batch again may send them once more, ledgered too).
 func TestFleetRerouteRelinquished(t *testing.T) {
-	t.Parallel() // (a database schema of its own; waits on events)
+	t.Parallel()                                                                       // (a database schema of its own; waits on events)
+	a, f, db, answered := failedBatchReplica(t, 2500*time.Millisecond, func() {}, nil) // a renewal (every second) comes meanwhile
+	if sent, ledgered := paidAndLedgered(t, a, f, db, answered); sent != ledgered {
+		t.Fatalf("%d sync calls paid, %d ledgered", sent, ledgered)
+	}
+}
+
+// failedBatchReplica opens replica "a" (its store made by wrap, if not
+// nil) over a provider whose batches fail as a whole and whose sync calls
+// take send; the first sync call runs first, then ends a's lease. It
+// submits a request with a minute of budget, whose answer comes on the
+// channel returned.
+func failedBatchReplica(t *testing.T, send time.Duration, first func(), wrap func(*postgres.DB) llmfleet.Store) (*Dispatcher, *fakeProvider, *postgres.DB, <-chan *llmfleet.Response) {
 	u, raw := fleetDB(t)
 	f := newFake()
 	f.turnaround = func(string) time.Duration { return 100 * time.Millisecond }
 	f.failure = &llmfleet.Error{StatusCode: 500, Type: "api_error", Message: "batch failed"}
-	f.sendDelay = 2500 * time.Millisecond // a renewal (every second) comes meanwhile
+	f.sendDelay = send
 	var once sync.Once
 	f.onSend = func() {
 		once.Do(func() {
+			first()
 			if _, err := raw.Exec(`UPDATE replicas SET lease_until = clock_timestamp() - interval '1 second' WHERE name = 'a'`); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	a, db := replica(t, u, "a", f, fleetVault(t), Policy{BatchMinSize: 1, PollInterval: 50 * time.Millisecond,
-		MaxPollInterval: 100 * time.Millisecond, SyncLatencyPrior: 100 * time.Millisecond}, nil)
-	answered := submitted(t, a, time.Minute, "lfr_reroute", "reroute")
+		MaxPollInterval: 100 * time.Millisecond, SyncLatencyPrior: 100 * time.Millisecond}, wrap)
+	return a, f, db, submitted(t, a, time.Minute, "lfr_reroute", "reroute")
+}
+
+// paidAndLedgered waits for the answer and for a's work to end, and
+// returns the sync calls the provider was paid for and the ledger's
+// entries.
+func paidAndLedgered(t *testing.T, a *Dispatcher, f *fakeProvider, db *postgres.DB, answered <-chan *llmfleet.Response) (sent, ledgered int) {
+	t.Helper()
 	if resp := <-answered; resp == nil {
 		t.Fatal("no answer")
 	}
@@ -755,9 +749,7 @@ func TestFleetRerouteRelinquished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sent := f.count("send"); sent != len(entries) {
-		t.Fatalf("%d sync calls paid, %d ledgered", sent, len(entries))
-	}
+	return f.count("send"), len(entries)
 }
 
 // answeredFromStore stores text as the answer of request id, as another
