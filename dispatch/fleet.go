@@ -170,7 +170,7 @@ func (fl *fleet) loop() {
 		if !held {
 			d.log.Warn("lease had ended: another replica may have adopted what this one owned; going on as a new owner")
 		}
-		var paid map[string][]answer
+		var given map[string][]answer // what the flights given up held undelivered
 		d.mu.Lock()
 		d.lease.renewed(sent.Add(d.Lease))
 		if !held {
@@ -178,15 +178,15 @@ func (fl *fleet) loop() {
 			// waiters wait elsewhere (a caller here is answered when
 			// the answer is stored, or rescued at its time); what no
 			// replica adopted meanwhile comes back by Adopt.
-			paid = d.trackers.relinquishLocked()
+			given = d.trackers.relinquishLocked()
 			d.pools.relinquishLocked()
 			d.lease.ended()
 		}
 		closing := d.closed
 		d.mu.Unlock()
 		d.lease.endRenewal()
-		for id, answers := range paid {
-			d.answers.deliver(answers, id, func() {}) // (stored, or ledgered late)
+		for id, answers := range given {
+			d.answers.deliverRerouted(id, answers)
 		}
 		if !closing { // what it would adopt is the others' to take
 			fl.adopt()

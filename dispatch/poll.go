@@ -300,9 +300,7 @@ func (t *tracker) conclude(f *flight, answers []answer) bool {
 		// What its failure made this replica pay for, the sync calls of
 		// its requests, is stored or ledgered late here all the same.
 		d.mu.Unlock()
-		if paid := reroutedAnswers(answers); len(paid) > 0 {
-			d.answers.deliver(paid, f.id, func() {})
-		}
+		d.answers.deliverRerouted(f.id, answers)
 		return false
 	}
 	if !d.lease.held() {
@@ -354,14 +352,19 @@ func (t *tracker) holdFlightLocked(f *flight, answers []answer) {
 	}
 }
 
-// reroutedAnswers returns the answers of a batch's requests that came
-// from sync calls made when the batch failed as a whole (reroute).
-func reroutedAnswers(answers []answer) []answer {
+// deliverRerouted delivers, of the answers of a flight given up
+// (relinquishLocked), those that came from sync calls made when its batch
+// failed as a whole (reroute): they are paid, and are stored, or ledgered
+// late if the replica that took the batch stored first. The rest are the
+// batch's, for whoever tracks it now.
+func (an *answerer) deliverRerouted(batchID string, answers []answer) {
 	var paid []answer
 	for _, a := range answers {
 		if a.resp != nil && a.resp.Route == llmfleet.RouteSync {
 			paid = append(paid, a)
 		}
 	}
-	return paid
+	if len(paid) > 0 {
+		an.deliver(paid, batchID, nil)
+	}
 }

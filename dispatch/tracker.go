@@ -119,22 +119,22 @@ func (t *tracker) stop() {
 
 // relinquishLocked gives up every flight once the lease was found ended:
 // its batches may be another replica's now, and their requests wait
-// elsewhere. It returns, by batch, the answers of sync calls made for a
-// flight's requests that it held undelivered (the lease not known held,
-// or the store unwritable): they are paid, and are the caller's to
-// deliver once the engine's lock is released.
-func (ts *trackerSet) relinquishLocked() (paid map[string][]answer) {
+// elsewhere. It returns, by batch, the answers its flights held
+// undelivered (the lease not known held, or the store unwritable), for
+// the caller to deliver those it paid for (answerer.deliverRerouted) once
+// the engine's lock is released.
+func (ts *trackerSet) relinquishLocked() (held map[string][]answer) {
 	for key, t := range ts.m {
 		t.stop()
 		for id, f := range t.flights {
 			for _, w := range f.waiters {
 				w.advance(stateElsewhere, ts.d.log)
 			}
-			if held := reroutedAnswers(f.held); len(held) > 0 {
-				if paid == nil {
-					paid = map[string][]answer{}
+			if len(f.held) > 0 {
+				if held == nil {
+					held = map[string][]answer{}
 				}
-				paid[id] = held
+				held[id] = f.held
 			}
 			delete(t.flights, id)
 			ts.d.work.end()
@@ -143,7 +143,7 @@ func (ts *trackerSet) relinquishLocked() (paid map[string][]answer) {
 			delete(ts.m, key)
 		}
 	}
-	return paid
+	return held
 }
 
 // ages returns the ages of the batches of a model still in flight.

@@ -179,16 +179,16 @@ func (s Store) Pending(ctx context.Context) (queued []*llmfleet.StoredRequest, b
 // may have landed, and only a look for it tells (an intent whose
 // requests were all answered is reconciled, not concluded failed).
 func ReadAnswered(ctx context.Context, c *Conn, q storecodec.Querier, pb *llmfleet.PendingBatch) error {
-	var err error
+	where, args := `batch_id = ? AND state = 'done'`, []any{pb.Batch.ID}
 	switch pb.Batch.State {
-	case llmfleet.BatchCreated:
-		pb.Answered, err = storecodec.QueryRequests(ctx, q, c.sql(`SELECT `+storecodec.RequestColumns+` FROM requests
-			WHERE batch_id = ? AND state = 'done' AND COALESCE(result_batch_id, '') <> ?
-			ORDER BY accepted_at, `+c.byteOrder("id")), pb.Batch.ID, pb.Batch.UpstreamID)
+	case llmfleet.BatchCreated: // (not one the batch answered itself)
+		where, args = where+` AND COALESCE(result_batch_id, '') <> ?`, append(args, pb.Batch.UpstreamID)
 	case llmfleet.BatchIntent:
-		pb.Answered, err = storecodec.QueryRequests(ctx, q, c.sql(`SELECT `+storecodec.RequestColumns+` FROM requests
-			WHERE batch_id = ? AND state = 'done'
-			ORDER BY accepted_at, `+c.byteOrder("id")), pb.Batch.ID)
+	default:
+		return nil
 	}
+	var err error
+	pb.Answered, err = storecodec.QueryRequests(ctx, q, c.sql(`SELECT `+storecodec.RequestColumns+` FROM requests
+		WHERE `+where+` ORDER BY accepted_at, `+c.byteOrder("id")), args...)
 	return err
 }
