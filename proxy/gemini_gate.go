@@ -117,10 +117,18 @@ func (gg geminiGate) createBatch(w http.ResponseWriter, r *http.Request) {
 		gg.f.refuse(w, &refusal{status: e.status, msg: e.msg, closes: e == bodyTooSlow || e == bodiesFull})
 		return
 	}
-	var req geminiwire.CreateBatchRequest
-	json.Unmarshal(body, &req)
-	if in := req.Batch.InputConfig; in != nil && in.FileName != "" && !gg.g.owns(w, r, in.FileName, fileNotFound) {
+	// Every file the body may name, in whichever spelling Google's JSON
+	// reader takes (the camelCase names or the proto's snake_case ones),
+	// must be the client's.
+	files, ok := memberStrings(body, []string{"batch"}, []string{"inputConfig", "input_config"}, []string{"fileName", "file_name"})
+	if !ok {
+		gg.f.refuse(w, &refusal{status: http.StatusBadRequest, msg: `The request body must be a JSON object, e.g. {"batch": {"inputConfig": {"fileName": "files/abc"}}}.`})
 		return
+	}
+	for _, name := range files {
+		if name != "" && !gg.g.owns(w, r, name, fileNotFound) {
+			return
+		}
 	}
 	r.Body = readCloser{bytes.NewReader(body), http.NoBody}
 	r.ContentLength = int64(len(body))

@@ -3,6 +3,9 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+
+	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
 // compactJSON returns b without insignificant whitespace, as one line.
@@ -25,4 +28,37 @@ func jsonString(s string) []byte {
 	enc.SetEscapeHTML(false)
 	enc.Encode(s)
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// memberStrings returns every string found in obj at path: each step of
+// path names the keys a member may have at that depth (exactly, as the
+// APIs match them; a name's other spellings, such as the snake_case one
+// Google's APIs take beside the camelCase one, are listed beside it), and
+// every member of one of those keys counts, duplicates included, so that
+// whichever a reader of the body takes is among them. ok is false when
+// obj is not a JSON object.
+func memberStrings(obj []byte, path ...[]string) (found []string, ok bool) {
+	ms, err := jsonmember.Members(obj)
+	if err != nil {
+		return nil, false
+	}
+	if len(path) == 0 {
+		return nil, true
+	}
+	for _, m := range ms {
+		if !slices.Contains(path[0], m.Key) {
+			continue
+		}
+		v := m.Value(obj)
+		if len(path) > 1 {
+			inner, _ := memberStrings(v, path[1:]...) // not an object: nothing there
+			found = append(found, inner...)
+			continue
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			found = append(found, s)
+		}
+	}
+	return found, true
 }

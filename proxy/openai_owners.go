@@ -90,11 +90,18 @@ func (f openAIFace) create(w http.ResponseWriter, r *http.Request, g ownerGate, 
 			f.refuse(w, &refusal{status: e.status, typ: "invalid_request_error", msg: e.msg})
 			return
 		}
-		var req struct {
-			InputFileID string `json:"input_file_id"`
-		}
-		if json.Unmarshal(body, &req) == nil && req.InputFileID != "" && !g.owns(w, r, req.InputFileID, fileNotFound) {
+		// Every input_file_id the body holds (a repeated one too: a
+		// reader may take either) must name one of the client's files.
+		files, ok := memberStrings(body, []string{"input_file_id"})
+		if !ok {
+			f.refuse(w, &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
+				msg: "The request body must be a JSON object, e.g. {\"input_file_id\": \"file-abc\", \"endpoint\": \"/v1/chat/completions\", \"completion_window\": \"24h\"}."})
 			return
+		}
+		for _, id := range files {
+			if id != "" && !g.owns(w, r, id, fileNotFound) {
+				return
+			}
 		}
 		r.Body = readCloser{bytes.NewReader(body), http.NoBody}
 		r.ContentLength = int64(len(body))

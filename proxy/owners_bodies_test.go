@@ -1,0 +1,104 @@
+package proxy_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/llmfleet/llmfleet"
+	"github.com/llmfleet/llmfleet/proxy"
+)
+
+// The tests of this file check that a client holding one of the proxy's
+// client keys cannot reach another client's files through a body the
+// proxy reads differently from the API: another spelling of a member,
+// or a member given twice. The upstream is a fake that answers creates.
+
+// heldKeysFake serves the proxy with proxy-held keys (clients "a", key
+// "ka", and "b", key "kb") in front of up, and returns a function making
+// one call of a client through it.
+func heldKeysFake(t *testing.T, up http.HandlerFunc) func(method, key, path, body string) (int, string) {
+	fake := httptest.NewServer(up)
+	t.Cleanup(fake.Close)
+	u, _ := url.Parse(fake.URL)
+	keys := &proxy.ClientKeys{Upstream: llmfleet.Credential{APIKey: "ant"}, OpenAI: llmfleet.Credential{AuthToken: "oai"},
+		Gemini: llmfleet.Credential{APIKey: "gk"}, Hashes: map[string]string{proxy.HashKey("ka"): "a", proxy.HashKey("kb"): "b"}}
+	ts := httptest.NewServer((&proxy.Server{OpenAIUpstream: u, GeminiUpstream: u, Credentials: keys.Map,
+		OpenAICredentials: keys.MapOpenAI, GeminiCredentials: keys.MapGemini}).Handler())
+	t.Cleanup(ts.Close)
+	return func(method, key, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		req.Header.Set("x-goog-api-key", key)
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+}
+
+// A Gemini batch naming another client's file in the proto's snake_case
+// spelling, which Google's API reads as well, is refused like the
+// camelCase one.
+func TestGeminiBatchOfAnothersFileSnakeCase(t *testing.T) {
+	var mu sync.Mutex
+	var creates []string
+	do := heldKeysFake(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/upload/") {
+			io.WriteString(w, `{"file":{"name":"files/victim"}}`)
+			return
+		}
+		creates = append(creates, string(b))
+		io.WriteString(w, `{"name":"batches/b1"}`)
+	})
+	do("POST", "kb", "/gemini/upload/v1beta/files", `{}`) // files/victim is kb's
+	const path = "/gemini/v1beta/models/gemini-2.5-flash:batchGenerateContent"
+	if code, _ := do("POST", "ka", path, `{"batch":{"inputConfig":{"fileName":"files/victim"}}}`); code != 404 {
+		t.Errorf("camelCase: %d, want 404", code)
+	}
+	code, b := do("POST", "ka", path, `{"batch":{"input_config":{"file_name":"files/victim"}}}`)
+	mu.Lock()
+	defer mu.Unlock()
+	if code != 404 || len(creates) != 0 {
+		t.Errorf("ka batching kb's file: %d %s; upstream got %q", code, b, creates)
+	}
+}
+
+// An OpenAI batch create naming input_file_id twice, another client's
+// file in one of them, is refused: a reader taking the last one would
+// batch that file.
+func TestOpenAIBatchOfAnothersFileDuplicateKey(t *testing.T) {
+	var mu sync.Mutex
+	var creates []string
+	do := heldKeysFake(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path == "/v1/files" {
+			io.WriteString(w, `{"id":"file-victim","object":"file"}`)
+			return
+		}
+		creates = append(creates, string(b))
+		io.WriteString(w, `{"id":"batch_1","object":"batch"}`)
+	})
+	do("POST", "kb", "/openai/v1/files", "x") // file-victim is kb's
+	body := `{"input_file_id":0,"input_file_id":"file-victim","endpoint":"/v1/chat/completions","completion_window":"24h"}`
+	if code, b := do("POST", "ka", "/openai/v1/batches", body); code != 404 {
+		t.Errorf("%s: %d %s, want 404", body, code, b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(creates) != 0 {
+		t.Errorf("upstream got %q", creates)
+	}
+}
