@@ -25,6 +25,7 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 type prefixOwners struct{}
 
 func (prefixOwners) RecordBatchOwner(context.Context, string, string) error { return nil }
+func (prefixOwners) ForgetBatchOwner(context.Context, string) error         { return nil }
 
 func (prefixOwners) BatchOwner(_ context.Context, id string) (string, error) {
 	switch {

@@ -28,6 +28,10 @@ type BatchOwners interface {
 	// BatchOwner returns the recorded owner of batchID, or an error
 	// wrapping llmfleet.ErrNotFound if none was recorded.
 	BatchOwner(ctx context.Context, batchID string) (string, error)
+	// ForgetBatchOwner removes the owner of batchID, if one was
+	// recorded: the object is gone upstream, and its name may be made
+	// again (Gemini lets a client name its files).
+	ForgetBatchOwner(ctx context.Context, batchID string) error
 }
 
 // memOwners is the BatchOwners of a Server given none: kept in memory, so
@@ -46,6 +50,13 @@ func (o *memOwners) RecordBatchOwner(_ context.Context, batchID, owner string) e
 	if _, ok := o.m[batchID]; !ok {
 		o.m[batchID] = owner
 	}
+	return nil
+}
+
+func (o *memOwners) ForgetBatchOwner(_ context.Context, batchID string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.m, batchID)
 	return nil
 }
 

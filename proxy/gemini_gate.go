@@ -70,7 +70,11 @@ func (gg geminiGate) one(w http.ResponseWriter, r *http.Request) {
 	if !gg.g.owns(w, r, name, notFound) {
 		return
 	}
-	if kind != "batches" || r.Method == http.MethodDelete {
+	if r.Method == http.MethodDelete {
+		gg.delete(w, r, name)
+		return
+	}
+	if kind != "batches" {
 		fullDuplex(w)
 		gg.g.up.ServeHTTP(w, r)
 		return
@@ -80,6 +84,22 @@ func (gg geminiGate) one(w http.ResponseWriter, r *http.Request) {
 	gg.g.up.ServeHTTP(rec, r)
 	if rec.Status() == http.StatusOK && !gg.recordOutput(w, r, rec.Body()) {
 		return
+	}
+	writeTo(w, rec, rec.Body())
+}
+
+// delete passes the deletion of the client's batch or file name upstream
+// and, once done, forgets its owner: Gemini lets a client name the files
+// it uploads, and the name may be made again, by another client too.
+func (gg geminiGate) delete(w http.ResponseWriter, r *http.Request, name string) {
+	rec := newRecorder()
+	gg.g.up.ServeHTTP(rec, r)
+	if rec.Status() == http.StatusOK {
+		if err := gg.g.book.forget(r.Context(), name); err != nil {
+			// The name stays the client's: no one else reaches what may
+			// be made under it until it is made again (created).
+			logStateError(gg.g.book.log, r, "object deleted upstream but its owner not forgotten: "+name, err)
+		}
 	}
 	writeTo(w, rec, rec.Body())
 }
@@ -155,7 +175,7 @@ func (gg geminiGate) created(w http.ResponseWriter, r *http.Request, name func([
 	gg.g.up.ServeHTTP(rec, r)
 	if rec.Status() == http.StatusOK {
 		if n := name(rec.Body()); n != "" {
-			if err := gg.g.book.record(r.Context(), n, gg.g.client); err != nil {
+			if err := gg.g.book.created(r.Context(), n, gg.g.client); err != nil {
 				logStateError(gg.g.book.log, r, "object created upstream but its owner not recorded: "+n, err)
 				gg.f.refuse(w, gg.f.says(notRecorded, n))
 				return

@@ -41,6 +41,30 @@ func (b ownerBook) record(ctx context.Context, id, client string) error {
 	return b.store.RecordBatchOwner(context.WithoutCancel(ctx), id, client)
 }
 
+// created records client as the owner of id, an object the upstream
+// has just made: its name was free there, so an owner still recorded for
+// it is that of an object gone since (deleted, or expired), and the name
+// is client's now. (Records other than a create's, such as a batch's
+// output file read from it, keep the first owner: record.)
+func (b ownerBook) created(ctx context.Context, id, client string) error {
+	ctx = context.WithoutCancel(ctx)
+	owner, err := b.store.BatchOwner(ctx, id)
+	switch {
+	case err == nil && owner != client:
+		if err := b.store.ForgetBatchOwner(ctx, id); err != nil {
+			return err
+		}
+	case err != nil && !errors.Is(err, llmfleet.ErrNotFound):
+		return err
+	}
+	return b.store.RecordBatchOwner(ctx, id, client)
+}
+
+// forget removes the owner of id, an object deleted upstream.
+func (b ownerBook) forget(ctx context.Context, id string) error {
+	return b.store.ForgetBatchOwner(context.WithoutCancel(ctx), id)
+}
+
 // logStateError logs a failure to read or write the proxy's state, unless
 // the caller left.
 func logStateError(log *slog.Logger, r *http.Request, msg string, err error) {
@@ -102,7 +126,7 @@ func (g ownerGate) create(w http.ResponseWriter, r *http.Request) (*recorder, bo
 		g.f.refuse(w, g.f.says(unreadable, ""))
 		return nil, false
 	}
-	if err := g.book.record(r.Context(), id, g.client); err != nil {
+	if err := g.book.created(r.Context(), id, g.client); err != nil {
 		logStateError(g.book.log, r, "object created upstream but its owner not recorded: "+id, err)
 		g.f.refuse(w, g.f.says(notRecorded, id))
 		return nil, false

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,9 +15,10 @@ import (
 )
 
 // The tests of this file check that a client holding one of the proxy's
-// client keys cannot reach another client's files through a body the
-// proxy reads differently from the API: another spelling of a member,
-// or a member given twice. The upstream is a fake that answers creates.
+// client keys cannot reach another client's files: through a body the
+// proxy reads differently from the API (another spelling of a member, or
+// a member given twice), or through a name made again. The upstream is a
+// fake that answers as the API does.
 
 // heldKeysFake serves the proxy with proxy-held keys (clients "a", key
 // "ka", and "b", key "kb") in front of up, and returns a function making
@@ -100,5 +102,52 @@ func TestOpenAIBatchOfAnothersFileDuplicateKey(t *testing.T) {
 	defer mu.Unlock()
 	if len(creates) != 0 {
 		t.Errorf("upstream got %q", creates)
+	}
+}
+
+// A file name Gemini lets a client choose, deleted by its first owner and
+// uploaded again by another client, is the new uploader's alone: the
+// first owner no longer reads it, its new owner does. (The fake refuses a
+// name taken, as the API does.)
+func TestGeminiFileNameMadeAgainIsItsNewOwners(t *testing.T) {
+	var mu sync.Mutex
+	files := map[string]string{}
+	do := heldKeysFake(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		name := strings.TrimPrefix(r.URL.Path, "/v1beta/")
+		switch r.Method {
+		case "POST":
+			var req struct {
+				File struct{ Name, DisplayName string }
+			}
+			json.NewDecoder(r.Body).Decode(&req)
+			if _, taken := files[req.File.Name]; taken {
+				w.WriteHeader(409)
+				return
+			}
+			files[req.File.Name] = req.File.DisplayName
+			io.WriteString(w, `{"file":{"name":"`+req.File.Name+`"}}`)
+		case "DELETE":
+			delete(files, name)
+			io.WriteString(w, `{}`)
+		default:
+			if c, ok := files[name]; ok {
+				io.WriteString(w, `{"name":"`+name+`","displayName":"`+c+`"}`)
+			} else {
+				w.WriteHeader(404)
+			}
+		}
+	})
+	do("POST", "kb", "/gemini/upload/v1beta/files", `{"file":{"name":"files/report","displayName":"kb's"}}`)
+	do("DELETE", "kb", "/gemini/v1beta/files/report", "")
+	if code, b := do("POST", "ka", "/gemini/upload/v1beta/files", `{"file":{"name":"files/report","displayName":"ka's secret"}}`); code != 200 {
+		t.Fatalf("ka's upload: %d %s", code, b)
+	}
+	if code, b := do("GET", "kb", "/gemini/v1beta/files/report", ""); code != 404 {
+		t.Errorf("kb reads ka's file: %d %s", code, b)
+	}
+	if code, b := do("GET", "ka", "/gemini/v1beta/files/report", ""); code != 200 {
+		t.Errorf("ka reads its own file: %d %s", code, b)
 	}
 }

@@ -48,6 +48,16 @@ func (s Store) RecordBatchOwner(ctx context.Context, batchID, owner string) erro
 	})
 }
 
+// ForgetBatchOwner removes the owner of batchID, if one was recorded.
+func (s Store) ForgetBatchOwner(ctx context.Context, batchID string) error {
+	return s.c.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.c.sql(`DELETE FROM batch_owners WHERE batch_id = ?`), batchID); err != nil {
+			return s.c.errorf("batch owner: %w", err)
+		}
+		return nil
+	})
+}
+
 // BatchOwner returns the owner RecordBatchOwner recorded for a provider
 // batch, or an error wrapping llmfleet.ErrNotFound if none was.
 func (s Store) BatchOwner(ctx context.Context, batchID string) (string, error) {

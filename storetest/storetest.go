@@ -170,6 +170,7 @@ func Run(t *testing.T, h Harness) {
 		{"Restart", s.restart},
 		{"ClientAttribution", s.clientAttribution},
 		{"ClientSpend", s.clientSpend},
+		{"BatchOwners", s.batchOwnersRecord},
 		{"Reopen", s.reopen},
 		{"Locked", s.locked},
 	}
