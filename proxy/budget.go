@@ -14,19 +14,23 @@ import (
 
 // budgetPrefix returns the handler of /budget/<ms>/<path>: <path>, served
 // by mux, with a budget.
-func budgetPrefix(mux http.Handler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { serveBudgetPrefix(mux, w, r) }
+func (s *Server) budgetPrefix(mux http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.serveBudgetPrefix(mux, w, r) }
 }
 
-// serveBudgetPrefix serves /budget/<ms>/<path> as <path> with a budget.
-func serveBudgetPrefix(mux http.Handler, w http.ResponseWriter, r *http.Request) {
+// serveBudgetPrefix serves /budget/<ms>/<path> as <path> with a budget; a
+// budget that is no number of milliseconds is refused in the envelope of
+// the face <path> is of.
+func (s *Server) serveBudgetPrefix(mux http.Handler, w http.ResponseWriter, r *http.Request) {
 	path := "/" + r.PathValue("path")
 	budget, err := parseBudget(r.PathValue("ms"))
 	if err != nil {
 		if path == "/v1/messages" {
 			w.Header().Set(HeaderRoute, string(llmfleet.RouteSync))
 		}
-		writeAPIError(w, invalidRequest("The latency budget in the path /budget/<ms>/ must be a non-negative integer number of milliseconds."))
+		f, _ := s.faceAt(path)
+		f.refuse(w, &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
+			msg: "The latency budget in the path /budget/<ms>/ must be a non-negative integer number of milliseconds."})
 		return
 	}
 	// The escaped form of path: the escaped path less its first two

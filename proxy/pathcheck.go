@@ -110,25 +110,11 @@ const dotSegmentMessage = `The request path has a "." or ".." segment (possibly 
 // refuseDotSegments answers 400 invalid_request_error, in the envelope of
 // the face the path is of, to a request whose path has a dot segment
 // (hasDotSegment), and reports whether it did.
-func refuseDotSegments(w http.ResponseWriter, r *http.Request) bool {
-	p := r.URL.EscapedPath()
-	if !hasDotSegment(p) {
+func (s *Server) refuseDotSegments(w http.ResponseWriter, r *http.Request) bool {
+	if !hasDotSegment(r.URL.EscapedPath()) {
 		return false
 	}
-	if isOpenAIFacePath(p) {
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "invalid_path", "", dotSegmentMessage)
-		return true
-	}
-	writeAPIError(w, invalidRequest(dotSegmentMessage))
+	f, _ := s.faceAt(r.URL.Path)
+	f.refuse(w, &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_path", msg: dotSegmentMessage})
 	return true
-}
-
-// isOpenAIFacePath reports whether the (folded) path p is of the OpenAI
-// face: /openai/..., also under a /budget/<ms>/ prefix.
-func isOpenAIFacePath(p string) bool {
-	if rest, ok := strings.CutPrefix(p, "/budget/"); ok {
-		_, p, _ = strings.Cut(rest, "/")
-		p = "/" + p
-	}
-	return p == OpenAIPrefix || strings.HasPrefix(p, OpenAIPrefix+"/")
 }

@@ -149,3 +149,42 @@ func TestDotSegmentsRefusedWithHeldKeys(t *testing.T) {
 		t.Errorf("bob's model reads reached the upstreams %d times, want 2", n)
 	}
 }
+
+// TestRefusalsInTheFacesEnvelope: a path with a bad budget prefix or a
+// dot segment is refused 400 in the envelope of the face the path is of.
+func TestRefusalsInTheFacesEnvelope(t *testing.T) {
+	ts := httptest.NewServer((&proxy.Server{}).Handler())
+	defer ts.Close()
+	for path, face := range map[string]string{
+		"/budget/soon/v1/messages":                                           "anthropic",
+		"/budget/soon/openai/v1/chat/completions":                            "openai",
+		"/budget/soon/gemini/v1beta/models/gemini-2.5-flash:generateContent": "gemini",
+		"/gemini/v1beta/models/%2e%2e/batches":                               "gemini",
+		"/openai/v1/files/%2e%2e/batches":                                    "openai",
+		"/v1/messages/batches/%2e%2e":                                        "anthropic",
+	} {
+		res, err := ts.Client().Post(ts.URL+path, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		var env struct {
+			Type  string
+			Error struct{ Type, Status string }
+		}
+		json.Unmarshal(b, &env)
+		var ok bool
+		switch face {
+		case "anthropic":
+			ok = env.Type == "error" && env.Error.Type == "invalid_request_error"
+		case "openai":
+			ok = env.Type == "" && env.Error.Type == "invalid_request_error"
+		case "gemini":
+			ok = env.Type == "" && env.Error.Status == "INVALID_ARGUMENT"
+		}
+		if res.StatusCode != http.StatusBadRequest || !ok {
+			t.Errorf("%s: %d %s, want a 400 in the %s envelope", path, res.StatusCode, b, face)
+		}
+	}
+}

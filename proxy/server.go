@@ -311,7 +311,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // CONNECT is refused, the body is put under its read deadline and the
 // bytes-in-flight budget, and the mux routes the rest.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
-	if refuseDotSegments(w, r) {
+	if s.refuseDotSegments(w, r) {
 		return
 	}
 	if r.Method == http.MethodConnect {
@@ -367,7 +367,7 @@ func (s *Server) init() {
 		mux.HandleFunc("GET "+GeminiRequestsPath+"{id}", ticketDesk{s, geminiFace{s: s}}.serve)
 		mux.HandleFunc(GeminiPrefix+"/", mount{s, geminiFace{s: s}}.serve)
 		handleMisdirected(mux) // calls made under a wrong base URL
-		mux.HandleFunc("/budget/{ms}/{path...}", budgetPrefix(mux))
+		mux.HandleFunc("/budget/{ms}/{path...}", s.budgetPrefix(mux))
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, &apiError{http.StatusNotFound, "not_found_error", "Not found: " + r.URL.Path})
 		})
