@@ -55,10 +55,20 @@ func (b *callBound) end(err error) error {
 }
 
 // mayBeBilled reports whether a call that failed with err may be billed
-// though no usage came: it was cut (its budget, the upstream timeout, its
-// caller leaving) after it may have reached the provider.
+// though no usage came: its request went out and no answer came back,
+// either because the call was cut (its budget, the upstream timeout, its
+// caller leaving) or because the connection failed after it was written
+// (an *llmfleet.UncertainError not answered). A call never delivered, or
+// whose last attempt the provider answered with an error (a flex attempt
+// shed with a 429, say, cut afterwards while waiting to retry), is not.
 func mayBeBilled(err error) bool {
 	if err == nil || errors.Is(err, llmfleet.ErrNotDelivered) {
+		return false
+	}
+	if ue := (*llmfleet.UncertainError)(nil); errors.As(err, &ue) {
+		return !ue.Answered
+	}
+	if pe := (*llmfleet.Error)(nil); errors.As(err, &pe) {
 		return false
 	}
 	return errors.Is(err, llmfleet.ErrBudgetExceeded) || errors.Is(err, llmfleet.ErrUpstreamTimeout) ||

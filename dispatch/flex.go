@@ -128,11 +128,16 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 	}
 	d.stats.flexCalls.Add(1)
 	span := d.traces.call(ctx, p, req, llmfleet.RouteFlex, budget)
-	resp, err := d.flexer.call(b.ctx, p, req, model, start, budget)
-	err = b.end(err)
+	rec := callRecord{p: p, req: req, route: llmfleet.RouteFlex, start: start, budget: budget, view: d.calls.viewOf(p, req, budget)}
+	out := d.flexer.call(b.ctx, p, req, model, start, budget)
+	resp, err := out.resp, b.end(out.err)
 	called(span, p, llmfleet.RouteFlex, resp, err, d.answers.price)
 	d.calls.missed(start, budget, err)
-	d.calls.observe(p, req, llmfleet.RouteFlex, start, budget, resp, err)
+	rec.asked, rec.rescued = out.asked, out.gaveUp
+	if out.gaveUp {
+		d.calls.givenUp(rec)
+	}
+	d.calls.observe(rec, resp, err)
 	if err != nil {
 		d.stats.errors.Add(1)
 		return nil, err
@@ -141,30 +146,46 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 	return resp, nil
 }
 
+// flexOutcome is how the flex attempts of one request, and its standard
+// call if flex was refused for good, ended.
+type flexOutcome struct {
+	resp *llmfleet.Response
+	err  error
+	// asked is the tier the last call asked for: standard after a
+	// fallback.
+	asked llmfleet.Tier
+	// gaveUp says an attempt was given up, once sent, for a standard call
+	// (too slow for the budget): the provider may bill it.
+	gaveUp bool
+}
+
 // call makes the flex attempts of one request and, if flex is refused
 // for good, its standard call.
-func (fx *flexExec) call(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, model string, start time.Time, budget time.Duration) (*llmfleet.Response, error) {
+func (fx *flexExec) call(ctx context.Context, p llmfleet.Provider, req *llmfleet.Request, model string, start time.Time, budget time.Duration) flexOutcome {
 	flex := *req
 	flex.Flex = true
 	var resp *llmfleet.Response
+	var last error // the last attempt's error
 	answered, err := fx.execute(ctx, p.Name(), model, start, budget, func(actx context.Context) error {
-		var err error
-		resp, err = p.Send(actx, &flex)
-		return err
+		resp, last = p.Send(actx, &flex)
+		return last
 	})
 	if err != nil {
-		return nil, err
+		return flexOutcome{err: err, asked: llmfleet.TierFlex}
 	}
 	if answered {
-		return resp, nil
+		return flexOutcome{resp: resp, asked: llmfleet.TierFlex}
 	}
+	// Falling back: after a refusal (not billed), or an attempt given up
+	// as it ran (which the provider may bill).
+	out := flexOutcome{asked: llmfleet.TierStandard, gaveUp: mayBeBilled(last)}
 	fx.fallbacks.Add(1)
 	t0 := fx.clock.Now()
-	resp, err = p.Send(ctx, req)
-	if err == nil && !fx.pol.NoLearning {
-		fx.syncLat.observe(p.Name(), resp.Model, fx.clock.Now().Sub(t0))
+	out.resp, out.err = p.Send(ctx, req)
+	if out.err == nil && !fx.pol.NoLearning {
+		fx.syncLat.observe(p.Name(), out.resp.Model, fx.clock.Now().Sub(t0))
 	}
-	return resp, err
+	return out
 }
 
 // ExecuteFlex runs the flex attempts of a call of provider's model whose

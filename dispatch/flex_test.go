@@ -124,7 +124,9 @@ func TestFlexFallsBackWithinTheBudget(t *testing.T) {
 
 // TestFlexTooSlowGoesStandard: a flex call still unanswered when only a
 // standard call's time is left of the budget is given up for one, which
-// answers in time.
+// answers in time. The attempt given up, which the provider may bill, is
+// in the ledger beside it (estimated, rescue "late"; the call's own entry
+// rescue "sync").
 func TestFlexTooSlowGoesStandard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
@@ -143,9 +145,11 @@ func TestFlexTooSlowGoesStandard(t *testing.T) {
 		if resp.Route != llmfleet.RouteFlex || resp.Tier != llmfleet.TierStandard || f.count("flex") != 1 || f.count("send") != 2 {
 			t.Fatalf("route %s tier %s; %d flex calls of %d", resp.Route, resp.Tier, f.count("flex"), f.count("send"))
 		}
-		if es := l.all(); len(es) != 1 || !es[0].BudgetMet || es[0].PricedTier() != llmfleet.TierStandard {
+		es := l.all()
+		if len(es) != 2 || !es[1].BudgetMet || es[1].PricedTier() != llmfleet.TierStandard || es[1].Rescue != llmfleet.RescueSync {
 			t.Fatalf("entries %+v", es)
 		}
+		givenUpEntry(t, es[0])
 		if s := d.Stats(); s.FlexFallbacks != 1 || s.BudgetMisses != 0 {
 			t.Fatalf("stats %+v", s)
 		}
@@ -173,9 +177,11 @@ func TestFlexFallbackAnsweredLate(t *testing.T) {
 		if resp.Route != llmfleet.RouteFlex || resp.Tier != llmfleet.TierStandard {
 			t.Fatalf("route %s tier %s", resp.Route, resp.Tier)
 		}
-		if es := l.all(); len(es) != 1 || es[0].BudgetMet || es[0].Outcome != "ok" || es[0].Estimated || es[0].Usage.OutputTokens == 0 {
+		es := l.all()
+		if len(es) != 2 || es[1].BudgetMet || es[1].Outcome != "ok" || es[1].Estimated || es[1].Usage.OutputTokens == 0 {
 			t.Fatalf("entries %+v", es)
 		}
+		givenUpEntry(t, es[0])
 		if s := d.Stats(); s.FlexFallbacks != 1 || s.BudgetMisses != 1 || s.Errors != 0 {
 			t.Fatalf("stats %+v", s)
 		}
@@ -203,10 +209,11 @@ func TestFlexHardDeadline(t *testing.T) {
 			t.Fatalf("after %s: %v, want ErrBudgetExceeded at the budget", time.Since(start), err)
 		}
 		es := l.all()
-		if len(es) != 1 || es[0].BudgetMet || es[0].Outcome != "budget_exceeded" || !es[0].Estimated ||
-			es[0].Usage != llmfleet.EstimatedUsage(int64(len(r.Body))) {
+		if len(es) != 2 || es[1].BudgetMet || es[1].Outcome != "budget_exceeded" || !es[1].Estimated ||
+			es[1].Usage != llmfleet.EstimatedUsage(int64(len(r.Body))) || es[1].PricedTier() != llmfleet.TierStandard {
 			t.Fatalf("entries %+v", es)
 		}
+		givenUpEntry(t, es[0])
 		if s := d.Stats(); s.FlexFallbacks != 1 || s.BudgetMisses != 1 {
 			t.Fatalf("stats %+v", s)
 		}
@@ -298,4 +305,15 @@ func TestBatchFailedAsAWhole(t *testing.T) {
 			t.Errorf("turnaround learnt from a failed batch: %s", got)
 		}
 	})
+}
+
+// givenUpEntry checks e is the entry of a flex attempt given up once sent
+// for a standard call: estimated from its body, in the flex tier, rescue
+// "late", its request judged by the answer it got.
+func givenUpEntry(t *testing.T, e llmfleet.LedgerEntry) {
+	t.Helper()
+	if e.Route != llmfleet.RouteFlex || e.PricedTier() != llmfleet.TierFlex || e.Rescue != llmfleet.RescueLate ||
+		!e.Estimated || e.Usage.InputTokens == 0 || !e.BudgetMet {
+		t.Errorf("entry of the attempt given up: %+v", e)
+	}
 }

@@ -34,7 +34,7 @@ func (s *syncCaller) send(ctx context.Context, budget time.Duration, req *llmfle
 		d.syncLat.observe(p.Name(), resp.Model, d.clock.Now().Sub(start))
 	}
 	s.missed(start, budget, err)
-	s.observe(p, req, llmfleet.RouteSync, start, budget, resp, err)
+	s.observe(callRecord{p: p, req: req, route: llmfleet.RouteSync, start: start, budget: budget}, resp, err)
 	if err != nil {
 		d.stats.errors.Add(1)
 		return nil, err
@@ -62,33 +62,88 @@ func (s *syncCaller) provider(req *llmfleet.Request) (llmfleet.Provider, error) 
 	return p, nil
 }
 
+// callRecord is what the ledger entry of a synchronous call (the sync
+// route's, or the flex route's) is made from, besides its answer.
+type callRecord struct {
+	p      llmfleet.Provider
+	req    *llmfleet.Request
+	route  llmfleet.Route
+	start  time.Time
+	budget time.Duration
+	// asked is the tier the last attempt asked for ("": the route's): a
+	// call cut, or answered without its tier, is priced in it.
+	asked llmfleet.Tier
+	// view is what the cost model knew of a flex call's request when it
+	// was sent (nil: nothing), which prices what the sync route would
+	// have paid for it.
+	view *costView
+	// rescued says a flex attempt of the call was given up for a
+	// standard one (its own entry: givenUp).
+	rescued bool
+}
+
+// viewOf returns what the cost model knows of a flex call's request now,
+// as it is sent: nil for a request without cached prompt.
+func (s *syncCaller) viewOf(p llmfleet.Provider, req *llmfleet.Request, budget time.Duration) *costView {
+	d := s.d
+	info, err := p.Inspect(req)
+	if err != nil || d.pol.CacheBlind || !info.Prompt.Cached() {
+		return nil
+	}
+	if v, ok := d.router.costView(p, req, info, budget, feasible{}, false); ok {
+		return &v
+	}
+	return nil
+}
+
 // observe hands the ledger entry of a synchronous call (the sync
 // route's, or the flex route's) to Observe, if set.
 // It teaches the cost model the call's answer, and prices what the sync
-// route would have paid for a flex call with the sync cache's state. A
-// call cut after it was sent (mayBeBilled) gets its usage estimated from
-// its body (LedgerEntry.Estimated): the provider may bill it.
-func (s *syncCaller) observe(p llmfleet.Provider, req *llmfleet.Request, route llmfleet.Route, start time.Time, budget time.Duration, resp *llmfleet.Response, err error) {
+// route would have paid for a flex call with the sync cache's state when
+// it was sent. A call cut after it was sent, or whose connection failed
+// once its request was written (mayBeBilled), gets its usage estimated
+// from its body (LedgerEntry.Estimated): the provider may bill it.
+func (s *syncCaller) observe(c callRecord, resp *llmfleet.Response, err error) {
 	d := s.d
-	info, _ := p.Inspect(req)
-	e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: p.Name(), Model: info.Model,
-		Route: route, Outcome: llmfleet.Outcome(err), Client: req.Client, Budget: budget}
-	e.Latency = e.Time.Sub(start)
-	e.BudgetMet = llmfleet.BudgetMet(err == nil, e.Latency, budget)
+	info, _ := c.p.Inspect(c.req)
+	e := llmfleet.LedgerEntry{Time: d.clock.Now(), Provider: c.p.Name(), Model: info.Model,
+		Route: c.route, Outcome: llmfleet.Outcome(err), Client: c.req.Client, Budget: c.budget}
+	e.Latency = e.Time.Sub(c.start)
+	e.BudgetMet = llmfleet.BudgetMet(err == nil, e.Latency, c.budget)
 	if resp != nil {
 		e.Usage, e.Tier = resp.Usage, resp.Tier
 		if resp.Model != "" {
 			e.Model = resp.Model
 		}
-		if route == llmfleet.RouteFlex && !d.pol.CacheBlind && info.Prompt.Cached() {
-			if v, ok := d.router.costView(p, req, info, budget, feasible{}, false); ok {
-				e.SyncUSD = syncBill(&v, resp.Usage)
-			}
+		if c.route == llmfleet.RouteFlex {
+			e.SyncUSD = syncBill(c.view, resp.Usage)
 		}
-		e.MissUSD = d.cache.learn(p.Name(), info.Model, d.fingerprint(req.Credential), info.Prompt, route, false, e.Time, nil, resp.Usage)
+		e.MissUSD = d.cache.learn(c.p.Name(), info.Model, d.fingerprint(c.req.Credential), info.Prompt, c.route, false, e.Time, nil, resp.Usage)
 	} else if mayBeBilled(err) {
-		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(req.Body))), true
+		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
 	}
+	if e.Tier == "" && (resp != nil || e.Estimated) {
+		e.Tier = c.asked
+	}
+	if c.rescued {
+		e.Rescue = llmfleet.RescueSync
+	}
+	if d.Observe != nil {
+		d.Observe(d.answers.price(e), false)
+	}
+}
+
+// givenUp hands Observe the entry of a flex attempt of c given up for a
+// standard call once sent: the provider may bill it, its usage estimated
+// from its body; its request is judged by the answer it gets.
+func (s *syncCaller) givenUp(c callRecord) {
+	d := s.d
+	info, _ := c.p.Inspect(c.req)
+	now := d.clock.Now()
+	e := llmfleet.LedgerEntry{Rescue: llmfleet.RescueLate, Time: now, Provider: c.p.Name(), Model: info.Model,
+		Route: llmfleet.RouteFlex, Tier: llmfleet.TierFlex, Outcome: "timeout_error", Latency: now.Sub(c.start),
+		Client: c.req.Client, Budget: c.budget, Usage: llmfleet.EstimatedUsage(int64(len(c.req.Body))), Estimated: true,
+		BudgetMet: true}
 	if d.Observe != nil {
 		d.Observe(d.answers.price(e), false)
 	}
