@@ -35,9 +35,10 @@ type faceSync struct {
 	// headers came (*openAITap, *geminiBody).
 	tap    io.ReadCloser
 	failed bool // no answer came: the error handler answered
-	// sent says an attempt went upstream and may be billed: no answer it
-	// got says otherwise (a shed flex attempt is not billed). A call cut
-	// while it is false, waiting between attempts, was billed nothing.
+	// sent says an attempt was written upstream and may be billed: no
+	// answer it got says otherwise (a shed flex attempt is not billed). A
+	// call cut while it is false, before its request was written or
+	// waiting between attempts, was billed nothing.
 	sent atomic.Bool
 	// wrote says the last flex attempt was written whole upstream.
 	wrote atomic.Bool
@@ -62,6 +63,11 @@ func (f *forwarder) syncThrough(w http.ResponseWriter, up *http.Request, fs *fac
 	ctx, b := f.s.bound(up.Context(), hard, timeout)
 	defer b.release()
 	fs.caller, fs.bound, fs.served = up.Context(), b, llmfleet.TierStandard
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			fs.sent.Store(true) // an attempt written upstream may be billed
+		}
+	}})
 	up = up.WithContext(context.WithValue(ctx, faceSyncKey{}, fs))
 	body := []byte(fs.c.req.Body)
 	up.Body, up.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
@@ -88,14 +94,12 @@ func (f *forwarder) sendSync(req *http.Request, fs *faceSync) (*http.Response, e
 func (f *forwarder) attempts(req *http.Request, fs *faceSync) (*http.Response, llmfleet.Tier, error) {
 	c := fs.c
 	if c.route != llmfleet.RouteFlex {
-		fs.sent.Store(true)
 		res, err := f.next.RoundTrip(req)
 		return res, llmfleet.TierStandard, err
 	}
 	body := []byte(c.req.Body)
 	send := func(b []byte) func(context.Context) (*http.Response, error) {
 		return func(ctx context.Context) (*http.Response, error) {
-			fs.sent.Store(true)
 			return f.next.RoundTrip(withBody(ctx, req, b))
 		}
 	}

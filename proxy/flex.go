@@ -131,13 +131,17 @@ func (fc flexCall) try(ctx, actx context.Context) (*http.Response, error) {
 	stop := context.AfterFunc(actx, func() { cancel(context.Cause(actx)) })
 	res, err := fc.attempt(rctx)
 	stopped := stop()
+	// Given up by the executor (actx ended, not the call's own ctx: a
+	// call cut, by its hard deadline or its caller leaving, is the call's
+	// entry alone), the attempt is the engine's to record as given up.
+	givenUp := !stopped && ctx.Err() == nil
 	if !stopped && err == nil { // actx ended as the answer came: too late
 		res.Body.Close()
-		if res.StatusCode/100 == 2 { // answered, so billed
+		if givenUp && res.StatusCode/100 == 2 { // answered, so billed
 			fc.gaveUp()
 		}
 		err = context.Cause(actx)
-	} else if !stopped && ctx.Err() == nil { // given up while the upstream had it
+	} else if givenUp { // given up while the upstream had it
 		fc.gaveUp()
 	}
 	if err != nil {

@@ -136,7 +136,7 @@ func (f *forwarder) upstreamError(w http.ResponseWriter, r *http.Request, err er
 	w.Header().Set("Connection", "close")
 	if sc := syncCallOf(r); sc != nil {
 		if state := sc.bound.cutBy(); state == callCutHard || state == callCutTimeout {
-			f.callCut(w, r, sc, state, !sc.waiting.Load())
+			f.callCut(w, r, sc, state, sc.inFlight())
 			return
 		}
 	}

@@ -18,33 +18,45 @@ const maxGeminiTap = 4 << 20
 // geminiTap keeps what a sync answer's usage is read from as the answer
 // is passed on: a JSON answer whole, a stream's last events.
 type geminiTap struct {
-	buf bytes.Buffer
-	sse bool
-	// over says the JSON answer outgrew maxGeminiTap.
-	over bool
+	buf  bytes.Buffer // a stream's tail
+	json answerKeeper // a JSON answer
+	sse  bool
 }
+
+// geminiAnswerMembers are the top-level members of a JSON answer the
+// ledger reads (geminiwire.ReadAnswer).
+var geminiAnswerMembers = []string{"modelVersion", "usageMetadata"}
 
 func (t *geminiTap) Write(p []byte) (int, error) {
 	switch {
-	case t.sse && t.buf.Len()+len(p) > maxGeminiTap:
+	case !t.sse:
+		if t.json.keys == nil {
+			t.json.keys, t.json.limit = geminiAnswerMembers, maxGeminiTap
+		}
+		t.json.write(p)
+	case t.buf.Len()+len(p) > maxGeminiTap:
 		tail := append(t.buf.Bytes()[t.buf.Len()/2:], p...)
 		t.buf.Reset()
 		t.buf.Write(tail)
-	case !t.sse && t.buf.Len()+len(p) > maxGeminiTap:
-		t.over = true
 	default:
 		t.buf.Write(p)
 	}
 	return len(p), nil
 }
 
+// kept returns what was kept of the answer: a stream's tail, or a JSON
+// answer (answerKeeper).
+func (t *geminiTap) kept() []byte {
+	if t.sse {
+		return t.buf.Bytes()
+	}
+	return t.json.kept()
+}
+
 // answer reads the model, usage and served tier of the answer kept.
 func (t *geminiTap) answer() geminiwire.Answer {
 	if !t.sse {
-		if t.over {
-			return geminiwire.Answer{}
-		}
-		a, _ := geminiwire.ReadAnswer(t.buf.Bytes())
+		a, _ := geminiwire.ReadAnswer(t.json.kept())
 		return a
 	}
 	var a geminiwire.Answer
@@ -114,7 +126,7 @@ func (g geminiForwarder) answered(gs *faceSync) {
 	outcome := "ok"
 	switch {
 	case b.status >= 400:
-		s, _ := geminiwire.ParseError(b.t.buf.Bytes())
+		s, _ := geminiwire.ParseError(b.t.kept())
 		outcome = s.Status
 		if outcome == "" {
 			outcome = geminiwire.StatusOf(b.status)
@@ -148,7 +160,7 @@ func (g geminiForwarder) failed(w http.ResponseWriter, r *http.Request, gc *face
 		g.observe(c, gc.served, "", nil, "caller_canceled", sent)
 	default:
 		g.s.fwd.obs.failed("network")
-		g.observe(c, gc.served, "", nil, "network", false)
+		g.observe(c, gc.served, "", nil, "network", sent) // written: may have been carried out
 		w.Header().Set("Connection", "close")
 		writeGeminiBody(w, http.StatusBadGateway, geminiwire.Envelope(http.StatusBadGateway, "The upstream Gemini API could not be reached."))
 	}

@@ -171,7 +171,7 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 				return
 			}
 			sc.bound = &sc.ownBound
-			ctx = sc.bound.start(s.clock, ctx, hard, s.upstreamTimeout)
+			ctx = sc.traced(sc.bound.start(s.clock, ctx, hard, s.upstreamTimeout))
 			defer sc.bound.release()
 		}
 		r = r.WithContext(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,27 @@ type syncCall struct {
 	// retry-after (syncbudget.go): nothing it sent is in flight, and its
 	// only answers were errors, which are not billed.
 	waiting atomic.Bool
+	// wrote says its current attempt's request was written upstream
+	// (trace's WroteRequest): until then, a call cut or failed was never
+	// carried out, and is not billed.
+	wrote atomic.Bool
+	trace httptrace.ClientTrace
+}
+
+// inFlight reports whether the call has a request out upstream, which
+// the upstream may carry out and bill whatever becomes of its answer:
+// written, and not waiting to be sent again.
+func (sc *syncCall) inFlight() bool { return sc.wrote.Load() && !sc.waiting.Load() }
+
+// traced returns ctx with the call's trace, which tells when its
+// request was written upstream (wrote).
+func (sc *syncCall) traced(ctx context.Context) context.Context {
+	sc.trace.WroteRequest = func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			sc.wrote.Store(true)
+		}
+	}
+	return httptrace.WithClientTrace(ctx, &sc.trace)
 }
 
 type syncCallKey struct{}

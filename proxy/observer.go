@@ -32,24 +32,27 @@ func (o *syncObserver) failed(kind string) {
 }
 
 // failure reports an observed call whose upstream call failed before any
-// response: "caller_canceled" if the caller left (the call may be billed:
-// its usage is estimated), else an api_error (the 502 the caller gets)
-// and a network upstream error.
+// response: "caller_canceled" if the caller left, else an api_error (the
+// 502 the caller gets) and a network upstream error. Either may be
+// billed, its usage estimated, if its request was written upstream: the
+// upstream may have carried it out (a connection lost after the write);
+// not if it never was (a refused dial), nor while it waited to be sent
+// again (its answers so far were errors, not billed).
 func (o *syncObserver) failure(r *http.Request) {
 	sc := observedCallOf(r)
 	if sc == nil {
 		return
 	}
-	if r.Context().Err() != nil {
-		if sc.waiting.Load() { // nothing in flight: the errors it got are not billed
-			o.done(sc, "", llmfleet.Usage{}, "caller_canceled")
-			return
-		}
-		o.cut(sc, "", llmfleet.Usage{}, "caller_canceled")
+	outcome := "caller_canceled"
+	if r.Context().Err() == nil {
+		o.failed("network")
+		outcome = "api_error"
+	}
+	if sc.inFlight() {
+		o.cut(sc, "", llmfleet.Usage{}, outcome)
 		return
 	}
-	o.failed("network")
-	o.done(sc, "", llmfleet.Usage{}, "api_error")
+	o.done(sc, "", llmfleet.Usage{}, outcome)
 }
 
 // cut reports a sync call cut after it went upstream (its hard deadline,

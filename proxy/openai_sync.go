@@ -40,7 +40,7 @@ func (f *forwarder) openAIAnswered(oc *faceSync) {
 	switch {
 	case oc.failed || t == nil:
 	case t.status >= 400:
-		kind := openaiwire.ErrorOf(t.status, t.raw.Bytes(), "").Type
+		kind := openaiwire.ErrorOf(t.status, t.json.kept(), "").Type
 		f.obs.failed(kind)
 		f.obs.openAI(oc.c, oc.served, t, kind, false)
 	case t.failed != "": // a stream that failed after its 200: billed for what it read
@@ -135,7 +135,7 @@ func (f *forwarder) openAICallFailed(w http.ResponseWriter, r *http.Request, oc 
 		f.obs.openAI(c, served, nil, "caller_canceled", sent)
 	default:
 		f.obs.failed("network")
-		f.obs.openAI(c, served, nil, "api_error", false)
+		f.obs.openAI(c, served, nil, "api_error", sent) // written: may have been carried out
 		writeOpenAIError(w, http.StatusBadGateway, "api_error", "", "", "The upstream OpenAI API could not be reached.")
 	}
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"io"
 
 	"github.com/llmfleet/llmfleet"
@@ -12,7 +11,9 @@ import (
 // openAITap is the body of the answer to a sync or flex call of the
 // OpenAI face: it passes every byte on as the reverse proxy reads it and
 // reads the answer as it streams by: a JSON answer is kept whole up to a
-// limit (an OpenAI answer's usage comes last), an event stream's usage,
+// limit and, longer (many embeddings), has its top-level members model,
+// usage and service_tier kept as they pass (an OpenAI answer's usage
+// comes last), an event stream's usage,
 // model and tier are read off the events that carry them: a chat
 // stream's chunks (its last, under stream_options.include_usage), a
 // /v1/responses stream's response.completed (or .incomplete, .failed),
@@ -22,7 +23,7 @@ type openAITap struct {
 	status int
 	sse    bool
 	eof    bool // the answer came whole
-	raw    bytes.Buffer
+	json   answerKeeper
 	events sse.Decoder
 	answer openaiwire.Answer
 	// failed is the error type of the event that ended a stream in
@@ -52,9 +53,10 @@ const maxStreamEvent = 4 << 20
 
 func (t *openAITap) write(p []byte) {
 	if !t.sse {
-		if t.raw.Len()+len(p) <= maxKept {
-			t.raw.Write(p)
+		if t.json.keys == nil {
+			t.json.keys, t.json.limit = answerMembers, maxKept
 		}
+		t.json.write(p)
 		return
 	}
 	if t.events.Emit == nil {
@@ -62,6 +64,10 @@ func (t *openAITap) write(p []byte) {
 	}
 	t.events.Write(p)
 }
+
+// answerMembers are the top-level members of a JSON answer the ledger
+// reads (openaiwire.ReadAnswer).
+var answerMembers = []string{"model", "usage", "service_tier"}
 
 // event reads an event of a stream: the last model, tier and usage
 // reported win.
@@ -86,7 +92,7 @@ func (t *openAITap) event(e sse.Event) {
 
 func (t *openAITap) result() openaiwire.Answer {
 	if !t.sse {
-		a, _ := openaiwire.ReadAnswer(t.raw.Bytes())
+		a, _ := openaiwire.ReadAnswer(t.json.kept())
 		return a
 	}
 	return t.answer

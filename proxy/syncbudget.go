@@ -51,6 +51,7 @@ const (
 // context ends when it is cut.
 func (f *forwarder) sendBounded(req *http.Request, sc *syncCall) (*http.Response, error) {
 	for try := 0; ; try++ {
+		sc.wrote.Store(false)
 		resp, err := f.next.RoundTrip(req)
 		if err != nil {
 			return nil, err
