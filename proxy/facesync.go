@@ -35,10 +35,11 @@ type faceSync struct {
 	// headers came (*openAITap, *geminiBody).
 	tap    io.ReadCloser
 	failed bool // no answer came: the error handler answered
-	// sent says an attempt was written upstream and may be billed: no
-	// answer it got says otherwise (a shed flex attempt is not billed). A
-	// call cut while it is false, before its request was written or
-	// waiting between attempts, was billed nothing.
+	// sent says an attempt began to go upstream (its headers were
+	// written) and may be billed: no answer it got says otherwise (a shed
+	// flex attempt is not billed). A call cut while it is false, before
+	// its request went out or waiting between attempts, was billed
+	// nothing.
 	sent atomic.Bool
 	// wrote says the last flex attempt was written whole upstream.
 	wrote atomic.Bool
@@ -63,11 +64,9 @@ func (f *forwarder) syncThrough(w http.ResponseWriter, up *http.Request, fs *fac
 	ctx, b := f.s.bound(up.Context(), hard, timeout)
 	defer b.release()
 	fs.caller, fs.bound, fs.served = up.Context(), b, llmfleet.TierStandard
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
-		if i.Err == nil {
-			fs.sent.Store(true) // an attempt written upstream may be billed
-		}
-	}})
+	// An attempt whose headers went out may be billed: from then on the
+	// upstream may get it whole before the call hears that it did.
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { fs.sent.Store(true) }})
 	up = up.WithContext(context.WithValue(ctx, faceSyncKey{}, fs))
 	body := []byte(fs.c.req.Body)
 	up.Body, up.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))

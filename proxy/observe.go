@@ -62,9 +62,10 @@ type syncCall struct {
 	// retry-after (syncbudget.go): nothing it sent is in flight, and its
 	// only answers were errors, which are not billed.
 	waiting atomic.Bool
-	// wrote says its current attempt's request was written upstream
-	// (trace's WroteRequest): until then, a call cut or failed was never
-	// carried out, and is not billed.
+	// wrote says its current attempt's request began to go upstream
+	// (trace's WroteHeaders: from then on the upstream may get it whole
+	// before the call hears that it did); until then, a call cut or
+	// failed was never carried out, and is not billed.
 	wrote atomic.Bool
 	trace httptrace.ClientTrace
 }
@@ -75,13 +76,9 @@ type syncCall struct {
 func (sc *syncCall) inFlight() bool { return sc.wrote.Load() && !sc.waiting.Load() }
 
 // traced returns ctx with the call's trace, which tells when its
-// request was written upstream (wrote).
+// request began to go upstream (wrote).
 func (sc *syncCall) traced(ctx context.Context) context.Context {
-	sc.trace.WroteRequest = func(i httptrace.WroteRequestInfo) {
-		if i.Err == nil {
-			sc.wrote.Store(true)
-		}
-	}
+	sc.trace.WroteHeaders = func() { sc.wrote.Store(true) }
 	return httptrace.WithClientTrace(ctx, &sc.trace)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -101,6 +102,15 @@ func (f openAIFace) create(w http.ResponseWriter, r *http.Request, g ownerGate, 
 		for _, id := range files {
 			if id != "" && !g.owns(w, r, id, fileNotFound) {
 				return
+			}
+		}
+		// A batch of /v1/responses calls may continue from stored
+		// responses: its requests are checked as routed calls are.
+		if endpoints, _ := memberStrings(body, []string{"endpoint"}); slices.Contains(endpoints, responsesEndpoint) {
+			for _, id := range files {
+				if id != "" && !f.checkResponsesFile(w, r, g, id) {
+					return
+				}
 			}
 		}
 		r.Body = readCloser{bytes.NewReader(body), http.NoBody}

@@ -106,3 +106,39 @@ func TestOpenAIFaceHeldKeysResponsesOwned(t *testing.T) {
 		t.Errorf("the conversation call reached upstream %d times", n)
 	}
 }
+
+// TestOpenAIBatchFileContinuesAnothersResponse: in proxy-held-key mode a
+// client's batch of /v1/responses calls whose input file continues from
+// another client's response is refused 404, as the routed call is; one
+// continuing from the client's own response is created.
+func TestOpenAIBatchFileContinuesAnothersResponse(t *testing.T) {
+	base := heldOpenAIFace(t, &openaiemu.Server{BatchTurnaround: time.Hour}, true)
+	ctx := t.Context()
+	alice, bob := sdk(base, "alice-key"), sdk(base, "bob-key")
+	r, err := bob.Responses.New(ctx, askResponse("bob's secret", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = alice.Responses.New(ctx, askResponse("repeat it", r.ID))
+	wantStatus(t, "routed continuation (control)", err, http.StatusNotFound)
+	line := `{"custom_id":"a","method":"POST","url":"/v1/responses","body":{"model":"gpt-4.1","input":"repeat it","previous_response_id":"` + r.ID + `"}}` + "\n"
+	f, err := alice.Files.New(ctx, openai.FileNewParams{Purpose: openai.FilePurposeBatch, File: openai.File(strings.NewReader(line), "a.jsonl", "application/jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = alice.Batches.New(ctx, openai.BatchNewParams{InputFileID: f.ID, Endpoint: openai.BatchNewParamsEndpointV1Responses, CompletionWindow: "24h"})
+	wantStatus(t, "batch continuing bob's response", err, http.StatusNotFound)
+	// Her own response she may continue in a batch.
+	mine, err := alice.Responses.New(ctx, askResponse("alice's", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := `{"custom_id":"b","method":"POST","url":"/v1/responses","body":{"model":"gpt-4.1","input":"go on","previous_response_id":"` + mine.ID + `"}}` + "\n"
+	f, err = alice.Files.New(ctx, openai.FileNewParams{Purpose: openai.FilePurposeBatch, File: openai.File(strings.NewReader(own), "b.jsonl", "application/jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Batches.New(ctx, openai.BatchNewParams{InputFileID: f.ID, Endpoint: openai.BatchNewParamsEndpointV1Responses, CompletionWindow: "24h"}); err != nil {
+		t.Fatalf("batch continuing her own response: %v", err)
+	}
+}

@@ -1,0 +1,132 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/llmfleet/llmfleet/jsonmember"
+)
+
+// This file keeps a client's batch of /v1/responses calls from continuing
+// what another client made under the key they share (proxy-held-key
+// mode): the batch's input file is read from the upstream before the
+// batch is created, and each of its requests' bodies is checked as a
+// routed call's is (responseRefs).
+
+// responsesEndpoint is the endpoint of the batches whose requests may
+// continue from a stored response.
+const responsesEndpoint = "/v1/responses"
+
+// checkResponsesFile reads the input file id of a batch of /v1/responses
+// calls of the gate's client and answers the refusal of the first of its
+// requests that continues from what is not the client's (or a failure to
+// read it: a batch that cannot be checked is not created). It reports
+// whether the batch may go on.
+func (f openAIFace) checkResponsesFile(w http.ResponseWriter, r *http.Request, g ownerGate, id string) bool {
+	content := r.Clone(r.Context())
+	content.Method, content.Body, content.ContentLength = http.MethodGet, http.NoBody, 0
+	u := *r.URL
+	u.Path, u.RawPath, u.RawQuery = "/v1/files/"+id+"/content", "", ""
+	content.URL = &u
+	content.Header.Del("Content-Type")
+	content.Header.Del("Accept-Encoding") // read here: plain, please
+	pr, pw := io.Pipe()
+	ans := &pipeAnswer{h: http.Header{}, w: pw}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			// The reverse proxy aborts (http.ErrAbortHandler) a copy cut
+			// short: here, a file whose check ended before its end.
+			if v := recover(); v != nil && v != http.ErrAbortHandler {
+				panic(v)
+			}
+		}()
+		defer pw.Close()
+		g.up.ServeHTTP(ans, content)
+	}()
+	e, err := g.book.responseLines(r, pr, g.client)
+	pr.CloseWithError(errChecked) // ends the copy of what is left
+	<-done
+	switch {
+	case err == nil && ans.status() != http.StatusOK:
+		err = errors.New("the input file's content answered " + http.StatusText(ans.status()))
+		fallthrough
+	case err != nil:
+		logStateError(g.book.log, r, "a batch's input file could not be read to check its requests", err)
+		f.refuse(w, &refusal{status: http.StatusBadGateway, typ: "api_error",
+			msg: "llmfleet could not read the batch's input file " + id + " to check that its requests continue only your own responses; try again."})
+		return false
+	case e != nil:
+		f.refuse(w, e)
+		return false
+	}
+	return true
+}
+
+// errChecked ends the reading of an input file once it was checked.
+var errChecked = errors.New("input file checked")
+
+// responseLines returns the refusal of the first line of rd, a batch
+// input file (JSON Lines), whose request body (its "body" members)
+// continues from what the client named client does not own, or the
+// error reading it.
+func (b ownerBook) responseLines(r *http.Request, rd io.Reader, client string) (*refusal, error) {
+	br := bufio.NewReader(rd)
+	for {
+		line, err := br.ReadBytes('\n')
+		if ms, merr := jsonmember.Members(line); merr == nil {
+			for _, m := range ms {
+				if m.Key != "body" {
+					continue
+				}
+				if e, err := b.responseRefs(r.Context(), m.Value(line), client); e != nil || err != nil {
+					return e, err
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// pipeAnswer is the http.ResponseWriter of an upstream answer read as it
+// comes, through a pipe.
+type pipeAnswer struct {
+	h    http.Header
+	w    *io.PipeWriter
+	mu   sync.Mutex
+	code int
+}
+
+func (a *pipeAnswer) Header() http.Header { return a.h }
+
+func (a *pipeAnswer) WriteHeader(code int) {
+	a.mu.Lock()
+	if a.code == 0 {
+		a.code = code
+	}
+	a.mu.Unlock()
+}
+
+func (a *pipeAnswer) Write(p []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	if a.status() != http.StatusOK {
+		return len(p), nil // an error answer: not read
+	}
+	return a.w.Write(p)
+}
+
+// status is the answer's status, once its headers came.
+func (a *pipeAnswer) status() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.code
+}
