@@ -10,9 +10,9 @@
 // with and without requeue, what Pending returns after each crash point,
 // typed results and the ledger entries completed with them, sealed
 // credentials, the ledger, turnaround samples, prompt-cache statistics
-// and prefixes, retention (Purge),
-// ErrNotFound for unknown
-// ids, concurrent AddRequest and CompleteRequests calls, given a Reopen
+// and prefixes, the owners of pass-through objects (if it keeps them),
+// retention (Purge), ErrNotFound for unknown ids, concurrent AddRequest
+// and CompleteRequests calls, given a Reopen
 // hook that everything survives closing and reopening the store, and
 // given a Second hook that a store holding its data exclusively refuses
 // a second one.
@@ -179,9 +179,7 @@ func Run(t *testing.T, h Harness) {
 	}
 }
 
-type suite struct {
-	h Harness
-}
+type suite struct{ h Harness }
 
 // base is the suite's reference time: nanoseconds and a zone other than
 // UTC, so that a store that drops either is caught.
