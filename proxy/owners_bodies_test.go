@@ -46,33 +46,42 @@ func heldKeysFake(t *testing.T, up http.HandlerFunc) func(method, key, path, bod
 	}
 }
 
+// filesFake serves heldKeysFake with a fake upstream that answers an
+// upload (a path with the prefix upload) with file and any other call, a
+// create, with created, and keeps the bodies of those creates.
+func filesFake(t *testing.T, upload, file, created string) (do func(method, key, path, body string) (int, string), creates func() []string) {
+	var mu sync.Mutex
+	var bodies []string
+	do = heldKeysFake(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, upload) {
+			io.WriteString(w, file)
+			return
+		}
+		bodies = append(bodies, string(b))
+		io.WriteString(w, created)
+	})
+	return do, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), bodies...)
+	}
+}
+
 // A Gemini batch naming another client's file in the proto's snake_case
 // spelling, which Google's API reads as well, is refused like the
 // camelCase one.
 func TestGeminiBatchOfAnothersFileSnakeCase(t *testing.T) {
-	var mu sync.Mutex
-	var creates []string
-	do := heldKeysFake(t, func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		defer mu.Unlock()
-		if strings.HasPrefix(r.URL.Path, "/upload/") {
-			io.WriteString(w, `{"file":{"name":"files/victim"}}`)
-			return
-		}
-		creates = append(creates, string(b))
-		io.WriteString(w, `{"name":"batches/b1"}`)
-	})
+	do, creates := filesFake(t, "/upload/", `{"file":{"name":"files/victim"}}`, `{"name":"batches/b1"}`)
 	do("POST", "kb", "/gemini/upload/v1beta/files", `{}`) // files/victim is kb's
 	const path = "/gemini/v1beta/models/gemini-2.5-flash:batchGenerateContent"
 	if code, _ := do("POST", "ka", path, `{"batch":{"inputConfig":{"fileName":"files/victim"}}}`); code != 404 {
 		t.Errorf("camelCase: %d, want 404", code)
 	}
-	code, b := do("POST", "ka", path, `{"batch":{"input_config":{"file_name":"files/victim"}}}`)
-	mu.Lock()
-	defer mu.Unlock()
-	if code != 404 || len(creates) != 0 {
-		t.Errorf("ka batching kb's file: %d %s; upstream got %q", code, b, creates)
+	if code, b := do("POST", "ka", path, `{"batch":{"input_config":{"file_name":"files/victim"}}}`); code != 404 || len(creates()) != 0 {
+		t.Errorf("ka batching kb's file: %d %s; upstream got %q", code, b, creates())
 	}
 }
 
@@ -80,28 +89,18 @@ func TestGeminiBatchOfAnothersFileSnakeCase(t *testing.T) {
 // file in one of them, is refused: a reader taking the last one would
 // batch that file.
 func TestOpenAIBatchOfAnothersFileDuplicateKey(t *testing.T) {
-	var mu sync.Mutex
-	var creates []string
-	do := heldKeysFake(t, func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		defer mu.Unlock()
-		if r.URL.Path == "/v1/files" {
-			io.WriteString(w, `{"id":"file-victim","object":"file"}`)
-			return
-		}
-		creates = append(creates, string(b))
-		io.WriteString(w, `{"id":"batch_1","object":"batch"}`)
-	})
-	do("POST", "kb", "/openai/v1/files", "x") // file-victim is kb's
+	do, creates := filesFake(t, "/v1/files", `{"id":"file-victim","object":"file"}`, `{"id":"batch_1","object":"batch"}`)
+	do("POST", "kb", "/openai/v1/files", "x")
 	body := `{"input_file_id":0,"input_file_id":"file-victim","endpoint":"/v1/chat/completions","completion_window":"24h"}`
 	if code, b := do("POST", "ka", "/openai/v1/batches", body); code != 404 {
 		t.Errorf("%s: %d %s, want 404", body, code, b)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(creates) != 0 {
-		t.Errorf("upstream got %q", creates)
+	if len(creates()) != 0 {
+		t.Errorf("upstream got %q", creates())
+	}
+	// A body that is no JSON object is refused, in OpenAI's envelope.
+	if code, b := do("POST", "ka", "/openai/v1/batches", `["input_file_id"]`); code != 400 || !strings.Contains(b, "invalid_request_error") {
+		t.Errorf("a JSON array: %d %s, want a 400", code, b)
 	}
 }
 
