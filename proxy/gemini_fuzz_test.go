@@ -44,11 +44,13 @@ func FuzzGeminiTap(f *testing.F) {
 	})
 }
 
-// FuzzGeminiRouted: a path is routed only if it is a versioned
-// generateContent or streamGenerateContent of one model.
+// FuzzGeminiRouted: a path is routed only if it is a versioned (v1beta,
+// or v1: the @google/genai SDK's default) generateContent or
+// streamGenerateContent of one model.
 func FuzzGeminiRouted(f *testing.F) {
 	for _, p := range []string{"/v1beta/models/m:generateContent", "/v1beta/models/m:streamGenerateContent",
-		"/v1beta/models/a/b:generateContent", "/models/m:generateContent", "/v1beta/models/:generateContent", "/v1beta/batches"} {
+		"/v1beta/models/a/b:generateContent", "/models/m:generateContent", "/v1beta/models/:generateContent", "/v1beta/batches",
+		"/v1/models/m:generateContent", "/v2/models/m:generateContent"} {
 		f.Add(p)
 	}
 	f.Fuzz(func(t *testing.T, path string) {
@@ -57,7 +59,7 @@ func FuzzGeminiRouted(f *testing.F) {
 		}
 		model, method, _ := geminiMethod(path)
 		if model == "" || strings.Contains(model, "/") || (method != "generateContent" && method != "streamGenerateContent") ||
-			!strings.HasPrefix(path, "/v1beta/models/") {
+			!strings.HasPrefix(path, "/v1beta/models/") && !strings.HasPrefix(path, "/v1/models/") {
 			t.Errorf("routed %q: model %q, method %q", path, model, method)
 		}
 	})
