@@ -135,3 +135,23 @@ func TestOpenAILongAnswerUsageRead(t *testing.T) {
 		t.Fatalf("%d-byte answer; entry %+v", len(b), e)
 	}
 }
+
+// TestOpenAIStreamFailedAfterItsAnswerBegan: a chat stream the upstream
+// ends with an error event after its 200, which carried out the call, is
+// estimated in the ledger rather than priced at nothing.
+func TestOpenAIStreamFailedAfterItsAnswerBegan(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","model":"gpt-4.1","choices":[{"index":0,"delta":{"content":"Hel"}}]}`+"\n\n")
+		io.WriteString(w, `data: {"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`+"\n\n")
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	body := `{"model":"gpt-4.1","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	l, resp, _ := postLedgered(t, &proxy.Server{OpenAIUpstream: u}, "/openai/v1/chat/completions", body, "llmfleet-route", "sync")
+	if e := oneEntry(t, l.entries); resp.StatusCode != 200 || e.Outcome != "server_error" || !e.Estimated ||
+		e.Usage != llmfleet.EstimatedUsage(int64(len(body))) {
+		t.Fatalf("%d; entry %+v", resp.StatusCode, e)
+	}
+}

@@ -43,9 +43,11 @@ func (f *forwarder) openAIAnswered(oc *faceSync) {
 		kind := openaiwire.ErrorOf(t.status, t.json.kept(), "").Type
 		f.obs.failed(kind)
 		f.obs.openAI(oc.c, oc.served, t, kind, false)
-	case t.failed != "": // a stream that failed after its 200: billed for what it read
+	case t.failed != "":
+		// A stream that failed after its 200: billed for the usage read
+		// so far, else estimated (its request was carried out).
 		f.obs.failed(t.failed)
-		f.obs.openAI(oc.c, oc.served, t, t.failed, false)
+		f.obs.openAI(oc.c, oc.served, t, t.failed, true)
 	case !t.eof && oc.caller.Err() != nil:
 		// The caller left during the answer, which is billed all the same.
 		f.obs.openAI(oc.c, oc.served, t, "caller_canceled", true)
