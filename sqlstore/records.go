@@ -27,58 +27,20 @@ func (s Store) PutCredential(ctx context.Context, credentialID string, sealed []
 // llmfleet.ErrNotFound.
 func (s Store) GetCredential(ctx context.Context, credentialID string) ([]byte, error) {
 	var sealed []byte
-	err := s.lookup(ctx, `SELECT sealed FROM credentials WHERE id = ?`, credentialID, &sealed)
+	err := lookup(ctx, s.c, `SELECT sealed FROM credentials WHERE id = ?`, credentialID, &sealed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, s.c.errorf("credential %s: %w", credentialID, llmfleet.ErrNotFound)
 	}
 	return sealed, err
 }
 
-// RecordBatchOwner records that the client named owner created the
-// provider batch (or file) batchID, through the proxy's pass-through
-// APIs. Recording a batch again keeps its first owner.
-func (s Store) RecordBatchOwner(ctx context.Context, batchID, owner string) error {
-	return s.c.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.c.sql(`INSERT INTO batch_owners (batch_id, owner, at) VALUES (?, ?, ?)
-			ON CONFLICT (batch_id) DO NOTHING`), batchID, owner, time.Now().UnixNano())
-		if err != nil {
-			return s.c.errorf("batch owner: %w", err)
-		}
-		return nil
-	})
-}
-
-// ForgetBatchOwner removes the owner of batchID, if one was recorded.
-func (s Store) ForgetBatchOwner(ctx context.Context, batchID string) error {
-	return s.c.Write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.c.sql(`DELETE FROM batch_owners WHERE batch_id = ?`), batchID); err != nil {
-			return s.c.errorf("batch owner: %w", err)
-		}
-		return nil
-	})
-}
-
-// BatchOwner returns the owner RecordBatchOwner recorded for a provider
-// batch, or an error wrapping llmfleet.ErrNotFound if none was.
-func (s Store) BatchOwner(ctx context.Context, batchID string) (string, error) {
-	var owner string
-	err := s.lookup(ctx, `SELECT owner FROM batch_owners WHERE batch_id = ?`, batchID, &owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", s.c.errorf("batch owner of %s: %w", batchID, llmfleet.ErrNotFound)
-	}
-	if err != nil {
-		return "", s.c.errorf("batch owner: %w", err)
-	}
-	return owner, nil
-}
-
-// lookup reads one value by key into dest.
-func (s Store) lookup(ctx context.Context, query, key string, dest any) error {
-	db, err := s.c.Reader()
+// lookup reads one value by key into dest, over c.
+func lookup(ctx context.Context, c *Conn, query, key string, dest any) error {
+	db, err := c.Reader()
 	if err != nil {
 		return err
 	}
-	return db.QueryRowContext(ctx, s.c.sql(query), key).Scan(dest)
+	return db.QueryRowContext(ctx, c.sql(query), key).Scan(dest)
 }
 
 // AddTurnarounds records observed batch turnarounds, one row each, in one

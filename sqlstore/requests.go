@@ -11,11 +11,15 @@ import (
 
 // Store is the llmfleet.Store methods the SQL stores share, over a Conn.
 // A store embeds the Store that NewStore returns; the zero Store's
-// methods return ErrClosed.
-type Store struct{ c *Conn }
+// methods return ErrClosed. The owners of pass-through objects are a
+// type of their own (Owners), embedded.
+type Store struct {
+	c *Conn
+	Owners
+}
 
 // NewStore returns the shared methods over c.
-func NewStore(c *Conn) Store { return Store{c: c} }
+func NewStore(c *Conn) Store { return Store{c: c, Owners: Owners{c: c}} }
 
 // AddRequest records a request accepted for batching (State queued), or
 // one sent sync at once (State submitted, no BatchID), and returns once
