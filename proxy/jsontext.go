@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/llmfleet/llmfleet/jsonmember"
 )
@@ -31,12 +32,13 @@ func jsonString(s string) []byte {
 }
 
 // memberStrings returns every string found in obj at path: each step of
-// path names the keys a member may have at that depth (exactly, as the
-// APIs match them; a name's other spellings, such as the snake_case one
-// Google's APIs take beside the camelCase one, are listed beside it), and
-// every member of one of those keys counts, duplicates included, so that
-// whichever a reader of the body takes is among them. ok is false when
-// obj is not a JSON object.
+// path names the keys a member may have at that depth (a name's other
+// spellings, such as the snake_case one Google's APIs take beside the
+// camelCase one, listed beside it), matched regardless of case as
+// responseRefs matches them, and every member of one of those keys
+// counts, duplicates included: whichever a reader of the body takes, by
+// whatever rule of case, is among them. ok is false when obj is not a
+// JSON object.
 func memberStrings(obj []byte, path ...[]string) (found []string, ok bool) {
 	ms, err := jsonmember.Members(obj)
 	if err != nil {
@@ -46,7 +48,7 @@ func memberStrings(obj []byte, path ...[]string) (found []string, ok bool) {
 		return nil, true
 	}
 	for _, m := range ms {
-		if !slices.Contains(path[0], m.Key) {
+		if !slices.ContainsFunc(path[0], func(k string) bool { return strings.EqualFold(k, m.Key) }) {
 			continue
 		}
 		v := m.Value(obj)

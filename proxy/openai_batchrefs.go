@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/llmfleet/llmfleet/jsonmember"
@@ -80,7 +81,7 @@ func (b ownerBook) responseLines(r *http.Request, rd io.Reader, client string) (
 		line, err := br.ReadBytes('\n')
 		if ms, merr := jsonmember.Members(line); merr == nil {
 			for _, m := range ms {
-				if m.Key != "body" {
+				if !strings.EqualFold(m.Key, "body") { // as responseRefs matches keys
 					continue
 				}
 				if e, err := b.responseRefs(r.Context(), m.Value(line), client); e != nil || err != nil {
