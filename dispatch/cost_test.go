@@ -41,6 +41,14 @@ func priced(provider, model string) (cachecost.Prices, bool) {
 	return cachecost.PricesOf(p), ok
 }
 
+// priceDefault prices a ledger entry by the default price table, its
+// models Anthropic's (a Dispatcher's Price).
+func priceDefault(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
+	return ledger.Make(func(_, m string, u llmfleet.Usage, r llmfleet.Route) (float64, bool) {
+		return pricing.Default().Cost("anthropic", m, u, r)
+	}, e)
+}
+
 // Issue 21: routing by expected bill. A turn of a conversation whose
 // prompt the sync cache holds stays sync, whatever its budget allows: a
 // batch would mostly write the prefix again; so does a new conversation
@@ -182,14 +190,8 @@ func TestWouldHavePaidIsSyncsCacheState(t *testing.T) {
 			u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreation.Ephemeral5mInputTokens = 10_000, 6_000
 			return u
 		}
-		prices := pricing.Default()
 		var l ledgerOf
-		d := &Dispatcher{Providers: []llmfleet.Provider{f}, Prices: priced, Observe: l.observe,
-			Price: func(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
-				return ledger.Make(func(_, m string, u llmfleet.Usage, r llmfleet.Route) (float64, bool) {
-					return prices.Cost("anthropic", m, u, r)
-				}, e)
-			},
+		d := &Dispatcher{Providers: []llmfleet.Provider{f}, Prices: priced, Observe: l.observe, Price: priceDefault,
 			Policy: Policy{BatchMinSize: 1, TurnaroundPrior: time.Minute}}
 		if err := d.Open(); err != nil {
 			t.Fatal(err)
@@ -206,7 +208,7 @@ func TestWouldHavePaidIsSyncsCacheState(t *testing.T) {
 		if len(es) != 1 {
 			t.Fatalf("entries %+v", es)
 		}
-		e := es[0]
+		e, prices := es[0], pricing.Default()
 		ownAtSync, _ := prices.Cost("anthropic", "claude-sonnet-4-6", e.Usage, llmfleet.RouteSync)
 		p, _ := prices.Lookup("anthropic", "claude-sonnet-4-6")
 		// Sync: 11.5k read (what turn 0 wrote), 4.5k written (5m), 10 in, 800 out.

@@ -14,7 +14,6 @@ import (
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/claude"
 	"github.com/llmfleet/llmfleet/emulator"
-	"github.com/llmfleet/llmfleet/ledger"
 	"github.com/llmfleet/llmfleet/pricing"
 )
 
@@ -22,14 +21,8 @@ import (
 // default price table into l.
 func pricedFlex(t *testing.T, p llmfleet.Provider, l *ledgerOf, pol Policy) *Dispatcher {
 	pol.BatchMinSize = 1
-	prices := pricing.Default()
 	d := &Dispatcher{Providers: []llmfleet.Provider{p}, Observe: l.observe, Policy: pol, Prices: priced,
-		Flex: func(string, string) bool { return true },
-		Price: func(e llmfleet.LedgerEntry) llmfleet.LedgerEntry {
-			return ledger.Make(func(_, m string, u llmfleet.Usage, r llmfleet.Route) (float64, bool) {
-				return prices.Cost("anthropic", m, u, r)
-			}, e)
-		}}
+		Flex: func(string, string) bool { return true }, Price: priceDefault}
 	if err := d.Open(); err != nil {
 		t.Fatal(err)
 	}
