@@ -122,13 +122,13 @@ func (d *Dispatcher) SubmitFlex(ctx context.Context, budget time.Duration, req *
 	budget = d.pol.Budget(budget)
 	start := d.clock.Now()
 	b := d.calls.bound(ctx, p, llmfleet.RouteFlex, budget, d.calls.hardAfter(budget))
+	rec := callRecord{p: p, req: req, route: llmfleet.RouteFlex, start: start, budget: budget}
 	model := ""
 	if info, err := p.Inspect(req); err == nil {
-		model = info.Model
+		model, rec.view = info.Model, d.calls.viewOf(p, req, info, budget)
 	}
 	d.stats.flexCalls.Add(1)
 	span := d.traces.call(ctx, p, req, llmfleet.RouteFlex, budget)
-	rec := callRecord{p: p, req: req, route: llmfleet.RouteFlex, start: start, budget: budget, view: d.calls.viewOf(p, req, budget)}
 	out := d.flexer.call(b.ctx, p, req, model, start, budget)
 	resp, err := out.resp, b.end(out.err)
 	called(span, p, llmfleet.RouteFlex, resp, err, d.answers.price)

@@ -82,12 +82,12 @@ type callRecord struct {
 	rescued bool
 }
 
-// viewOf returns what the cost model knows of a flex call's request now,
-// as it is sent: nil for a request without cached prompt.
-func (s *syncCaller) viewOf(p llmfleet.Provider, req *llmfleet.Request, budget time.Duration) *costView {
+// viewOf returns what the cost model knows of a flex call's request
+// (info, as p inspected it) now, as it is sent: nil for a request without
+// cached prompt.
+func (s *syncCaller) viewOf(p llmfleet.Provider, req *llmfleet.Request, info llmfleet.RequestInfo, budget time.Duration) *costView {
 	d := s.d
-	info, err := p.Inspect(req)
-	if err != nil || d.pol.CacheBlind || !info.Prompt.Cached() {
+	if d.pol.CacheBlind || !info.Prompt.Cached() {
 		return nil
 	}
 	if v, ok := d.router.costView(p, req, info, budget, feasible{}, false); ok {
