@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -97,7 +98,10 @@ func (sr *SDKRouter) Messages(req *http.Request, next Next) (*http.Response, err
 // serveInProcess runs h on req in a goroutine of its own and returns the
 // response it writes as soon as its status is written; the body streams
 // from h as it writes. Closing the body cancels h's request context. The
-// goroutine ends when h returns.
+// goroutine ends when h returns. A handler that aborts (panics with
+// http.ErrAbortHandler, as a reverse proxy does when the answer it copies
+// breaks off under a server's request) ends the body in an error, not in
+// its end.
 func serveInProcess(req *http.Request, h http.HandlerFunc) *http.Response {
 	ctx, cancel := context.WithCancel(req.Context())
 	pr, pw := io.Pipe()
@@ -111,10 +115,21 @@ func serveInProcess(req *http.Request, h http.HandlerFunc) *http.Response {
 	go func() {
 		defer cancel()
 		defer w.finish()
+		defer func() {
+			if v := recover(); v != nil {
+				if v != http.ErrAbortHandler {
+					panic(v)
+				}
+				w.pw.CloseWithError(errAborted) // the first error the reader sees
+			}
+		}()
 		h(w, req.WithContext(ctx))
 	}()
 	return <-w.ready
 }
+
+// errAborted ends the body of an in-process response whose handler aborted.
+var errAborted = errors.New("llmfleet: the answer broke off")
 
 // pipeWriter is an http.ResponseWriter whose response is read in process.
 type pipeWriter struct {

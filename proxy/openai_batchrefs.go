@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/llmfleet/llmfleet/jsonmember"
 )
@@ -34,28 +33,14 @@ func (f openAIFace) checkResponsesFile(w http.ResponseWriter, r *http.Request, g
 	content.URL = &u
 	content.Header.Del("Content-Type")
 	content.Header.Del("Accept-Encoding") // read here: plain, please
-	pr, pw := io.Pipe()
-	ans := &pipeAnswer{h: http.Header{}, w: pw}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer func() {
-			// The reverse proxy aborts (http.ErrAbortHandler) a copy cut
-			// short: here, a file whose check ended before its end.
-			if v := recover(); v != nil && v != http.ErrAbortHandler {
-				panic(v)
-			}
-		}()
-		defer pw.Close()
-		g.up.ServeHTTP(ans, content)
-	}()
-	e, err := g.book.responseLines(r, pr, g.client)
-	pr.CloseWithError(errChecked) // ends the copy of what is left
-	<-done
+	res := serveInProcess(content, g.up.ServeHTTP)
+	defer res.Body.Close() // (ends the copy of what is left, once checked)
+	var e *refusal
+	err := errors.New("the input file's content answered " + res.Status)
+	if res.StatusCode == http.StatusOK {
+		e, err = g.book.responseLines(r, res.Body, g.client)
+	}
 	switch {
-	case err == nil && ans.status() != http.StatusOK:
-		err = errors.New("the input file's content answered " + http.StatusText(ans.status()))
-		fallthrough
 	case err != nil:
 		logStateError(g.book.log, r, "a batch's input file could not be read to check its requests", err)
 		f.refuse(w, &refusal{status: http.StatusBadGateway, typ: "api_error",
@@ -67,9 +52,6 @@ func (f openAIFace) checkResponsesFile(w http.ResponseWriter, r *http.Request, g
 	}
 	return true
 }
-
-// errChecked ends the reading of an input file once it was checked.
-var errChecked = errors.New("input file checked")
 
 // responseLines returns the refusal of the first line of rd, a batch
 // input file (JSON Lines), whose request body (its "body" members)
@@ -96,38 +78,4 @@ func (b ownerBook) responseLines(r *http.Request, rd io.Reader, client string) (
 			return nil, err
 		}
 	}
-}
-
-// pipeAnswer is the http.ResponseWriter of an upstream answer read as it
-// comes, through a pipe.
-type pipeAnswer struct {
-	h    http.Header
-	w    *io.PipeWriter
-	mu   sync.Mutex
-	code int
-}
-
-func (a *pipeAnswer) Header() http.Header { return a.h }
-
-func (a *pipeAnswer) WriteHeader(code int) {
-	a.mu.Lock()
-	if a.code == 0 {
-		a.code = code
-	}
-	a.mu.Unlock()
-}
-
-func (a *pipeAnswer) Write(p []byte) (int, error) {
-	a.WriteHeader(http.StatusOK)
-	if a.status() != http.StatusOK {
-		return len(p), nil // an error answer: not read
-	}
-	return a.w.Write(p)
-}
-
-// status is the answer's status, once its headers came.
-func (a *pipeAnswer) status() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.code
 }

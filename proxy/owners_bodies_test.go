@@ -150,3 +150,35 @@ func TestGeminiFileNameMadeAgainIsItsNewOwners(t *testing.T) {
 		t.Errorf("ka reads its own file: %d %s", code, b)
 	}
 }
+
+// A batch of /v1/responses calls whose input file's content breaks off
+// upstream is refused 502, not created on what was read of it: the rest
+// might continue from another client's response.
+func TestOpenAIResponsesBatchFileBrokenOff(t *testing.T) {
+	var mu sync.Mutex
+	var creates int
+	do := heldKeysFake(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		switch {
+		case r.URL.Path == "/v1/files":
+			io.WriteString(w, `{"id":"file-a","object":"file"}`)
+		case strings.HasSuffix(r.URL.Path, "/content"):
+			w.Header().Set("Content-Length", "100000")
+			io.WriteString(w, `{"custom_id":"a","method":"POST","url":"/v1/responses","body":{"model":"gpt-4.1","input":"hi"}}`+"\n")
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the connection drops mid-file
+		default:
+			mu.Lock()
+			creates++
+			mu.Unlock()
+			io.WriteString(w, `{"id":"batch_1","object":"batch"}`)
+		}
+	})
+	do("POST", "ka", "/openai/v1/files", "x")
+	code, b := do("POST", "ka", "/openai/v1/batches", `{"input_file_id":"file-a","endpoint":"/v1/responses","completion_window":"24h"}`)
+	mu.Lock()
+	defer mu.Unlock()
+	if code != http.StatusBadGateway || creates != 0 {
+		t.Errorf("%d %s, %d batches created; want a 502 and none", code, b, creates)
+	}
+}
