@@ -32,13 +32,13 @@ func buildBinaries(t *testing.T) string {
 }
 
 // TestBenchSmoke runs llmfleet-bench briefly, with its processes
-// (the HTTPS upstream, bare proxy, serve and a variant of it, load)
-// started from the built binaries, and checks its table and JSON line; it asserts nothing about
-// the figures.
+// (the HTTPS upstream, bare proxy, serve, a variant of serve and one of
+// the bare proxy, load) started from the built binaries, and checks its
+// table and JSON line; it asserts nothing about the figures.
 func TestBenchSmoke(t *testing.T) {
 	dir := buildBinaries(t)
 	cmd := exec.CommandContext(t.Context(), filepath.Join(dir, "llmfleet-bench"), "-duration", "100ms", "-rounds", "1", "-concurrency", "1,64",
-		"-variant", "--access-log=false")
+		"-variant", "--access-log=false", "-variant", "bare="+filepath.Join(dir, "llmfleet-bench"))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
@@ -49,7 +49,8 @@ func TestBenchSmoke(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
 		t.Fatalf("last line is not the JSON report: %v\n%s", err, out.String())
 	}
-	if len(rep.Rows) != 8 || len(rep.Goals) != 3 || rep.Rows[3].Target != "serve --access-log=false" {
+	if len(rep.Rows) != 10 || len(rep.Goals) != 3 || rep.Rows[3].Target != "serve --access-log=false" ||
+		rep.Rows[4].Target != "bare "+filepath.Join(dir, "llmfleet-bench") {
 		t.Fatalf("report: %+v\n%s", rep, out.String())
 	}
 	for _, r := range rep.Rows {

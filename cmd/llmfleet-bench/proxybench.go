@@ -126,7 +126,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.IntVar(&f.rounds, "rounds", 7, "rounds; the targets take turns in each, and the median is reported")
 	concList := fs.String("concurrency", "1,64", "comma-separated numbers of concurrent callers")
 	fs.StringVar(&f.llmfleet, "llmfleet", "", `llmfleet binary to run serve from (default: "llmfleet" beside this command, else on $PATH)`)
-	fs.Func("variant", `flags of a further serve target, measured beside the others, e.g. -variant "--access-log=false"; a first word bin=PATH runs that llmfleet binary instead, e.g. an older build (repeatable; the goals are the plain serve's)`, func(v string) error {
+	fs.Func("variant", `flags of a further serve target, measured beside the others, e.g. -variant "--access-log=false"; a first word bin=PATH runs that llmfleet binary instead, e.g. an older build; "bare=PATH" is a further bare proxy, run by that llmfleet-bench binary, e.g. one built with -tags linkserve (repeatable; the goals are the plain serve's and bare proxy's)`, func(v string) error {
 		if strings.TrimSpace(v) == "" {
 			return errors.New("empty")
 		}

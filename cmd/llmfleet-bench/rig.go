@@ -68,15 +68,10 @@ func startRig(ctx context.Context, f *benchFlags) (_ *benchRig, err error) {
 	up.name, bare.name, serve.name = directTarget, bareTarget, serveTarget
 	rig.targets = []benchTarget{up, bare, serve}
 	for i, v := range f.variants {
-		name := fmt.Sprintf("serve%d", i+2)
-		bin, flags := variantBin(v, f.llmfleet)
-		args := append([]string{"serve", "--anthropic-url", up.url, "--db", filepath.Join(rig.dir, name+".db"),
-			"--secret-file", filepath.Join(rig.dir, "secret")}, flags...)
-		t, err := rig.start(ctx, pctx, name, "http", "/readyz", bin, args...)
+		t, err := rig.startVariant(ctx, pctx, i+2, v, f.llmfleet, up.url)
 		if err != nil {
 			return nil, err
 		}
-		t.name = "serve " + v
 		rig.targets = append(rig.targets, t)
 	}
 	if f.portkey != "" {
@@ -87,6 +82,25 @@ func startRig(ctx context.Context, f *benchFlags) (_ *benchRig, err error) {
 		rig.targets = append(rig.targets, pk)
 	}
 	return rig, nil
+}
+
+// startVariant starts the variant v, the nth target of its kind: a bare
+// proxy run by another llmfleet-bench binary ("bare=PATH"), else a serve
+// target with v's flags, run by llmfleet (the binary of a first word
+// bin=PATH, else def).
+func (rig *benchRig) startVariant(ctx, pctx context.Context, n int, v, def, upstream string) (benchTarget, error) {
+	if bin, ok := strings.CutPrefix(v, "bare="); ok {
+		t, err := rig.start(ctx, pctx, fmt.Sprintf("bare%d", n), "http", "/readyz", bin, bareProxyCommand, "--upstream", upstream)
+		t.name = "bare " + bin
+		return t, err
+	}
+	name := fmt.Sprintf("serve%d", n)
+	bin, flags := variantBin(v, def)
+	args := append([]string{"serve", "--anthropic-url", upstream, "--db", filepath.Join(rig.dir, name+".db"),
+		"--secret-file", filepath.Join(rig.dir, "secret")}, flags...)
+	t, err := rig.start(ctx, pctx, name, "http", "/readyz", bin, args...)
+	t.name = "serve " + v
+	return t, err
 }
 
 // start starts one server process given --listen on a free port and
