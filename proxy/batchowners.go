@@ -84,6 +84,11 @@ func (f anthropicFace) serveBatches(w http.ResponseWriter, r *http.Request, clie
 	if r.URL.Path == batchesPath {
 		switch r.Method {
 		case http.MethodPost:
+			// Its requests must not name what another client made.
+			if e := f.s.refsOfBody(r, f, client); e != nil {
+				f.refuse(w, e)
+				return
+			}
 			if rec, ok := g.create(w, r); ok {
 				writeTo(w, rec, rec.Body())
 			}

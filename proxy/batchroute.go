@@ -32,7 +32,8 @@ func anthropicStreamHead(h http.Header, trailer bool) {
 }
 
 // answer answers a non-streaming batched call with its Message.
-func (f anthropicFace) answer(_ context.Context, w http.ResponseWriter, _ *call, resp *llmfleet.Response) {
+func (f anthropicFace) answer(ctx context.Context, w http.ResponseWriter, c *call, resp *llmfleet.Response) {
+	recordAnthropicAnswer(ctx, f.s, c.owner, resp.Body)
 	h := w.Header()
 	if resp.RequestID != "" {
 		h.Set(HeaderRequestID, resp.RequestID)
@@ -48,6 +49,22 @@ func (f anthropicFace) answer(_ context.Context, w http.ResponseWriter, _ *call,
 	}
 	w.WriteHeader(http.StatusOK)
 	w.Write(resp.Body)
+}
+
+// recordAnthropicAnswer records what a batched call's Message names as the
+// client's (anthropicAnswerIDs), with proxy-held keys (client "": none).
+func recordAnthropicAnswer(ctx context.Context, s *Server, client string, body []byte) {
+	if client == "" {
+		return
+	}
+	for _, id := range anthropicAnswerIDs(body) {
+		if id == "" {
+			continue
+		}
+		if err := bookOf(s).record(ctx, id, client); err != nil {
+			s.log.Warn("owner of an object an answer names not recorded: naming it will be refused", "id", id, "err", err)
+		}
+	}
 }
 
 // fail answers err, from the Submitter, as the sync API would have.
@@ -83,6 +100,7 @@ func (f anthropicFace) endStream(ctx context.Context, p *streamPark, c *call, re
 	if !begun {
 		p.begin(false)
 	}
+	recordAnthropicAnswer(ctx, f.s, c.owner, resp.Body)
 	if err := writeMessageEvents(w, resp.Body); err != nil {
 		f.s.log.Warn("batch result is not a Message", "batch", resp.BatchID, "err", err)
 		writeErrorEvent(w, claudewire.Envelope("api_error", "llmfleet got a malformed batch result", llmfleet.NewID("req_")))
@@ -130,8 +148,11 @@ func requestIDOf(body []byte) string {
 
 // stored answers a stored Anthropic request that is done: the status and
 // body its call would have been answered with.
-func (f anthropicFace) stored(_ context.Context, w http.ResponseWriter, sr *llmfleet.StoredRequest) {
+func (f anthropicFace) stored(ctx context.Context, w http.ResponseWriter, sr *llmfleet.StoredRequest) {
 	status, body := resultAnswer(sr.Result)
+	if status == http.StatusOK && f.s.Credentials != nil {
+		recordAnthropicAnswer(ctx, f.s, sr.Header.Get(clientHeader), body) // the ticket's owner: its caller
+	}
 	h := w.Header()
 	h.Set(HeaderRequestID, sr.ID)
 	h.Set(HeaderRoute, string(llmfleet.RouteBatch))
@@ -165,8 +186,12 @@ func (f anthropicFace) says(k refusalKind, arg string) *refusal {
 		e.msg = "after_id and before_id cannot both be given"
 	case badCursor:
 		e.msg = strconv.Quote(arg) + " is not a valid batch id for pagination"
-	case batchNotFound, fileNotFound:
+	case batchNotFound:
 		e.status, e.typ, e.msg = http.StatusNotFound, "not_found_error", "Not found: no batch "+strconv.Quote(arg)+" for this key"
+	case fileNotFound:
+		e.status, e.typ, e.msg = http.StatusNotFound, "not_found_error", "Not found: no file "+strconv.Quote(arg)+" for this key"
+	case objectNotFound:
+		e.status, e.typ, e.msg = http.StatusNotFound, "not_found_error", "Not found: no "+arg+" for this key"
 	case ticketNotFound:
 		e.status, e.typ, e.msg = http.StatusNotFound, "not_found_error", ticketNotFoundMessage(arg)
 	case notRecorded:

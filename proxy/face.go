@@ -96,6 +96,9 @@ const (
 	// zdrBatch: a zero-data-retention client asked for the batch route
 	// (400, clientrules.go); arg names the client.
 	zdrBatch
+	// objectNotFound: proxy-held keys, and a call names an object arg
+	// ("container \"id\"") that is not the client's (404, heldrefs.go).
+	objectNotFound
 )
 
 // faceTraits is what the pipeline knows of a face as data.

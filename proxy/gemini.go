@@ -151,6 +151,10 @@ func (f geminiFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 		return &refusal{status: http.StatusBadRequest, typ: geminiwire.StatusInvalidArgument, bare: true,
 			msg: "Invalid JSON payload received: the body is not a JSON object."}
 	}
+	if e := heldRefusal(s, r, f, f.client, body); e != nil {
+		e.bare = true
+		return e
+	}
 	cred := geminiCredential(r)
 	upstream := geminiKey(cred)
 	if held, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {

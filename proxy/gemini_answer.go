@@ -81,7 +81,7 @@ func (f geminiFace) says(k refusalKind, arg string) *refusal {
 		msg = "pageToken was given twice."
 	case badCursor:
 		msg = "Invalid page token: " + strconv.Quote(arg) + "."
-	case fileNotFound, batchNotFound:
+	case fileNotFound, batchNotFound, objectNotFound:
 		status, msg = http.StatusNotFound, "Requested entity was not found: "+arg
 	case ticketNotFound:
 		status, msg = http.StatusNotFound, ticketNotFoundMessage(arg)

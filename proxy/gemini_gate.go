@@ -150,6 +150,11 @@ func (gg geminiGate) createBatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// So must every file its inlined requests name.
+	if e := heldRefusal(gg.f.s, r, gg.f, gg.g.client, body); e != nil {
+		gg.f.refuse(w, e)
+		return
+	}
 	r.Body = readCloser{bytes.NewReader(body), http.NoBody}
 	r.ContentLength = int64(len(body))
 	gg.created(w, r, func(b []byte) string { return nameOf(b) })

@@ -55,6 +55,9 @@ func (f anthropicFace) admit(r *http.Request, c *call) *refusal {
 // body checked and stripped of "stream" (batchBody).
 func (f anthropicFace) route(r *http.Request, c *call, force llmfleet.Route) *refusal {
 	s := f.s
+	if e := anthropicHeldRefs(f, r, c); e != nil {
+		return e
+	}
 	if force == llmfleet.RouteSync || force == "" && (c.budget <= 0 || s.Submitter == nil) {
 		return nil
 	}
@@ -73,11 +76,14 @@ func (f anthropicFace) route(r *http.Request, c *call, force llmfleet.Route) *re
 		// body; a batched one must not get as far as a pool.
 		return refusalOf(missingKey)
 	}
-	body, e := s.bodies.read(r)
-	if e != nil {
-		return refusalOf(e)
+	body := c.body
+	if body == nil {
+		var e *apiError
+		if body, e = s.bodies.read(r); e != nil {
+			return refusalOf(e)
+		}
+		c.body = body
 	}
-	c.body = body
 	req := &llmfleet.Request{Provider: s.Provider, Credential: cred, Header: passHeaders(r.Header), Body: body, Client: c.client.String(),
 		NoBatch: c.noBatch, BatchOnly: c.batchOnly}
 	if force == "" {
@@ -100,6 +106,39 @@ func (f anthropicFace) route(r *http.Request, c *call, force llmfleet.Route) *re
 	c.req, c.stream, c.body = req, stream, nil // a parked request holds one copy of its body
 	return nil
 }
+
+// anthropicHeldRefs reads the body of a call of f with proxy-held keys, whatever its
+// route, and returns the refusal of what it names that is not the
+// client's (heldRefusal): a file, a code execution container. What the
+// call's answer names is then recorded as the client's (c.owner).
+func anthropicHeldRefs(f anthropicFace, r *http.Request, c *call) *refusal {
+	s := f.s
+	if s.Credentials == nil {
+		return nil
+	}
+	body, e := s.bodies.read(r)
+	if e != nil {
+		return refusalOf(e)
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	c.body = body
+	client := f.client
+	if client == "" { // routed at /v1/messages, not through the face's mount
+		client = s.ownerName(credentialFrom(r.Header))
+	}
+	if e := heldRefusal(s, r, f, client, body); e != nil {
+		return e
+	}
+	c.owner = client
+	return nil
+}
+
+// anthropicAnswerIDs returns what a Message (or one of its stream's
+// events) names that a later call may name: the container its code ran
+// in, the files that code wrote.
+func anthropicAnswerIDs(data []byte) []string { return answerIDs(data, "container", "file_id") }
 
 // note records the call's budget, and its model if its body was read,
 // for the access log.
@@ -162,6 +201,9 @@ func (f anthropicFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 		ctx := r.Context()
 		if c.cred != nil {
 			ctx = context.WithValue(ctx, upstreamCredential{}, *c.cred)
+		}
+		if c.owner != "" {
+			ctx = context.WithValue(ctx, answerOwner{}, c.owner)
 		}
 		if sc != nil {
 			ctx = sc.context(ctx)

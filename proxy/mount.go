@@ -34,6 +34,9 @@ type mountedFace interface {
 	// shared reports whether a pass-through call may go upstream, in
 	// proxy-held-key mode, under the key every client shares.
 	shared(method, path string) bool
+	// refs adds the objects obj, one object of a call's body at any
+	// depth, names by id (heldrefs.go).
+	refs(obj []byte, add func(objectRef))
 	// way returns what the forwarder needs to pass the face's calls on
 	// (its upstream, the hooks of its reverse proxy), once, at mount.
 	way(f *forwarder) faceWay
@@ -103,6 +106,13 @@ func (m mount) serve(w http.ResponseWriter, r *http.Request) {
 		case !f.shared(r.Method, path):
 			f.refuse(w, f.says(notShared, r.Method+" "+path))
 			return
+		case r.Method == http.MethodPost:
+			// A shared call (count tokens, embed) must not name what
+			// another client made either.
+			if e := s.refsOfBody(r2, f, client); e != nil {
+				f.refuse(w, e)
+				return
+			}
 		}
 	}
 	fullDuplex(w)

@@ -135,22 +135,35 @@ func (f openAIFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 	if !c.async && c.route == llmfleet.RouteFlex && !openaiwire.Flexible(c.endpoint) {
 		c.route = llmfleet.RouteSync
 	}
-	if !f.sdk && s.Credentials != nil && isResponses(c.endpoint) {
-		e, err := bookOf(s).responseRefs(r.Context(), c.req.Body, f.client)
-		if err != nil {
-			logStateError(s.log, r, "owner lookup failed", err)
-			e = f.says(stateFailed, "")
-		}
-		if e != nil {
+	if !f.sdk && s.Credentials != nil {
+		if e := openAIHeldRefs(f, r, c.req.Body); e != nil {
 			e.bare = true
 			return e
 		}
-		c.owner = f.client
+		if isResponses(c.endpoint) {
+			c.owner = f.client
+		}
 	}
 	if c.route == llmfleet.RouteBatch && s.Submitter == nil {
 		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", param: "llmfleet-route", msg: "This llmfleet does not batch."}
 	}
 	return nil
+}
+
+// openAIHeldRefs returns, with proxy-held keys, the refusal of a call of f whose
+// body names what is not the client's: a response it continues from, a
+// conversation, an input item (responseRefs), a file, a container, an
+// item referred to (refs).
+func openAIHeldRefs(f openAIFace, r *http.Request, body []byte) *refusal {
+	e, err := bookOf(f.s).responseRefs(r.Context(), body, f.client)
+	if err != nil {
+		logStateError(f.s.log, r, "owner lookup failed", err)
+		e = f.says(stateFailed, "")
+	}
+	if e != nil {
+		return e
+	}
+	return heldRefusal(f.s, r, f, f.client, body)
 }
 
 // parse reads the call's body and builds its Request.

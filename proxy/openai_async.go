@@ -122,6 +122,8 @@ func (f openAIFace) says(k refusalKind, arg string) *refusal {
 		e.param, e.msg = "after", strconv.Quote(arg)+" is not a valid cursor."
 	case fileNotFound:
 		e.status, e.param, e.msg = http.StatusNotFound, "id", "No such File object: "+arg
+	case objectNotFound:
+		e.status, e.msg = http.StatusNotFound, "No such "+arg+" found."
 	case batchNotFound:
 		e.status, e.msg = http.StatusNotFound, "No batch found with id '"+arg+"'."
 	case ticketNotFound:

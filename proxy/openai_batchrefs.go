@@ -10,22 +10,16 @@ import (
 	"github.com/llmfleet/llmfleet/jsonmember"
 )
 
-// This file keeps a client's batch of /v1/responses calls from continuing
-// what another client made under the key they share (proxy-held-key
-// mode): the batch's input file is read from the upstream before the
-// batch is created, and each of its requests' bodies is checked as a
-// routed call's is (responseRefs).
+// This file keeps a client's batch from naming what another client made
+// under the key they share (proxy-held-key mode): the batch's input file
+// is read from the upstream before the batch is created, and each of its
+// requests' bodies is checked as a routed call's is (openAIHeldRefs).
 
-// responsesEndpoint is the endpoint of the batches whose requests may
-// continue from a stored response.
-const responsesEndpoint = "/v1/responses"
-
-// checkResponsesFile reads the input file id of a batch of /v1/responses
-// calls of the gate's client and answers the refusal of the first of its
-// requests that continues from what is not the client's (or a failure to
-// read it: a batch that cannot be checked is not created). It reports
-// whether the batch may go on.
-func (f openAIFace) checkResponsesFile(w http.ResponseWriter, r *http.Request, g ownerGate, id string) bool {
+// checkInputFile reads the input file id of a batch of the gate's client
+// and answers the refusal of the first of its requests that names what
+// is not the client's (or a failure to read it: a batch that cannot be
+// checked is not created). It reports whether the batch may go on.
+func (f openAIFace) checkInputFile(w http.ResponseWriter, r *http.Request, g ownerGate, id string) bool {
 	content := r.Clone(r.Context())
 	content.Method, content.Body, content.ContentLength = http.MethodGet, http.NoBody, 0
 	u := *r.URL
@@ -38,13 +32,14 @@ func (f openAIFace) checkResponsesFile(w http.ResponseWriter, r *http.Request, g
 	var e *refusal
 	err := errors.New("the input file's content answered " + res.Status)
 	if res.StatusCode == http.StatusOK {
-		e, err = g.book.responseLines(r, res.Body, g.client)
+		f.client = g.client
+		e, err = requestLines(res.Body, func(body []byte) *refusal { return openAIHeldRefs(f, r, body) })
 	}
 	switch {
 	case err != nil:
 		logStateError(g.book.log, r, "a batch's input file could not be read to check its requests", err)
 		f.refuse(w, &refusal{status: http.StatusBadGateway, typ: "api_error",
-			msg: "llmfleet could not read the batch's input file " + id + " to check that its requests continue only your own responses; try again."})
+			msg: "llmfleet could not read the batch's input file " + id + " to check that its requests name only your own objects; try again."})
 		return false
 	case e != nil:
 		f.refuse(w, e)
@@ -53,21 +48,21 @@ func (f openAIFace) checkResponsesFile(w http.ResponseWriter, r *http.Request, g
 	return true
 }
 
-// responseLines returns the refusal of the first line of rd, a batch
-// input file (JSON Lines), whose request body (its "body" members)
-// continues from what the client named client does not own, or the
-// error reading it.
-func (b ownerBook) responseLines(r *http.Request, rd io.Reader, client string) (*refusal, error) {
+// requestLines returns the refusal check gives the first line of rd, a
+// batch input file (JSON Lines), whose request body (its "body"
+// members, matched regardless of case as the face's checks match keys)
+// it refuses, or the error reading rd.
+func requestLines(rd io.Reader, check func(body []byte) *refusal) (*refusal, error) {
 	br := bufio.NewReader(rd)
 	for {
 		line, err := br.ReadBytes('\n')
 		if ms, merr := jsonmember.Members(line); merr == nil {
 			for _, m := range ms {
-				if !strings.EqualFold(m.Key, "body") { // as responseRefs matches keys
+				if !strings.EqualFold(m.Key, "body") {
 					continue
 				}
-				if e, err := b.responseRefs(r.Context(), m.Value(line), client); e != nil || err != nil {
-					return e, err
+				if e := check(m.Value(line)); e != nil {
+					return e, nil
 				}
 			}
 		}

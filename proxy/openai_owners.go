@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 )
 
@@ -104,13 +103,11 @@ func (f openAIFace) create(w http.ResponseWriter, r *http.Request, g ownerGate, 
 				return
 			}
 		}
-		// A batch of /v1/responses calls may continue from stored
-		// responses: its requests are checked as routed calls are.
-		if endpoints, _ := memberStrings(body, []string{"endpoint"}); slices.Contains(endpoints, responsesEndpoint) {
-			for _, id := range files {
-				if id != "" && !f.checkResponsesFile(w, r, g, id) {
-					return
-				}
+		// Its requests are checked as routed calls are: they may name
+		// files, containers, stored responses.
+		for _, id := range files {
+			if id != "" && !f.checkInputFile(w, r, g, id) {
+				return
 			}
 		}
 		r.Body = readCloser{bytes.NewReader(body), http.NoBody}

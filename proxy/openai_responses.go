@@ -10,7 +10,6 @@ import (
 
 	"github.com/llmfleet/llmfleet/jsonmember"
 	"github.com/llmfleet/llmfleet/openaiwire"
-	"github.com/llmfleet/llmfleet/sse"
 )
 
 // This file keeps the OpenAI face's responses apart in proxy-held-key
@@ -56,6 +55,38 @@ func (b ownerBook) responseRefs(ctx context.Context, body []byte, client string)
 			id := conversationID(v)
 			return &refusal{status: http.StatusNotFound, typ: "invalid_request_error", code: "conversation_not_found",
 				param: "conversation", msg: "Conversation with id '" + id + "' not found."}, nil
+		case strings.EqualFold(m.Key, "input"):
+			// An input item with an id is one the API has stored (a
+			// reference to it, whose type may be left out, or an output
+			// item given back): it must be one the client's answers named.
+			if e, err := b.inputItems(ctx, v, client); e != nil || err != nil {
+				return e, err
+			}
+		}
+	}
+	return nil, nil
+}
+
+// inputItems returns the refusal of a Responses input (v, a list of
+// items) one of whose items has an id not recorded as the client's.
+func (b ownerBook) inputItems(ctx context.Context, v []byte, client string) (*refusal, error) {
+	items, err := jsonmember.Elements(v)
+	if err != nil {
+		return nil, nil // a string, or not JSON: no items
+	}
+	for _, it := range items {
+		var ids []string
+		jsonmember.Scan(it, func(k, v []byte) bool {
+			if memberKey(k, "id") {
+				ids = append(ids, stringsOf(v)...)
+			}
+			return true
+		})
+		for _, id := range ids {
+			if owned, err := b.owns(ctx, id, client); err != nil || !owned {
+				return &refusal{status: http.StatusNotFound, typ: "invalid_request_error", param: "input",
+					msg: "Item with id '" + id + "' not found."}, err
+			}
 		}
 	}
 	return nil, nil
@@ -78,9 +109,9 @@ func conversationID(v []byte) string {
 }
 
 // recordResponse records the response object body, answered to the
-// client named client, as the client's. A failure is logged, not
-// answered: the answer is the client's all the same, and continuing
-// from the response is refused until it is recorded.
+// client named client, as the client's, with what it names (responseIDs).
+// A failure is logged, not answered: the answer is the client's all the
+// same, and naming what was not recorded is refused.
 func (b ownerBook) recordResponse(ctx context.Context, client string, body []byte) {
 	var o struct {
 		ID     string `json:"id"`
@@ -89,38 +120,24 @@ func (b ownerBook) recordResponse(ctx context.Context, client string, body []byt
 	if json.Unmarshal(body, &o) != nil || o.ID == "" || o.Object != "response" {
 		return
 	}
-	b.recordResponseID(ctx, client, o.ID)
-}
-
-func (b ownerBook) recordResponseID(ctx context.Context, client, id string) {
-	if err := b.record(ctx, id, client); err != nil {
-		b.log.Warn("owner of a response not recorded: continuing from it will be refused", "response", id, "err", err)
+	for _, id := range responseIDs(body) {
+		if err := b.record(ctx, id, client); err != nil {
+			b.log.Warn("owner of a response's object not recorded: naming it will be refused", "id", id, "err", err)
+		}
 	}
 }
+
+// responseIDs returns what a response (or one of its stream's events)
+// names that a later call may name in turn: the response, its output
+// items, the containers its code ran in and the files it made.
+func responseIDs(data []byte) []string { return answerIDs(data, "id", "container_id", "file_id") }
 
 // ownedResponses wraps the body of a 200 answer of /v1/responses to the
-// client named client so that the response it carries is recorded as the
-// client's before the client can read its id: a JSON answer is read
-// whole first; in an event stream, the id of the events' response
-// (response.created, then the others) is recorded as the event ends,
-// before the bytes that end it are handed on.
+// client named client so that the response it carries, and what it names
+// (responseIDs), are recorded as the client's before the client can read
+// them (ownedAnswer).
 func (b ownerBook) ownedResponses(ctx context.Context, client string, res *http.Response) io.ReadCloser {
-	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		return &wholeBody{body: res.Body, done: func(body []byte) { b.recordResponse(ctx, client, body) }}
-	}
-	recorded := ""
-	dec := &sse.Decoder{MaxData: maxKept, Emit: func(e sse.Event) {
-		var ev struct {
-			Response struct {
-				ID string `json:"id"`
-			} `json:"response"`
-		}
-		if json.Unmarshal(e.Data, &ev) == nil && ev.Response.ID != "" && ev.Response.ID != recorded {
-			recorded = ev.Response.ID
-			b.recordResponseID(ctx, client, recorded)
-		}
-	}}
-	return &tappedBody{body: res.Body, tap: dec}
+	return b.ownedAnswer(ctx, client, res, responseIDs)
 }
 
 // wholeBody reads its body whole at the first Read, hands it to done, and

@@ -34,7 +34,22 @@ func (f anthropicFace) way(fw *forwarder) faceWay {
 		up, _ = url.Parse(DefaultUpstream)
 	}
 	return faceWay{up: up, rewrite: func(pr *httputil.ProxyRequest) { fw.rewrite(pr, up) },
-		modify: fw.obs.tapUsage, onError: fw.upstreamError}
+		modify: func(res *http.Response) error {
+			ownAnthropicAnswer(f.s, res)
+			return fw.obs.tapUsage(res)
+		}, onError: fw.upstreamError}
+}
+
+// answerOwner is the context key of the client a sync call's answer is
+// recorded for (proxy-held keys: what it names becomes the client's).
+type answerOwner struct{}
+
+// ownAnthropicAnswer has what a sync call's 200 answer names recorded as its
+// client's as it passes, with proxy-held keys (ownerBook.ownedAnswer).
+func ownAnthropicAnswer(s *Server, res *http.Response) {
+	if client, _ := res.Request.Context().Value(answerOwner{}).(string); client != "" && res.StatusCode == http.StatusOK {
+		res.Body = bookOf(s).ownedAnswer(res.Request.Context(), client, res, anthropicAnswerIDs)
+	}
 }
 
 // upstream is the Anthropic face's reverse proxy.

@@ -1,0 +1,267 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/llmfleet/llmfleet/jsonmember"
+	"github.com/llmfleet/llmfleet/sse"
+)
+
+// This file keeps a routed call, in proxy-held-key mode, from naming what
+// another client made under the key they share: a file, a stored output
+// item, a code-execution container. A call's body may name such objects
+// at any depth (a content part's file_id, a tool's container); every one
+// must be recorded as the caller's (ownerBook), as its uploads, batches
+// and responses are, or the call is refused as one naming an unknown
+// object. What a client's answers name (the containers its code ran in,
+// the files that code wrote, the items of its responses) is recorded as
+// the client's as the answer passes (ownedAnswer).
+
+// objectRef is an object a body names: its kind, for the refusal (a
+// file's is fileNotFound), and its id.
+type objectRef struct {
+	file bool
+	kind string // "container", "item"
+	id   string
+}
+
+// refsOf returns the objects body (a JSON text) names, as refs finds them
+// in each of its objects, at any depth; nil if body is no valid JSON (the
+// API refuses it).
+func refsOf(body []byte, refs func(obj []byte, add func(objectRef))) []objectRef {
+	if !json.Valid(body) {
+		return nil
+	}
+	var out []objectRef
+	add := func(r objectRef) {
+		if r.id != "" {
+			out = append(out, r)
+		}
+	}
+	jsonmember.Objects(body, func(obj []byte) bool { refs(obj, add); return true })
+	return out
+}
+
+// memberKey reports whether raw, a member's raw key, is one of names,
+// regardless of case and escapes.
+func memberKey(raw []byte, names ...string) bool {
+	k := jsonmember.Key(raw)
+	for _, n := range names {
+		if strings.EqualFold(string(k), n) {
+			return true
+		}
+	}
+	return false
+}
+
+// stringsOf returns v as strings: a string, or the strings of an array.
+func stringsOf(v []byte) []string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return []string{s}
+	}
+	var ss []string
+	json.Unmarshal(v, &ss)
+	return ss
+}
+
+// fileRefs adds the files obj names in members of the given names (a
+// string, or an array of strings).
+func fileRefs(obj []byte, add func(objectRef), names ...string) {
+	jsonmember.Scan(obj, func(k, v []byte) bool {
+		if memberKey(k, names...) {
+			for _, id := range stringsOf(v) {
+				add(objectRef{file: true, id: id})
+			}
+		}
+		return true
+	})
+}
+
+// unowned returns the first of refs not recorded as client's, or the
+// error reading an owner.
+func (b ownerBook) unowned(ctx context.Context, refs []objectRef, client string) (*objectRef, error) {
+	for i, r := range refs {
+		owned, err := b.owns(ctx, r.id, client)
+		if err != nil || !owned {
+			return &refs[i], err
+		}
+	}
+	return nil, nil
+}
+
+// ownedAnswer wraps the body of a 200 answer to the client named client
+// so that the objects it names (ids reads them from a JSON text) are
+// recorded as the client's before the client reads them: a JSON answer is
+// read whole first; an event stream's each event as it ends, before the
+// bytes that end it are handed on.
+func (b ownerBook) ownedAnswer(ctx context.Context, client string, res *http.Response, ids func([]byte) []string) io.ReadCloser {
+	seen := map[string]bool{}
+	record := func(data []byte) {
+		for _, id := range ids(data) {
+			if id != "" && !seen[id] {
+				seen[id] = true
+				if err := b.record(ctx, id, client); err != nil {
+					b.log.Warn("owner of an object an answer names not recorded: naming it will be refused", "id", id, "err", err)
+				}
+			}
+		}
+	}
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		return &wholeBody{body: res.Body, done: record}
+	}
+	return &tappedBody{body: res.Body, tap: &sse.Decoder{MaxData: maxKept, Emit: func(e sse.Event) { record(e.Data) }}}
+}
+
+// answerIDs returns the ids of members named in names, at any depth of
+// data (a JSON text), strings or the "id" of an object.
+func answerIDs(data []byte, names ...string) []string {
+	if !json.Valid(data) {
+		return nil
+	}
+	var out []string
+	jsonmember.Objects(data, func(obj []byte) bool {
+		jsonmember.Scan(obj, func(k, v []byte) bool {
+			if memberKey(k, names...) {
+				out = append(out, refIDs(v)...)
+			}
+			return true
+		})
+		return true
+	})
+	return out
+}
+
+// refIDs returns what an id member names: a string, the strings of an
+// array, or an object's "id".
+func refIDs(v []byte) []string {
+	if ss := stringsOf(v); len(ss) > 0 {
+		return ss
+	}
+	var obj struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(v, &obj) == nil && obj.ID != "" {
+		return []string{obj.ID}
+	}
+	return nil
+}
+
+// geminiFileName returns the Files API name a fileUri names ("files/x"),
+// or "" for a URI of something else (a video's page, a bucket's object).
+func geminiFileName(uri string) string {
+	if strings.HasPrefix(strings.ToLower(uri), "files/") {
+		return "files/" + uri[len("files/"):]
+	}
+	u, err := url.Parse(uri)
+	if err != nil || !strings.HasSuffix(strings.ToLower(u.Hostname()), ".googleapis.com") {
+		return ""
+	}
+	p := u.Path
+	if i := strings.LastIndex(strings.ToLower(p), "/files/"); i >= 0 {
+		return "files/" + strings.TrimSuffix(p[i+len("/files/"):], "/")
+	}
+	return ""
+}
+
+// heldRefusal returns, with proxy-held keys, the refusal of a call of the
+// face f by the client named client whose body names an object (as f.refs
+// finds them) that is not the client's; nil without proxy-held keys.
+func heldRefusal(s *Server, r *http.Request, f mountedFace, client string, body []byte) *refusal {
+	if s.Credentials == nil {
+		return nil
+	}
+	ref, err := bookOf(s).unowned(r.Context(), refsOf(body, f.refs), client)
+	switch {
+	case err != nil:
+		logStateError(s.log, r, "owner lookup failed", err)
+		return f.says(stateFailed, "")
+	case ref == nil:
+		return nil
+	case ref.file:
+		return f.says(fileNotFound, ref.id)
+	}
+	return f.says(objectNotFound, ref.kind+" "+strconv.Quote(ref.id))
+}
+
+// refs: files (file_id, file_ids: a content part's, a code interpreter
+// container's), a code interpreter's container named by id, and an item
+// a Responses input refers to (item_reference).
+func (f openAIFace) refs(obj []byte, add func(objectRef)) {
+	fileRefs(obj, add, "file_id", "file_ids")
+	var ids []string
+	ref := false
+	jsonmember.Scan(obj, func(k, v []byte) bool {
+		var s string
+		switch {
+		case memberKey(k, "container"):
+			if json.Unmarshal(v, &s) == nil {
+				add(objectRef{kind: "container", id: s})
+			}
+		case memberKey(k, "type"):
+			ref = ref || json.Unmarshal(v, &s) == nil && s == "item_reference"
+		case memberKey(k, "id"):
+			if json.Unmarshal(v, &s) == nil {
+				ids = append(ids, s)
+			}
+		}
+		return true
+	})
+	if ref {
+		for _, id := range ids {
+			add(objectRef{kind: "item", id: id})
+		}
+	}
+}
+
+// refs: files (file_id: a document's or image's source, a container
+// upload), and the code execution container ("container", an id or an
+// object with one).
+func (f anthropicFace) refs(obj []byte, add func(objectRef)) {
+	fileRefs(obj, add, "file_id")
+	jsonmember.Scan(obj, func(k, v []byte) bool {
+		if memberKey(k, "container") {
+			for _, id := range refIDs(v) {
+				add(objectRef{kind: "container", id: id})
+			}
+		}
+		return true
+	})
+}
+
+// refs: files of the Files API a part's fileData names (fileUri, in
+// either spelling Google's JSON reader takes).
+func (f geminiFace) refs(obj []byte, add func(objectRef)) {
+	jsonmember.Scan(obj, func(k, v []byte) bool {
+		var uri string
+		if memberKey(k, "fileUri", "file_uri") && json.Unmarshal(v, &uri) == nil {
+			if name := geminiFileName(uri); name != "" {
+				add(objectRef{file: true, id: name})
+			}
+		}
+		return true
+	})
+}
+
+// refsOfBody reads the body of r, a call of f by the client named client
+// with proxy-held keys, and returns the refusal of what it names that is
+// not the client's (heldRefusal); else the body is put back, to be passed
+// on.
+func (s *Server) refsOfBody(r *http.Request, f mountedFace, client string) *refusal {
+	body, e := s.bodies.read(r)
+	if e != nil {
+		return refusalOf(e)
+	}
+	if e := heldRefusal(s, r, f, client, body); e != nil {
+		return e
+	}
+	r.Body, r.ContentLength = readCloser{bytes.NewReader(body), http.NoBody}, int64(len(body))
+	return nil
+}
