@@ -385,3 +385,46 @@ func TestHeldOwnObjectsNamed(t *testing.T) {
 		}
 	})
 }
+
+// TestHeldGeminiBatchFileLineReadsAnothersFile: a Gemini batch whose
+// input file is the client's own, but one of whose requests names another
+// client's file, is refused before it is created (its input file read
+// from the upstream first); one naming the client's own goes on.
+func TestHeldGeminiBatchFileLineReadsAnothersFile(t *testing.T) {
+	var mu sync.Mutex
+	uploads := 0
+	creates := 0
+	line := `{"key":"1","request":{"contents":[{"role":"user","parts":[{"fileData":{"fileUri":"https://generativelanguage.googleapis.com/v1beta/files/%s"}}]}]}}` + "\n"
+	do, _ := crossFake(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/upload/"):
+			uploads++
+			name := []string{"victim", "a1", "a2"}[uploads-1]
+			answerJSON(w, `{"file":{"name":"files/`+name+`","uri":"https://generativelanguage.googleapis.com/v1beta/files/`+name+`","state":"ACTIVE"}}`)
+		case r.URL.Path == "/download/v1beta/files/a1:download" && r.URL.Query().Get("alt") == "media":
+			io.WriteString(w, strings.Replace(line, "%s", "victim", 1))
+		case r.URL.Path == "/download/v1beta/files/a2:download" && r.URL.Query().Get("alt") == "media":
+			io.WriteString(w, strings.Replace(line, "%s", "a1", 1))
+		case strings.HasSuffix(r.URL.Path, ":batchGenerateContent"):
+			creates++
+			answerJSON(w, `{"name":"batches/b1","metadata":{"name":"batches/b1","state":"BATCH_STATE_PENDING"}}`)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	})
+	do("POST", "kb", "/gemini/upload/v1beta/files", `{}`) // files/victim
+	do("POST", "ka", "/gemini/upload/v1beta/files", `{}`) // files/a1: names files/victim
+	do("POST", "ka", "/gemini/upload/v1beta/files", `{}`) // files/a2: names files/a1
+	create := func(file string) (int, string) {
+		return do("POST", "ka", "/gemini/v1beta/models/gemini-2.5-flash:batchGenerateContent",
+			`{"batch":{"inputConfig":{"fileName":"`+file+`"}}}`)
+	}
+	if code, b := create("files/a1"); code != http.StatusNotFound || creates != 0 {
+		t.Errorf("ka's batch whose file names kb's file: %d %s, %d created", code, b, creates)
+	}
+	if code, b := create("files/a2"); code != http.StatusOK || creates != 1 {
+		t.Errorf("ka's batch whose file names ka's own file: %d %s, %d created", code, b, creates)
+	}
+}

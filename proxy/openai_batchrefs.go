@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -33,7 +34,7 @@ func (f openAIFace) checkInputFile(w http.ResponseWriter, r *http.Request, g own
 	err := errors.New("the input file's content answered " + res.Status)
 	if res.StatusCode == http.StatusOK {
 		f.client = g.client
-		e, err = requestLines(res.Body, func(body []byte) *refusal { return openAIHeldRefs(f, r, body) })
+		e, err = requestLines(res.Body, func(body []byte) *refusal { return openAIHeldRefs(f, r, body) }, "body")
 	}
 	switch {
 	case err != nil:
@@ -49,22 +50,16 @@ func (f openAIFace) checkInputFile(w http.ResponseWriter, r *http.Request, g own
 }
 
 // requestLines returns the refusal check gives the first line of rd, a
-// batch input file (JSON Lines), whose request body (its "body"
-// members, matched regardless of case as the face's checks match keys)
-// it refuses, or the error reading rd.
-func requestLines(rd io.Reader, check func(body []byte) *refusal) (*refusal, error) {
+// batch input file (JSON Lines), whose request it refuses, or the error
+// reading rd. A line's request is its member named member (every one of
+// that name, matched regardless of case as the faces' checks match keys),
+// or, for member "", the line itself.
+func requestLines(rd io.Reader, check func(request []byte) *refusal, member string) (*refusal, error) {
 	br := bufio.NewReader(rd)
 	for {
 		line, err := br.ReadBytes('\n')
-		if ms, merr := jsonmember.Members(line); merr == nil {
-			for _, m := range ms {
-				if !strings.EqualFold(m.Key, "body") {
-					continue
-				}
-				if e := check(m.Value(line)); e != nil {
-					return e, nil
-				}
-			}
+		if e := checkLine(line, check, member); e != nil {
+			return e, nil
 		}
 		if err == io.EOF {
 			return nil, nil
@@ -73,4 +68,27 @@ func requestLines(rd io.Reader, check func(body []byte) *refusal) (*refusal, err
 			return nil, err
 		}
 	}
+}
+
+// checkLine returns the refusal check gives the request of one line of
+// a batch input file (requestLines).
+func checkLine(line []byte, check func(request []byte) *refusal, member string) *refusal {
+	if member == "" {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
+		}
+		return check(line)
+	}
+	ms, err := jsonmember.Members(line)
+	if err != nil {
+		return nil
+	}
+	for _, m := range ms {
+		if strings.EqualFold(m.Key, member) {
+			if e := check(m.Value(line)); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
 }
