@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -21,6 +22,10 @@ type geminiTap struct {
 	buf  bytes.Buffer // a stream's tail
 	json answerKeeper // a JSON answer
 	sse  bool
+	// array says the answer is a stream as a JSON array of chunks
+	// (streamGenerateContent without alt=sse): its tail is kept, as an
+	// event stream's is.
+	array bool
 }
 
 // geminiAnswerMembers are the top-level members of a JSON answer the
@@ -29,7 +34,7 @@ var geminiAnswerMembers = []string{"modelVersion", "usageMetadata"}
 
 func (t *geminiTap) Write(p []byte) (int, error) {
 	switch {
-	case !t.sse:
+	case !t.sse && !t.array:
 		if t.json.keys == nil {
 			t.json.keys, t.json.limit = geminiAnswerMembers, maxGeminiTap
 		}
@@ -47,7 +52,7 @@ func (t *geminiTap) Write(p []byte) (int, error) {
 // kept returns what was kept of the answer: a stream's tail, or a JSON
 // answer (answerKeeper).
 func (t *geminiTap) kept() []byte {
-	if t.sse {
+	if t.sse || t.array {
 		return t.buf.Bytes()
 	}
 	return t.json.kept()
@@ -55,17 +60,16 @@ func (t *geminiTap) kept() []byte {
 
 // answer reads the model, usage and served tier of the answer kept.
 func (t *geminiTap) answer() geminiwire.Answer {
-	if !t.sse {
+	switch {
+	case t.array:
+		return tailAnswer(t.buf.Bytes())
+	case !t.sse:
 		a, _ := geminiwire.ReadAnswer(t.json.kept())
 		return a
 	}
 	var a geminiwire.Answer
-	for ev := range strings.SplitSeq(t.buf.String(), "\n") {
-		data, ok := strings.CutPrefix(strings.TrimSpace(ev), "data:")
-		if !ok {
-			continue
-		}
-		if got, err := geminiwire.ReadAnswer([]byte(strings.TrimSpace(data))); err == nil {
+	for data := range t.events() {
+		if got, err := geminiwire.ReadAnswer(data); err == nil {
 			if got.Model != "" {
 				a.Model = got.Model
 			}
@@ -75,6 +79,72 @@ func (t *geminiTap) answer() geminiwire.Answer {
 		}
 	}
 	return a
+}
+
+// events yields the data of the events of a stream's tail kept.
+func (t *geminiTap) events() func(yield func([]byte) bool) {
+	return func(yield func([]byte) bool) {
+		for ev := range strings.SplitSeq(t.buf.String(), "\n") {
+			if data, ok := strings.CutPrefix(strings.TrimSpace(ev), "data:"); ok && !yield([]byte(strings.TrimSpace(data))) {
+				return
+			}
+		}
+	}
+}
+
+// streamError returns the status of the error event that ended an event
+// stream after its 200 (the API's {"error": {...}} as an event's data),
+// "" if none did.
+func (t *geminiTap) streamError() string {
+	if !t.sse {
+		return ""
+	}
+	status := ""
+	for data := range t.events() {
+		if s, ok := geminiwire.ParseError(data); ok {
+			status = s.Status
+			if status == "" {
+				status = geminiwire.StatusOf(s.Code)
+			}
+		}
+	}
+	return status
+}
+
+// tailAnswer reads the model and the last usage of the tail of a stream
+// sent as a JSON array of chunks: each chunk's usage is the call's so
+// far, so the last one found is the call's.
+func tailAnswer(tail []byte) geminiwire.Answer {
+	var a geminiwire.Answer
+	if v := lastMember(tail, "modelVersion"); v != nil {
+		json.Unmarshal(v, &a.Model)
+	}
+	if v := lastMember(tail, "usageMetadata"); v != nil {
+		if got, err := geminiwire.ReadAnswer(append(append([]byte(`{"usageMetadata":`), v...), '}')); err == nil {
+			a.Usage, a.Tier = got.Usage, got.Tier
+		}
+	}
+	return a
+}
+
+// lastMember returns the value of the last member named key in b, a
+// piece of JSON text, or nil if none is whole there.
+func lastMember(b []byte, key string) []byte {
+	quoted := []byte(`"` + key + `"`)
+	for end := len(b); ; {
+		i := bytes.LastIndex(b[:end], quoted)
+		if i < 0 {
+			return nil
+		}
+		rest := bytes.TrimLeft(b[i+len(quoted):], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' {
+			var v json.RawMessage
+			if json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&v) == nil {
+				return v
+			}
+		}
+		end = i
+	}
 }
 
 // geminiBody is the body of the answer to a sync or flex call of the
@@ -110,8 +180,9 @@ func (g geminiForwarder) modify(resp *http.Response) error {
 		return g.uploadURL(resp)
 	}
 	resp.Header.Del(HeaderRoute) // the proxy's own, set by syncThrough
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	b := &geminiBody{rc: resp.Body, status: resp.StatusCode, served: geminiwire.TierOf(resp.Header.Get(geminiwire.TierHeader)),
-		t: geminiTap{sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}}
+		t: geminiTap{sse: sse, array: !sse && gs.c.stream && resp.StatusCode < 400}}
 	gs.tap, resp.Body = b, b
 	return nil
 }
@@ -131,6 +202,9 @@ func (g geminiForwarder) answered(gs *faceSync) {
 		if outcome == "" {
 			outcome = geminiwire.StatusOf(b.status)
 		}
+		g.s.fwd.obs.failed(outcome)
+	case b.t.streamError() != "": // the stream ended in an error event after its 200
+		outcome = b.t.streamError()
 		g.s.fwd.obs.failed(outcome)
 	case !b.eof && gs.caller.Err() != nil:
 		outcome = "caller_canceled"

@@ -102,14 +102,42 @@ type sseTap struct {
 	model   string
 	usage   llmfleet.Usage
 	errType string
+	// final says a message_delta gave the output's count; until then
+	// the usage's output is message_start's, not the count of what was
+	// generated (estimatedOutput).
+	final bool
+	// bytes and deltas count the stream's bytes and content_block_delta
+	// events, for estimatedOutput.
+	bytes, deltas int64
 }
 
 // write scans p.
 func (t *sseTap) write(p []byte) {
 	if t.d.Emit == nil {
-		t.d = sse.Decoder{Emit: t.event, Keep: keptEvent, MaxData: maxKept}
+		t.d = sse.Decoder{Emit: t.event, Keep: t.keep, MaxData: maxKept}
 	}
+	t.bytes += int64(len(p))
 	t.d.Write(p)
+}
+
+// keep is keptEvent, counting the deltas as they come.
+func (t *sseTap) keep(name string) bool {
+	if name == "content_block_delta" {
+		t.deltas++
+	}
+	return keptEvent(name)
+}
+
+// deltaFrame is about the bytes of a content_block_delta event beside the
+// text, thinking or JSON it carries.
+const deltaFrame = 114
+
+// estimatedOutput estimates the output tokens of a stream that ended
+// before a message_delta counted them: a token for each 4 bytes of what
+// its deltas carried (its bytes less their frames), and at least one a
+// delta.
+func (t *sseTap) estimatedOutput() int64 {
+	return max(t.deltas, (t.bytes-t.deltas*deltaFrame)/4)
 }
 
 // keptEvent reports whether the data of an event named name is read: the
@@ -159,6 +187,7 @@ func (t *sseTap) event(e sse.Event) {
 		}
 	case "message_delta":
 		if d := ev.Usage; d != nil {
+			t.final = t.final || d.OutputTokens != nil
 			set := func(dst *int64, v *int64) {
 				if v != nil {
 					*dst = *v

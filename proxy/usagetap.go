@@ -191,6 +191,14 @@ func (t *usageTap) report() {
 		t.obs.failed(upstreamErr)
 	}
 	noteModel(t.ctx, model)
+	if ev := t.events; ev != nil && outcome != "ok" && t.status < 400 && !ev.final && u != (llmfleet.Usage{}) {
+		// Ended (broken off, an error event, the caller gone) before a
+		// message_delta counted the output: message_start's input and
+		// cache counts, the output estimated from what was streamed.
+		u.OutputTokens = max(u.OutputTokens, ev.estimatedOutput())
+		t.obs.report(t.call, model, u, outcome, true)
+		return
+	}
 	if outcome == "caller_canceled" || upstreamErr == "network" {
 		// Broken off: billed for the usage read so far, else estimated.
 		t.obs.cut(t.call, model, u, outcome)
