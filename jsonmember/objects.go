@@ -34,3 +34,38 @@ func Objects(v []byte, object func(obj []byte) bool) bool {
 	}
 	return true
 }
+
+// Walk calls member with the raw key and raw value of every member of the
+// objects in v, a valid JSON text (json.Valid; Walk does not check it), at
+// any depth, in order, descending into a member's value only where member
+// returns true. An array's elements are walked as they come.
+func Walk(v []byte, member func(key, value []byte) (descend bool)) {
+	i := skipSpace(v, 0)
+	if i >= len(v) {
+		return
+	}
+	switch v[i] {
+	case '{':
+		walk(v[i:], func(ks, ke, vs, ve int) bool {
+			val := v[i+vs : i+ve]
+			if member(v[i+ks+1:i+ke-1], val) {
+				Walk(val, member)
+			}
+			return true
+		})
+	case '[':
+		i = skipSpace(v, i+1)
+		if v[i] == ']' {
+			return
+		}
+		for {
+			e := skipValue(v, i)
+			Walk(v[i:e], member)
+			i = skipSpace(v, e) // at ',' or ']'
+			if v[i] == ']' {
+				return
+			}
+			i = skipSpace(v, i+1)
+		}
+	}
+}

@@ -269,6 +269,9 @@ func anthropicUp() http.HandlerFunc {
 			return
 		}
 		content := `[{"type":"text","text":"` + secretIfVictim(string(b)) + `"}]`
+		if strings.Contains(string(b), "echo-run") { // a model echoing ids it was told into a tool call
+			content = `[{"type":"tool_use","id":"toolu_1","name":"note","input":{"file_id":"file_victim","container":"container_victim"}}]`
+		}
 		container := `null`
 		if strings.Contains(string(b), "kb-run") {
 			content = `[{"type":"server_tool_use","id":"srvtoolu_1","name":"bash_code_execution","input":{"command":"cp payroll.csv /tmp/outputs/"}},` +
@@ -427,4 +430,18 @@ func TestHeldGeminiBatchFileLineReadsAnothersFile(t *testing.T) {
 	if code, b := create("files/a2"); code != http.StatusOK || creates != 1 {
 		t.Errorf("ka's batch whose file names ka's own file: %d %s, %d created", code, b, creates)
 	}
+}
+
+// TestHeldAnswerEchoNotOwned: what a model writes into a tool call's input
+// is not recorded as the client's, though it names objects as an answer
+// does: a client cannot have a model echo another client's ids to make
+// them its own.
+func TestHeldAnswerEchoNotOwned(t *testing.T) {
+	do, leaked := crossFake(t, anthropicUp())
+	if code, b := do("POST", "ka", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"echo-run"}]}`); code != 200 {
+		t.Fatalf("ka's echo: %d %s", code, b)
+	}
+	before := len(leaked())
+	code, b := do("POST", "ka", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"file_victim"}}]}]}`)
+	wantRefused(t, "a file id a model echoed", code, b, leaked()[before:])
 }

@@ -121,20 +121,20 @@ func (b ownerBook) ownedAnswer(ctx context.Context, client string, res *http.Res
 }
 
 // answerIDs returns the ids of members named in names, at any depth of
-// data (a JSON text), strings or the "id" of an object.
+// data (a JSON text), strings or the "id" of an object, but for those in
+// what a model writes as it likes: a tool call's input or arguments, an
+// action (otherwise a client could have a model echo another client's
+// id into its answer, to be recorded as its own).
 func answerIDs(data []byte, names ...string) []string {
 	if !json.Valid(data) {
 		return nil
 	}
 	var out []string
-	jsonmember.Objects(data, func(obj []byte) bool {
-		jsonmember.Scan(obj, func(k, v []byte) bool {
-			if memberKey(k, names...) {
-				out = append(out, refIDs(v)...)
-			}
-			return true
-		})
-		return true
+	jsonmember.Walk(data, func(k, v []byte) bool {
+		if memberKey(k, names...) {
+			out = append(out, refIDs(v)...)
+		}
+		return !memberKey(k, "input", "arguments", "action")
 	})
 	return out
 }
