@@ -107,10 +107,11 @@ func (f anthropicFace) route(r *http.Request, c *call, force llmfleet.Route) *re
 	return nil
 }
 
-// anthropicHeldRefs reads the body of a call of f with proxy-held keys, whatever its
-// route, and returns the refusal of what it names that is not the
-// client's (heldRefusal): a file, a code execution container. What the
-// call's answer names is then recorded as the client's (c.owner).
+// anthropicHeldRefs reads the body of a call of f with proxy-held keys,
+// whatever its route, and returns the refusal of what it names that is
+// not the client's (heldRefusal): a file, a code execution container.
+// What the call's answer names is then recorded as the client's
+// (c.owner).
 func anthropicHeldRefs(f anthropicFace, r *http.Request, c *call) *refusal {
 	s := f.s
 	if s.Credentials == nil {

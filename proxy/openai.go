@@ -150,10 +150,10 @@ func (f openAIFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 	return nil
 }
 
-// openAIHeldRefs returns, with proxy-held keys, the refusal of a call of f whose
-// body names what is not the client's: a response it continues from, a
-// conversation, an input item (responseRefs), a file, a container, an
-// item referred to (refs).
+// openAIHeldRefs returns, with proxy-held keys, the refusal of a call of
+// f whose body names what is not the client's: a response it continues
+// from, a conversation, an input item (responseRefs), a file, a
+// container, an item referred to (refs).
 func openAIHeldRefs(f openAIFace, r *http.Request, body []byte) *refusal {
 	e, err := bookOf(f.s).responseRefs(r.Context(), body, f.client)
 	if err != nil {
