@@ -5,6 +5,16 @@ package jsonmember
 // objects it holds, while object returns true, and reports whether every
 // call did. An object inside an array counts as one inside an object.
 func Objects(v []byte, object func(obj []byte) bool) bool {
+	return objects(v, nil, object)
+}
+
+// ObjectsBut is Objects, but it does not look into the value of a member
+// whose raw key skip reports.
+func ObjectsBut(v []byte, skip func(key []byte) bool, object func(obj []byte) bool) bool {
+	return objects(v, skip, object)
+}
+
+func objects(v []byte, skip func(key []byte) bool, object func(obj []byte) bool) bool {
 	i := skipSpace(v, 0)
 	if i >= len(v) {
 		return true
@@ -14,7 +24,12 @@ func Objects(v []byte, object func(obj []byte) bool) bool {
 		if !object(v[i:]) {
 			return false
 		}
-		return walk(v[i:], func(_, _, vs, ve int) bool { return Objects(v[i+vs:i+ve], object) })
+		return walk(v[i:], func(ks, ke, vs, ve int) bool {
+			if skip != nil && skip(v[i+ks+1:i+ke-1]) {
+				return true
+			}
+			return objects(v[i+vs:i+ve], skip, object)
+		})
 	case '[':
 		i = skipSpace(v, i+1)
 		if v[i] == ']' {
@@ -22,7 +37,7 @@ func Objects(v []byte, object func(obj []byte) bool) bool {
 		}
 		for {
 			e := skipValue(v, i)
-			if !Objects(v[i:e], object) {
+			if !objects(v[i:e], skip, object) {
 				return false
 			}
 			i = skipSpace(v, e) // at ',' or ']'

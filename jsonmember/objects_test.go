@@ -95,6 +95,15 @@ func FuzzObjects(f *testing.F) {
 	})
 }
 
+func TestObjectsBut(t *testing.T) {
+	var got []string
+	ObjectsBut([]byte(`{"metadata":{"file_id":"x"},"a":[{"b":1}]}`), func(k []byte) bool { return string(k) == "metadata" },
+		func(obj []byte) bool { got = append(got, string(obj)); return true })
+	if fmt.Sprint(got) != `[{"metadata":{"file_id":"x"},"a":[{"b":1}]} {"b":1}]` {
+		t.Fatalf("objects: %q", got)
+	}
+}
+
 func TestWalkPrunes(t *testing.T) {
 	var keys []string
 	Walk([]byte(`[{"a":{"x":1},"input":{"file_id":"f"},"b":[{"c":2}]}]`), func(k, _ []byte) bool {

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -45,7 +45,10 @@ func refsOf(body []byte, refs func(obj []byte, add func(objectRef))) []objectRef
 			out = append(out, r)
 		}
 	}
-	jsonmember.Objects(body, func(obj []byte) bool { refs(obj, add); return true })
+	// A request's metadata is the client's to fill as it likes: the API
+	// names nothing by it.
+	jsonmember.ObjectsBut(body, func(k []byte) bool { return memberKey(k, "metadata") },
+		func(obj []byte) bool { refs(obj, add); return true })
 	return out
 }
 
@@ -154,22 +157,25 @@ func refIDs(v []byte) []string {
 	return nil
 }
 
-// geminiFileName returns the Files API name a fileUri names ("files/x"),
-// or "" for a URI of something else (a video's page, a bucket's object).
-func geminiFileName(uri string) string {
-	if strings.HasPrefix(strings.ToLower(uri), "files/") {
-		return "files/" + uri[len("files/"):]
+// geminiFileName returns the Files API name a fileUri names ("files/x"):
+// ok is false for a URI of something else (a video's page, a bucket's
+// object). A URI that may name a file but not in the one form the API
+// hands out (https://generativelanguage.googleapis.com/<version>/files/<id>,
+// or files/<id>) names itself, which no client owns: it is refused rather
+// than read otherwise than the API reads it.
+func geminiFileName(uri string) (name string, ok bool) {
+	lower := strings.ToLower(uri)
+	if !strings.Contains(lower, "files/") && !strings.Contains(lower, "googleapis") {
+		return "", false
 	}
-	u, err := url.Parse(uri)
-	if err != nil || !strings.HasSuffix(strings.ToLower(u.Hostname()), ".googleapis.com") {
-		return ""
+	if m := geminiFileURI.FindStringSubmatch(uri); m != nil {
+		return "files/" + m[1], true
 	}
-	p := u.Path
-	if i := strings.LastIndex(strings.ToLower(p), "/files/"); i >= 0 {
-		return "files/" + strings.TrimSuffix(p[i+len("/files/"):], "/")
-	}
-	return ""
+	return uri, true
 }
+
+// geminiFileURI matches a file's URI as the Files API hands it out.
+var geminiFileURI = regexp.MustCompile(`^(?:https://generativelanguage\.googleapis\.com/v1(?:beta|alpha)?/)?files/([a-z0-9-]+)$`)
 
 // heldRefusal returns, with proxy-held keys, the refusal of a call of the
 // face f by the client named client whose body names an object (as f.refs
@@ -177,6 +183,9 @@ func geminiFileName(uri string) string {
 func heldRefusal(s *Server, r *http.Request, f mountedFace, client string, body []byte) *refusal {
 	if s.Credentials == nil {
 		return nil
+	}
+	if e := uncheckable(r, body); e != nil {
+		return e
 	}
 	ref, err := bookOf(s).unowned(r.Context(), refsOf(body, f.refs), client)
 	switch {
@@ -201,9 +210,9 @@ func (f openAIFace) refs(obj []byte, add func(objectRef)) {
 	jsonmember.Scan(obj, func(k, v []byte) bool {
 		var s string
 		switch {
-		case memberKey(k, "container"):
-			if json.Unmarshal(v, &s) == nil {
-				add(objectRef{kind: "container", id: s})
+		case memberKey(k, "container", "container_id"):
+			for _, id := range refIDs(v) { // an id, or an object with one
+				add(objectRef{kind: "container", id: id})
 			}
 		case memberKey(k, "type"):
 			ref = ref || json.Unmarshal(v, &s) == nil && s == "item_reference"
@@ -242,7 +251,7 @@ func (f geminiFace) refs(obj []byte, add func(objectRef)) {
 	jsonmember.Scan(obj, func(k, v []byte) bool {
 		var uri string
 		if memberKey(k, "fileUri", "file_uri") && json.Unmarshal(v, &uri) == nil {
-			if name := geminiFileName(uri); name != "" {
+			if name, ok := geminiFileName(uri); ok {
 				add(objectRef{file: true, id: name})
 			}
 		}
@@ -263,5 +272,21 @@ func (s *Server) refsOfBody(r *http.Request, f mountedFace, client string) *refu
 		return e
 	}
 	r.Body, r.ContentLength = readCloser{bytes.NewReader(body), http.NoBody}, int64(len(body))
+	return nil
+}
+
+// uncheckable returns, with proxy-held keys, the refusal of a body that
+// cannot be checked for what it names: an encoded one (gzip, ...), or one
+// that is not strictly JSON (a byte order mark, NaN), which a lenient
+// reader upstream might take all the same.
+func uncheckable(r *http.Request, body []byte) *refusal {
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return &refusal{status: http.StatusUnsupportedMediaType, typ: "invalid_request_error",
+			msg: "This llmfleet holds one key for all its clients and checks what each request names: send the body unencoded (no Content-Encoding)."}
+	}
+	if !json.Valid(body) {
+		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
+			msg: "The request body is not valid JSON: send it as plain JSON, without a byte order mark."}
+	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/llmfleet/llmfleet/jsonmember"
@@ -49,18 +50,23 @@ func (f openAIFace) checkInputFile(w http.ResponseWriter, r *http.Request, g own
 	return true
 }
 
-// requestLines returns the refusal check gives the first line of rd, a
-// batch input file (JSON Lines), whose request it refuses, or the error
-// reading rd. A line's request is its member named member (every one of
-// that name, matched regardless of case as the faces' checks match keys),
-// or, for member "", the line itself.
+// requestLines returns the refusal check gives the first request of rd, a
+// batch input file (JSON Lines), that it refuses, or the error reading
+// rd. A line's request is its member named member (every one of that
+// name, matched regardless of case as the faces' checks match keys), or,
+// for member "", the line itself. A line that is no JSON object refuses
+// the file, and a lone carriage return ends a line as a line feed does,
+// so that no reader finds a request in it that was not checked.
 func requestLines(rd io.Reader, check func(request []byte) *refusal, member string) (*refusal, error) {
 	br := bufio.NewReader(rd)
-	for {
-		line, err := br.ReadBytes('\n')
-		if e := checkLine(line, check, member); e != nil {
-			return e, nil
+	for n := 1; ; {
+		chunk, err := br.ReadBytes('\n')
+		for line := range bytes.SplitSeq(chunk, []byte{'\r'}) {
+			if e := checkLine(line, check, member, n); e != nil {
+				return e, nil
+			}
 		}
+		n++
 		if err == io.EOF {
 			return nil, nil
 		}
@@ -70,18 +76,19 @@ func requestLines(rd io.Reader, check func(request []byte) *refusal, member stri
 	}
 }
 
-// checkLine returns the refusal check gives the request of one line of
-// a batch input file (requestLines).
-func checkLine(line []byte, check func(request []byte) *refusal, member string) *refusal {
-	if member == "" {
-		if len(bytes.TrimSpace(line)) == 0 {
-			return nil
-		}
-		return check(line)
+// checkLine returns the refusal of line n of a batch input file
+// (requestLines).
+func checkLine(line []byte, check func(request []byte) *refusal, member string, n int) *refusal {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil
 	}
 	ms, err := jsonmember.Members(line)
 	if err != nil {
-		return nil
+		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
+			msg: "Line " + strconv.Itoa(n) + " of the batch's input file is not a JSON object: llmfleet checks what each request names, and cannot check it."}
+	}
+	if member == "" {
+		return check(line)
 	}
 	for _, m := range ms {
 		if strings.EqualFold(m.Key, member) {

@@ -129,8 +129,71 @@ func (b ownerBook) recordResponse(ctx context.Context, client string, body []byt
 
 // responseIDs returns what a response (or one of its stream's events)
 // names that a later call may name in turn: the response, its output
-// items, the containers its code ran in and the files it made.
-func responseIDs(data []byte) []string { return answerIDs(data, "id", "container_id", "file_id") }
+// items, the containers its code ran in and the files it made (its
+// annotations'). Only those places are read: a response echoes much of
+// its request (metadata, tools, text formats), which would otherwise
+// make whatever a client wrote there its own.
+func responseIDs(data []byte) []string {
+	var ev struct {
+		responseShape
+		Response   *responseShape  `json:"response"`
+		Item       *responseItem   `json:"item"`
+		Annotation *responseAnnote `json:"annotation"`
+	}
+	if json.Unmarshal(data, &ev) != nil {
+		return nil
+	}
+	var ids []string
+	for _, r := range []*responseShape{&ev.responseShape, ev.Response} {
+		if r != nil && r.Object == "response" {
+			ids = append(ids, r.ID)
+			for _, it := range r.Output {
+				ids = it.ids(ids)
+			}
+		}
+	}
+	if ev.Item != nil {
+		ids = ev.Item.ids(ids)
+	}
+	if a := ev.Annotation; a != nil {
+		ids = append(ids, a.FileID, a.ContainerID)
+	}
+	return ids
+}
+
+// responseShape is what responseIDs reads of a response.
+type responseShape struct {
+	ID     string         `json:"id"`
+	Object string         `json:"object"`
+	Output []responseItem `json:"output"`
+}
+
+// responseItem is what responseIDs reads of an output item.
+type responseItem struct {
+	ID          string `json:"id"`
+	ContainerID string `json:"container_id"`
+	Content     []struct {
+		Annotations []responseAnnote `json:"annotations"`
+	} `json:"content"`
+}
+
+// responseAnnote is what responseIDs reads of an annotation (a file a
+// container wrote, cited).
+type responseAnnote struct {
+	FileID      string `json:"file_id"`
+	ContainerID string `json:"container_id"`
+}
+
+// ids appends the ids the item names to ids.
+func (it responseItem) ids(ids []string) []string {
+	ids = append(ids, it.ID, it.ContainerID)
+	for _, c := range it.Content {
+		for _, a := range c.Annotations {
+			ids = append(ids, a.FileID, a.ContainerID)
+		}
+	}
+	return ids
+}
 
 // ownedResponses wraps the body of a 200 answer of /v1/responses to the
 // client named client so that the response it carries, and what it names
