@@ -445,3 +445,18 @@ func TestHeldAnswerEchoNotOwned(t *testing.T) {
 	code, b := do("POST", "ka", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"file_victim"}}]}]}`)
 	wantRefused(t, "a file id a model echoed", code, b, leaked()[before:])
 }
+
+// TestHeldDiagnosticsOfAnothersMessage: Anthropic's diagnostics compare a
+// call with an earlier one (previous_message_id), which tells how their
+// prompts differ: only a message of the client's own may be named.
+func TestHeldDiagnosticsOfAnothersMessage(t *testing.T) {
+	do, leaked := crossFake(t, anthropicUp())
+	do("POST", "kb", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`) // msg_1, kb's
+	body := `{"model":"claude-sonnet-4-5","max_tokens":100,"diagnostics":{"previous_message_id":"msg_1"},"messages":[{"role":"user","content":"victim?"}]}`
+	before := len(leaked())
+	code, b := do("POST", "ka", "/v1/messages", body)
+	wantRefused(t, "diagnostics of kb's message", code, b, leaked()[before:])
+	if code, b := do("POST", "kb", "/v1/messages", body); code != 200 {
+		t.Errorf("kb's diagnostics of its own message: %d %s", code, b)
+	}
+}

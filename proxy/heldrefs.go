@@ -231,14 +231,20 @@ func (f openAIFace) refs(obj []byte, add func(objectRef)) {
 }
 
 // refs: files (file_id: a document's or image's source, a container
-// upload), and the code execution container ("container", an id or an
-// object with one).
+// upload), the code execution container ("container", an id or an object
+// with one), and a message diagnosed against (diagnostics'
+// previous_message_id, which tells how the call differs from it).
 func (f anthropicFace) refs(obj []byte, add func(objectRef)) {
 	fileRefs(obj, add, "file_id")
 	jsonmember.Scan(obj, func(k, v []byte) bool {
-		if memberKey(k, "container") {
+		switch {
+		case memberKey(k, "container"):
 			for _, id := range refIDs(v) {
 				add(objectRef{kind: "container", id: id})
+			}
+		case memberKey(k, "previous_message_id"):
+			for _, id := range refIDs(v) {
+				add(objectRef{kind: "message", id: id})
 			}
 		}
 		return true

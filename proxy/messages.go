@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -137,9 +138,27 @@ func anthropicHeldRefs(f anthropicFace, r *http.Request, c *call) *refusal {
 }
 
 // anthropicAnswerIDs returns what a Message (or one of its stream's
-// events) names that a later call may name: the container its code ran
-// in, the files that code wrote.
-func anthropicAnswerIDs(data []byte) []string { return answerIDs(data, "container", "file_id") }
+// events) names that a later call may name: the message itself, the
+// container its code ran in, the files that code wrote.
+func anthropicAnswerIDs(data []byte) []string {
+	var m struct {
+		Type    string `json:"type"`
+		ID      string `json:"id"`
+		Message *struct {
+			ID string `json:"id"`
+		} `json:"message"` // message_start's
+	}
+	ids := answerIDs(data, "container", "file_id")
+	if json.Unmarshal(data, &m) == nil {
+		if m.Type == "message" {
+			ids = append(ids, m.ID)
+		}
+		if m.Message != nil {
+			ids = append(ids, m.Message.ID)
+		}
+	}
+	return ids
+}
 
 // note records the call's budget, and its model if its body was read,
 // for the access log.
