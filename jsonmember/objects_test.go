@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"testing"
 )
@@ -59,8 +58,7 @@ func TestObjects(t *testing.T) {
 }
 
 // FuzzObjects checks that Objects gives every object of a valid JSON
-// text, as many as encoding/json's tokens open, each a valid object, and
-// that Walk, descending everywhere, visits each of their members.
+// text, as many as encoding/json's tokens open, each a valid object.
 func FuzzObjects(f *testing.F) {
 	for _, s := range []string{`{"a":[{"b":{}}]}`, `[1,{"x":"{"}]`, `"s"`, ` {"k" : [ [ {} ] ] } `} {
 		f.Add([]byte(s))
@@ -80,37 +78,5 @@ func FuzzObjects(f *testing.F) {
 		if want := objectCount(t, b); n != want {
 			t.Fatalf("%q: %d objects, want %d", b, n, want)
 		}
-		members, want := 0, 0
-		Walk(b, func(_, v []byte) bool {
-			if !json.Valid(v) {
-				t.Fatalf("%q: a member's value is no JSON value: %q", b, v)
-			}
-			members++
-			return true
-		})
-		Objects(b, func(obj []byte) bool { ms, _ := Members(obj); want += len(ms); return true })
-		if members != want {
-			t.Fatalf("%q: Walk visited %d members, the objects have %d", b, members, want)
-		}
 	})
-}
-
-func TestObjectsBut(t *testing.T) {
-	var got []string
-	ObjectsBut([]byte(`{"metadata":{"file_id":"x"},"a":[{"b":1}]}`), func(k []byte) bool { return string(k) == "metadata" },
-		func(obj []byte) bool { got = append(got, string(obj)); return true })
-	if fmt.Sprint(got) != `[{"metadata":{"file_id":"x"},"a":[{"b":1}]} {"b":1}]` {
-		t.Fatalf("objects: %q", got)
-	}
-}
-
-func TestWalkPrunes(t *testing.T) {
-	var keys []string
-	Walk([]byte(`[{"a":{"x":1},"input":{"file_id":"f"},"b":[{"c":2}]}]`), func(k, _ []byte) bool {
-		keys = append(keys, string(k))
-		return string(k) != "input"
-	})
-	if got := fmt.Sprint(keys); got != "[a x input b c]" {
-		t.Fatalf("walked %s", got)
-	}
 }

@@ -45,11 +45,27 @@ func refsOf(body []byte, refs func(obj []byte, add func(objectRef))) []objectRef
 			out = append(out, r)
 		}
 	}
-	// A request's metadata is the client's to fill as it likes: the API
-	// names nothing by it.
-	jsonmember.ObjectsBut(body, func(k []byte) bool { return memberKey(k, "metadata") },
-		func(obj []byte) bool { refs(obj, add); return true })
+	jsonmember.Objects(withoutMetadata(body), func(obj []byte) bool { refs(obj, add); return true })
 	return out
+}
+
+// withoutMetadata returns body, a JSON text, without the top-level
+// members named metadata (in any case): a request's metadata is the
+// client's to fill as it likes, and the API names nothing by it. A member
+// of that name deeper in (a prompt variable's) is read as any other.
+func withoutMetadata(body []byte) []byte {
+	ms, err := jsonmember.Members(body)
+	if err != nil {
+		return body
+	}
+	for _, m := range ms {
+		if strings.EqualFold(m.Key, "metadata") {
+			if b, err := jsonmember.Delete(body, m.Key); err == nil {
+				return withoutMetadata(b)
+			}
+		}
+	}
+	return body
 }
 
 // memberKey reports whether raw, a member's raw key, is one of names,
@@ -123,25 +139,6 @@ func (b ownerBook) ownedAnswer(ctx context.Context, client string, res *http.Res
 	return &tappedBody{body: res.Body, tap: &sse.Decoder{MaxData: maxKept, Emit: func(e sse.Event) { record(e.Data) }}}
 }
 
-// answerIDs returns the ids of members named in names, at any depth of
-// data (a JSON text), strings or the "id" of an object, but for those in
-// what a model writes as it likes: a tool call's input or arguments, an
-// action (otherwise a client could have a model echo another client's
-// id into its answer, to be recorded as its own).
-func answerIDs(data []byte, names ...string) []string {
-	if !json.Valid(data) {
-		return nil
-	}
-	var out []string
-	jsonmember.Walk(data, func(k, v []byte) bool {
-		if memberKey(k, names...) {
-			out = append(out, refIDs(v)...)
-		}
-		return !memberKey(k, "input", "arguments", "action")
-	})
-	return out
-}
-
 // refIDs returns what an id member names: a string, the strings of an
 // array, or an object's "id".
 func refIDs(v []byte) []string {
@@ -201,8 +198,9 @@ func heldRefusal(s *Server, r *http.Request, f mountedFace, client string, body 
 }
 
 // refs: files (file_id, file_ids: a content part's, a code interpreter
-// container's), a code interpreter's container named by id, and an item
-// a Responses input refers to (item_reference).
+// container's), a container named by id (a code interpreter's, a shell's),
+// an item a Responses input refers to (item_reference), and a spoken
+// answer a chat's assistant message gives back (audio's id).
 func (f openAIFace) refs(obj []byte, add func(objectRef)) {
 	fileRefs(obj, add, "file_id", "file_ids")
 	var ids []string
@@ -210,6 +208,13 @@ func (f openAIFace) refs(obj []byte, add func(objectRef)) {
 	jsonmember.Scan(obj, func(k, v []byte) bool {
 		var s string
 		switch {
+		case memberKey(k, "audio"):
+			var a struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(v, &a) == nil {
+				add(objectRef{kind: "audio", id: a.ID})
+			}
 		case memberKey(k, "container", "container_id"):
 			for _, id := range refIDs(v) { // an id, or an object with one
 				add(objectRef{kind: "container", id: id})

@@ -139,23 +139,75 @@ func anthropicHeldRefs(f anthropicFace, r *http.Request, c *call) *refusal {
 
 // anthropicAnswerIDs returns what a Message (or one of its stream's
 // events) names that a later call may name: the message itself, the
-// container its code ran in, the files that code wrote.
+// container its code ran in, the files that code wrote. Only those places
+// are read: what a model or an MCP server writes (a tool's input, a tool
+// listing's schema) could otherwise make any id its client's.
 func anthropicAnswerIDs(data []byte) []string {
-	var m struct {
-		Type    string `json:"type"`
-		ID      string `json:"id"`
-		Message *struct {
-			ID string `json:"id"`
-		} `json:"message"` // message_start's
+	var ev struct {
+		anthropicMessage
+		Message      *anthropicMessage `json:"message"` // message_start's
+		Delta        *anthropicMessage `json:"delta"`   // message_delta's
+		ContentBlock *anthropicBlock   `json:"content_block"`
 	}
-	ids := answerIDs(data, "container", "file_id")
-	if json.Unmarshal(data, &m) == nil {
-		if m.Type == "message" {
-			ids = append(ids, m.ID)
+	if json.Unmarshal(data, &ev) != nil {
+		return nil
+	}
+	var ids []string
+	for _, m := range [...]*anthropicMessage{&ev.anthropicMessage, ev.Message, ev.Delta} {
+		if m != nil {
+			ids = m.ids(ids)
 		}
-		if m.Message != nil {
-			ids = append(ids, m.Message.ID)
-		}
+	}
+	if ev.ContentBlock != nil {
+		ids = ev.ContentBlock.ids(ids)
+	}
+	return ids
+}
+
+// anthropicMessage is what anthropicAnswerIDs reads of a Message.
+type anthropicMessage struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	Container *struct {
+		ID string `json:"id"`
+	} `json:"container"`
+	Content []anthropicBlock `json:"content"`
+}
+
+// ids appends the ids the message names to ids.
+func (m anthropicMessage) ids(ids []string) []string {
+	if m.Type == "message" {
+		ids = append(ids, m.ID)
+	}
+	if m.Container != nil {
+		ids = append(ids, m.Container.ID)
+	}
+	for _, b := range m.Content {
+		ids = b.ids(ids)
+	}
+	return ids
+}
+
+// anthropicBlock is what anthropicAnswerIDs reads of a content block: a
+// code execution result's output files.
+type anthropicBlock struct {
+	Type    string          `json:"type"`
+	Content json.RawMessage `json:"content"` // (another block's may be a string or a list)
+}
+
+// ids appends the files a code execution result's outputs are to ids.
+func (b anthropicBlock) ids(ids []string) []string {
+	if !strings.HasSuffix(b.Type, "code_execution_tool_result") {
+		return ids
+	}
+	var result struct {
+		Content []struct {
+			FileID string `json:"file_id"`
+		} `json:"content"`
+	}
+	json.Unmarshal(b.Content, &result) // (an error result has none)
+	for _, o := range result.Content {
+		ids = append(ids, o.FileID)
 	}
 	return ids
 }

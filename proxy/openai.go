@@ -140,9 +140,7 @@ func (f openAIFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 			e.bare = true
 			return e
 		}
-		if isResponses(c.endpoint) {
-			c.owner = f.client
-		}
+		c.owner = f.client
 	}
 	if c.route == llmfleet.RouteBatch && s.Submitter == nil {
 		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", param: "llmfleet-route", msg: "This llmfleet does not batch."}

@@ -25,7 +25,7 @@ const OpenAIRequestsPath = OpenAIPrefix + "/v1/llmfleet/requests/"
 // recorded as its client's first.
 func (f openAIFace) answer(ctx context.Context, w http.ResponseWriter, c *call, resp *llmfleet.Response) {
 	if c.owner != "" {
-		bookOf(f.s).recordResponse(ctx, c.owner, resp.Body)
+		bookOf(f.s).recordAnswer(ctx, c.owner, resp.Body)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -93,7 +93,7 @@ func writeBody(w http.ResponseWriter, status int, ctype string, body []byte) {
 func (f openAIFace) stored(ctx context.Context, w http.ResponseWriter, sr *llmfleet.StoredRequest) {
 	status, body := openAIResultAnswer(sr.Result)
 	if f.s.Credentials != nil && status == http.StatusOK && isResponses(sr.Endpoint) {
-		bookOf(f.s).recordResponse(ctx, sr.Header.Get(clientHeader), body)
+		bookOf(f.s).recordAnswer(ctx, sr.Header.Get(clientHeader), body)
 	}
 	h := w.Header()
 	h.Set(HeaderRequestID, sr.ID)

@@ -108,43 +108,67 @@ func conversationID(v []byte) string {
 	return string(v)
 }
 
-// recordResponse records the response object body, answered to the
-// client named client, as the client's, with what it names (responseIDs).
-// A failure is logged, not answered: the answer is the client's all the
-// same, and naming what was not recorded is refused.
-func (b ownerBook) recordResponse(ctx context.Context, client string, body []byte) {
-	var o struct {
-		ID     string `json:"id"`
-		Object string `json:"object"`
-	}
-	if json.Unmarshal(body, &o) != nil || o.ID == "" || o.Object != "response" {
-		return
-	}
-	for _, id := range responseIDs(body) {
+// recordAnswer records what the answer body (a response, a chat
+// completion) to the client named client names as the client's
+// (openAIAnswerIDs). A failure is logged, not answered: the answer is the
+// client's all the same, and naming what was not recorded is refused.
+func (b ownerBook) recordAnswer(ctx context.Context, client string, body []byte) {
+	for _, id := range openAIAnswerIDs(body) {
+		if id == "" {
+			continue
+		}
 		if err := b.record(ctx, id, client); err != nil {
-			b.log.Warn("owner of a response's object not recorded: naming it will be refused", "id", id, "err", err)
+			b.log.Warn("owner of an answer's object not recorded: naming it will be refused", "id", id, "err", err)
 		}
 	}
 }
 
-// responseIDs returns what a response (or one of its stream's events)
-// names that a later call may name in turn: the response, its output
-// items, the containers its code ran in and the files it made (its
-// annotations'). Only those places are read: a response echoes much of
-// its request (metadata, tools, text formats), which would otherwise
-// make whatever a client wrote there its own.
-func responseIDs(data []byte) []string {
+// openAIAnswerIDs returns what an answer of the OpenAI face (or one of
+// its stream's events or chunks) names that a later call may name in
+// turn: a response, its output items, the containers its code ran in and
+// the files that code wrote (responseIDs); a chat completion's spoken
+// answer. Only those places are read: an answer echoes much of its
+// request (metadata, tools, text formats), which would otherwise make
+// whatever a client wrote there its own.
+func openAIAnswerIDs(data []byte) []string {
 	var ev struct {
 		responseShape
 		Response   *responseShape  `json:"response"`
 		Item       *responseItem   `json:"item"`
 		Annotation *responseAnnote `json:"annotation"`
+		Choices    []struct {
+			Message *chatAudio `json:"message"`
+			Delta   *chatAudio `json:"delta"` // a chunk's
+		} `json:"choices"`
 	}
 	if json.Unmarshal(data, &ev) != nil {
 		return nil
 	}
+	ids := responseIDs(&ev.responseShape, ev.Response, ev.Item, ev.Annotation)
+	for _, c := range ev.Choices {
+		for _, m := range [...]*chatAudio{c.Message, c.Delta} {
+			if m != nil && m.Audio != nil {
+				ids = append(ids, m.Audio.ID)
+			}
+		}
+	}
+	return ids
+}
+
+// chatAudio is what openAIAnswerIDs reads of a chat completion's message:
+// its spoken answer, which a later call may give back by id.
+type chatAudio struct {
+	Audio *struct {
+		ID string `json:"id"`
+	} `json:"audio"`
+}
+
+// responseIDs returns the ids a response event names: its response's (or
+// the response's own, for a JSON answer), an output item's, an
+// annotation's.
+func responseIDs(own, response *responseShape, item *responseItem, annotation *responseAnnote) []string {
 	var ids []string
-	for _, r := range []*responseShape{&ev.responseShape, ev.Response} {
+	for _, r := range []*responseShape{own, response} {
 		if r != nil && r.Object == "response" {
 			ids = append(ids, r.ID)
 			for _, it := range r.Output {
@@ -152,13 +176,20 @@ func responseIDs(data []byte) []string {
 			}
 		}
 	}
-	if ev.Item != nil {
-		ids = ev.Item.ids(ids)
+	if item != nil {
+		ids = item.ids(ids)
 	}
-	if a := ev.Annotation; a != nil {
-		ids = append(ids, a.FileID, a.ContainerID)
+	if annotation != nil {
+		ids = annotation.ids(ids)
 	}
 	return ids
+}
+
+// ownedResponses wraps the body of a 200 answer of the OpenAI face to the
+// client named client so that what it names (openAIAnswerIDs) is
+// recorded as the client's before the client can read it (ownedAnswer).
+func (b ownerBook) ownedResponses(ctx context.Context, client string, res *http.Response) io.ReadCloser {
+	return b.ownedAnswer(ctx, client, res, openAIAnswerIDs)
 }
 
 // responseShape is what responseIDs reads of a response.
@@ -177,11 +208,22 @@ type responseItem struct {
 	} `json:"content"`
 }
 
-// responseAnnote is what responseIDs reads of an annotation (a file a
-// container wrote, cited).
+// responseAnnote is what responseIDs reads of an annotation.
 type responseAnnote struct {
+	Type        string `json:"type"`
 	FileID      string `json:"file_id"`
 	ContainerID string `json:"container_id"`
+}
+
+// ids appends the ids an annotation names to ids: a file a container
+// wrote, cited (container_file_citation), and its container. A file
+// cited from a file search (file_citation) is the operator's, read
+// through a vector store: it is not the client's to have.
+func (a responseAnnote) ids(ids []string) []string {
+	if a.Type != "container_file_citation" {
+		return ids
+	}
+	return append(ids, a.FileID, a.ContainerID)
 }
 
 // ids appends the ids the item names to ids.
@@ -189,18 +231,10 @@ func (it responseItem) ids(ids []string) []string {
 	ids = append(ids, it.ID, it.ContainerID)
 	for _, c := range it.Content {
 		for _, a := range c.Annotations {
-			ids = append(ids, a.FileID, a.ContainerID)
+			ids = a.ids(ids)
 		}
 	}
 	return ids
-}
-
-// ownedResponses wraps the body of a 200 answer of /v1/responses to the
-// client named client so that the response it carries, and what it names
-// (responseIDs), are recorded as the client's before the client can read
-// them (ownedAnswer).
-func (b ownerBook) ownedResponses(ctx context.Context, client string, res *http.Response) io.ReadCloser {
-	return b.ownedAnswer(ctx, client, res, responseIDs)
 }
 
 // wholeBody reads its body whole at the first Read, hands it to done, and
