@@ -460,3 +460,16 @@ func TestHeldDiagnosticsOfAnothersMessage(t *testing.T) {
 		t.Errorf("kb's diagnostics of its own message: %d %s", code, b)
 	}
 }
+
+// TestHeldGeminiModelOperationsNotShared: the models are shared under the
+// proxy's key, not the operations kept under a model (long-running calls
+// another client made).
+func TestHeldGeminiModelOperationsNotShared(t *testing.T) {
+	do, _ := crossFake(t, func(w http.ResponseWriter, r *http.Request) { answerJSON(w, `{}`) })
+	if code, b := do("GET", "ka", "/gemini/v1beta/models/veo-3.0-generate-001/operations", ""); code != http.StatusForbidden {
+		t.Errorf("a model's operations: %d %s, want 403", code, b)
+	}
+	if code, b := do("GET", "ka", "/gemini/v1beta/models/veo-3.0-generate-001", ""); code != http.StatusOK {
+		t.Errorf("a model: %d %s, want it passed on", code, b)
+	}
+}

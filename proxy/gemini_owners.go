@@ -32,7 +32,10 @@ func (f geminiFace) owned(path string) bool {
 func (f geminiFace) shared(method, path string) bool {
 	if method == http.MethodGet {
 		rest, _, ok := geminiwire.Unversioned(path)
-		return ok && (rest == "/models" || (strings.HasPrefix(rest, "/models/") && !strings.Contains(rest, ":")))
+		id, isModel := strings.CutPrefix(rest, "/models/")
+		// A model, not what is kept under it (its operations: a
+		// long-running call's, made under the shared key).
+		return ok && (rest == "/models" || isModel && !strings.ContainsAny(id, ":/"))
 	}
 	_, m, ok := geminiMethod(path)
 	return ok && method == http.MethodPost && (m == "countTokens" || m == "embedContent" || m == "batchEmbedContents")
