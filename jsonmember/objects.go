@@ -34,3 +34,37 @@ func Objects(v []byte, object func(obj []byte) bool) bool {
 	}
 	return true
 }
+
+// ObjectsPruned is Objects, every object visited, but object returns for
+// each the keys (raw, as in the text) of the members whose values are not
+// looked into; nil: all are.
+func ObjectsPruned(v []byte, object func(obj []byte) (skip func(key []byte) bool)) {
+	i := skipSpace(v, 0)
+	if i >= len(v) {
+		return
+	}
+	switch v[i] {
+	case '{':
+		skip := object(v[i:])
+		walk(v[i:], func(ks, ke, vs, ve int) bool {
+			if skip == nil || !skip(v[i+ks+1:i+ke-1]) {
+				ObjectsPruned(v[i+vs:i+ve], object)
+			}
+			return true
+		})
+	case '[':
+		i = skipSpace(v, i+1)
+		if v[i] == ']' {
+			return
+		}
+		for {
+			e := skipValue(v, i)
+			ObjectsPruned(v[i:e], object)
+			i = skipSpace(v, e) // at ',' or ']'
+			if v[i] == ']' {
+				return
+			}
+			i = skipSpace(v, i+1)
+		}
+	}
+}

@@ -78,5 +78,21 @@ func FuzzObjects(f *testing.F) {
 		if want := objectCount(t, b); n != want {
 			t.Fatalf("%q: %d objects, want %d", b, n, want)
 		}
+		pruned := 0
+		ObjectsPruned(b, func([]byte) func([]byte) bool { pruned++; return nil })
+		if pruned != n {
+			t.Fatalf("%q: ObjectsPruned pruning nothing visited %d objects, Objects %d", b, pruned, n)
+		}
 	})
+}
+
+func TestObjectsPruned(t *testing.T) {
+	var got []string
+	ObjectsPruned([]byte(`[{"type":"t","input":{"a":{}},"b":[{"c":1}]}]`), func(obj []byte) func([]byte) bool {
+		got = append(got, string(obj))
+		return func(k []byte) bool { return string(k) == "input" }
+	})
+	if len(got) != 2 || got[1] != `{"c":1}` {
+		t.Fatalf("visited %q", got)
+	}
 }

@@ -156,11 +156,19 @@ func (f anthropicFace) routed(method, path string) bool {
 	return method == http.MethodPost && path == "/v1/messages"
 }
 
-// owned: the Message Batches API, served by owner.
-func (f anthropicFace) owned(path string) bool { return isBatchesPath(path) }
+// owned: the Message Batches API, served by owner, and the files the
+// client's code wrote (codefiles.go).
+func (f anthropicFace) owned(path string) bool {
+	return isBatchesPath(path) || codeFileIDs(false, path) != nil
+}
 
-// serveOwned serves the Message Batches API for the face's client.
+// serveOwned serves the Message Batches API, and the reads of the files
+// its code wrote, for the face's client.
 func (f anthropicFace) serveOwned(w http.ResponseWriter, r *http.Request) {
+	if ids := codeFileIDs(false, r.URL.Path); ids != nil {
+		serveCodeFile(w, r, gateOf(f.s, f, f.client), ids)
+		return
+	}
 	f.serveBatches(w, r, f.client)
 }
 

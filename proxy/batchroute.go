@@ -57,14 +57,7 @@ func recordAnthropicAnswer(ctx context.Context, s *Server, client string, body [
 	if client == "" {
 		return
 	}
-	for _, id := range anthropicAnswerIDs(body) {
-		if id == "" {
-			continue
-		}
-		if err := bookOf(s).record(ctx, id, client); err != nil {
-			s.log.Warn("owner of an object an answer names not recorded: naming it will be refused", "id", id, "err", err)
-		}
-	}
+	bookOf(s).recordNamed(ctx, client, anthropicAnswerIDs(body)...)
 }
 
 // fail answers err, from the Submitter, as the sync API would have.

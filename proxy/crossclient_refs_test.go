@@ -473,3 +473,34 @@ func TestHeldGeminiModelOperationsNotShared(t *testing.T) {
 		t.Errorf("a model: %d %s, want it passed on", code, b)
 	}
 }
+
+// TestHeldCodeFilesOfAnother: the files a client's code wrote may be read
+// by it alone, and nothing else of the Files or Containers APIs passes.
+func TestHeldCodeFilesOfAnother(t *testing.T) {
+	up := anthropicUp()
+	do, _ := crossFake(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/files") || strings.HasPrefix(r.URL.Path, "/v1/containers") {
+			io.WriteString(w, victimSecret)
+			return
+		}
+		up(w, r)
+	})
+	tools := `"tools":[{"type":"code_execution_20250825","name":"code_execution"}]`
+	do("POST", "kb", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,`+tools+`,"messages":[{"role":"user","content":"kb-run"}]}`) // file_victim, kb's
+	for _, c := range []struct {
+		method, key, path string
+		want              int
+	}{
+		{"GET", "ka", "/v1/files/file_victim/content", http.StatusNotFound},
+		{"GET", "ka", "/v1/files/file_victim", http.StatusNotFound},
+		{"DELETE", "kb", "/v1/files/file_victim", http.StatusForbidden},
+		{"GET", "kb", "/v1/files", http.StatusForbidden},
+		{"GET", "ka", "/openai/v1/containers/cntr_x/files/cfile_x/content", http.StatusNotFound},
+		{"GET", "ka", "/openai/v1/containers", http.StatusForbidden},
+		{"POST", "ka", "/openai/v1/containers", http.StatusForbidden},
+	} {
+		if code, b := do(c.method, c.key, c.path, ""); code != c.want || strings.Contains(b, victimSecret) {
+			t.Errorf("%s %s by %s: %d %s, want %d", c.method, c.path, c.key, code, b, c.want)
+		}
+	}
+}

@@ -30,12 +30,13 @@ type objectRef struct {
 	file bool
 	kind string // "container", "item"
 	id   string
+	rec  string // the key its owner is recorded under, if not id (citedKey)
 }
 
 // refsOf returns the objects body (a JSON text) names, as refs finds them
 // in each of its objects, at any depth; nil if body is no valid JSON (the
 // API refuses it).
-func refsOf(body []byte, refs func(obj []byte, add func(objectRef))) []objectRef {
+func refsOf(body []byte, refs func(obj []byte, add func(objectRef)) (skip func([]byte) bool)) []objectRef {
 	if !json.Valid(body) {
 		return nil
 	}
@@ -45,7 +46,7 @@ func refsOf(body []byte, refs func(obj []byte, add func(objectRef))) []objectRef
 			out = append(out, r)
 		}
 	}
-	jsonmember.Objects(withoutMetadata(body), func(obj []byte) bool { refs(obj, add); return true })
+	jsonmember.ObjectsPruned(withoutMetadata(body), func(obj []byte) func([]byte) bool { return refs(obj, add) })
 	return out
 }
 
@@ -108,7 +109,11 @@ func fileRefs(obj []byte, add func(objectRef), names ...string) {
 // error reading an owner.
 func (b ownerBook) unowned(ctx context.Context, refs []objectRef, client string) (*objectRef, error) {
 	for i, r := range refs {
-		owned, err := b.owns(ctx, r.id, client)
+		key := r.id
+		if r.rec != "" {
+			key = r.rec
+		}
+		owned, err := b.owns(ctx, key, client)
 		if err != nil || !owned {
 			return &refs[i], err
 		}
@@ -127,9 +132,7 @@ func (b ownerBook) ownedAnswer(ctx context.Context, client string, res *http.Res
 		for _, id := range ids(data) {
 			if id != "" && !seen[id] {
 				seen[id] = true
-				if err := b.record(ctx, id, client); err != nil {
-					b.log.Warn("owner of an object an answer names not recorded: naming it will be refused", "id", id, "err", err)
-				}
+				b.recordNamed(ctx, client, id)
 			}
 		}
 	}
@@ -199,12 +202,14 @@ func heldRefusal(s *Server, r *http.Request, f mountedFace, client string, body 
 
 // refs: files (file_id, file_ids: a content part's, a code interpreter
 // container's), a container named by id (a code interpreter's, a shell's),
-// an item a Responses input refers to (item_reference), and a spoken
-// answer a chat's assistant message gives back (audio's id).
-func (f openAIFace) refs(obj []byte, add func(objectRef)) {
-	fileRefs(obj, add, "file_id", "file_ids")
+// an item a Responses input refers to (item_reference), a spoken answer a
+// chat's assistant message gives back (audio's id), and files a file
+// search cited, given back with its output (a file_citation annotation, a
+// file_search_call's results): those must be ones the client's own
+// answers cited (citedKey), not its own.
+func (f openAIFace) refs(obj []byte, add func(objectRef)) (skip func([]byte) bool) {
+	var typ string
 	var ids []string
-	ref := false
 	jsonmember.Scan(obj, func(k, v []byte) bool {
 		var s string
 		switch {
@@ -220,7 +225,13 @@ func (f openAIFace) refs(obj []byte, add func(objectRef)) {
 				add(objectRef{kind: "container", id: id})
 			}
 		case memberKey(k, "type"):
-			ref = ref || json.Unmarshal(v, &s) == nil && s == "item_reference"
+			// Of several, one saying item_reference makes it one; the
+			// others must all agree to count (a citation is checked less).
+			if json.Unmarshal(v, &s) == nil && typ != "item_reference" && (typ == "" || typ == s || s == "item_reference") {
+				typ = s
+			} else if typ != "item_reference" {
+				typ = "?"
+			}
 		case memberKey(k, "id"):
 			if json.Unmarshal(v, &s) == nil {
 				ids = append(ids, s)
@@ -228,20 +239,55 @@ func (f openAIFace) refs(obj []byte, add func(objectRef)) {
 		}
 		return true
 	})
-	if ref {
+	switch typ {
+	case "item_reference":
 		for _, id := range ids {
 			add(objectRef{kind: "item", id: id})
 		}
+	case "file_citation":
+		citedRefs(obj, add)
+		return nil
+	case "file_search_call":
+		jsonmember.Scan(obj, func(k, v []byte) bool {
+			if memberKey(k, "results") {
+				jsonmember.Objects(v, func(r []byte) bool { citedRefs(r, add); return true })
+			}
+			return true
+		})
+		fileRefs(obj, add, "file_ids")
+		return func(k []byte) bool { return memberKey(k, "results") }
 	}
+	fileRefs(obj, add, "file_id", "file_ids")
+	return nil
+}
+
+// citedRefs adds the files obj names (file_id) as files a file search
+// cited (citedKey).
+func citedRefs(obj []byte, add func(objectRef)) {
+	fileRefs(obj, func(r objectRef) { r.rec = citedKey(r.id); add(r) }, "file_id")
+}
+
+// citedKey is the key under which a file a client's answer cited (from a
+// file search, the operator's) is recorded as cited for the client: it
+// may give the citation back, not read the file.
+func citedKey(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "cited:" + id
 }
 
 // refs: files (file_id: a document's or image's source, a container
 // upload), the code execution container ("container", an id or an object
 // with one), and a message diagnosed against (diagnostics'
-// previous_message_id, which tells how the call differs from it).
-func (f anthropicFace) refs(obj []byte, add func(objectRef)) {
+// previous_message_id, which tells how the call differs from it). What a
+// tool call given back carries as its input is the client's own to
+// write, and a tool's input schema too: they name nothing upstream.
+func (f anthropicFace) refs(obj []byte, add func(objectRef)) (skip func([]byte) bool) {
 	fileRefs(obj, add, "file_id")
+	toolCall := false
 	jsonmember.Scan(obj, func(k, v []byte) bool {
+		var s string
 		switch {
 		case memberKey(k, "container"):
 			for _, id := range refIDs(v) {
@@ -251,14 +297,17 @@ func (f anthropicFace) refs(obj []byte, add func(objectRef)) {
 			for _, id := range refIDs(v) {
 				add(objectRef{kind: "message", id: id})
 			}
+		case memberKey(k, "type"):
+			toolCall = toolCall || json.Unmarshal(v, &s) == nil && strings.HasSuffix(s, "tool_use")
 		}
 		return true
 	})
+	return func(k []byte) bool { return memberKey(k, "input_schema") || toolCall && memberKey(k, "input") }
 }
 
 // refs: files of the Files API a part's fileData names (fileUri, in
 // either spelling Google's JSON reader takes).
-func (f geminiFace) refs(obj []byte, add func(objectRef)) {
+func (f geminiFace) refs(obj []byte, add func(objectRef)) (skip func([]byte) bool) {
 	jsonmember.Scan(obj, func(k, v []byte) bool {
 		var uri string
 		if memberKey(k, "fileUri", "file_uri") && json.Unmarshal(v, &uri) == nil {
@@ -268,6 +317,7 @@ func (f geminiFace) refs(obj []byte, add func(objectRef)) {
 		}
 		return true
 	})
+	return nil
 }
 
 // refsOfBody reads the body of r, a call of f by the client named client

@@ -35,8 +35,9 @@ type mountedFace interface {
 	// proxy-held-key mode, under the key every client shares.
 	shared(method, path string) bool
 	// refs adds the objects obj, one object of a call's body at any
-	// depth, names by id (heldrefs.go).
-	refs(obj []byte, add func(objectRef))
+	// depth, names by id (heldrefs.go), and returns which of its members'
+	// values name nothing (nil: all may).
+	refs(obj []byte, add func(objectRef)) (skip func([]byte) bool)
 	// way returns what the forwarder needs to pass the face's calls on
 	// (its upstream, the hooks of its reverse proxy), once, at mount.
 	way(f *forwarder) faceWay

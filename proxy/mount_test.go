@@ -59,7 +59,7 @@ func (f echoFace) stored(context.Context, http.ResponseWriter, *llmfleet.StoredR
 func (f echoFace) prefix() (string, string)                                             { return "/echo", "/v1/" }
 func (f echoFace) hold(p llmfleet.Credential) (llmfleet.Credential, *refusal)           { return p, nil }
 func (f echoFace) forCall(string, string) mountedFace                                   { return f }
-func (f echoFace) refs([]byte, func(objectRef))                                         {}
+func (f echoFace) refs([]byte, func(objectRef)) func([]byte) bool                       { return nil }
 func (f echoFace) routed(method, path string) bool {
 	return method == http.MethodPost && path == "/v1/say"
 }

@@ -87,12 +87,12 @@ func writeBody(w http.ResponseWriter, status int, ctype string, body []byte) {
 	w.Write(body)
 }
 
-// stored answers a stored OpenAI request sr that is done.
-// With proxy-held keys, the response a /v1/responses answer carries is
+// stored answers a stored OpenAI request sr that is done. With
+// proxy-held keys, what its answer names (a response, a spoken answer) is
 // recorded as its client's first, as a live answer's is.
 func (f openAIFace) stored(ctx context.Context, w http.ResponseWriter, sr *llmfleet.StoredRequest) {
 	status, body := openAIResultAnswer(sr.Result)
-	if f.s.Credentials != nil && status == http.StatusOK && isResponses(sr.Endpoint) {
+	if f.s.Credentials != nil && status == http.StatusOK {
 		bookOf(f.s).recordAnswer(ctx, sr.Header.Get(clientHeader), body)
 	}
 	h := w.Header()

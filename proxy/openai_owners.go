@@ -12,6 +12,9 @@ import (
 // mode, where every client's files and batches are made under the one
 // upstream key.
 func (f openAIFace) owned(path string) bool {
+	if codeFileIDs(true, path) != nil {
+		return true // a file the client's code wrote (codefiles.go)
+	}
 	for _, p := range []string{"/v1/files", "/v1/batches"} {
 		if path == p || strings.HasPrefix(path, p+"/") {
 			return true
@@ -40,6 +43,10 @@ func (f openAIFace) shared(method, path string) bool {
 // when the batch is read or cancelled through the proxy.
 func (f openAIFace) serveOwned(w http.ResponseWriter, r *http.Request) {
 	g := gateOf(f.s, f, f.client)
+	if ids := codeFileIDs(true, r.URL.Path); ids != nil {
+		serveCodeFile(w, r, g, ids)
+		return
+	}
 	kind, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/"), "/")
 	notFound := batchNotFound
 	if kind == "files" {

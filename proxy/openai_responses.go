@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/llmfleet/llmfleet/jsonmember"
-	"github.com/llmfleet/llmfleet/openaiwire"
 )
 
 // This file keeps the OpenAI face's responses apart in proxy-held-key
@@ -110,17 +109,10 @@ func conversationID(v []byte) string {
 
 // recordAnswer records what the answer body (a response, a chat
 // completion) to the client named client names as the client's
-// (openAIAnswerIDs). A failure is logged, not answered: the answer is the
-// client's all the same, and naming what was not recorded is refused.
+// (openAIAnswerIDs). A failure is not answered: the answer is the
+// client's all the same (recordNamed).
 func (b ownerBook) recordAnswer(ctx context.Context, client string, body []byte) {
-	for _, id := range openAIAnswerIDs(body) {
-		if id == "" {
-			continue
-		}
-		if err := b.record(ctx, id, client); err != nil {
-			b.log.Warn("owner of an answer's object not recorded: naming it will be refused", "id", id, "err", err)
-		}
-	}
+	b.recordNamed(ctx, client, openAIAnswerIDs(body)...)
 }
 
 // openAIAnswerIDs returns what an answer of the OpenAI face (or one of
@@ -202,10 +194,14 @@ type responseShape struct {
 // responseItem is what responseIDs reads of an output item.
 type responseItem struct {
 	ID          string `json:"id"`
+	Type        string `json:"type"`
 	ContainerID string `json:"container_id"`
 	Content     []struct {
 		Annotations []responseAnnote `json:"annotations"`
 	} `json:"content"`
+	Results []struct { // a file search's
+		FileID string `json:"file_id"`
+	} `json:"results"`
 }
 
 // responseAnnote is what responseIDs reads of an annotation.
@@ -218,12 +214,16 @@ type responseAnnote struct {
 // ids appends the ids an annotation names to ids: a file a container
 // wrote, cited (container_file_citation), and its container. A file
 // cited from a file search (file_citation) is the operator's, read
-// through a vector store: it is not the client's to have.
+// through a vector store: it is not the client's to have, only the
+// citation to give back (citedKey).
 func (a responseAnnote) ids(ids []string) []string {
-	if a.Type != "container_file_citation" {
-		return ids
+	switch a.Type {
+	case "container_file_citation":
+		return append(ids, a.FileID, a.ContainerID)
+	case "file_citation":
+		return append(ids, citedKey(a.FileID))
 	}
-	return append(ids, a.FileID, a.ContainerID)
+	return ids
 }
 
 // ids appends the ids the item names to ids.
@@ -232,6 +232,11 @@ func (it responseItem) ids(ids []string) []string {
 	for _, c := range it.Content {
 		for _, a := range c.Annotations {
 			ids = a.ids(ids)
+		}
+	}
+	if it.Type == "file_search_call" {
+		for _, r := range it.Results {
+			ids = append(ids, citedKey(r.FileID))
 		}
 	}
 	return ids
@@ -281,7 +286,3 @@ func (b *tappedBody) Read(p []byte) (int, error) {
 }
 
 func (b *tappedBody) Close() error { return b.body.Close() }
-
-// isResponses reports whether a routed call of the OpenAI face is one of
-// /v1/responses.
-func isResponses(endpoint string) bool { return endpoint == openaiwire.Responses }

@@ -19,19 +19,32 @@ import (
 
 // ownerBook records and reads who owns what (Server.BatchOwners).
 type ownerBook struct {
-	store BatchOwners
-	log   *slog.Logger
+	store   BatchOwners
+	log     *slog.Logger
+	pending *unrecorded
 }
 
 // bookOf returns the Server's owners book.
-func bookOf(s *Server) ownerBook { return ownerBook{store: s.batchOwners, log: s.log} }
+func bookOf(s *Server) ownerBook {
+	return ownerBook{store: s.batchOwners, log: s.log, pending: s.unrecorded}
+}
 
 // owns reports whether the recorded owner of id is client; an id with
-// no owner recorded is nobody's.
+// no owner recorded is nobody's, unless an answer to client named it
+// while the store could not be written: its record is tried again then
+// (an error if it fails again, answered as a failure to read the state,
+// which the client may retry).
 func (b ownerBook) owns(ctx context.Context, id, client string) (bool, error) {
 	owner, err := b.store.BatchOwner(ctx, id)
 	if errors.Is(err, llmfleet.ErrNotFound) {
-		return false, nil
+		if b.pending.owner(id) != client || client == "" {
+			return false, nil
+		}
+		if err := b.record(ctx, id, client); err != nil {
+			return false, err
+		}
+		b.pending.done(id)
+		return true, nil
 	}
 	return err == nil && owner == client, err
 }
@@ -39,6 +52,21 @@ func (b ownerBook) owns(ctx context.Context, id, client string) (bool, error) {
 // record records client as the owner of id, even if the caller has left.
 func (b ownerBook) record(ctx context.Context, id, client string) error {
 	return b.store.RecordBatchOwner(context.WithoutCancel(ctx), id, client)
+}
+
+// recordNamed records client as the owner of ids ("" skipped), which an
+// answer to it names; an id the store cannot take is kept as client's, to
+// be recorded when client names it (owns), and the failure logged.
+func (b ownerBook) recordNamed(ctx context.Context, client string, ids ...string) {
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		if err := b.record(ctx, id, client); err != nil {
+			b.pending.keep(id, client)
+			b.log.Warn("owner of an object an answer names not recorded yet: recorded when its client names it", "id", id, "err", err)
+		}
+	}
 }
 
 // created records client as the owner of id, an object the upstream

@@ -494,9 +494,15 @@ func TestClientKeys(t *testing.T) {
 	if _, err := good.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: "m", Messages: userParams("x").Messages}); err != nil {
 		t.Fatal(err)
 	}
-	// What the API keeps under the shared key, but for batches, is not
-	// passed on: files, for one.
-	for _, c := range []struct{ method, path string }{{"GET", "/v1/files"}, {"GET", "/v1/files/file_x/content"}, {"DELETE", "/v1/files/file_x"}, {"POST", "/v1/skills"}} {
+	// What the API keeps under the shared key, but for batches and the
+	// files the client's own code wrote, is not passed on: files, for one
+	// (a file not the client's is unknown to it).
+	for _, c := range []struct {
+		method, path string
+		status       int
+		typ          string
+	}{{"GET", "/v1/files", 403, "permission_error"}, {"GET", "/v1/files/file_x/content", 404, "not_found_error"},
+		{"DELETE", "/v1/files/file_x", 403, "permission_error"}, {"POST", "/v1/skills", 403, "permission_error"}} {
 		req, _ := http.NewRequest(c.method, ts.URL+c.path, nil)
 		req.Header.Set("x-api-key", "proxy-key-alice")
 		resp, err := http.DefaultClient.Do(req)
@@ -505,7 +511,7 @@ func TestClientKeys(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "permission_error") {
+		if resp.StatusCode != c.status || !strings.Contains(string(b), c.typ) {
 			t.Errorf("%s %s with a held key: %d %s", c.method, c.path, resp.StatusCode, b)
 		}
 	}

@@ -247,6 +247,7 @@ type Server struct {
 	mux   *http.ServeMux
 
 	batchOwners     BatchOwners
+	unrecorded      *unrecorded // what answers named whose owner could not be recorded
 	bodyTimeout     time.Duration
 	upstreamTimeout time.Duration
 
@@ -336,7 +337,7 @@ func (s *Server) init() {
 		if s.clock == nil {
 			s.clock = llmfleet.RealClock{}
 		}
-		s.batchOwners = s.BatchOwners
+		s.batchOwners, s.unrecorded = s.BatchOwners, &unrecorded{}
 		if s.batchOwners == nil {
 			s.batchOwners = &memOwners{}
 		}
