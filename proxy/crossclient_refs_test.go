@@ -27,6 +27,29 @@ const victimSecret = "KB-PRIVATE-PAYROLL"
 // returns a function making one call through it, and one returning the
 // routed calls (and batch creates) the upstream got whose body names a
 // victim's object.
+// heldCall makes one call through ts presenting key in every face's
+// header, with extra headers hdr (name, value, ...), and returns its
+// status and body.
+func heldCall(t *testing.T, ts *httptest.Server, method, key, path, body string, hdr ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	req.Header.Set("x-goog-api-key", key)
+	req.Header.Set("x-api-key", key)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
 func crossFake(t *testing.T, up http.HandlerFunc) (do func(method, key, path, body string) (int, string), leaked func() []string) {
 	var mu sync.Mutex
 	var got []string
@@ -47,20 +70,7 @@ func crossFake(t *testing.T, up http.HandlerFunc) (do func(method, key, path, bo
 	ts := httptest.NewServer((&proxy.Server{Upstream: u, OpenAIUpstream: u, GeminiUpstream: u, Credentials: keys.Map,
 		OpenAICredentials: keys.MapOpenAI, GeminiCredentials: keys.MapGemini, ClientName: keys.Name}).Handler())
 	t.Cleanup(ts.Close)
-	do = func(method, key, path, body string) (int, string) {
-		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
-		req.Header.Set("x-goog-api-key", key)
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("anthropic-version", "2023-06-01")
-		res, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
-	}
+	do = func(method, key, path, body string) (int, string) { return heldCall(t, ts, method, key, path, body) }
 	return do, func() []string {
 		mu.Lock()
 		defer mu.Unlock()

@@ -140,19 +140,7 @@ func TestHeldTicketChatAudioGivenBack(t *testing.T) {
 		ClientName: keys.Name, PingInterval: 10 * time.Millisecond}).Handler())
 	t.Cleanup(ts.Close)
 	do := func(method, path, body string, hdr ...string) (int, string) {
-		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer ka")
-		req.Header.Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		res, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		return heldCall(t, ts, method, "ka", path, body, hdr...)
 	}
 	ask := `{"model":"gpt-audio","modalities":["text","audio"],"audio":{"voice":"alloy","format":"wav"},"messages":[{"role":"user","content":"say hello"}]}`
 	code, b := do("POST", "/openai/v1/chat/completions", ask, "Prefer", "respond-async")
@@ -293,19 +281,7 @@ func TestHeldOwnAnswerDuringStoreFailure(t *testing.T) {
 	keys := &proxy.ClientKeys{Upstream: llmfleet.Credential{APIKey: "ant"}, Hashes: map[string]string{proxy.HashKey("kb"): "b"}}
 	ts := httptest.NewServer((&proxy.Server{Upstream: u, Credentials: keys.Map, ClientName: keys.Name, BatchOwners: owners}).Handler())
 	t.Cleanup(ts.Close)
-	do := func(body string) (int, string) {
-		req, _ := http.NewRequest("POST", ts.URL+"/v1/messages", strings.NewReader(body))
-		req.Header.Set("x-api-key", "kb")
-		req.Header.Set("anthropic-version", "2023-06-01")
-		req.Header.Set("Content-Type", "application/json")
-		res, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
-	}
+	do := func(body string) (int, string) { return heldCall(t, ts, "POST", "kb", "/v1/messages", body) }
 	tools := `"tools":[{"type":"code_execution_20250825","name":"code_execution"}]`
 	code, b := do(`{"model":"claude-sonnet-4-5","max_tokens":100,` + tools + `,"messages":[{"role":"user","content":"kb-run"}]}`)
 	if code != 200 || !strings.Contains(b, "container_victim") {
