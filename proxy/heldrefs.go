@@ -30,7 +30,9 @@ type objectRef struct {
 	file bool
 	kind string // "container", "item"
 	id   string
-	rec  string // the key its owner is recorded under, if not id (citedKey)
+	// cited says a file may be one a file search cited to the client
+	// (citedKey), given back, as well as one of its own.
+	cited bool
 }
 
 // refsOf returns the objects body (a JSON text) names, as refs finds them
@@ -109,11 +111,10 @@ func fileRefs(obj []byte, add func(objectRef), names ...string) {
 // error reading an owner.
 func (b ownerBook) unowned(ctx context.Context, refs []objectRef, client string) (*objectRef, error) {
 	for i, r := range refs {
-		key := r.id
-		if r.rec != "" {
-			key = r.rec
+		owned, err := b.owns(ctx, r.id, client)
+		if err == nil && !owned && r.cited {
+			owned, err = b.owns(ctx, citedKey(client, r.id), client)
 		}
-		owned, err := b.owns(ctx, key, client)
 		if err != nil || !owned {
 			return &refs[i], err
 		}
@@ -202,13 +203,13 @@ func heldRefusal(s *Server, r *http.Request, f mountedFace, client string, body 
 
 // refs: files (file_id, file_ids: a content part's, a code interpreter
 // container's), a container named by id (a code interpreter's, a shell's),
-// an item a Responses input refers to (item_reference), a spoken answer a
-// chat's assistant message gives back (audio's id), and files a file
-// search cited, given back with its output (a file_citation annotation, a
-// file_search_call's results): those must be ones the client's own
-// answers cited (citedKey), not its own.
+// an item a Responses input refers to (item_reference), and a spoken
+// answer a chat's assistant message gives back (audio's id). A file a file
+// search cited to the client may be given back with the output it came
+// in: in a file_citation among an output text's annotations, or in a
+// file_search_call's results (citedKey).
 func (f openAIFace) refs(obj []byte, add func(objectRef)) (skip func([]byte) bool) {
-	var typ string
+	typ := refType(obj)
 	var ids []string
 	jsonmember.Scan(obj, func(k, v []byte) bool {
 		var s string
@@ -224,58 +225,87 @@ func (f openAIFace) refs(obj []byte, add func(objectRef)) (skip func([]byte) boo
 			for _, id := range refIDs(v) { // an id, or an object with one
 				add(objectRef{kind: "container", id: id})
 			}
-		case memberKey(k, "type"):
-			// Of several, one saying item_reference makes it one; the
-			// others must all agree to count (a citation is checked less).
-			if json.Unmarshal(v, &s) == nil && typ != "item_reference" && (typ == "" || typ == s || s == "item_reference") {
-				typ = s
-			} else if typ != "item_reference" {
-				typ = "?"
-			}
 		case memberKey(k, "id"):
 			if json.Unmarshal(v, &s) == nil {
 				ids = append(ids, s)
 			}
+		case memberKey(k, "annotations"):
+			annotationRefs(f, v, add)
+		case memberKey(k, "results") && typ == "file_search_call":
+			jsonmember.Objects(v, func(r []byte) bool { citedRefs(r, add); return true })
 		}
 		return true
 	})
-	switch typ {
-	case "item_reference":
+	if typ == "item_reference" {
 		for _, id := range ids {
 			add(objectRef{kind: "item", id: id})
 		}
-	case "file_citation":
-		citedRefs(obj, add)
-		return nil
-	case "file_search_call":
-		jsonmember.Scan(obj, func(k, v []byte) bool {
-			if memberKey(k, "results") {
-				jsonmember.Objects(v, func(r []byte) bool { citedRefs(r, add); return true })
-			}
-			return true
-		})
-		fileRefs(obj, add, "file_ids")
-		return func(k []byte) bool { return memberKey(k, "results") }
 	}
 	fileRefs(obj, add, "file_id", "file_ids")
-	return nil
-}
-
-// citedRefs adds the files obj names (file_id) as files a file search
-// cited (citedKey).
-func citedRefs(obj []byte, add func(objectRef)) {
-	fileRefs(obj, func(r objectRef) { r.rec = citedKey(r.id); add(r) }, "file_id")
-}
-
-// citedKey is the key under which a file a client's answer cited (from a
-// file search, the operator's) is recorded as cited for the client: it
-// may give the citation back, not read the file.
-func citedKey(id string) string {
-	if id == "" {
-		return ""
+	return func(k []byte) bool {
+		return memberKey(k, "annotations") || typ == "file_search_call" && memberKey(k, "results")
 	}
-	return "cited:" + id
 }
+
+// refType returns the type an object of an OpenAI request says it is:
+// item_reference if one of its type members says so; else the one they
+// all say ("?" if they differ).
+func refType(obj []byte) string {
+	typ := ""
+	jsonmember.Scan(obj, func(k, v []byte) bool {
+		var s string
+		if !memberKey(k, "type") {
+			return true
+		}
+		switch json.Unmarshal(v, &s); {
+		case typ == "item_reference":
+		case s == "item_reference", typ == "" || typ == s:
+			typ = s
+		default:
+			typ = "?"
+		}
+		return true
+	})
+	return typ
+}
+
+// annotationRefs adds what an output text's annotations (v) name: a
+// file_citation's file as one a file search may have cited to the
+// client; any other's as f.refs finds it.
+func annotationRefs(f openAIFace, v []byte, add func(objectRef)) {
+	jsonmember.Objects(v, func(a []byte) bool {
+		if refType(a) == "file_citation" {
+			citedRefs(a, add)
+			jsonmember.Scan(a, func(k, v []byte) bool {
+				if memberKey(k, "file_ids") {
+					for _, id := range stringsOf(v) {
+						add(objectRef{file: true, id: id})
+					}
+				}
+				return true
+			})
+			return true
+		}
+		f.refs(a, add)
+		return true
+	})
+}
+
+// citedRefs adds the files obj names (file_id) as ones a file search may
+// have cited to the client (citedKey).
+func citedRefs(obj []byte, add func(objectRef)) {
+	fileRefs(obj, func(r objectRef) { r.cited = true; add(r) }, "file_id")
+}
+
+// citedPrefix marks, among the ids an answer names (openAIAnswerIDs), a
+// file a file search cited: recordNamed records it as cited to the
+// client (citedKey).
+const citedPrefix = "\x00cited:"
+
+// citedKey is the key under which a file a file search cited to client
+// (the operator's, read through a vector store) is recorded: the client
+// may give the citation back, not read the file.
+func citedKey(client, id string) string { return "cited:" + client + ":" + id }
 
 // refs: files (file_id: a document's or image's source, a container
 // upload), the code execution container ("container", an id or an object

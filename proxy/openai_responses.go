@@ -215,13 +215,13 @@ type responseAnnote struct {
 // wrote, cited (container_file_citation), and its container. A file
 // cited from a file search (file_citation) is the operator's, read
 // through a vector store: it is not the client's to have, only the
-// citation to give back (citedKey).
+// citation to give back (citedPrefix).
 func (a responseAnnote) ids(ids []string) []string {
 	switch a.Type {
 	case "container_file_citation":
 		return append(ids, a.FileID, a.ContainerID)
 	case "file_citation":
-		return append(ids, citedKey(a.FileID))
+		return append(ids, citedPrefix+a.FileID)
 	}
 	return ids
 }
@@ -236,7 +236,7 @@ func (it responseItem) ids(ids []string) []string {
 	}
 	if it.Type == "file_search_call" {
 		for _, r := range it.Results {
-			ids = append(ids, citedKey(r.FileID))
+			ids = append(ids, citedPrefix+r.FileID)
 		}
 	}
 	return ids

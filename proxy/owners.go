@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/llmfleet/llmfleet"
 )
@@ -59,8 +60,11 @@ func (b ownerBook) record(ctx context.Context, id, client string) error {
 // be recorded when client names it (owns), and the failure logged.
 func (b ownerBook) recordNamed(ctx context.Context, client string, ids ...string) {
 	for _, id := range ids {
-		if id == "" {
+		if id == "" || id == citedPrefix {
 			continue
+		}
+		if file, ok := strings.CutPrefix(id, citedPrefix); ok {
+			id = citedKey(client, file)
 		}
 		if err := b.record(ctx, id, client); err != nil {
 			b.pending.keep(id, client)
