@@ -233,6 +233,14 @@ func (f openAIFace) refs(obj []byte, add func(objectRef)) (skip func([]byte) boo
 			annotationRefs(f, v, add)
 		case memberKey(k, "results") && typ == "file_search_call":
 			jsonmember.Objects(v, func(r []byte) bool { citedRefs(r, add); return true })
+		case memberKey(k, "variables"):
+			// A prompt's variables: their names are the client's, a
+			// string is text; a variable that is an object (an input
+			// file, an image) is read as one, on its own.
+			jsonmember.Scan(v, func(_, val []byte) bool {
+				jsonmember.ObjectsPruned(val, func(o []byte) func([]byte) bool { return f.refs(o, add) })
+				return true
+			})
 		}
 		return true
 	})
@@ -243,7 +251,7 @@ func (f openAIFace) refs(obj []byte, add func(objectRef)) (skip func([]byte) boo
 	}
 	fileRefs(obj, add, "file_id", "file_ids")
 	return func(k []byte) bool {
-		return memberKey(k, "annotations") || typ == "file_search_call" && memberKey(k, "results")
+		return memberKey(k, "annotations", "variables") || typ == "file_search_call" && memberKey(k, "results")
 	}
 }
 
