@@ -97,8 +97,7 @@ func (f anthropicFace) serveBatches(w http.ResponseWriter, r *http.Request, clie
 			g.list(w, r, batchListShape)
 			return
 		}
-		fullDuplex(w)
-		f.upstream().ServeHTTP(w, r) // a method the API refuses: nothing to see
+		f.refuse(w, methodRefusal(r))
 		return
 	}
 	id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, batchesPath+"/"), "/")

@@ -41,8 +41,7 @@ func (f geminiFace) serveOwned(w http.ResponseWriter, r *http.Request) {
 		gg.upload(w, r)
 	case path == v+"/batches" || path == v+"/files":
 		if r.Method != http.MethodGet {
-			fullDuplex(w)
-			gg.g.up.ServeHTTP(w, r) // a method the API refuses
+			gg.f.refuse(w, methodRefusal(r)) // (a form POST may be taken for a GET upstream)
 			return
 		}
 		gg.list(w, r, strings.TrimPrefix(path, v+"/"))

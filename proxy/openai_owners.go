@@ -59,8 +59,7 @@ func (f openAIFace) serveOwned(w http.ResponseWriter, r *http.Request) {
 		case r.Method == http.MethodGet:
 			g.list(w, r, openAIListShape(kind))
 		default:
-			fullDuplex(w)
-			g.up.ServeHTTP(w, r) // a method the API refuses
+			f.refuse(w, methodRefusal(r))
 		}
 		return
 	}

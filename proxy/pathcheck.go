@@ -118,3 +118,35 @@ func (s *Server) refuseDotSegments(w http.ResponseWriter, r *http.Request) bool 
 	f.refuse(w, &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_path", msg: dotSegmentMessage})
 	return true
 }
+
+// methodOverrides are the headers by which some front ends (Google's
+// among them) take a request for one of another method.
+var methodOverrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
+
+// refuseMethodOverride refuses, with proxy-held keys, a request that asks
+// to be taken for one of another method: what the proxy checks by a
+// request's method (a list filtered by owner is a GET) must be what the
+// upstream does.
+func (s *Server) refuseMethodOverride(w http.ResponseWriter, r *http.Request) bool {
+	if s.Credentials == nil {
+		return false
+	}
+	for _, h := range methodOverrides {
+		if _, ok := r.Header[h]; ok {
+			f, _ := s.faceAt(r.URL.Path)
+			f.refuse(w, &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
+				msg: "This llmfleet holds one key for all its clients and checks each request by its method: send it with its own method, without " + h + "."})
+			return true
+		}
+	}
+	return false
+}
+
+// methodRefusal refuses, with proxy-held keys, a method of a list of
+// objects kept by owner that the proxy does not serve (its GET lists the
+// client's own, its POST creates one), rather than pass it upstream
+// unfiltered.
+func methodRefusal(r *http.Request) *refusal {
+	return &refusal{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
+		msg: "Method " + r.Method + " is not allowed on " + r.URL.Path + "."}
+}

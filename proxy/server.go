@@ -312,7 +312,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // CONNECT is refused, the body is put under its read deadline and the
 // bytes-in-flight budget, and the mux routes the rest.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
-	if s.refuseDotSegments(w, r) {
+	if s.refuseDotSegments(w, r) || s.refuseMethodOverride(w, r) {
 		return
 	}
 	if r.Method == http.MethodConnect {
