@@ -38,7 +38,16 @@ func (f geminiFace) serveOwned(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, v+"/models/"): // :batchGenerateContent
 		gg.createBatch(w, r)
 	case strings.HasPrefix(path, "/upload/"):
-		gg.upload(w, r)
+		// An upload is a POST to the collection (its session's chunks
+		// too, by a query); nothing else goes under the shared key here.
+		switch {
+		case path != "/upload"+v+"/files":
+			gg.f.refuse(w, gg.f.says(fileNotFound, strings.TrimPrefix(path, "/upload"+v+"/")))
+		case r.Method != http.MethodPost:
+			gg.f.refuse(w, methodRefusal(r))
+		default:
+			gg.upload(w, r)
+		}
 	case path == v+"/batches" || path == v+"/files":
 		if r.Method != http.MethodGet {
 			gg.f.refuse(w, methodRefusal(r)) // (a form POST may be taken for a GET upstream)

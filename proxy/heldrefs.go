@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -383,9 +384,17 @@ func uncheckable(r *http.Request, body []byte) *refusal {
 		return &refusal{status: http.StatusUnsupportedMediaType, typ: "invalid_request_error",
 			msg: "This llmfleet holds one key for all its clients and checks what each request names: send the body unencoded (no Content-Encoding)."}
 	}
-	if !json.Valid(body) {
+	// Another form of the body (Google's JSON+protobuf arrays, named by
+	// the Content-Type or by a $ct parameter) names its fields by place.
+	q := r.URL.Query()
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); r.Header.Get("Content-Type") != "" && (err != nil || mt != "application/json") ||
+		q.Has("$ct") || q.Has("ct") {
+		return &refusal{status: http.StatusUnsupportedMediaType, typ: "invalid_request_error",
+			msg: "This llmfleet holds one key for all its clients and checks what each request names: send the body as application/json."}
+	}
+	if !json.Valid(body) || bytes.TrimLeft(body, " \t\r\n")[0] != '{' {
 		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
-			msg: "The request body is not valid JSON: send it as plain JSON, without a byte order mark."}
+			msg: "The request body is not a JSON object: send it as plain JSON, without a byte order mark."}
 	}
 	return nil
 }
