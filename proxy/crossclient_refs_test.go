@@ -51,15 +51,31 @@ func heldCall(t *testing.T, ts *httptest.Server, method, key, path, body string,
 }
 
 func crossFake(t *testing.T, up http.HandlerFunc) (do func(method, key, path, body string) (int, string), leaked func() []string) {
+	ts, calls := heldServer(t, up)
+	do = func(method, key, path, body string) (int, string) { return heldCall(t, ts, method, key, path, body) }
+	return do, func() []string {
+		var got []string
+		for _, c := range calls() {
+			if strings.Contains(c, "victim") {
+				got = append(got, c)
+			}
+		}
+		return got
+	}
+}
+
+// heldServer serves the proxy with proxy-held keys (clients "a", key
+// "ka"; "b", key "kb") in front of up for all three faces, and returns
+// its test server, for heldCall, and every upstream call so far, as
+// "METHOD path body".
+func heldServer(t *testing.T, up http.HandlerFunc) (*httptest.Server, func() []string) {
 	var mu sync.Mutex
 	var got []string
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if strings.Contains(string(b), "victim") {
-			mu.Lock()
-			got = append(got, r.URL.Path+" "+string(b))
-			mu.Unlock()
-		}
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" "+string(b))
+		mu.Unlock()
 		r.Body = io.NopCloser(strings.NewReader(string(b)))
 		up(w, r)
 	}))
@@ -70,8 +86,7 @@ func crossFake(t *testing.T, up http.HandlerFunc) (do func(method, key, path, bo
 	ts := httptest.NewServer((&proxy.Server{Upstream: u, OpenAIUpstream: u, GeminiUpstream: u, Credentials: keys.Map,
 		OpenAICredentials: keys.MapOpenAI, GeminiCredentials: keys.MapGemini, ClientName: keys.Name}).Handler())
 	t.Cleanup(ts.Close)
-	do = func(method, key, path, body string) (int, string) { return heldCall(t, ts, method, key, path, body) }
-	return do, func() []string {
+	return ts, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), got...)

@@ -21,21 +21,7 @@ import (
 // switches the check. (Unverified: that the API ignores, rather than
 // refuses, the extra member in content[].file.)
 func TestHeldChatFilePartTypedAsCitation(t *testing.T) {
-	up := openAIUp()
-	do, leaked := crossFake(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/responses" {
-			b, _ := io.ReadAll(r.Body)
-			if strings.Contains(string(b), "handbook") { // ka's own file search: file-operator cited to ka
-				answerJSON(w, `{"id":"resp_a","object":"response","created_at":1,"status":"completed","model":"gpt-4.1","output":[`+
-					`{"id":"msg_a","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"25 days",`+
-					`"annotations":[{"type":"file_citation","file_id":"file-operator","filename":"handbook.pdf","index":3}]}]}],`+
-					`"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`)
-				return
-			}
-			r.Body = io.NopCloser(strings.NewReader(string(b)))
-		}
-		up(w, r)
-	})
+	do, leaked := crossFake(t, citingUp("file-operator")) // ka's own file search cites file-operator
 	if code, b := do("POST", "kb", "/openai/v1/files", `x`); code != 200 || !strings.Contains(b, "file-victim") {
 		t.Fatalf("kb's upload: %d %s", code, b)
 	}
@@ -86,5 +72,26 @@ func TestHeldCitationOfAFileCitedToAnother(t *testing.T) {
 		if code, b := do("POST", key, "/openai/v1/responses", back); code != 200 {
 			t.Errorf("%s gives back the citation its own search got: %d %s, want 200", key, code, b)
 		}
+	}
+}
+
+// citingUp is openAIUp, but a Responses call asking about the "handbook"
+// is answered as a file search that cited the file id (the operator's,
+// read through a vector store).
+func citingUp(id string) http.HandlerFunc {
+	up := openAIUp()
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/responses" {
+			b, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(b), "handbook") {
+				answerJSON(w, `{"id":"resp_a","object":"response","created_at":1,"status":"completed","model":"gpt-4.1","output":[`+
+					`{"id":"msg_a","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"25 days",`+
+					`"annotations":[{"type":"file_citation","file_id":"`+id+`","filename":"handbook.pdf","index":3}]}]}],`+
+					`"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`)
+				return
+			}
+			r.Body = io.NopCloser(strings.NewReader(string(b)))
+		}
+		up(w, r)
 	}
 }

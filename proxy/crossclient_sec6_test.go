@@ -1,17 +1,15 @@
 package proxy_test
 
 import (
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 )
 
 // openAIFace.refs pruned "results" from any object whose "type" members
 // all say file_search_call, and counted a file_id anywhere inside it as
-// one a file search may have cited to the client; now a prompt's
-// variables are read each on its own, their names never as keys. A Responses prompt's
-// variables are a map whose names the client chooses and whose values may
+// one a file search may have cited to the client (now a prompt's
+// variables are read each on its own, their names never as keys). A
+// Responses prompt's variables are a map whose names the client chooses and whose values may
 // be strings or input files (openai-go v3.96.0 ResponsePromptParam.Variables:
 // map[string]ResponsePromptVariableUnionParam {OfString, OfInputText,
 // OfInputImage, OfInputFile}): a string variable named "type" valued
@@ -23,21 +21,7 @@ import (
 // variable its template does not use — "type" — and that the operator's
 // template has one named "results".)
 func TestHeldPromptVariablesTypedFileSearchCall(t *testing.T) {
-	up := openAIUp()
-	do, leaked := crossFake(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/responses" {
-			b, _ := io.ReadAll(r.Body)
-			if strings.Contains(string(b), "handbook") { // ka's own file search: file-opvictim cited to ka
-				answerJSON(w, `{"id":"resp_a","object":"response","created_at":1,"status":"completed","model":"gpt-4.1","output":[`+
-					`{"id":"msg_a","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"25 days",`+
-					`"annotations":[{"type":"file_citation","file_id":"file-opvictim","filename":"handbook.pdf","index":3}]}]}],`+
-					`"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`)
-				return
-			}
-			r.Body = io.NopCloser(strings.NewReader(string(b)))
-		}
-		up(w, r)
-	})
+	do, leaked := crossFake(t, citingUp("file-opvictim")) // ka's own file search cites file-opvictim
 	if code, b := do("POST", "ka", "/openai/v1/responses", `{"model":"gpt-4.1","input":"handbook?","tools":[{"type":"file_search","vector_store_ids":["vs_operator"]}]}`); code != 200 {
 		t.Fatalf("ka's search: %d %s", code, b)
 	}

@@ -2,13 +2,8 @@ package proxy_test
 
 import (
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/proxy"
 )
 
 // googleFrontEnd is a fake Gemini API that, as Google's front end does
@@ -55,14 +50,7 @@ func googleFrontEnd() http.HandlerFunc {
 // each listed operation with batchJobFromMldev, inlinedResponses
 // included), and every file's metadata.
 func TestHeldGeminiListByMethodOverride(t *testing.T) {
-	fake := httptest.NewServer(googleFrontEnd())
-	t.Cleanup(fake.Close)
-	u, _ := url.Parse(fake.URL)
-	keys := &proxy.ClientKeys{Upstream: llmfleet.Credential{APIKey: "ant"}, OpenAI: llmfleet.Credential{AuthToken: "oai"},
-		Gemini: llmfleet.Credential{APIKey: "gk"}, Hashes: map[string]string{proxy.HashKey("ka"): "a", proxy.HashKey("kb"): "b"}}
-	ts := httptest.NewServer((&proxy.Server{Upstream: u, OpenAIUpstream: u, GeminiUpstream: u, Credentials: keys.Map,
-		OpenAICredentials: keys.MapOpenAI, GeminiCredentials: keys.MapGemini, ClientName: keys.Name}).Handler())
-	t.Cleanup(ts.Close)
+	ts, _ := heldServer(t, googleFrontEnd())
 
 	if code, b := heldCall(t, ts, "POST", "kb", "/gemini/v1beta/models/gemini-2.5-flash:batchGenerateContent",
 		`{"batch":{"inputConfig":{"requests":{"requests":[{"request":{"contents":[{"parts":[{"text":"kb's payroll"}]}]},"metadata":{"key":"1"}}]}}}}`); code != 200 {

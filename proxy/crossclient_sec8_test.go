@@ -1,45 +1,10 @@
 package proxy_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/llmfleet/llmfleet"
-	"github.com/llmfleet/llmfleet/proxy"
 )
-
-// heldServer is crossFake's proxy with its test server given back, so
-// that calls may carry headers of their own (heldCall's hdr), and every
-// upstream call recorded as "METHOD path body".
-func heldServer(t *testing.T, up http.HandlerFunc) (*httptest.Server, func() []string) {
-	var mu sync.Mutex
-	var got []string
-	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, r.Method+" "+r.URL.Path+" "+string(b))
-		mu.Unlock()
-		r.Body = io.NopCloser(strings.NewReader(string(b)))
-		up(w, r)
-	}))
-	t.Cleanup(fake.Close)
-	u, _ := url.Parse(fake.URL)
-	keys := &proxy.ClientKeys{Upstream: llmfleet.Credential{APIKey: "ant"}, OpenAI: llmfleet.Credential{AuthToken: "oai"},
-		Gemini: llmfleet.Credential{APIKey: "gk"}, Hashes: map[string]string{proxy.HashKey("ka"): "a", proxy.HashKey("kb"): "b"}}
-	ts := httptest.NewServer((&proxy.Server{Upstream: u, OpenAIUpstream: u, GeminiUpstream: u, Credentials: keys.Map,
-		OpenAICredentials: keys.MapOpenAI, GeminiCredentials: keys.MapGemini, ClientName: keys.Name}).Handler())
-	t.Cleanup(ts.Close)
-	return ts, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), got...)
-	}
-}
 
 // Every path under /upload/v1beta/files/ is "owned" (geminiFace.owned),
 // and serveOwned sent every /upload/ path to gg.upload, which passed the
