@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -176,35 +175,11 @@ func (gg geminiGate) createBatch(w http.ResponseWriter, r *http.Request) {
 
 // checkInputFile reads the input file name (files/...) of a batch of the
 // gate's client and answers the refusal of the first of its requests that
-// names a file not the client's (or a failure to read it: a batch that
-// cannot be checked is not created). It reports whether the batch may go
-// on.
+// names a file not the client's (heldRefusal), or a failure to read it.
+// It reports whether the batch may go on.
 func (gg geminiGate) checkInputFile(w http.ResponseWriter, r *http.Request, name string) bool {
-	content := r.Clone(r.Context())
-	content.Method, content.Body, content.ContentLength = http.MethodGet, http.NoBody, 0
-	u := *r.URL
-	u.Path, u.RawPath, u.RawQuery = "/download/"+geminiwire.Version+"/"+name+":download", "", "alt=media"
-	content.URL = &u
-	content.Header.Del("Content-Type")
-	content.Header.Del("Accept-Encoding") // read here: plain, please
-	res := serveInProcess(content, gg.g.up.ServeHTTP)
-	defer res.Body.Close()
-	var e *refusal
-	err := errors.New("the input file's content answered " + res.Status)
-	if res.StatusCode == http.StatusOK {
-		e, err = requestLines(res.Body, func(line []byte) *refusal { return heldRefusal(gg.f.s, r, gg.f, gg.g.client, line) }, "")
-	}
-	switch {
-	case err != nil:
-		logStateError(gg.g.book.log, r, "a batch's input file could not be read to check its requests", err)
-		gg.f.refuse(w, &refusal{status: http.StatusBadGateway,
-			msg: "llmfleet could not read the batch's input file " + name + " to check that its requests name only your own files; try again."})
-		return false
-	case e != nil:
-		gg.f.refuse(w, e)
-		return false
-	}
-	return true
+	return gg.g.checkInputFile(w, r, name, "/download/"+geminiwire.Version+"/"+name+":download", "alt=media",
+		func(line []byte) *refusal { return heldRefusal(gg.f.s, r, gg.f, gg.g.client, line) }, "")
 }
 
 // upload passes an upload upstream; an answer carrying the file made

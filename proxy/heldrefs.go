@@ -36,13 +36,10 @@ type objectRef struct {
 	cited bool
 }
 
-// refsOf returns the objects body (a JSON text) names, as refs finds them
-// in each of its objects, at any depth; nil if body is no valid JSON (the
-// API refuses it).
+// refsOf returns the objects body, a valid JSON text (uncheckable has
+// seen to it), names, as refs finds them in each of its objects, at any
+// depth.
 func refsOf(body []byte, refs func(obj []byte, add func(objectRef)) (skip func([]byte) bool)) []objectRef {
-	if !json.Valid(body) {
-		return nil
-	}
 	var out []objectRef
 	add := func(r objectRef) {
 		if r.id != "" {

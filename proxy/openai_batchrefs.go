@@ -19,13 +19,25 @@ import (
 
 // checkInputFile reads the input file id of a batch of the gate's client
 // and answers the refusal of the first of its requests that names what
-// is not the client's (or a failure to read it: a batch that cannot be
-// checked is not created). It reports whether the batch may go on.
+// is not the client's (openAIHeldRefs), or a failure to read it. It
+// reports whether the batch may go on.
 func (f openAIFace) checkInputFile(w http.ResponseWriter, r *http.Request, g ownerGate, id string) bool {
+	f.client = g.client
+	return g.checkInputFile(w, r, id, "/v1/files/"+id+"/content", "",
+		func(body []byte) *refusal { return openAIHeldRefs(f, r, body) }, "body")
+}
+
+// checkInputFile reads a batch's input file, name, from the upstream (at
+// path?query) before the batch is created, and answers the refusal check
+// gives the first of its requests (requestLines, each line's member
+// named member), or a failure to read it: a batch that cannot be checked
+// is not created. It reports whether the batch may go on.
+func (g ownerGate) checkInputFile(w http.ResponseWriter, r *http.Request, name, path, query string,
+	check func(request []byte) *refusal, member string) bool {
 	content := r.Clone(r.Context())
 	content.Method, content.Body, content.ContentLength = http.MethodGet, http.NoBody, 0
 	u := *r.URL
-	u.Path, u.RawPath, u.RawQuery = "/v1/files/"+id+"/content", "", ""
+	u.Path, u.RawPath, u.RawQuery = path, "", query
 	content.URL = &u
 	content.Header.Del("Content-Type")
 	content.Header.Del("Accept-Encoding") // read here: plain, please
@@ -34,17 +46,16 @@ func (f openAIFace) checkInputFile(w http.ResponseWriter, r *http.Request, g own
 	var e *refusal
 	err := errors.New("the input file's content answered " + res.Status)
 	if res.StatusCode == http.StatusOK {
-		f.client = g.client
-		e, err = requestLines(res.Body, func(body []byte) *refusal { return openAIHeldRefs(f, r, body) }, "body")
+		e, err = requestLines(res.Body, check, member)
 	}
 	switch {
 	case err != nil:
 		logStateError(g.book.log, r, "a batch's input file could not be read to check its requests", err)
-		f.refuse(w, &refusal{status: http.StatusBadGateway, typ: "api_error",
-			msg: "llmfleet could not read the batch's input file " + id + " to check that its requests name only your own objects; try again."})
+		g.f.refuse(w, &refusal{status: http.StatusBadGateway, typ: "api_error",
+			msg: "llmfleet could not read the batch's input file " + name + " to check that its requests name only your own objects; try again."})
 		return false
 	case e != nil:
-		f.refuse(w, e)
+		g.f.refuse(w, e)
 		return false
 	}
 	return true
