@@ -372,6 +372,17 @@ func (e LedgerEntry) PricedTier() Tier {
 	return TierOf(e.Route)
 }
 
+// PaidUndelivered returns e as the entry of a rescue's part paid and not
+// delivered (RescueLate): a call given up or cut after it may have
+// reached the provider, whose answer, if any, no caller got. Its usage is
+// estimated from its request body of bodyBytes (EstimatedUsage), and its
+// request is judged by the answer it gets elsewhere (BudgetMet).
+func (e LedgerEntry) PaidUndelivered(bodyBytes int) LedgerEntry {
+	e.Rescue, e.BudgetMet = RescueLate, true
+	e.Usage, e.Estimated = EstimatedUsage(int64(bodyBytes)), true
+	return e
+}
+
 // Rescue is an entry's part in a deadline rescue: a batched request whose
 // answer was not in when its budget was about to run out was sent sync as
 // well; the first answer is delivered, the other is paid and not.

@@ -47,3 +47,15 @@ func TestOutcomeUpstreamTimeout(t *testing.T) {
 		t.Fatalf("outcome %q", got)
 	}
 }
+
+func TestPaidUndelivered(t *testing.T) {
+	in := LedgerEntry{RequestID: "r1", Route: RouteFlex, Tier: TierFlex, Outcome: "timeout_error",
+		Usage: Usage{InputTokens: 9, OutputTokens: 9}}
+	e := in.PaidUndelivered(400)
+	want := in
+	want.Rescue, want.BudgetMet, want.Estimated = RescueLate, true, true
+	want.Usage = Usage{InputTokens: 100}
+	if e != want {
+		t.Errorf("PaidUndelivered = %+v, want %+v", e, want)
+	}
+}

@@ -148,9 +148,8 @@ func (rs *rescuer) answeredInStore(w *waiter) bool {
 func (rs *rescuer) recordCut(w *waiter, err error, start time.Time) {
 	d := rs.d
 	now := d.clock.Now()
-	e := llmfleet.LedgerEntry{Rescue: llmfleet.RescueLate, RequestID: w.id, Time: now, Provider: w.prov.Name(),
+	e := llmfleet.LedgerEntry{RequestID: w.id, Time: now, Provider: w.prov.Name(),
 		Model: w.info.Model, Route: llmfleet.RouteSync, Outcome: llmfleet.Outcome(err), Latency: now.Sub(start),
-		Client: w.req.Client, Usage: llmfleet.EstimatedUsage(int64(len(w.plain))), Estimated: true,
-		BudgetMet: true} // its request is judged by the answer it gets
+		Client: w.req.Client}.PaidUndelivered(len(w.plain))
 	d.paid.record([]llmfleet.LedgerEntry{d.answers.price(e)})
 }

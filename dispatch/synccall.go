@@ -140,10 +140,9 @@ func (s *syncCaller) givenUp(c callRecord) {
 	d := s.d
 	info, _ := c.p.Inspect(c.req)
 	now := d.clock.Now()
-	e := llmfleet.LedgerEntry{Rescue: llmfleet.RescueLate, Time: now, Provider: c.p.Name(), Model: info.Model,
+	e := llmfleet.LedgerEntry{Time: now, Provider: c.p.Name(), Model: info.Model,
 		Route: llmfleet.RouteFlex, Tier: llmfleet.TierFlex, Outcome: "timeout_error", Latency: now.Sub(c.start),
-		Client: c.req.Client, Budget: c.budget, Usage: llmfleet.EstimatedUsage(int64(len(c.req.Body))), Estimated: true,
-		BudgetMet: true}
+		Client: c.req.Client, Budget: c.budget}.PaidUndelivered(len(c.req.Body))
 	if d.Observe != nil {
 		d.Observe(d.answers.price(e), false)
 	}

@@ -138,10 +138,8 @@ func (o *syncObserver) givenUp(provider string, c *call) {
 		return
 	}
 	e := o.callEntry(provider, c, "timeout_error")
-	e.Route, e.Tier, e.Rescue = llmfleet.RouteFlex, llmfleet.TierFlex, llmfleet.RescueLate
-	e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
-	e.BudgetMet = true // its request is judged by the answer it gets
-	o.observe(e)
+	e.Route, e.Tier = llmfleet.RouteFlex, llmfleet.TierFlex
+	o.observe(e.PaidUndelivered(len(c.req.Body)))
 }
 
 // handCall completes e, the entry of the sync or flex call c, and hands
