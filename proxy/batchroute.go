@@ -33,7 +33,7 @@ func anthropicStreamHead(h http.Header, trailer bool) {
 
 // answer answers a non-streaming batched call with its Message.
 func (f anthropicFace) answer(ctx context.Context, w http.ResponseWriter, c *call, resp *llmfleet.Response) {
-	recordAnthropicAnswer(ctx, f.s, c.owner, resp.Body)
+	bookOf(f.s).recordAnswer(ctx, c.owner, resp.Body, anthropicAnswerIDs)
 	h := w.Header()
 	if resp.RequestID != "" {
 		h.Set(HeaderRequestID, resp.RequestID)
@@ -49,15 +49,6 @@ func (f anthropicFace) answer(ctx context.Context, w http.ResponseWriter, c *cal
 	}
 	w.WriteHeader(http.StatusOK)
 	w.Write(resp.Body)
-}
-
-// recordAnthropicAnswer records what a batched call's Message names as the
-// client's (anthropicAnswerIDs), with proxy-held keys (client "": none).
-func recordAnthropicAnswer(ctx context.Context, s *Server, client string, body []byte) {
-	if client == "" {
-		return
-	}
-	bookOf(s).recordNamed(ctx, client, anthropicAnswerIDs(body)...)
 }
 
 // fail answers err, from the Submitter, as the sync API would have.
@@ -93,7 +84,7 @@ func (f anthropicFace) endStream(ctx context.Context, p *streamPark, c *call, re
 	if !begun {
 		p.begin(false)
 	}
-	recordAnthropicAnswer(ctx, f.s, c.owner, resp.Body)
+	bookOf(f.s).recordAnswer(ctx, c.owner, resp.Body, anthropicAnswerIDs)
 	if err := writeMessageEvents(w, resp.Body); err != nil {
 		f.s.log.Warn("batch result is not a Message", "batch", resp.BatchID, "err", err)
 		writeErrorEvent(w, claudewire.Envelope("api_error", "llmfleet got a malformed batch result", llmfleet.NewID("req_")))
@@ -144,7 +135,7 @@ func requestIDOf(body []byte) string {
 func (f anthropicFace) stored(ctx context.Context, w http.ResponseWriter, sr *llmfleet.StoredRequest) {
 	status, body := resultAnswer(sr.Result)
 	if status == http.StatusOK && f.s.Credentials != nil {
-		recordAnthropicAnswer(ctx, f.s, sr.Header.Get(clientHeader), body) // the ticket's owner: its caller
+		bookOf(f.s).recordAnswer(ctx, sr.Header.Get(clientHeader), body, anthropicAnswerIDs) // the ticket's owner: its caller
 	}
 	h := w.Header()
 	h.Set(HeaderRequestID, sr.ID)

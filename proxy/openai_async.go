@@ -24,9 +24,7 @@ const OpenAIRequestsPath = OpenAIPrefix + "/v1/llmfleet/requests/"
 // With proxy-held keys, the response a /v1/responses answer carries is
 // recorded as its client's first.
 func (f openAIFace) answer(ctx context.Context, w http.ResponseWriter, c *call, resp *llmfleet.Response) {
-	if c.owner != "" {
-		bookOf(f.s).recordAnswer(ctx, c.owner, resp.Body)
-	}
+	bookOf(f.s).recordAnswer(ctx, c.owner, resp.Body, openAIAnswerIDs)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if resp.RequestID != "" {
@@ -93,7 +91,7 @@ func writeBody(w http.ResponseWriter, status int, ctype string, body []byte) {
 func (f openAIFace) stored(ctx context.Context, w http.ResponseWriter, sr *llmfleet.StoredRequest) {
 	status, body := openAIResultAnswer(sr.Result)
 	if f.s.Credentials != nil && status == http.StatusOK {
-		bookOf(f.s).recordAnswer(ctx, sr.Header.Get(clientHeader), body)
+		bookOf(f.s).recordAnswer(ctx, sr.Header.Get(clientHeader), body, openAIAnswerIDs)
 	}
 	h := w.Header()
 	h.Set(HeaderRequestID, sr.ID)

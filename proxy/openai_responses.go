@@ -107,14 +107,6 @@ func conversationID(v []byte) string {
 	return string(v)
 }
 
-// recordAnswer records what the answer body (a response, a chat
-// completion) to the client named client names as the client's
-// (openAIAnswerIDs). A failure is not answered: the answer is the
-// client's all the same (recordNamed).
-func (b ownerBook) recordAnswer(ctx context.Context, client string, body []byte) {
-	b.recordNamed(ctx, client, openAIAnswerIDs(body)...)
-}
-
 // openAIAnswerIDs returns what an answer of the OpenAI face (or one of
 // its stream's events or chunks) names that a later call may name in
 // turn: a response, its output items, the containers its code ran in and

@@ -73,6 +73,16 @@ func (b ownerBook) recordNamed(ctx context.Context, client string, ids ...string
 	}
 }
 
+// recordAnswer records, with proxy-held keys (client "": none), what the
+// answer body to client names (as its face's ids reads it) as client's.
+// A failure is not answered: the answer is the client's all the same
+// (recordNamed).
+func (b ownerBook) recordAnswer(ctx context.Context, client string, body []byte, ids func([]byte) []string) {
+	if client != "" {
+		b.recordNamed(ctx, client, ids(body)...)
+	}
+}
+
 // created records client as the owner of id, an object the upstream
 // has just made: its name was free there, so an owner still recorded for
 // it is that of an object gone since (deleted, or expired), and the name
