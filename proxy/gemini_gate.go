@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/llmfleet/llmfleet/geminiwire"
@@ -170,7 +171,7 @@ func (gg geminiGate) createBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = readCloser{bytes.NewReader(body), http.NoBody}
 	r.ContentLength = int64(len(body))
-	gg.created(w, r, func(b []byte) string { return nameOf(b) })
+	gg.created(w, r, func(_ http.Header, b []byte) string { return nameOf(b) })
 }
 
 // checkInputFile reads the input file name (files/...) of a batch of the
@@ -183,9 +184,20 @@ func (gg geminiGate) checkInputFile(w http.ResponseWriter, r *http.Request, name
 }
 
 // upload passes an upload upstream; an answer carrying the file made
-// ({"file": {...}}, the end of an upload) records it as the client's.
+// ({"file": {...}}, the end of an upload) records it as the client's. A
+// resumable upload's session is the client's that began it: its start
+// records the session (the upload_id of the X-Goog-Upload-Url answered),
+// and a chunk sent to a session of another client's is refused as one
+// sent to no session, else that client's bytes, finalized, would make a
+// file of the sender's.
 func (gg geminiGate) upload(w http.ResponseWriter, r *http.Request) {
-	gg.created(w, r, func(b []byte) string {
+	if id := r.URL.Query().Get("upload_id"); id != "" && !gg.g.owns(w, r, uploadSessionKey(id), fileNotFound) {
+		return
+	}
+	gg.created(w, r, func(h http.Header, b []byte) string {
+		if id := sessionOf(h.Get("X-Goog-Upload-Url")); id != "" {
+			return uploadSessionKey(id)
+		}
 		var f struct {
 			File json.RawMessage `json:"file"`
 		}
@@ -194,14 +206,32 @@ func (gg geminiGate) upload(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// uploadSessionKey is the name a resumable upload's session (its
+// upload_id) is owned by: none of the API's objects is named so.
+func uploadSessionKey(id string) string { return "upload_id/" + id }
+
+// sessionOf returns the upload_id of a resumable upload's session URL
+// (X-Goog-Upload-Url), "" if it names none.
+func sessionOf(u string) string {
+	if u == "" {
+		return ""
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Query().Get("upload_id")
+}
+
 // created passes a create upstream and records the object named in its
-// answer (name reads it, "" for none) as the client's before answering.
-func (gg geminiGate) created(w http.ResponseWriter, r *http.Request, name func([]byte) string) {
+// answer (name reads it from its headers and body, "" for none) as the
+// client's before answering.
+func (gg geminiGate) created(w http.ResponseWriter, r *http.Request, name func(http.Header, []byte) string) {
 	r.Header.Del("Accept-Encoding")
 	rec := newRecorder()
 	gg.g.up.ServeHTTP(rec, r)
 	if rec.Status() == http.StatusOK {
-		if n := name(rec.Body()); n != "" {
+		if n := name(rec.Header(), rec.Body()); n != "" {
 			if err := gg.g.book.created(r.Context(), n, gg.g.client); err != nil {
 				logStateError(gg.g.book.log, r, "object created upstream but its owner not recorded: "+n, err)
 				gg.f.refuse(w, gg.f.says(notRecorded, n))

@@ -1,7 +1,9 @@
 package proxy_test
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -121,5 +123,65 @@ func TestGeminiFaceHeldKeyTickets(t *testing.T) {
 	}
 	if code, body := st.readTicket(t, id, "kb"); code != http.StatusNotFound || !strings.Contains(body, `"status":"NOT_FOUND"`) {
 		t.Errorf("another client's read: %d %s", code, body)
+	}
+}
+
+// TestHeldGeminiUploadSessionIsItsClients: with proxy-held keys, a
+// resumable upload's session belongs to the client that began it. Before,
+// a client that had another's session URL (its upload_id) could send the
+// last chunk to it and finalize it: the file made of the other client's
+// bytes was then recorded as the sender's, who could read it. The session
+// URL is followed as given, as clients other than the Go SDK do (which
+// puts its base URL's host in it): it used to name the upstream's host.
+func TestHeldGeminiUploadSessionIsItsClients(t *testing.T) {
+	clients := map[string]bool{"ka": true, "kb": true}
+	srv := &proxy.Server{
+		Credentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) { return llmfleet.Credential{APIKey: "anthropic"}, clients[p.APIKey] },
+		GeminiCredentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
+			return llmfleet.Credential{APIKey: "gk"}, clients[p.APIKey]
+		},
+	}
+	st := newGeminiStack(t, &geminiemu.Server{Keys: []string{"gk"}}, srv)
+	do := func(key, url, command, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("X-Goog-Api-Key", key)
+		req.Header.Set("X-Goog-Upload-Protocol", "resumable")
+		req.Header.Set("X-Goog-Upload-Command", command)
+		if command == "start" {
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Goog-Upload-Header-Content-Type", "text/plain")
+		} else {
+			req.Header.Set("X-Goog-Upload-Offset", "0")
+		}
+		resp, err := st.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	start := do("ka", st.ts.URL+proxy.GeminiPrefix+"/upload/v1beta/files", "start", `{"file":{"displayName":"alice's notes"}}`)
+	session := start.Header.Get("X-Goog-Upload-Url")
+	if start.StatusCode != http.StatusOK || !strings.HasPrefix(session, st.ts.URL+proxy.GeminiPrefix+"/upload/") || !strings.Contains(session, "upload_id=") {
+		t.Fatalf("start: %d, session %q", start.StatusCode, session)
+	}
+	if resp := do("kb", session, "upload, finalize", "alice's secret notes"); resp.StatusCode != http.StatusNotFound {
+		b, _ := io.ReadAll(resp.Body); t.Fatalf("kb finalized ka's upload session: %d %s, want 404", resp.StatusCode, b)
+	}
+	resp := do("ka", session, "upload, finalize", "alice's secret notes")
+	var done struct {
+		File struct{ Name string } `json:"file"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&done); resp.StatusCode != http.StatusOK || err != nil || done.File.Name == "" {
+		t.Fatalf("ka finalizes her own upload: %d, %v", resp.StatusCode, err)
+	}
+	ctx := t.Context()
+	if _, err := st.client(t, "ka", "", nil).Files.Get(ctx, done.File.Name, nil); err != nil {
+		t.Errorf("ka reads the file she uploaded: %v", err)
+	}
+	var ae genai.APIError
+	if _, err := st.client(t, "kb", "", nil).Files.Get(ctx, done.File.Name, nil); !errors.As(err, &ae) || ae.Code != http.StatusNotFound {
+		t.Errorf("kb reads ka's file: %v, want 404", err)
 	}
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -71,18 +72,18 @@ func (g geminiForwarder) rewrite(pr *httputil.ProxyRequest) {
 		c = geminiKey(held)
 	}
 	setGeminiCredential(pr.Out, c)
+	if strings.HasPrefix(pr.In.URL.Path, "/upload/") {
+		pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), inboundBase{}, baseOf(pr.In)))
+	}
 }
 
-// uploadURL points a resumable upload's session URL (x-goog-upload-url)
-// at the face rather than at the upstream, so that the upload's bytes
-// come through the proxy too.
-func (g geminiForwarder) uploadURL(resp *http.Response) error {
-	u := resp.Header.Get("X-Goog-Upload-Url")
-	rest, ok := strings.CutPrefix(u, strings.TrimSuffix(g.up.String(), "/"))
-	if !ok || resp.Request == nil {
-		return nil
-	}
-	in := resp.Request
+// inboundBase keys, in an upload's upstream request's context, the scheme
+// and host the upload came to (baseOf), for its session URL (uploadURL).
+type inboundBase struct{}
+
+// baseOf returns the scheme and host the request in came to the proxy
+// at: X-Forwarded-Host, if a hop in front set it, else its Host.
+func baseOf(in *http.Request) string {
 	scheme := "http"
 	if in.TLS != nil {
 		scheme = "https"
@@ -91,7 +92,23 @@ func (g geminiForwarder) uploadURL(resp *http.Response) error {
 	if host == "" {
 		host = in.Host
 	}
-	resp.Header.Set("X-Goog-Upload-Url", scheme+"://"+host+GeminiPrefix+rest)
+	return scheme + "://" + host
+}
+
+// uploadURL points a resumable upload's session URL (x-goog-upload-url)
+// at the face, where the upload came to, rather than at the upstream, so
+// that the upload's bytes come through the proxy too.
+func (g geminiForwarder) uploadURL(resp *http.Response) error {
+	u := resp.Header.Get("X-Goog-Upload-Url")
+	rest, ok := strings.CutPrefix(u, strings.TrimSuffix(g.up.String(), "/"))
+	if !ok || resp.Request == nil {
+		return nil
+	}
+	base, ok := resp.Request.Context().Value(inboundBase{}).(string)
+	if !ok {
+		return nil
+	}
+	resp.Header.Set("X-Goog-Upload-Url", base+GeminiPrefix+rest)
 	return nil
 }
 
