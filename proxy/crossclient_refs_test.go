@@ -38,6 +38,11 @@ func heldCall(t *testing.T, ts *httptest.Server, method, key, path, body string,
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("anthropic-version", "2023-06-01")
+	if method == http.MethodPost && strings.HasSuffix(path, "/upload/v1beta/files") {
+		// An upload begins as the SDKs begin one.
+		req.Header.Set("X-Goog-Upload-Protocol", "resumable")
+		req.Header.Set("X-Goog-Upload-Command", "start")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

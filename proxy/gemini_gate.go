@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/llmfleet/llmfleet/geminiwire"
@@ -88,6 +89,9 @@ func (gg geminiGate) one(w http.ResponseWriter, r *http.Request) {
 		gg.g.up.ServeHTTP(w, r)
 		return
 	}
+	if _, m, _ := strings.Cut(rest, ":"); r.Method != http.MethodGet && m != "cancel" && !gg.checkBatch(w, r, nil) {
+		return // an update (its body a batch) names only what is the client's
+	}
 	r.Header.Del("Accept-Encoding") // read here: plain, please
 	rec := newRecorder()
 	gg.g.up.ServeHTTP(rec, r)
@@ -141,37 +145,56 @@ func batchOutput(b *geminiwire.Batch) *geminiwire.BatchOutput {
 // createBatch passes a batchGenerateContent upstream, its input file the
 // client's own, and records the batch it made as the client's.
 func (gg geminiGate) createBatch(w http.ResponseWriter, r *http.Request) {
+	if gg.checkBatch(w, r, []string{"batch"}) {
+		gg.created(w, r, func(_ http.Header, b []byte) string { return nameOf(b) })
+	}
+}
+
+// checkBatch reads the body of r, a batch's create ({"batch": {...}}: at
+// is ["batch"]) or update (the batch itself: at nil), and answers the
+// refusal of a body naming a file not the client's: its input file, a
+// file its inlined requests name, or one the requests of its input file
+// name. It reports whether r, its body put back, may go on.
+func (gg geminiGate) checkBatch(w http.ResponseWriter, r *http.Request, at []string) bool {
 	body, e := gg.f.s.bodies.read(r)
 	if e != nil {
 		gg.f.refuse(w, &refusal{status: e.status, msg: e.msg, closes: e == bodyTooSlow || e == bodiesFull})
-		return
+		return false
 	}
 	// Every file the body may name, in whichever spelling Google's JSON
 	// reader takes (the camelCase names or the proto's snake_case ones),
 	// must be the client's.
-	files, ok := memberStrings(body, []string{"batch"}, []string{"inputConfig", "input_config"}, []string{"fileName", "file_name"})
+	path := [][]string{{"inputConfig", "input_config"}, {"fileName", "file_name"}}
+	if at != nil {
+		path = append([][]string{at}, path...)
+	}
+	files, ok := memberStrings(body, path...)
 	if !ok {
-		gg.f.refuse(w, &refusal{status: http.StatusBadRequest, msg: `The request body must be a JSON object, e.g. {"batch": {"inputConfig": {"fileName": "files/abc"}}}.`})
-		return
+		example := `{"inputConfig": {"fileName": "files/abc"}}`
+		if at != nil {
+			example = `{"batch": ` + example + `}`
+		}
+		gg.f.refuse(w, &refusal{status: http.StatusBadRequest, msg: "The request body must be a JSON object, e.g. " + example + "."})
+		return false
 	}
 	for _, name := range files {
 		if name != "" && !gg.g.owns(w, r, name, fileNotFound) {
-			return
+			return false
 		}
 	}
 	// So must every file its requests name, inlined or in its input file.
 	if e := heldRefusal(gg.f.s, r, gg.f, gg.g.client, body); e != nil {
 		gg.f.refuse(w, e)
-		return
+		return false
 	}
 	for _, name := range files {
 		if name != "" && !gg.checkInputFile(w, r, name) {
-			return
+			return false
 		}
 	}
 	r.Body = readCloser{bytes.NewReader(body), http.NoBody}
 	r.ContentLength = int64(len(body))
-	gg.created(w, r, func(_ http.Header, b []byte) string { return nameOf(b) })
+	return true
 }
 
 // checkInputFile reads the input file name (files/...) of a batch of the
@@ -191,7 +214,12 @@ func (gg geminiGate) checkInputFile(w http.ResponseWriter, r *http.Request, name
 // sent to no session, else that client's bytes, finalized, would make a
 // file of the sender's.
 func (gg geminiGate) upload(w http.ResponseWriter, r *http.Request) {
-	if id := r.URL.Query().Get("upload_id"); id != "" && !gg.g.owns(w, r, uploadSessionKey(id), fileNotFound) {
+	if id := r.URL.Query().Get("upload_id"); id != "" {
+		if !gg.g.owns(w, r, uploadSessionKey(id), fileNotFound) {
+			return
+		}
+	} else if e := gg.uploadStart(r); e != nil {
+		gg.f.refuse(w, e)
 		return
 	}
 	gg.created(w, r, func(h http.Header, b []byte) string {
@@ -204,6 +232,44 @@ func (gg geminiGate) upload(w http.ResponseWriter, r *http.Request) {
 		json.Unmarshal(b, &f)
 		return nameOf(f.File)
 	})
+}
+
+// uploadStart checks, and puts back, the body of r, an upload that is no
+// chunk of a session: it must begin a resumable upload (the protocol the
+// SDKs speak, whose start is a JSON body the proxy reads), and leave the
+// file's name to the API. A name the client chose would tell it, by the
+// upstream's conflict, which names other clients' files have, and, made
+// again after a delete, would be another file under a name a batch was
+// checked by.
+func (gg geminiGate) uploadStart(r *http.Request) *refusal {
+	q := r.URL.Query()
+	resumable := strings.EqualFold(r.Header.Get("X-Goog-Upload-Protocol"), "resumable") &&
+		strings.EqualFold(r.Header.Get("X-Goog-Upload-Command"), "start")
+	for k, v := range q {
+		if p := strings.ToLower(strings.TrimPrefix(k, "$")); p == "uploadtype" || p == "upload_protocol" {
+			resumable = resumable && len(v) == 1 && strings.EqualFold(v[0], "resumable")
+		}
+	}
+	if !resumable {
+		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
+			msg: "This llmfleet holds one key for all its clients and checks each upload: begin it as a resumable upload (X-Goog-Upload-Protocol: resumable, X-Goog-Upload-Command: start), as the SDKs do."}
+	}
+	body, e := gg.f.s.bodies.read(r)
+	if e != nil {
+		return &refusal{status: e.status, msg: e.msg, closes: e == bodyTooSlow || e == bodiesFull}
+	}
+	if len(bytes.TrimSpace(body)) > 0 { // (a start without metadata is one)
+		if e := uncheckable(r, body); e != nil {
+			return e
+		}
+		names, _ := memberStrings(body, []string{"file"}, []string{"name"})
+		if slices.ContainsFunc(names, func(n string) bool { return n != "" }) {
+			return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
+				msg: "This llmfleet holds one key for all its clients: let the API name the file (give it a displayName instead of a name)."}
+		}
+	}
+	r.Body, r.ContentLength = readCloser{bytes.NewReader(body), http.NoBody}, int64(len(body))
+	return nil
 }
 
 // uploadSessionKey is the name a resumable upload's session (its

@@ -136,7 +136,9 @@ func TestGeminiFaceHeldKeyTickets(t *testing.T) {
 func TestHeldGeminiUploadSessionIsItsClients(t *testing.T) {
 	clients := map[string]bool{"ka": true, "kb": true}
 	srv := &proxy.Server{
-		Credentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) { return llmfleet.Credential{APIKey: "anthropic"}, clients[p.APIKey] },
+		Credentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
+			return llmfleet.Credential{APIKey: "anthropic"}, clients[p.APIKey]
+		},
 		GeminiCredentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
 			return llmfleet.Credential{APIKey: "gk"}, clients[p.APIKey]
 		},
@@ -167,7 +169,8 @@ func TestHeldGeminiUploadSessionIsItsClients(t *testing.T) {
 		t.Fatalf("start: %d, session %q", start.StatusCode, session)
 	}
 	if resp := do("kb", session, "upload, finalize", "alice's secret notes"); resp.StatusCode != http.StatusNotFound {
-		b, _ := io.ReadAll(resp.Body); t.Fatalf("kb finalized ka's upload session: %d %s, want 404", resp.StatusCode, b)
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("kb finalized ka's upload session: %d %s, want 404", resp.StatusCode, b)
 	}
 	resp := do("ka", session, "upload, finalize", "alice's secret notes")
 	var done struct {

@@ -36,6 +36,11 @@ func heldKeysFake(t *testing.T, up http.HandlerFunc) func(method, key, path, bod
 		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 		req.Header.Set("x-goog-api-key", key)
 		req.Header.Set("Authorization", "Bearer "+key)
+		if method == http.MethodPost && strings.HasSuffix(path, "/upload/v1beta/files") {
+			// An upload begins as the SDKs begin one.
+			req.Header.Set("X-Goog-Upload-Protocol", "resumable")
+			req.Header.Set("X-Goog-Upload-Command", "start")
+		}
 		res, err := ts.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -104,10 +109,12 @@ func TestOpenAIBatchOfAnothersFileDuplicateKey(t *testing.T) {
 	}
 }
 
-// A file name Gemini lets a client choose, deleted by its first owner and
-// uploaded again by another client, is the new uploader's alone: the
-// first owner no longer reads it, its new owner does. (The fake refuses a
-// name taken, as the API does.)
+// A file name made again upstream after its first owner deleted it (with
+// proxy-held keys no client chooses a name, but an upload made under the
+// key elsewhere may, and the API may give a name again), uploaded by
+// another client, is the new uploader's alone: the first owner no longer
+// reads it, its new owner does. (The fake gives the one name while it is
+// free, and refuses a name taken, as the API does.)
 func TestGeminiFileNameMadeAgainIsItsNewOwners(t *testing.T) {
 	var mu sync.Mutex
 	files := map[string]string{}
@@ -118,15 +125,15 @@ func TestGeminiFileNameMadeAgainIsItsNewOwners(t *testing.T) {
 		switch r.Method {
 		case "POST":
 			var req struct {
-				File struct{ Name, DisplayName string }
+				File struct{ DisplayName string }
 			}
 			json.NewDecoder(r.Body).Decode(&req)
-			if _, taken := files[req.File.Name]; taken {
+			if _, taken := files["files/report"]; taken {
 				w.WriteHeader(409)
 				return
 			}
-			files[req.File.Name] = req.File.DisplayName
-			io.WriteString(w, `{"file":{"name":"`+req.File.Name+`"}}`)
+			files["files/report"] = req.File.DisplayName
+			io.WriteString(w, `{"file":{"name":"files/report"}}`)
 		case "DELETE":
 			delete(files, name)
 			io.WriteString(w, `{}`)
@@ -138,9 +145,9 @@ func TestGeminiFileNameMadeAgainIsItsNewOwners(t *testing.T) {
 			}
 		}
 	})
-	do("POST", "kb", "/gemini/upload/v1beta/files", `{"file":{"name":"files/report","displayName":"kb's"}}`)
+	do("POST", "kb", "/gemini/upload/v1beta/files", `{"file":{"displayName":"kb's"}}`)
 	do("DELETE", "kb", "/gemini/v1beta/files/report", "")
-	if code, b := do("POST", "ka", "/gemini/upload/v1beta/files", `{"file":{"name":"files/report","displayName":"ka's secret"}}`); code != 200 {
+	if code, b := do("POST", "ka", "/gemini/upload/v1beta/files", `{"file":{"displayName":"ka's secret"}}`); code != 200 {
 		t.Fatalf("ka's upload: %d %s", code, b)
 	}
 	if code, b := do("GET", "kb", "/gemini/v1beta/files/report", ""); code != 404 {

@@ -123,23 +123,39 @@ func (s *Server) refuseDotSegments(w http.ResponseWriter, r *http.Request) bool 
 // among them) take a request for one of another method.
 var methodOverrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
 
+// overrideParam returns the query parameter of r by which Google's front
+// end takes a request for one of another method (the system parameter
+// $httpMethod, the query form of X-HTTP-Method-Override), if r has one.
+func overrideParam(r *http.Request) (string, bool) {
+	for k := range r.URL.Query() {
+		if strings.EqualFold(strings.TrimPrefix(k, "$"), "httpMethod") {
+			return k, true
+		}
+	}
+	return "", false
+}
+
 // refuseMethodOverride refuses, with proxy-held keys, a request that asks
-// to be taken for one of another method: what the proxy checks by a
+// (by a header, or by the query parameter $httpMethod) to be taken for
+// one of another method: what the proxy checks by a
 // request's method (a list filtered by owner is a GET) must be what the
 // upstream does.
 func (s *Server) refuseMethodOverride(w http.ResponseWriter, r *http.Request) bool {
 	if s.Credentials == nil {
 		return false
 	}
+	name, ok := overrideParam(r)
 	for _, h := range methodOverrides {
-		if _, ok := r.Header[h]; ok {
-			f, _ := s.faceAt(r.URL.Path)
-			f.refuse(w, &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
-				msg: "This llmfleet holds one key for all its clients and checks each request by its method: send it with its own method, without " + h + "."})
-			return true
+		if _, has := r.Header[h]; has && !ok {
+			name, ok = h, true
 		}
 	}
-	return false
+	if ok {
+		f, _ := s.faceAt(r.URL.Path)
+		f.refuse(w, &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
+			msg: "This llmfleet holds one key for all its clients and checks each request by its method: send it with its own method, without " + name + "."})
+	}
+	return ok
 }
 
 // methodRefusal refuses, with proxy-held keys, a method of a list of
