@@ -230,3 +230,42 @@ func TestHeldOperatorsObjectsMayBeNamed(t *testing.T) {
 		t.Errorf("a client made a skill under the shared key")
 	}
 }
+
+// With proxy-held keys the OpenAI key is the operator's, and so are the
+// organization and project it acts in: OpenAI-Organization and
+// OpenAI-Project pick them among those a key spans, so a client sending
+// them acted in another project of the operator's (its stored prompts,
+// vector stores, files). They are dropped, on routed and pass-through
+// calls alike.
+func TestHeldOpenAIAccountHeadersDropped(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	ts, _ := heldServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		seen = append(seen, r.URL.Path+" "+r.Header.Get("OpenAI-Organization")+r.Header.Get("OpenAI-Project"))
+		mu.Unlock()
+		if r.URL.Path == "/v1/files" {
+			answerJSON(w, `{"object":"list","data":[],"has_more":false}`)
+			return
+		}
+		answerJSON(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	})
+	hdr := []string{"OpenAI-Organization", "org-other", "OpenAI-Project", "proj-other"}
+	if code, b := heldCall(t, ts, "POST", "ka", "/openai/v1/chat/completions", `{"model":"gpt-4.1","messages":[{"role":"user","content":"hi"}]}`, hdr...); code != 200 {
+		t.Fatalf("chat: %d %s", code, b)
+	}
+	if code, b := heldCall(t, ts, "GET", "ka", "/openai/v1/files", "", hdr...); code != 200 {
+		t.Fatalf("files: %d %s", code, b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 {
+		t.Fatalf("upstream calls %q", seen)
+	}
+	for _, s := range seen {
+		if strings.Contains(s, "other") {
+			t.Errorf("the client's organization or project went upstream under the operator's key: %q", s)
+		}
+	}
+}

@@ -187,15 +187,16 @@ func (f openAIFace) parse(r *http.Request, c *call) *refusal {
 	}
 	c.model, c.stream, c.includeUsage = fields.Model, fields.Stream, fields.StreamOptions.IncludeUsage
 	h := http.Header{}
-	for _, k := range []string{"OpenAI-Organization", "OpenAI-Project"} {
-		if v := r.Header.Get(k); v != "" {
-			h.Set(k, v)
-		}
-	}
 	cred := headerCredential(r)
 	upstream := llmfleet.Credential{AuthToken: cred.AuthToken}
 	if held, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
-		upstream = openAIKey(held) // proxy-held keys: pooled under the proxy's key
+		upstream = openAIKey(held) // proxy-held keys: pooled under the proxy's key, in its account
+	} else {
+		for _, k := range accountHeaders {
+			if v := r.Header.Get(k); v != "" {
+				h.Set(k, v)
+			}
+		}
 	}
 	c.req = &llmfleet.Request{Provider: openAIProvider, Credential: upstream,
 		Header: h, Endpoint: c.endpoint, Body: body, Client: s.clientOf(cred), NoBatch: c.noBatch, BatchOnly: c.batchOnly}

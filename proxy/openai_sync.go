@@ -78,6 +78,11 @@ func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest, up *url.URL) {
 	pr.SetURL(up)
 	pr.Out.Host = up.Host
 	dropOwnHeaders(pr.Out.Header)
+	if heldKey(pr.In) {
+		for _, k := range accountHeaders {
+			pr.Out.Header.Del(k)
+		}
+	}
 	if oc := faceSyncOf(pr.In); oc != nil {
 		pr.Out.Header.Del("Accept-Encoding")
 		openAIKeys().set(pr.Out, oc.c.req.Credential)
@@ -86,6 +91,19 @@ func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest, up *url.URL) {
 	if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
 		openAIKeys().set(pr.Out, c)
 	}
+}
+
+// accountHeaders are the headers by which an OpenAI call picks the
+// organization and the project its key acts in. With proxy-held keys the
+// key is the operator's, and so is that choice: a client's are dropped
+// (the key's own apply), else a client could act in another project of a
+// key that spans several, among what other applications keep there.
+var accountHeaders = []string{"OpenAI-Organization", "OpenAI-Project"}
+
+// heldKey reports whether r goes upstream under a proxy-held key.
+func heldKey(r *http.Request) bool {
+	_, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential)
+	return ok
 }
 
 // tapOpenAI is the OpenAI face's ModifyResponse: the answer to a sync
