@@ -16,14 +16,11 @@ import (
 	"github.com/llmfleet/llmfleet/proxy"
 )
 
-// TestGeminiFaceHeldKeys: with proxy-held keys, clients call the Gemini
-// face with keys of their own and the proxy's Gemini key goes upstream;
-// each client's batches and files are its own (another's are 404, and
-// absent from its lists); what the key keeps otherwise is refused; an
-// unknown key is refused in Google's envelope.
-func TestGeminiFaceHeldKeys(t *testing.T) {
+// heldGeminiProxy is a proxy with proxy-held keys for the clients of
+// keys ka and kb: the Gemini key gk upstream.
+func heldGeminiProxy() *proxy.Server {
 	clients := map[string]bool{"ka": true, "kb": true}
-	srv := &proxy.Server{
+	return &proxy.Server{
 		Credentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
 			return llmfleet.Credential{APIKey: "anthropic"}, clients[p.APIKey]
 		},
@@ -31,6 +28,15 @@ func TestGeminiFaceHeldKeys(t *testing.T) {
 			return llmfleet.Credential{APIKey: "gk"}, clients[p.APIKey]
 		},
 	}
+}
+
+// TestGeminiFaceHeldKeys: with proxy-held keys, clients call the Gemini
+// face with keys of their own and the proxy's Gemini key goes upstream;
+// each client's batches and files are its own (another's are 404, and
+// absent from its lists); what the key keeps otherwise is refused; an
+// unknown key is refused in Google's envelope.
+func TestGeminiFaceHeldKeys(t *testing.T) {
+	srv := heldGeminiProxy()
 	st := newGeminiStack(t, &geminiemu.Server{Keys: []string{"gk"}, BatchTurnaround: time.Hour}, srv)
 	ctx := t.Context()
 	a, b := st.client(t, "ka", "", nil), st.client(t, "kb", "", nil)
@@ -93,16 +99,8 @@ func TestGeminiFaceHeldKeys(t *testing.T) {
 // ticket reads for the client that made it (its request is stored under
 // the proxy's Gemini key) and is 404 for another client.
 func TestGeminiFaceHeldKeyTickets(t *testing.T) {
-	clients := map[string]bool{"ka": true, "kb": true}
-	srv := &proxy.Server{
-		Credentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
-			return llmfleet.Credential{APIKey: "anthropic"}, clients[p.APIKey]
-		},
-		GeminiCredentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
-			return llmfleet.Credential{APIKey: "gk"}, clients[p.APIKey]
-		},
-		ClientName: func(p llmfleet.Credential) string { return p.APIKey },
-	}
+	srv := heldGeminiProxy()
+	srv.ClientName = func(p llmfleet.Credential) string { return p.APIKey }
 	st := newGeminiStack(t, &geminiemu.Server{Keys: []string{"gk"}}, srv, true)
 	req, _ := http.NewRequest("POST", st.ts.URL+"/gemini/v1beta/models/gemini-2.5-flash:generateContent",
 		strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"`+geminiPrompt+`"}]}]}`))
@@ -134,15 +132,7 @@ func TestGeminiFaceHeldKeyTickets(t *testing.T) {
 // URL is followed as given, as clients other than the Go SDK do (which
 // puts its base URL's host in it): it used to name the upstream's host.
 func TestHeldGeminiUploadSessionIsItsClients(t *testing.T) {
-	clients := map[string]bool{"ka": true, "kb": true}
-	srv := &proxy.Server{
-		Credentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
-			return llmfleet.Credential{APIKey: "anthropic"}, clients[p.APIKey]
-		},
-		GeminiCredentials: func(p llmfleet.Credential) (llmfleet.Credential, bool) {
-			return llmfleet.Credential{APIKey: "gk"}, clients[p.APIKey]
-		},
-	}
+	srv := heldGeminiProxy()
 	st := newGeminiStack(t, &geminiemu.Server{Keys: []string{"gk"}}, srv)
 	do := func(key, url, command, body string) *http.Response {
 		t.Helper()
