@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/llmfleet/llmfleet/geminiwire"
@@ -204,89 +202,6 @@ func (gg geminiGate) checkBatch(w http.ResponseWriter, r *http.Request, at []str
 func (gg geminiGate) checkInputFile(w http.ResponseWriter, r *http.Request, name string) bool {
 	return gg.g.checkInputFile(w, r, name, "/download/"+geminiwire.Version+"/"+name+":download", "alt=media",
 		func(line []byte) *refusal { return heldRefusal(gg.f.s, r, gg.f, gg.g.client, line) }, "")
-}
-
-// upload passes an upload upstream; an answer carrying the file made
-// ({"file": {...}}, the end of an upload) records it as the client's. A
-// resumable upload's session is the client's that began it: its start
-// records the session (the upload_id of the X-Goog-Upload-Url answered),
-// and a chunk sent to a session of another client's is refused as one
-// sent to no session, else that client's bytes, finalized, would make a
-// file of the sender's.
-func (gg geminiGate) upload(w http.ResponseWriter, r *http.Request) {
-	if id := r.URL.Query().Get("upload_id"); id != "" {
-		if !gg.g.owns(w, r, uploadSessionKey(id), fileNotFound) {
-			return
-		}
-	} else if e := gg.uploadStart(r); e != nil {
-		gg.f.refuse(w, e)
-		return
-	}
-	gg.created(w, r, func(h http.Header, b []byte) string {
-		if id := sessionOf(h.Get("X-Goog-Upload-Url")); id != "" {
-			return uploadSessionKey(id)
-		}
-		var f struct {
-			File json.RawMessage `json:"file"`
-		}
-		json.Unmarshal(b, &f)
-		return nameOf(f.File)
-	})
-}
-
-// uploadStart checks, and puts back, the body of r, an upload that is no
-// chunk of a session: it must begin a resumable upload (the protocol the
-// SDKs speak, whose start is a JSON body the proxy reads), and leave the
-// file's name to the API. A name the client chose would tell it, by the
-// upstream's conflict, which names other clients' files have, and, made
-// again after a delete, would be another file under a name a batch was
-// checked by.
-func (gg geminiGate) uploadStart(r *http.Request) *refusal {
-	q := r.URL.Query()
-	resumable := strings.EqualFold(r.Header.Get("X-Goog-Upload-Protocol"), "resumable") &&
-		strings.EqualFold(r.Header.Get("X-Goog-Upload-Command"), "start")
-	for k, v := range q {
-		if p := strings.ToLower(strings.TrimPrefix(k, "$")); p == "uploadtype" || p == "upload_protocol" {
-			resumable = resumable && len(v) == 1 && strings.EqualFold(v[0], "resumable")
-		}
-	}
-	if !resumable {
-		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
-			msg: "This llmfleet holds one key for all its clients and checks each upload: begin it as a resumable upload (X-Goog-Upload-Protocol: resumable, X-Goog-Upload-Command: start), as the SDKs do."}
-	}
-	body, e := gg.f.s.bodies.read(r)
-	if e != nil {
-		return &refusal{status: e.status, msg: e.msg, closes: e == bodyTooSlow || e == bodiesFull}
-	}
-	if len(bytes.TrimSpace(body)) > 0 { // (a start without metadata is one)
-		if e := uncheckable(r, body); e != nil {
-			return e
-		}
-		names, _ := memberStrings(body, []string{"file"}, []string{"name"})
-		if slices.ContainsFunc(names, func(n string) bool { return n != "" }) {
-			return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
-				msg: "This llmfleet holds one key for all its clients: let the API name the file (give it a displayName instead of a name)."}
-		}
-	}
-	r.Body, r.ContentLength = readCloser{bytes.NewReader(body), http.NoBody}, int64(len(body))
-	return nil
-}
-
-// uploadSessionKey is the name a resumable upload's session (its
-// upload_id) is owned by: none of the API's objects is named so.
-func uploadSessionKey(id string) string { return "upload_id/" + id }
-
-// sessionOf returns the upload_id of a resumable upload's session URL
-// (X-Goog-Upload-Url), "" if it names none.
-func sessionOf(u string) string {
-	if u == "" {
-		return ""
-	}
-	p, err := url.Parse(u)
-	if err != nil {
-		return ""
-	}
-	return p.Query().Get("upload_id")
 }
 
 // created passes a create upstream and records the object named in its
