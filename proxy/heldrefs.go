@@ -391,7 +391,7 @@ func uncheckable(r *http.Request, body []byte) *refusal {
 	}
 	if !json.Valid(body) || bytes.TrimLeft(body, " \t\r\n")[0] != '{' {
 		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error",
-			msg: "The request body is not a JSON object: send it as plain JSON, without a byte order mark."}
+			msg: "The request body is not a JSON object: send it as plain JSON (its names and strings in double quotes), without a byte order mark."}
 	}
 	return nil
 }
