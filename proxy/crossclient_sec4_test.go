@@ -167,6 +167,19 @@ func TestHeldTicketChatAudioGivenBack(t *testing.T) {
 	if code, b := do("POST", "/openai/v1/chat/completions", strings.Replace(back, "audio_ka1", "audio_ka2", 1), "llmfleet-route", "sync"); code != 200 {
 		t.Errorf("control, the waiting batched call's audio given back: %d %s", code, b)
 	}
+	// A streaming batched call's answer, synthesised as chunks, is
+	// recorded as a waiting one's (openAIFace.endStream): its spoken
+	// answer was refused when given back.
+	sub.reply = func(_ context.Context, req *llmfleet.Request) (*llmfleet.Response, error) {
+		return &llmfleet.Response{Route: llmfleet.RouteBatch, StatusCode: 200, Body: []byte(strings.Replace(audioAnswer, "audio_ka1", "audio_ka3", 1)), BatchID: "batch_1"}, nil
+	}
+	streamed := strings.Replace(ask, `"messages"`, `"stream":true,"messages"`, 1)
+	if code, b := do("POST", "/openai/v1/chat/completions", streamed, "llmfleet-route", "batch"); code != 200 || !strings.Contains(b, "data:") {
+		t.Fatalf("ka's streamed batched chat: %d %s", code, b)
+	}
+	if code, b := do("POST", "/openai/v1/chat/completions", strings.Replace(back, "audio_ka1", "audio_ka3", 1), "llmfleet-route", "sync"); code != 200 {
+		t.Errorf("ka gives back the spoken answer of its streamed batched call: %d %s, want 200", code, b)
+	}
 }
 
 // sseBody writes events as an event stream.

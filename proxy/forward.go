@@ -114,12 +114,41 @@ func dropOwnHeaders(h http.Header) {
 	}
 }
 
+// accountHeaders are those dropAccountHeaders drops; the first two,
+// openAIAccountHeaders, pick the organization and the project an OpenAI
+// key acts in.
+var (
+	accountHeaders       = []string{"OpenAI-Organization", "OpenAI-Project", "Anthropic-Workspace-Id", "Anthropic-User-Profile-Id"}
+	openAIAccountHeaders = accountHeaders[:2]
+)
+
+// dropAccountHeaders drops from h, a call going upstream under a
+// proxy-held key, the headers by which a call picks the account its key
+// acts in (OpenAI's organization and project, Anthropic's workspace) or
+// the end user it is made for (Anthropic's user profile). The key is the
+// operator's, and so are those choices (the key's own apply): else a
+// client could act in another project or workspace of a key that spans
+// several, among what other applications keep there, or have its traffic
+// taken for another client's user.
+func dropAccountHeaders(h http.Header) {
+	for _, k := range accountHeaders {
+		h.Del(k)
+	}
+}
+
+// heldKey reports whether r goes upstream under a proxy-held key.
+func heldKey(r *http.Request) bool {
+	_, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential)
+	return ok
+}
+
 // rewrite prepares an upstream request of the Anthropic face, to up.
 func (f *forwarder) rewrite(pr *httputil.ProxyRequest, up *url.URL) {
 	pr.SetURL(up)
 	dropOwnHeaders(pr.Out.Header)
 	if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
 		setHeaderCredential(pr.Out, c)
+		dropAccountHeaders(pr.Out.Header)
 	}
 	prepareObserved(pr)
 }

@@ -87,6 +87,9 @@ func (f anthropicFace) route(r *http.Request, c *call, force llmfleet.Route) *re
 	}
 	req := &llmfleet.Request{Provider: s.Provider, Credential: cred, Header: passHeaders(r.Header), Body: body, Client: c.client.String(),
 		NoBatch: c.noBatch, BatchOnly: c.batchOnly}
+	if c.cred != nil && req.Header != nil {
+		dropAccountHeaders(req.Header) // the key's account, not the client's choice
+	}
 	if force == "" {
 		if s.ToolResultsSync && lastUserHasToolResult(body) {
 			return nil

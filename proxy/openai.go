@@ -192,7 +192,7 @@ func (f openAIFace) parse(r *http.Request, c *call) *refusal {
 	if held, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
 		upstream = openAIKey(held) // proxy-held keys: pooled under the proxy's key, in its account
 	} else {
-		for _, k := range accountHeaders {
+		for _, k := range openAIAccountHeaders {
 			if v := r.Header.Get(k); v != "" {
 				h.Set(k, v)
 			}
@@ -226,7 +226,7 @@ func (f openAIFace) sync(w http.ResponseWriter, r *http.Request, c *call) {
 
 // endStream ends a chat stream synthesised from a batch: its chunks, or
 // an error chunk.
-func (f openAIFace) endStream(_ context.Context, p *streamPark, c *call, resp *llmfleet.Response, err error, _ bool) {
+func (f openAIFace) endStream(ctx context.Context, p *streamPark, c *call, resp *llmfleet.Response, err error, _ bool) {
 	w := p.w
 	if err != nil {
 		_, _, _, msg := openAIFailure(err)
@@ -234,6 +234,7 @@ func (f openAIFace) endStream(_ context.Context, p *streamPark, c *call, resp *l
 		w.Write(sse.AppendEvent(nil, "", b))
 		return
 	}
+	bookOf(f.s).recordAnswer(ctx, c.owner, resp.Body, openAIAnswerIDs) // as a waiting call's (answer)
 	out, err := openaiwire.AppendChunks(nil, resp.Body, c.includeUsage)
 	if err != nil {
 		w.Write(sse.AppendEvent(nil, "", openaiwire.Envelope("api_error", "", "", "The batch answer could not be streamed.")))

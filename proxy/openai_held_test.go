@@ -73,12 +73,13 @@ func TestOpenAIFaceHeldKeys(t *testing.T) {
 	// Admitted and passed through: the emulator has no models endpoint.
 	_, err = alice.Models.List(ctx)
 	wantStatus(t, "a pass-through path", err, http.StatusNotFound)
-	// What the API keeps under the shared key, other than files and
-	// batches, is not passed on: stored completions, responses, jobs.
+	// What the API keeps under the shared key, other than files, batches
+	// and a client's own responses, is not passed on: stored completions,
+	// jobs. Another's response is unknown.
 	_, err = alice.Chat.Completions.List(ctx, openai.ChatCompletionListParams{})
 	wantStatus(t, "listing stored chat completions", err, http.StatusForbidden)
 	_, err = alice.Responses.Get(ctx, "resp_someone_elses", responses.ResponseGetParams{})
-	wantStatus(t, "reading a stored response", err, http.StatusForbidden)
+	wantStatus(t, "reading another's stored response", err, http.StatusNotFound)
 	_, err = alice.FineTuning.Jobs.List(ctx, openai.FineTuningJobListParams{})
 	wantStatus(t, "listing fine-tuning jobs", err, http.StatusForbidden)
 

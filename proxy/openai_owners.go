@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -20,7 +21,11 @@ func (f openAIFace) owned(path string) bool {
 			return true
 		}
 	}
-	return false
+	// A response the client made (a background one is read, cancelled
+	// and deleted by its id); a create is a routed call, and the API's
+	// other calls under /v1/responses/ (input_tokens, compact) are not
+	// passed on.
+	return strings.HasPrefix(path, "/v1/responses/resp_")
 }
 
 // shared reports whether a pass-through call may go upstream under a key
@@ -49,8 +54,14 @@ func (f openAIFace) serveOwned(w http.ResponseWriter, r *http.Request) {
 	}
 	kind, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/"), "/")
 	notFound := batchNotFound
-	if kind == "files" {
+	switch kind {
+	case "files":
 		notFound = fileNotFound
+	case "responses":
+		notFound = objectNotFound
+		// What its answer names (its output items) becomes the client's
+		// as it passes, as a live answer's does.
+		r = r.WithContext(context.WithValue(r.Context(), answerOwner{}, f.client))
 	}
 	if rest == "" {
 		switch {

@@ -27,8 +27,10 @@ import (
 // responseRefs returns the refusal of a /v1/responses call of the client
 // named client whose body continues from what is not the client's: a
 // previous_response_id of a response not recorded as the client's (404
-// previous_response_not_found, as the API answers an unknown id), or any
-// conversation (404 conversation_not_found). Every member of either name
+// previous_response_not_found, as the API answers an unknown id), a
+// response its prompt cache use is compared with
+// (prompt_cache_options.comparison_response_id) or an input item not the
+// client's (404), or any conversation (404 conversation_not_found). Every member of either name
 // is checked, so that a body repeating one cannot show the proxy one
 // value and the API another. It returns an error if an owner cannot be
 // read.
@@ -49,6 +51,17 @@ func (b ownerBook) responseRefs(ctx context.Context, body []byte, client string)
 			if owned, err := b.owns(ctx, id, client); err != nil || !owned {
 				return &refusal{status: http.StatusNotFound, typ: "invalid_request_error", code: "previous_response_not_found",
 					param: "previous_response_id", msg: "Previous response with id '" + id + "' not found."}, err
+			}
+		case strings.EqualFold(m.Key, "prompt_cache_options"):
+			// A response to compare the call's prompt cache use with: its
+			// diagnostics tell whether it exists, what it was made with,
+			// and how much of its prompt the call's shares.
+			ids, _ := memberStrings(v, []string{"comparison_response_id"})
+			for _, id := range ids {
+				if owned, err := b.owns(ctx, id, client); err != nil || !owned {
+					return &refusal{status: http.StatusNotFound, typ: "invalid_request_error", param: "prompt_cache_options.comparison_response_id",
+						msg: "Response with id '" + id + "' not found."}, err
+				}
 			}
 		case strings.EqualFold(m.Key, "conversation"):
 			id := conversationID(v)

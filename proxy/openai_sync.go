@@ -79,9 +79,7 @@ func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest, up *url.URL) {
 	pr.Out.Host = up.Host
 	dropOwnHeaders(pr.Out.Header)
 	if heldKey(pr.In) {
-		for _, k := range accountHeaders {
-			pr.Out.Header.Del(k)
-		}
+		dropAccountHeaders(pr.Out.Header)
 	}
 	if oc := faceSyncOf(pr.In); oc != nil {
 		pr.Out.Header.Del("Accept-Encoding")
@@ -93,25 +91,13 @@ func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest, up *url.URL) {
 	}
 }
 
-// accountHeaders are the headers by which an OpenAI call picks the
-// organization and the project its key acts in. With proxy-held keys the
-// key is the operator's, and so is that choice: a client's are dropped
-// (the key's own apply), else a client could act in another project of a
-// key that spans several, among what other applications keep there.
-var accountHeaders = []string{"OpenAI-Organization", "OpenAI-Project"}
-
-// heldKey reports whether r goes upstream under a proxy-held key.
-func heldKey(r *http.Request) bool {
-	_, ok := r.Context().Value(upstreamCredential{}).(llmfleet.Credential)
-	return ok
-}
-
 // tapOpenAI is the OpenAI face's ModifyResponse: the answer to a sync
 // call is read as it streams by (openAITap), and, for a /v1/responses call
 // with proxy-held keys, its response recorded as its client's.
 func (f *forwarder) tapOpenAI(resp *http.Response) error {
 	oc := faceSyncOf(resp.Request)
 	if oc == nil {
+		ownAnswer(f.s, resp, openAIAnswerIDs) // a response of the client's, read by id
 		return nil
 	}
 	c := oc.c

@@ -35,7 +35,7 @@ func (f anthropicFace) way(fw *forwarder) faceWay {
 	}
 	return faceWay{up: up, rewrite: func(pr *httputil.ProxyRequest) { fw.rewrite(pr, up) },
 		modify: func(res *http.Response) error {
-			ownAnthropicAnswer(f.s, res)
+			ownAnswer(f.s, res, anthropicAnswerIDs)
 			return fw.obs.tapUsage(res)
 		}, onError: fw.upstreamError}
 }
@@ -44,11 +44,13 @@ func (f anthropicFace) way(fw *forwarder) faceWay {
 // recorded for (proxy-held keys: what it names becomes the client's).
 type answerOwner struct{}
 
-// ownAnthropicAnswer has what a sync call's 200 answer names recorded as its
-// client's as it passes, with proxy-held keys (ownerBook.ownedAnswer).
-func ownAnthropicAnswer(s *Server, res *http.Response) {
+// ownAnswer has what a 200 answer names (as its face's ids reads it)
+// recorded as its client's as it passes, with proxy-held keys
+// (ownerBook.ownedAnswer): a sync call's, or an object of the client's
+// read by id. The client is the request's answerOwner, if any.
+func ownAnswer(s *Server, res *http.Response, ids func([]byte) []string) {
 	if client, _ := res.Request.Context().Value(answerOwner{}).(string); client != "" && res.StatusCode == http.StatusOK {
-		res.Body = bookOf(s).ownedAnswer(res.Request.Context(), client, res, anthropicAnswerIDs)
+		res.Body = bookOf(s).ownedAnswer(res.Request.Context(), client, res, ids)
 	}
 }
 
