@@ -59,9 +59,15 @@ func (f openAIFace) serveOwned(w http.ResponseWriter, r *http.Request) {
 		notFound = fileNotFound
 	case "responses":
 		notFound = objectNotFound
-		// What its answer names (its output items) becomes the client's
-		// as it passes, as a live answer's does.
-		r = r.WithContext(context.WithValue(r.Context(), answerOwner{}, f.client))
+		// What its answer names (its output items; its input items, the
+		// client's own, each checked as it was sent) becomes the
+		// client's as it passes, as a live answer's does: read plain.
+		ctx := context.WithValue(r.Context(), answerOwner{}, f.client)
+		if strings.HasSuffix(rest, "/input_items") {
+			ctx = context.WithValue(ctx, answerIDs{}, listIDs)
+		}
+		r = r.WithContext(ctx)
+		r.Header.Del("Accept-Encoding")
 	}
 	if rest == "" {
 		switch {

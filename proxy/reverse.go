@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -49,9 +50,34 @@ type answerOwner struct{}
 // (ownerBook.ownedAnswer): a sync call's, or an object of the client's
 // read by id. The client is the request's answerOwner, if any.
 func ownAnswer(s *Server, res *http.Response, ids func([]byte) []string) {
-	if client, _ := res.Request.Context().Value(answerOwner{}).(string); client != "" && res.StatusCode == http.StatusOK {
-		res.Body = bookOf(s).ownedAnswer(res.Request.Context(), client, res, ids)
+	ctx := res.Request.Context()
+	if client, _ := ctx.Value(answerOwner{}).(string); client != "" && res.StatusCode == http.StatusOK {
+		if read, ok := ctx.Value(answerIDs{}).(func([]byte) []string); ok {
+			ids = read
+		}
+		res.Body = bookOf(s).ownedAnswer(ctx, client, res, ids)
 	}
+}
+
+// answerIDs is the context key of how the answer of a request with an
+// answerOwner names what becomes the client's, where not as its face's
+// answers do (a list of a response's input items: listIDs).
+type answerIDs struct{}
+
+// listIDs returns the ids of a list's items ({"object": "list", "data":
+// [{"id": ...}, ...]}).
+func listIDs(data []byte) []string {
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	json.Unmarshal(data, &list)
+	ids := make([]string, 0, len(list.Data))
+	for _, it := range list.Data {
+		ids = append(ids, it.ID)
+	}
+	return ids
 }
 
 // upstream is the Anthropic face's reverse proxy.
