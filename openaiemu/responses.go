@@ -13,6 +13,7 @@ type responsesRequest struct {
 	Input       json.RawMessage `json:"input"`
 	ServiceTier string          `json:"service_tier"`
 	Stream      bool            `json:"stream"`
+	Background  bool            `json:"background"`
 }
 
 type responseObject struct {
@@ -24,6 +25,7 @@ type responseObject struct {
 	Output      []responseOutput `json:"output"`
 	Usage       *responseUsage   `json:"usage"`
 	ServiceTier string           `json:"service_tier"`
+	Background  bool             `json:"background"`
 }
 
 type responseOutput struct {
@@ -85,11 +87,45 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		ID: id, Object: "response", CreatedAt: created, Status: "completed", Model: req.Model,
 		Output: []responseOutput{{Type: "message", ID: hashID("msg_", id), Status: "completed", Role: "assistant",
 			Content: []responseContent{{Type: "output_text", Text: answer, Annotations: []any{}, Logprobs: []any{}}}}},
-		Usage: &u, ServiceTier: tier,
+		Usage: &u, ServiceTier: tier, Background: req.Background,
+	}
+	if req.Background && !req.Stream {
+		// Answered queued; the response runs on, billed when it ends, and
+		// is read by its id (getResponse), done at once.
+		s.mu.Lock()
+		if s.background == nil {
+			s.background = map[string]backgroundResponse{}
+		}
+		s.background[id] = backgroundResponse{owner: owner(r), done: done}
+		s.mu.Unlock()
+		queued := done
+		queued.Status, queued.Output, queued.Usage = "queued", []responseOutput{}, nil
+		writeJSON(w, http.StatusOK, queued)
+		return
 	}
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, done)
 		return
 	}
 	streamResponse(w, done, answer)
+}
+
+// backgroundResponse is a background response as it ended, and who made
+// it.
+type backgroundResponse struct {
+	owner string
+	done  responseObject
+}
+
+// getResponse serves GET /v1/responses/{id}: a background response of
+// the caller's, ended.
+func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	b, ok := s.background[r.PathValue("id")]
+	s.mu.Unlock()
+	if !ok || b.owner != owner(r) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "", "Response with id '"+r.PathValue("id")+"' not found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, b.done)
 }

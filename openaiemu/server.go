@@ -70,10 +70,13 @@ type Server struct {
 	stats   Stats
 	files   map[string]*file
 	batches map[string]*batch
-	seq     int
-	once    sync.Once
-	mux     *http.ServeMux
-	served  atomic.Int64 // numbers the requests, for their x-request-id
+	// background keeps each background response (by id) as it will
+	// have ended, for its owner (owner) to read.
+	background map[string]backgroundResponse
+	seq        int
+	once       sync.Once
+	mux        *http.ServeMux
+	served     atomic.Int64 // numbers the requests, for their x-request-id
 }
 
 // Stats counts what the Server answered.
@@ -143,6 +146,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.HandleFunc("GET /v1/batches", s.faulty(s.listBatches))
 		m.HandleFunc("GET /v1/batches/{id}", s.faulty(s.getBatch))
 		m.HandleFunc("POST /v1/batches/{id}/cancel", s.faulty(s.cancelBatch))
+		m.HandleFunc("GET /v1/responses/{id}", s.faulty(s.getResponse))
 		m.HandleFunc("/", s.answer)
 		s.mux = m
 	})

@@ -79,18 +79,45 @@ type Answer struct {
 	Model string
 	Usage llmfleet.Usage
 	Tier  llmfleet.Tier
+	// ID, Status and Background are a response's (/v1/responses): a
+	// background response is answered queued, and billed when it ends.
+	ID, Status string
+	Background bool
 }
 
+// Queued reports whether a is a background response that has not ended:
+// what it will cost is not known yet.
+func (a Answer) Queued() bool {
+	return a.Background && (a.Status == "queued" || a.Status == "in_progress")
+}
+
+// Ended reports whether a is a background response that has ended
+// (completed, incomplete, failed or cancelled): its usage is its bill.
+func (a Answer) Ended() bool {
+	switch a.Status {
+	case "completed", "incomplete", "failed", "cancelled":
+		return a.Background
+	}
+	return false
+}
+
+// AnswerMembers are the top-level members of an answer ReadAnswer reads.
+var AnswerMembers = []string{"model", "usage", "service_tier", "id", "status", "background"}
+
 // ReadAnswer reads the model, usage and served tier of an answer body (a
-// chat.completion, a response or an embedding list).
+// chat.completion, a response or an embedding list), and a response's id,
+// status and whether it runs in the background.
 func ReadAnswer(body []byte) (Answer, error) {
 	var a struct {
 		Model       string          `json:"model"`
 		Usage       json.RawMessage `json:"usage"`
 		ServiceTier string          `json:"service_tier"`
+		ID          string          `json:"id"`
+		Status      string          `json:"status"`
+		Background  bool            `json:"background"`
 	}
 	if err := json.Unmarshal(body, &a); err != nil {
 		return Answer{}, err
 	}
-	return Answer{Model: a.Model, Usage: UsageOf(a.Usage), Tier: TierOf(a.ServiceTier)}, nil
+	return Answer{Model: a.Model, Usage: UsageOf(a.Usage), Tier: TierOf(a.ServiceTier), ID: a.ID, Status: a.Status, Background: a.Background}, nil
 }

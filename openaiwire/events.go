@@ -54,6 +54,12 @@ func ReadStreamEvent(data []byte) (Answer, error) {
 			var tier string
 			_ = json.Unmarshal(value, &tier)
 			a.Tier = TierOf(tier)
+		case "id":
+			_ = json.Unmarshal(value, &a.ID)
+		case "status":
+			_ = json.Unmarshal(value, &a.Status)
+		case "background":
+			_ = json.Unmarshal(value, &a.Background)
 		}
 		return true
 	})

@@ -13,11 +13,13 @@ func TestReadStreamEvent(t *testing.T) {
 	for data, want := range map[string]Answer{
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"gpt-4.1-2025-04-14","service_tier":"default","choices":[],` +
 			`"usage":{"prompt_tokens":20,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":16}},"obfuscation":""}`: {
-			Model: "gpt-4.1-2025-04-14", Tier: llmfleet.TierStandard, Usage: llmfleet.Usage{InputTokens: 4, CacheReadInputTokens: 16, OutputTokens: 5}},
-		`{"id":"chatcmpl-1","model":"gpt-4.1","choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":null}`: {Model: "gpt-4.1"},
+			ID: "chatcmpl-1", Model: "gpt-4.1-2025-04-14", Tier: llmfleet.TierStandard, Usage: llmfleet.Usage{InputTokens: 4, CacheReadInputTokens: 16, OutputTokens: 5}},
+		`{"id":"chatcmpl-1","model":"gpt-4.1","choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":null}`: {ID: "chatcmpl-1", Model: "gpt-4.1"},
 		`{"type":"response.completed","sequence_number":9,"response":{"id":"resp_1","model":"o3-2025-04-16","output":[{"type":"message","content":[{"type":"output_text","text":"usage model"}]}],` +
 			`"service_tier":"flex","usage":{"input_tokens":100,"input_tokens_details":{"cached_tokens":64},"output_tokens":40,"output_tokens_details":{"reasoning_tokens":32}}}}`: {
-			Model: "o3-2025-04-16", Tier: llmfleet.TierFlex, Usage: llmfleet.Usage{InputTokens: 36, CacheReadInputTokens: 64, OutputTokens: 40}},
+			ID: "resp_1", Model: "o3-2025-04-16", Tier: llmfleet.TierFlex, Usage: llmfleet.Usage{InputTokens: 36, CacheReadInputTokens: 64, OutputTokens: 40}},
+		`{"type":"response.completed","response":{"id":"resp_2","model":"o3","status":"completed","background":true,"usage":{"input_tokens":3,"output_tokens":1}}}`: {
+			ID: "resp_2", Model: "o3", Status: "completed", Background: true, Usage: llmfleet.Usage{InputTokens: 3, OutputTokens: 1}},
 		`{"type":"response.output_text.delta","delta":"{\"usage\":1}","item_id":"msg_1"}`: {},
 		`[DONE]`:   {},
 		`{"type":`: {},

@@ -56,13 +56,15 @@ func TestReadAnswer(t *testing.T) {
 		want       Answer
 	}{
 		{"chat", `{"model":"gpt-5","service_tier":"flex","usage":{"prompt_tokens":10,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":4}}}`,
-			Answer{"gpt-5", llmfleet.Usage{InputTokens: 6, CacheReadInputTokens: 4, OutputTokens: 3}, llmfleet.TierFlex}},
+			Answer{Model: "gpt-5", Usage: llmfleet.Usage{InputTokens: 6, CacheReadInputTokens: 4, OutputTokens: 3}, Tier: llmfleet.TierFlex}},
 		{"responses", `{"model":"o3","service_tier":"default","usage":{"input_tokens":8,"output_tokens":2,"input_tokens_details":{"cached_tokens":8}}}`,
-			Answer{"o3", llmfleet.Usage{InputTokens: 0, CacheReadInputTokens: 8, OutputTokens: 2}, llmfleet.TierStandard}},
+			Answer{Model: "o3", Usage: llmfleet.Usage{InputTokens: 0, CacheReadInputTokens: 8, OutputTokens: 2}, Tier: llmfleet.TierStandard}},
+		{"background, queued", `{"id":"resp_1","model":"o3","status":"queued","background":true,"usage":null}`,
+			Answer{Model: "o3", ID: "resp_1", Status: "queued", Background: true}},
 		{"embeddings", `{"object":"list","model":"text-embedding-3-small","usage":{"prompt_tokens":5,"total_tokens":5}}`,
-			Answer{"text-embedding-3-small", llmfleet.Usage{InputTokens: 5}, ""}},
-		{"fast", `{"model":"gpt-5","service_tier":"fast"}`, Answer{"gpt-5", llmfleet.Usage{}, llmfleet.TierPriority}},
-		{"batch", `{"model":"gpt-5","service_tier":"batch"}`, Answer{"gpt-5", llmfleet.Usage{}, llmfleet.TierBatch}},
+			Answer{Model: "text-embedding-3-small", Usage: llmfleet.Usage{InputTokens: 5}}},
+		{"fast", `{"model":"gpt-5","service_tier":"fast"}`, Answer{Model: "gpt-5", Tier: llmfleet.TierPriority}},
+		{"batch", `{"model":"gpt-5","service_tier":"batch"}`, Answer{Model: "gpt-5", Tier: llmfleet.TierBatch}},
 	} {
 		got, err := ReadAnswer([]byte(c.body))
 		if err != nil || got != c.want {

@@ -177,6 +177,7 @@ func (f openAIFace) parse(r *http.Request, c *call) *refusal {
 		StreamOptions struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
+		Background bool `json:"background"`
 	}
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", msg: "We could not parse the JSON body of your request.", bare: true}
@@ -186,6 +187,11 @@ func (f openAIFace) parse(r *http.Request, c *call) *refusal {
 			msg: "you must provide a model parameter", bare: true}
 	}
 	c.model, c.stream, c.includeUsage = fields.Model, fields.Stream, fields.StreamOptions.IncludeUsage
+	if fields.Background && !c.batchOnly {
+		// A background response waits upstream already, and the Batch
+		// API runs none.
+		c.noBatch = true
+	}
 	h := http.Header{}
 	cred := headerCredential(r)
 	upstream := llmfleet.Credential{AuthToken: cred.AuthToken}

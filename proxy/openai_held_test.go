@@ -21,13 +21,16 @@ import (
 // heldOpenAIFace is openAIFace in proxy-held-key mode: the emulator takes
 // only the proxy's OpenAI key, clients present keys of the proxy's own
 // (alice-key, bob-key). openAIKey false leaves the OpenAI face closed.
-func heldOpenAIFace(t *testing.T, emu *openaiemu.Server, openAIKey bool) string {
+func heldOpenAIFace(t *testing.T, emu *openaiemu.Server, openAIKey bool, observe ...func(llmfleet.LedgerEntry)) string {
 	t.Helper()
 	emu.Keys = []string{"sk-proxy-openai"}
 	d, u := openAIEngine(t, emu)
 	keys := &proxy.ClientKeys{Upstream: llmfleet.Credential{APIKey: "sk-ant-proxy"},
 		Hashes: map[string]string{proxy.HashKey("alice-key"): "alice", proxy.HashKey("bob-key"): "bob"}}
 	srv := &proxy.Server{Submitter: d, OpenAIUpstream: u, Credentials: keys.Map, ClientName: keys.Name}
+	if len(observe) > 0 {
+		srv.Observe = observe[0]
+	}
 	if openAIKey {
 		keys.OpenAI = llmfleet.Credential{AuthToken: "sk-proxy-openai"}
 		srv.OpenAICredentials = keys.MapOpenAI

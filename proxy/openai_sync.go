@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -57,6 +58,9 @@ func (f *forwarder) openAIAnswered(oc *faceSync) {
 		f.obs.failed("network")
 		f.obs.openAI(oc.c, oc.served, t, "api_error", true)
 	default:
+		if a := t.result(); a.Queued() || a.Ended() && !bookOf(f.s).claimOnce(context.WithoutCancel(oc.caller), ledgeredKey(a.ID)) {
+			return // a background response, ledgered as its end is read (backgroundEnd), once
+		}
 		f.obs.openAI(oc.c, oc.served, t, "ok", false)
 	}
 }
@@ -89,6 +93,9 @@ func (f *forwarder) rewriteOpenAI(pr *httputil.ProxyRequest, up *url.URL) {
 	if c, ok := pr.In.Context().Value(upstreamCredential{}).(llmfleet.Credential); ok {
 		openAIKeys().set(pr.Out, c)
 	}
+	if responseRead(pr.Out.Method, pr.Out.URL.Path) {
+		pr.Out = f.markResponseRead(pr.In, pr.Out)
+	}
 }
 
 // tapOpenAI is the OpenAI face's ModifyResponse: the answer to a sync
@@ -98,6 +105,7 @@ func (f *forwarder) tapOpenAI(resp *http.Response) error {
 	oc := faceSyncOf(resp.Request)
 	if oc == nil {
 		ownAnswer(f.s, resp, openAIAnswerIDs) // a response of the client's, read by id
+		f.backgroundEnd(resp)
 		return nil
 	}
 	c := oc.c

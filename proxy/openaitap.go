@@ -67,7 +67,7 @@ func (t *openAITap) write(p []byte) {
 
 // answerMembers are the top-level members of a JSON answer the ledger
 // reads (openaiwire.ReadAnswer).
-var answerMembers = []string{"model", "usage", "service_tier"}
+var answerMembers = openaiwire.AnswerMembers
 
 // event reads an event of a stream: the last model, tier and usage
 // reported win.
@@ -87,6 +87,9 @@ func (t *openAITap) event(e sse.Event) {
 	}
 	if a.Usage != (llmfleet.Usage{}) {
 		t.answer.Usage = a.Usage
+	}
+	if a.Status != "" { // a response's, with its id and mode
+		t.answer.ID, t.answer.Status, t.answer.Background = a.ID, a.Status, a.Background
 	}
 }
 
