@@ -201,6 +201,11 @@ type Response struct {
 	// none, in which case the route's tier applies (TierOf). Costs follow
 	// the tier served, never the tier asked for.
 	Tier Tier
+	// Pending says the provider answered the call before carrying it out
+	// (an OpenAI background response, queued): what it will bill is not
+	// known, and the call's ledger entry estimates it from the request's
+	// body (LedgerEntry.Estimated).
+	Pending bool
 }
 
 // Usage is the token usage of one request, as the provider reports it.

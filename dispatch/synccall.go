@@ -119,6 +119,9 @@ func (s *syncCaller) observe(c callRecord, resp *llmfleet.Response, err error) {
 			e.SyncUSD = syncBill(c.view, resp.Usage)
 		}
 		e.MissUSD = d.cache.learn(c.p.Name(), info.Model, d.fingerprint(c.req.Credential), info.Prompt, c.route, false, e.Time, nil, resp.Usage)
+		if resp.Pending {
+			e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
+		}
 	} else if mayBeBilled(err) {
 		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(len(c.req.Body))), true
 	}

@@ -126,7 +126,7 @@ func (p *Provider) Send(ctx context.Context, req *llmfleet.Request) (*llmfleet.R
 	}
 	resp := &llmfleet.Response{Route: llmfleet.RouteSync, StatusCode: res.StatusCode, Header: res.Header, Body: body}
 	if a, err := openaiwire.ReadAnswer(body); err == nil {
-		resp.Model, resp.Usage, resp.Tier = a.Model, a.Usage, a.Tier
+		resp.Model, resp.Usage, resp.Tier, resp.Pending = a.Model, a.Usage, a.Tier, a.Queued()
 	}
 	return resp, nil
 }

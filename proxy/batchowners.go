@@ -174,3 +174,10 @@ func (f anthropicFace) serveOwned(w http.ResponseWriter, r *http.Request) {
 // shared reports whether a pass-through call may go upstream under the
 // key every client shares (anthropicShared).
 func (f anthropicFace) shared(method, path string) bool { return anthropicShared(method, path) }
+
+// anthropicBilled is the Anthropic face's faceTraits.billed: a Message
+// Batch created.
+func anthropicBilled(method, path string) (bool, bool) {
+	b := method == http.MethodPost && path == "/v1/messages/batches"
+	return b, b
+}

@@ -65,6 +65,31 @@ func (p pipeline) clientRules(r *http.Request, c *call, force llmfleet.Route) *r
 	return nil
 }
 
+// passLimit refuses, with proxy-held keys, a pass-through call to path
+// that the upstream bills (a batch created, embeddings: face.billed) of a
+// client over a spend limit, as clientRules refuses a routed call: one
+// that rejects refuses all, one that takes only batches refuses all but
+// batches. (Their cost is not in the ledger: see docs/ledger.md.)
+func passLimit(s *Server, f mountedFace, r *http.Request, path string) *refusal {
+	how := f.traits().billed
+	if how == nil || s.ClientRules == nil {
+		return nil
+	}
+	billed, batch := how(r.Method, path)
+	if !billed {
+		return nil
+	}
+	client := s.clientOf(f.traits().key.read(r))
+	if client == "" {
+		return nil
+	}
+	v := s.ClientRules(r.Context(), client)
+	if v.Limit == "" || batch && v.BatchOnly {
+		return nil
+	}
+	return pipeline{s, f}.overLimit(&clientRule{client: client, v: v}, "llmfleet takes its calls again at "+stamp(v.Resets)+".")
+}
+
 // routedByRules refuses a call taken only batched (clientRules) whose
 // route, once decided, is not the batch route: its budget cannot be met
 // by a batch.

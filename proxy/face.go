@@ -120,6 +120,11 @@ type faceTraits struct {
 	stream streamShape
 	// key is how the face's API carries a client's credential.
 	key keyWay
+	// billed reports whether a pass-through call of method to path makes
+	// something the upstream bills (a batch, embeddings), and whether it
+	// is a batch: with proxy-held keys it is held to the client's spend
+	// limits as a routed call is (passLimit). Nil: none does.
+	billed func(method, path string) (billed, batch bool)
 }
 
 // refusal is an answer a face gives itself: its status, error type, code,

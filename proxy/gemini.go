@@ -120,7 +120,7 @@ func geminiMethod(path string) (model, method string, ok bool) {
 // would be an invalid chunk to it), the stream begun at once.
 func (f geminiFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch}, bare: true,
-		stream: streamShape{eager: true, ping: geminiPing, begin: openAIStreamHead}, key: geminiKeys()}
+		stream: streamShape{eager: true, ping: geminiPing, begin: openAIStreamHead}, key: geminiKeys(), billed: geminiBilled}
 }
 
 // geminiPing appends the blank line a waiting stream is sent.

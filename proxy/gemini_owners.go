@@ -29,6 +29,22 @@ func (f geminiFace) owned(path string) bool {
 // keep nothing (countTokens, embeddings). Everything else the API keeps
 // under a key (cached contents, tuned models, ...) would show one client
 // what another made.
+// geminiBilled is the Gemini face's faceTraits.billed: a batch created,
+// embeddings.
+func geminiBilled(method, path string) (bool, bool) {
+	_, m, ok := geminiMethod(path)
+	if !ok || method != http.MethodPost {
+		return false, false
+	}
+	switch m {
+	case "batchGenerateContent", "asyncBatchEmbedContent":
+		return true, true
+	case "embedContent", "batchEmbedContents":
+		return true, false
+	}
+	return false, false
+}
+
 func (f geminiFace) shared(method, path string) bool {
 	if method == http.MethodGet {
 		rest, _, ok := geminiwire.Unversioned(path)

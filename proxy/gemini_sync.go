@@ -72,6 +72,7 @@ func (g geminiForwarder) rewrite(pr *httputil.ProxyRequest) {
 		c = geminiKey(held)
 	}
 	setGeminiCredential(pr.Out, c)
+	pr.Out = g.markEmbedding(pr.In, pr.Out)
 	if strings.HasPrefix(pr.In.URL.Path, "/upload/") {
 		pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), inboundBase{}, baseOf(pr.In)))
 	}

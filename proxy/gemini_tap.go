@@ -177,6 +177,7 @@ func (b *geminiBody) Close() error { return b.rc.Close() }
 func (g geminiForwarder) modify(resp *http.Response) error {
 	gs := faceSyncOf(resp.Request)
 	if gs == nil {
+		g.embedded(resp)
 		return g.uploadURL(resp)
 	}
 	resp.Header.Del(HeaderRoute) // the proxy's own, set by syncThrough

@@ -30,7 +30,7 @@ type anthropicFace struct {
 // streaming caller waits on ping events, the stream begun at the first.
 func (f anthropicFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteBatch}, parks: true, spent: true,
-		stream: streamShape{ping: anthropicPing, begin: anthropicStreamHead}, key: headerKeys()}
+		stream: streamShape{ping: anthropicPing, begin: anthropicStreamHead}, key: headerKeys(), billed: anthropicBilled}
 }
 
 // admit names the call's client, and with proxy-held keys checks its key

@@ -100,6 +100,10 @@ func (m mount) serve(w http.ResponseWriter, r *http.Request) {
 		r2 = withPath(r, path, "")
 	}
 	if s.Credentials != nil {
+		if e := passLimit(s, f, r, path); e != nil {
+			f.refuse(w, e)
+			return
+		}
 		switch {
 		case f.owned(path):
 			f.serveOwned(w, r2)

@@ -86,7 +86,7 @@ func openAIKey(c llmfleet.Credential) llmfleet.Credential {
 // handler, a streaming one on ": ping" comments, the stream begun at once.
 func (f openAIFace) traits() faceTraits {
 	return faceTraits{routes: [3]llmfleet.Route{llmfleet.RouteSync, llmfleet.RouteFlex, llmfleet.RouteBatch}, bare: true,
-		stream: streamShape{eager: true, ping: openAIPing, begin: openAIStreamHead}, key: openAIKeys()}
+		stream: streamShape{eager: true, ping: openAIPing, begin: openAIStreamHead}, key: openAIKeys(), billed: openAIBilled}
 }
 
 // openAIKeys is the way of the OpenAI API's credentials: a bearer token
@@ -206,6 +206,9 @@ func (f openAIFace) parse(r *http.Request, c *call) *refusal {
 	}
 	c.req = &llmfleet.Request{Provider: openAIProvider, Credential: upstream,
 		Header: h, Endpoint: c.endpoint, Body: body, Client: s.clientOf(cred), NoBatch: c.noBatch, BatchOnly: c.batchOnly}
+	if c.endpoint == openaiwire.Responses {
+		s.fwd.settleChained(r.Context(), c.req, body)
+	}
 	noteModel(r.Context(), c.model)
 	return nil
 }

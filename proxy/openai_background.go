@@ -2,7 +2,10 @@ package proxy
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/llmfleet/llmfleet"
@@ -22,10 +25,15 @@ import (
 type backgroundReader struct{}
 
 // responseRead reports whether a request of method to path (the API's)
-// reads a response by its id.
+// reads a response by its id: a GET of it, or its cancel, which answers
+// it as it ended.
 func responseRead(method, path string) bool {
 	id, ok := strings.CutPrefix(path, "/v1/responses/")
-	return ok && method == http.MethodGet && strings.HasPrefix(id, "resp_") && !strings.Contains(id, "/")
+	if !ok || !strings.HasPrefix(id, "resp_") {
+		return false
+	}
+	id, cancel := strings.CutSuffix(id, "/cancel")
+	return !strings.Contains(id, "/") && (method == http.MethodGet && !cancel || method == http.MethodPost && cancel)
 }
 
 // markResponseRead readies out, the upstream request of in, a read of a
@@ -46,9 +54,15 @@ func (f *forwarder) backgroundEnd(res *http.Response) {
 	}
 	ctx := context.WithoutCancel(res.Request.Context())
 	read := func(data []byte) {
-		if a, err := openaiwire.ReadStreamEvent(data); err == nil && a.Ended() && bookOf(f.s).claimOnce(ctx, ledgeredKey(a.ID)) {
-			f.obs.backgroundEnded(client, a)
+		a, err := openaiwire.ReadStreamEvent(data)
+		if err != nil || !a.Ended() || !bookOf(f.s).claimOnce(ctx, ledgeredKey(a.ID)) {
+			return
 		}
+		made := bookOf(f.s).madeBy(ctx, a.ID)
+		if made.client != "" {
+			client = made.client
+		}
+		f.obs.backgroundEnded(client, a, made.bodyBytes)
 	}
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		res.Body = &tappedBody{body: res.Body, tap: &sse.Decoder{MaxData: maxStreamEvent, Emit: func(e sse.Event) { read(e.Data) }}}
@@ -60,6 +74,36 @@ func (f *forwarder) backgroundEnd(res *http.Response) {
 // ledgeredKey is the name under which the ledgering of the background
 // response id is claimed (ownerBook.claimOnce).
 func ledgeredKey(id string) string { return "ledgered/" + id }
+
+// backgroundMade is what the proxy keeps of a background response as its
+// create is answered queued: the client that made it, whose entry its end
+// is, and the size of its request body, whose input is estimated from it
+// if its end reports no usage.
+type backgroundMade struct {
+	client    string
+	bodyBytes int
+}
+
+// made records, once, who made the background response id, with a body
+// of bodyBytes (in the owners store, as the claims are: shared by
+// replicas).
+func (b ownerBook) made(ctx context.Context, id string, m backgroundMade) {
+	if err := b.store.RecordBatchOwner(ctx, "made/"+id, strconv.Itoa(m.bodyBytes)+" "+m.client); err != nil {
+		b.log.Warn("background response's maker not recorded: its end is ledgered to its reader", "id", id, "err", err)
+	}
+}
+
+// madeBy returns what made recorded of the background response id (zero
+// if nothing).
+func (b ownerBook) madeBy(ctx context.Context, id string) backgroundMade {
+	v, err := b.store.BatchOwner(ctx, "made/"+id)
+	if err != nil {
+		return backgroundMade{}
+	}
+	n, client, _ := strings.Cut(v, " ")
+	bytes, _ := strconv.Atoi(n)
+	return backgroundMade{client: client, bodyBytes: bytes}
+}
 
 // claimOnce reports whether this call is the first to claim key: the
 // first record of a key is kept (BatchOwners), so a claim is a record of
@@ -75,9 +119,11 @@ func (b ownerBook) claimOnce(ctx context.Context, key string) bool {
 }
 
 // backgroundEnded hands Observe the entry of a background response that
-// ended (a), read by the client named client: billed for its usage in
-// the tier it was served in, as a sync (or flex) call.
-func (o *syncObserver) backgroundEnded(client string, a openaiwire.Answer) {
+// ended (a), made by (or else read by) the client named client: billed
+// for its usage in the tier it was served in, as a sync (or flex) call;
+// an end that reports no usage (a cancelled one may not) has its input
+// estimated from its create's body of bodyBytes (LedgerEntry.Estimated).
+func (o *syncObserver) backgroundEnded(client string, a openaiwire.Answer, bodyBytes int) {
 	e := llmfleet.LedgerEntry{Time: o.clock.Now(), Provider: openAIProvider, Model: a.Model, Route: llmfleet.RouteSync,
 		Tier: a.Tier, Outcome: "ok", Usage: a.Usage, Client: client, RequestID: a.ID, BudgetMet: true}
 	if e.Tier == "" {
@@ -89,5 +135,58 @@ func (o *syncObserver) backgroundEnded(client string, a openaiwire.Answer) {
 	if a.Status == "failed" || a.Status == "cancelled" {
 		e.Outcome = a.Status
 	}
+	if e.Usage == (llmfleet.Usage{}) {
+		e.Usage, e.Estimated = llmfleet.EstimatedUsage(int64(bodyBytes)), true
+	}
 	o.observe(e)
+}
+
+// settleChained ledgers the end of each background response made through
+// the proxy that req (a /v1/responses call, its body body) continues from
+// (previous_response_id) and that no read has ledgered yet: a client may
+// use a background response's output so, without reading it. The
+// response is read upstream first, with req's credential.
+func (f *forwarder) settleChained(ctx context.Context, req *llmfleet.Request, body []byte) {
+	if f.obs.observe == nil {
+		return
+	}
+	ids, _ := memberStrings(body, []string{"previous_response_id"})
+	book := bookOf(f.s)
+	for _, id := range ids {
+		if _, err := book.store.BatchOwner(ctx, ledgeredKey(id)); err == nil || !strings.HasPrefix(id, "resp_") {
+			continue // ledgered already (or no response's id)
+		}
+		made := book.madeBy(ctx, id)
+		if made.client == "" {
+			continue // no background response made here
+		}
+		if a, ok := f.readResponse(ctx, req, id); ok && a.Ended() && book.claimOnce(context.WithoutCancel(ctx), ledgeredKey(id)) {
+			f.obs.backgroundEnded(made.client, a, made.bodyBytes)
+		}
+	}
+}
+
+// readResponse reads the response id upstream with req's credential and
+// account headers.
+func (f *forwarder) readResponse(ctx context.Context, req *llmfleet.Request, id string) (openaiwire.Answer, bool) {
+	up := openAIUpstreamURL(f.s.OpenAIUpstream)
+	out, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(up.String(), "/")+"/v1/responses/"+url.PathEscape(id), nil)
+	if err != nil {
+		return openaiwire.Answer{}, false
+	}
+	for k, v := range req.Header {
+		out.Header[k] = v
+	}
+	openAIKeys().set(out, req.Credential)
+	res, err := f.next.RoundTrip(out)
+	if err != nil {
+		return openaiwire.Answer{}, false
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxStreamEvent))
+	if err != nil || res.StatusCode != http.StatusOK {
+		return openaiwire.Answer{}, false
+	}
+	a, err := openaiwire.ReadAnswer(b)
+	return a, err == nil
 }

@@ -34,6 +34,12 @@ func (f openAIFace) owned(path string) bool {
 // jobs, vector stores, uploads, ...) would show one client what another
 // made, so in proxy-held-key mode the OpenAI face passes on nothing else
 // but the Files and Batches APIs, whose objects it tracks by owner.
+// openAIBilled is the OpenAI face's faceTraits.billed: a batch created.
+func openAIBilled(method, path string) (bool, bool) {
+	b := method == http.MethodPost && path == "/v1/batches"
+	return b, b
+}
+
 func (f openAIFace) shared(method, path string) bool {
 	return method == http.MethodGet && (path == "/v1/models" || strings.HasPrefix(path, "/v1/models/"))
 }

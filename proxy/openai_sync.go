@@ -38,6 +38,12 @@ func (f *forwarder) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *o
 // broke off; one that got no answer was reported by openAIError.
 func (f *forwarder) openAIAnswered(oc *faceSync) {
 	t, _ := oc.tap.(*openAITap)
+	if t != nil && t.sse && !t.eof && t.answer.Queued() {
+		// A background response's stream left before its end: the
+		// response runs on upstream, and is ledgered as its end is read.
+		bookOf(f.s).made(context.WithoutCancel(oc.caller), t.answer.ID, backgroundMade{client: oc.c.req.Client, bodyBytes: len(oc.c.req.Body)})
+		return
+	}
 	switch {
 	case oc.failed || t == nil:
 	case t.status >= 400:
@@ -58,8 +64,15 @@ func (f *forwarder) openAIAnswered(oc *faceSync) {
 		f.obs.failed("network")
 		f.obs.openAI(oc.c, oc.served, t, "api_error", true)
 	default:
-		if a := t.result(); a.Queued() || a.Ended() && !bookOf(f.s).claimOnce(context.WithoutCancel(oc.caller), ledgeredKey(a.ID)) {
-			return // a background response, ledgered as its end is read (backgroundEnd), once
+		ctx := context.WithoutCancel(oc.caller)
+		switch a := t.result(); {
+		case a.Queued():
+			// A background response: ledgered as its end is read
+			// (backgroundEnd), once, to the client that made it.
+			bookOf(f.s).made(ctx, a.ID, backgroundMade{client: oc.c.req.Client, bodyBytes: len(oc.c.req.Body)})
+			return
+		case a.Ended() && !bookOf(f.s).claimOnce(ctx, ledgeredKey(a.ID)):
+			return // read by id already
 		}
 		f.obs.openAI(oc.c, oc.served, t, "ok", false)
 	}
