@@ -67,6 +67,9 @@ type RequestInfo struct {
 	// Prompt is the request's prompt-cache structure (no breakpoints for
 	// a provider, or a request, without prompt caching).
 	Prompt Prompt
+	// Unbatchable says no batch can carry the request (an OpenAI
+	// background response): it is routed as Request.NoBatch is.
+	Unbatchable bool
 }
 
 // BatchQuery asks FindBatch for the batch created with a tag.

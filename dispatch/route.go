@@ -109,6 +109,8 @@ func (rt *router) route(p llmfleet.Provider, req *llmfleet.Request, info llmflee
 	provider, model := p.Name(), info.Model
 	f := rt.feasibleRoutes(provider, model, budget)
 	switch {
+	case info.Unbatchable:
+		f = f.withoutBatch()
 	case req.BatchOnly:
 		if f.batch {
 			return llmfleet.RouteBatch

@@ -198,13 +198,14 @@ func (p *Provider) Inspect(req *llmfleet.Request) (llmfleet.RequestInfo, error) 
 		return llmfleet.RequestInfo{}, err
 	}
 	var m struct {
-		Model string `json:"model"`
+		Model      string `json:"model"`
+		Background bool   `json:"background"`
 	}
 	if err := json.Unmarshal(req.Body, &m); err != nil || m.Model == "" {
 		return llmfleet.RequestInfo{}, errors.New("openai: the request names no model")
 	}
 	key := strings.Join([]string{ep, m.Model, req.Header.Get("OpenAI-Organization"), req.Header.Get("OpenAI-Project")}, "\x00")
-	return llmfleet.RequestInfo{Model: m.Model, PoolKey: key}, nil
+	return llmfleet.RequestInfo{Model: m.Model, PoolKey: key, Unbatchable: m.Background}, nil
 }
 
 // BatchParams returns the body a request goes into a batch with: without
