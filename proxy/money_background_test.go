@@ -329,13 +329,12 @@ func TestMoneyEngineBackgroundLedgeredAtZero(t *testing.T) {
 			t.Errorf("the engine's background call (billed 2,000 in + 60,000 out when it runs) is ledgered at $0, not estimated: %+v", e)
 		}
 	}
-	// With a budget a batch could keep, it is not batched all the same (it
-	// goes flex, o3 being a flex model): no batch carries a background
-	// response (RequestInfo.Unbatchable).
+	// With a budget a batch could keep, it is not batched all the same: no
+	// batch carries a background response (RequestInfo.Unbatchable).
 	resp, err = d.Submit(t.Context(), time.Hour, &llmfleet.Request{Provider: "openai", Endpoint: "/v1/responses",
-		Credential: llmfleet.Credential{APIKey: "sk-lib"}, Body: []byte(bgCreate)})
+		Credential: llmfleet.Credential{APIKey: "sk-lib"}, Body: []byte(strings.Replace(bgCreate, `"o3"`, `"gpt-4.1"`, 1))})
 	if err != nil || resp.Route == llmfleet.RouteBatch {
-		t.Errorf("a background call with an hour's budget: %v, route %v, want it not batched", err, resp.Route)
+		t.Errorf("a background call with an hour's budget: %v, %+v, want it answered, not batched", err, resp)
 	}
 }
 
