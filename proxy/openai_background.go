@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmfleet/llmfleet"
 	"github.com/llmfleet/llmfleet/openaiwire"
@@ -166,9 +167,15 @@ func (f *forwarder) settleChained(ctx context.Context, req *llmfleet.Request, bo
 	}
 }
 
+// settleWait bounds the read of a background response a call continues
+// from (settleChained): a wait llmfleet adds to the call.
+const settleWait = 3 * time.Second
+
 // readResponse reads the response id upstream with req's credential and
-// account headers.
+// account headers, within settleWait.
 func (f *forwarder) readResponse(ctx context.Context, req *llmfleet.Request, id string) (openaiwire.Answer, bool) {
+	ctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
 	up := openAIUpstreamURL(f.s.OpenAIUpstream)
 	out, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(up.String(), "/")+"/v1/responses/"+url.PathEscape(id), nil)
 	if err != nil {
