@@ -89,15 +89,18 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			Content: []responseContent{{Type: "output_text", Text: answer, Annotations: []any{}, Logprobs: []any{}}}}},
 		Usage: &u, ServiceTier: tier, Background: req.Background,
 	}
-	if req.Background && !req.Stream {
-		// Answered queued; the response runs on, billed when it ends, and
-		// is read by its id (getResponse), done at once.
+	if req.Background {
+		// The response runs on, billed when it ends, and is read (or
+		// cancelled, once it has ended: the final object) by its id,
+		// done at once (getResponse); unstreamed, it is answered queued.
 		s.mu.Lock()
 		if s.background == nil {
 			s.background = map[string]backgroundResponse{}
 		}
 		s.background[id] = backgroundResponse{owner: owner(r), done: done}
 		s.mu.Unlock()
+	}
+	if req.Background && !req.Stream {
 		queued := done
 		queued.Status, queued.Output, queued.Usage = "queued", []responseOutput{}, nil
 		writeJSON(w, http.StatusOK, queued)
@@ -117,8 +120,9 @@ type backgroundResponse struct {
 	done  responseObject
 }
 
-// getResponse serves GET /v1/responses/{id}: a background response of
-// the caller's, ended.
+// getResponse serves GET /v1/responses/{id}, and its cancel: a background
+// response of the caller's, ended (a cancel of an ended response answers
+// it as it ended).
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	b, ok := s.background[r.PathValue("id")]

@@ -147,6 +147,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.HandleFunc("GET /v1/batches/{id}", s.faulty(s.getBatch))
 		m.HandleFunc("POST /v1/batches/{id}/cancel", s.faulty(s.cancelBatch))
 		m.HandleFunc("GET /v1/responses/{id}", s.faulty(s.getResponse))
+		m.HandleFunc("POST /v1/responses/{id}/cancel", s.faulty(s.getResponse))
 		m.HandleFunc("/", s.answer)
 		s.mux = m
 	})

@@ -145,6 +145,11 @@ func (f openAIFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 	if c.route == llmfleet.RouteBatch && s.Submitter == nil {
 		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", param: "llmfleet-route", msg: "This llmfleet does not batch."}
 	}
+	if c.endpoint == openaiwire.Responses {
+		// Admitted: a background response it continues from is ledgered
+		// first, if no read has been.
+		s.fwd.settleChained(r.Context(), c.req, c.req.Body)
+	}
 	return nil
 }
 
@@ -206,9 +211,6 @@ func (f openAIFace) parse(r *http.Request, c *call) *refusal {
 	}
 	c.req = &llmfleet.Request{Provider: openAIProvider, Credential: upstream,
 		Header: h, Endpoint: c.endpoint, Body: body, Client: s.clientOf(cred), NoBatch: c.noBatch, BatchOnly: c.batchOnly}
-	if c.endpoint == openaiwire.Responses {
-		s.fwd.settleChained(r.Context(), c.req, body)
-	}
 	noteModel(r.Context(), c.model)
 	return nil
 }

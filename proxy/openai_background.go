@@ -190,10 +190,23 @@ func (f *forwarder) readResponse(ctx context.Context, req *llmfleet.Request, id 
 		return openaiwire.Answer{}, false
 	}
 	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxStreamEvent))
-	if err != nil || res.StatusCode != http.StatusOK {
+	if res.StatusCode != http.StatusOK {
 		return openaiwire.Answer{}, false
 	}
-	a, err := openaiwire.ReadAnswer(b)
+	// Its members read as they pass, however long the response (its
+	// output may hold images).
+	k := answerKeeper{keys: answerMembers, limit: maxKept}
+	if _, err := io.Copy(writerFunc(k.write), res.Body); err != nil {
+		return openaiwire.Answer{}, false
+	}
+	a, err := openaiwire.ReadAnswer(k.kept())
 	return a, err == nil
+}
+
+// writerFunc is a function as an io.Writer that takes all it is given.
+type writerFunc func([]byte)
+
+func (w writerFunc) Write(p []byte) (int, error) {
+	w(p)
+	return len(p), nil
 }
