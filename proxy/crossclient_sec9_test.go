@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -238,19 +239,12 @@ func TestHeldOperatorsObjectsMayBeNamed(t *testing.T) {
 // vector stores, files). They are dropped, on routed and pass-through
 // calls alike.
 func TestHeldOpenAIAccountHeadersDropped(t *testing.T) {
-	var mu sync.Mutex
-	var seen []string
-	ts, _ := heldServer(t, func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		seen = append(seen, r.URL.Path+" "+r.Header.Get("OpenAI-Organization")+r.Header.Get("OpenAI-Project"))
-		mu.Unlock()
-		if r.URL.Path == "/v1/files" {
-			answerJSON(w, `{"object":"list","data":[],"has_more":false}`)
-			return
+	ts, seen := headerSpy(t, func(path string) string {
+		if path == "/v1/files" {
+			return `{"object":"list","data":[],"has_more":false}`
 		}
-		answerJSON(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
-	})
+		return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+	}, "OpenAI-Organization", "OpenAI-Project")
 	hdr := []string{"OpenAI-Organization", "org-other", "OpenAI-Project", "proj-other"}
 	if code, b := heldCall(t, ts, "POST", "ka", "/openai/v1/chat/completions", `{"model":"gpt-4.1","messages":[{"role":"user","content":"hi"}]}`, hdr...); code != 200 {
 		t.Fatalf("chat: %d %s", code, b)
@@ -258,14 +252,43 @@ func TestHeldOpenAIAccountHeadersDropped(t *testing.T) {
 	if code, b := heldCall(t, ts, "GET", "ka", "/openai/v1/files", "", hdr...); code != 200 {
 		t.Fatalf("files: %d %s", code, b)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(seen) < 2 {
+	wantNoneOther(t, seen(), 2)
+}
+
+// headerSpy serves heldServer with an upstream answering each call with
+// answer(its path), and returns the test server and, for each upstream
+// call so far, its path and the values of the headers named.
+func headerSpy(t *testing.T, answer func(path string) string, names ...string) (*httptest.Server, func() []string) {
+	var mu sync.Mutex
+	var seen []string
+	ts, _ := heldServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		line := r.URL.Path
+		for _, n := range names {
+			line += " " + r.Header.Get(n)
+		}
+		mu.Lock()
+		seen = append(seen, line)
+		mu.Unlock()
+		answerJSON(w, answer(r.URL.Path))
+	})
+	return ts, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// wantNoneOther checks that at least n upstream calls were seen, none of
+// them with a header value of the client's ("...other").
+func wantNoneOther(t *testing.T, seen []string, n int) {
+	t.Helper()
+	if len(seen) < n {
 		t.Fatalf("upstream calls %q", seen)
 	}
 	for _, s := range seen {
 		if strings.Contains(s, "other") {
-			t.Errorf("the client's organization or project went upstream under the operator's key: %q", s)
+			t.Errorf("the client's account or user header went upstream under the operator's key: %q", s)
 		}
 	}
 }
