@@ -17,9 +17,11 @@ import (
 // This file ledgers the OpenAI face's background responses (a
 // /v1/responses call with background: true). Such a call is answered at
 // once, queued, with no usage; the response runs on upstream and is
-// billed when it ends. Its entry is handed to Observe when its end is
-// read through the proxy (a read of the response by its id, polled as the
-// SDKs poll, or streamed), once: the first reader claims it.
+// billed when it ends. Its entry is handed to Observe when its end passes
+// through the proxy (a read of the response by its id, polled as the SDKs
+// poll, or streamed; its cancel; a call continuing from it, for which the
+// proxy reads it: settleChained), once: the first to see it claims it,
+// and the entry is the client's that made it (made).
 
 // backgroundReader is the context key of a read of a response by its id:
 // the name of the client reading it, whose entry its end is.
