@@ -95,6 +95,20 @@ func (sr *SDKRouter) Messages(req *http.Request, next Next) (*http.Response, err
 	return resp, err
 }
 
+// getOf returns a GET of path (an API path of r's face) with query, made
+// of r within ctx: its credential and the rest of its headers, no body,
+// its answer asked for plain (read here).
+func getOf(ctx context.Context, r *http.Request, path, query string) *http.Request {
+	get := r.Clone(ctx)
+	get.Method, get.Body, get.ContentLength = http.MethodGet, http.NoBody, 0
+	u := *r.URL
+	u.Path, u.RawPath, u.RawQuery = path, "", query
+	get.URL = &u
+	get.Header.Del("Content-Type")
+	get.Header.Del("Accept-Encoding")
+	return get
+}
+
 // serveInProcess runs h on req in a goroutine of its own and returns the
 // response it writes as soon as its status is written; the body streams
 // from h as it writes. Closing the body cancels h's request context. The

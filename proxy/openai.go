@@ -148,7 +148,7 @@ func (f openAIFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 	if c.endpoint == openaiwire.Responses {
 		// Admitted: a background response it continues from is ledgered
 		// first, if no read has been.
-		s.fwd.settleChained(r.Context(), c.req, c.req.Body)
+		f.settleChained(r, c.req.Body)
 	}
 	return nil
 }
@@ -182,7 +182,6 @@ func (f openAIFace) parse(r *http.Request, c *call) *refusal {
 		StreamOptions struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
-		Background bool `json:"background"`
 	}
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return &refusal{status: http.StatusBadRequest, typ: "invalid_request_error", msg: "We could not parse the JSON body of your request.", bare: true}
@@ -192,11 +191,6 @@ func (f openAIFace) parse(r *http.Request, c *call) *refusal {
 			msg: "you must provide a model parameter", bare: true}
 	}
 	c.model, c.stream, c.includeUsage = fields.Model, fields.Stream, fields.StreamOptions.IncludeUsage
-	if fields.Background && !c.batchOnly {
-		// A background response waits upstream already, and the Batch
-		// API runs none.
-		c.noBatch = true
-	}
 	h := http.Header{}
 	cred := headerCredential(r)
 	upstream := llmfleet.Credential{AuthToken: cred.AuthToken}

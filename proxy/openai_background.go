@@ -78,6 +78,13 @@ func (f *forwarder) backgroundEnd(res *http.Response) {
 // response id is claimed (ownerBook.claimOnce).
 func ledgeredKey(id string) string { return "ledgered/" + id }
 
+// ledgered reports whether the end of the background response id has
+// been claimed, so ledgered.
+func (b ownerBook) ledgered(ctx context.Context, id string) bool {
+	_, err := b.store.BatchOwner(ctx, ledgeredKey(id))
+	return err == nil
+}
+
 // backgroundMade is what the proxy keeps of a background response as its
 // create is answered queued: the client that made it, whose entry its end
 // is, and the size of its request body, whose input is estimated from it
@@ -145,27 +152,27 @@ func (o *syncObserver) backgroundEnded(client string, a openaiwire.Answer, bodyB
 }
 
 // settleChained ledgers the end of each background response made through
-// the proxy that req (a /v1/responses call, its body body) continues from
-// (previous_response_id) and that no read has ledgered yet: a client may
-// use a background response's output so, without reading it. The
-// response is read upstream first, with req's credential.
-func (f *forwarder) settleChained(ctx context.Context, req *llmfleet.Request, body []byte) {
-	if f.obs.observe == nil {
+// the proxy that r, an admitted /v1/responses call of the face (its body
+// body), continues from (previous_response_id) and that no read has
+// ledgered yet: a client may use a background response's output so,
+// without reading it. The proxy reads it first, as a read by its id goes
+// (with r's credential, through the face's way upstream, where
+// backgroundEnd ledgers its end), within settleWait.
+func (f openAIFace) settleChained(r *http.Request, body []byte) {
+	if f.s.Observe == nil {
 		return
 	}
 	ids, _ := memberStrings(body, []string{"previous_response_id"})
 	book := bookOf(f.s)
 	for _, id := range ids {
-		if _, err := book.store.BatchOwner(ctx, ledgeredKey(id)); err == nil || !strings.HasPrefix(id, "resp_") {
-			continue // ledgered already (or no response's id)
+		if !strings.HasPrefix(id, "resp_") || book.ledgered(r.Context(), id) || book.madeBy(r.Context(), id).client == "" {
+			continue // no background response made here, or ledgered already
 		}
-		made := book.madeBy(ctx, id)
-		if made.client == "" {
-			continue // no background response made here
-		}
-		if a, ok := f.readResponse(ctx, req, id); ok && a.Ended() && book.claimOnce(context.WithoutCancel(ctx), ledgeredKey(id)) {
-			f.obs.backgroundEnded(made.client, a, made.bodyBytes)
-		}
+		ctx, cancel := context.WithTimeout(r.Context(), settleWait)
+		res := serveInProcess(getOf(ctx, r, "/v1/responses/"+url.PathEscape(id), ""), f.upstream().ServeHTTP)
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		cancel()
 	}
 }
 
@@ -173,42 +180,22 @@ func (f *forwarder) settleChained(ctx context.Context, req *llmfleet.Request, bo
 // from (settleChained): a wait llmfleet adds to the call.
 const settleWait = 3 * time.Second
 
-// readResponse reads the response id upstream with req's credential and
-// account headers, within settleWait.
-func (f *forwarder) readResponse(ctx context.Context, req *llmfleet.Request, id string) (openaiwire.Answer, bool) {
-	ctx, cancel := context.WithTimeout(ctx, settleWait)
-	defer cancel()
-	up := openAIUpstreamURL(f.s.OpenAIUpstream)
-	out, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(up.String(), "/")+"/v1/responses/"+url.PathEscape(id), nil)
-	if err != nil {
-		return openaiwire.Answer{}, false
+// ledgeredElsewhere reports whether t, the answer (or the stream, whole
+// or broken off) to the sync call oc, is a background response's whose
+// entry is not the call's to hand on: one that runs on (its maker
+// recorded, for its end: backgroundEnd), or one whose end, which the
+// answer carries whole, was ledgered already (else it is claimed here).
+func (f *forwarder) ledgeredElsewhere(oc *faceSync, t *openAITap) bool {
+	if t.status >= 400 {
+		return false
 	}
-	for k, v := range req.Header {
-		out.Header[k] = v
+	ctx := context.WithoutCancel(oc.caller)
+	switch a := t.result(); {
+	case a.Queued() && (!t.eof || t.failed == ""):
+		bookOf(f.s).made(ctx, a.ID, backgroundMade{client: oc.c.req.Client, bodyBytes: len(oc.c.req.Body)})
+		return true
+	case a.Ended() && t.eof && t.failed == "":
+		return !bookOf(f.s).claimOnce(ctx, ledgeredKey(a.ID))
 	}
-	openAIKeys().set(out, req.Credential)
-	res, err := f.next.RoundTrip(out)
-	if err != nil {
-		return openaiwire.Answer{}, false
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return openaiwire.Answer{}, false
-	}
-	// Its members read as they pass, however long the response (its
-	// output may hold images).
-	k := answerKeeper{keys: answerMembers, limit: maxKept}
-	if _, err := io.Copy(writerFunc(k.write), res.Body); err != nil {
-		return openaiwire.Answer{}, false
-	}
-	a, err := openaiwire.ReadAnswer(k.kept())
-	return a, err == nil
-}
-
-// writerFunc is a function as an io.Writer that takes all it is given.
-type writerFunc func([]byte)
-
-func (w writerFunc) Write(p []byte) (int, error) {
-	w(p)
-	return len(p), nil
+	return false
 }

@@ -34,14 +34,7 @@ func (f openAIFace) checkInputFile(w http.ResponseWriter, r *http.Request, g own
 // is not created. It reports whether the batch may go on.
 func (g ownerGate) checkInputFile(w http.ResponseWriter, r *http.Request, name, path, query string,
 	check func(request []byte) *refusal, member string) bool {
-	content := r.Clone(r.Context())
-	content.Method, content.Body, content.ContentLength = http.MethodGet, http.NoBody, 0
-	u := *r.URL
-	u.Path, u.RawPath, u.RawQuery = path, "", query
-	content.URL = &u
-	content.Header.Del("Content-Type")
-	content.Header.Del("Accept-Encoding") // read here: plain, please
-	res := serveInProcess(content, g.up.ServeHTTP)
+	res := serveInProcess(getOf(r.Context(), r, path, query), g.up.ServeHTTP)
 	defer res.Body.Close() // (ends the copy of what is left, once checked)
 	var e *refusal
 	err := errors.New("the input file's content answered " + res.Status)

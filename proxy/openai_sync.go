@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -38,10 +37,7 @@ func (f *forwarder) serveOpenAISync(w http.ResponseWriter, r *http.Request, c *o
 // broke off; one that got no answer was reported by openAIError.
 func (f *forwarder) openAIAnswered(oc *faceSync) {
 	t, _ := oc.tap.(*openAITap)
-	if t != nil && t.sse && !t.eof && t.answer.Queued() {
-		// A background response's stream left before its end: the
-		// response runs on upstream, and is ledgered as its end is read.
-		bookOf(f.s).made(context.WithoutCancel(oc.caller), t.answer.ID, backgroundMade{client: oc.c.req.Client, bodyBytes: len(oc.c.req.Body)})
+	if t != nil && !oc.failed && f.ledgeredElsewhere(oc, t) {
 		return
 	}
 	switch {
@@ -64,16 +60,6 @@ func (f *forwarder) openAIAnswered(oc *faceSync) {
 		f.obs.failed("network")
 		f.obs.openAI(oc.c, oc.served, t, "api_error", true)
 	default:
-		ctx := context.WithoutCancel(oc.caller)
-		switch a := t.result(); {
-		case a.Queued():
-			// A background response: ledgered as its end is read
-			// (backgroundEnd), once, to the client that made it.
-			bookOf(f.s).made(ctx, a.ID, backgroundMade{client: oc.c.req.Client, bodyBytes: len(oc.c.req.Body)})
-			return
-		case a.Ended() && !bookOf(f.s).claimOnce(ctx, ledgeredKey(a.ID)):
-			return // read by id already
-		}
 		f.obs.openAI(oc.c, oc.served, t, "ok", false)
 	}
 }
