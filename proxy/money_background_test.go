@@ -73,11 +73,13 @@ func byID(es []llmfleet.LedgerEntry, id string) []llmfleet.LedgerEntry {
 // getUsage (a JSON usage object or null). A create with background:true
 // answers it queued (as a stream: its response.created, then the
 // connection breaks, when cut is set); any other create is a small
-// completed response; cancel answers the response's final object.
+// completed response; cancel answers the response's final object. With
+// failStream, a streamed create ends in response.failed (the response as
+// getStatus and getUsage say).
 type bgUpstream struct {
 	mu                  sync.Mutex
 	getStatus, getUsage string
-	cut                 bool
+	cut, failStream     bool
 	creates             int
 }
 
@@ -92,7 +94,7 @@ func (u *bgUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	body := string(b)
 	u.mu.Lock()
-	status, usage, cut := u.getStatus, u.getUsage, u.cut
+	status, usage, cut, failStream := u.getStatus, u.getUsage, u.cut, u.failStream
 	if status == "" {
 		status, usage = "completed", bgUsage
 	}
@@ -110,6 +112,9 @@ func (u *bgUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.(http.Flusher).Flush()
 			if cut {
 				panic(http.ErrAbortHandler) // the connection breaks; the response runs on upstream
+			}
+			if failStream {
+				io.WriteString(w, "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":1,\"response\":"+u.response(status, usage)+"}\n\n")
 			}
 			return
 		}
@@ -257,6 +262,22 @@ func TestMoneyBackgroundStreamBrokenThenReadCountedTwice(t *testing.T) {
 		for _, e := range got {
 			t.Logf("  %s outcome %s usage %+v estimated %v", e.RequestID, e.Outcome, e.Usage, e.Estimated)
 		}
+	}
+}
+
+// A background response streamed to its end in failure (response.failed,
+// its usage billed) was ledgered from its stream, and again when read by
+// id: the stream's entry had not claimed it.
+func TestMoneyBackgroundStreamFailedThenReadCountedOnce(t *testing.T) {
+	var l moneyLedger
+	ts := moneyServer(t, &bgUpstream{failStream: true, getStatus: "failed", getUsage: bgUsage}, false, &l, nil)
+	heldCall(t, ts, http.MethodPost, "sk-client", "/openai/v1/responses", `{"model":"o3","input":"think about it at length","background":true,"stream":true}`)
+	l.settle()
+	if code, body := heldCall(t, ts, http.MethodGet, "sk-client", "/openai/v1/responses/resp_bg1", ""); code != http.StatusOK {
+		t.Fatalf("read: %d %s", code, body)
+	}
+	if got := l.settle(); len(got) != 1 || got[0].Usage.OutputTokens != 60000 {
+		t.Errorf("one background response, failed at its end, has entries %+v; want one, of its usage", got)
 	}
 }
 

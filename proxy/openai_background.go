@@ -184,7 +184,8 @@ const settleWait = 3 * time.Second
 // or broken off) to the sync call oc, is a background response's whose
 // entry is not the call's to hand on: one that runs on (its maker
 // recorded, for its end: backgroundEnd), or one whose end, which the
-// answer carries whole, was ledgered already (else it is claimed here).
+// answer carries, was ledgered already (else it is claimed here, and the
+// call's entry is the response's).
 func (f *forwarder) ledgeredElsewhere(oc *faceSync, t *openAITap) bool {
 	if t.status >= 400 {
 		return false
@@ -194,7 +195,7 @@ func (f *forwarder) ledgeredElsewhere(oc *faceSync, t *openAITap) bool {
 	case a.Queued() && (!t.eof || t.failed == ""):
 		bookOf(f.s).made(ctx, a.ID, backgroundMade{client: oc.c.req.Client, bodyBytes: len(oc.c.req.Body)})
 		return true
-	case a.Ended() && t.eof && t.failed == "":
+	case a.Ended(): // in success or failure, whole or broken off after
 		return !bookOf(f.s).claimOnce(ctx, ledgeredKey(a.ID))
 	}
 	return false
