@@ -61,6 +61,11 @@ func (b *bodyBudget) release(n int64) {
 	}
 }
 
+// putBack gives r, whose body read has read, body again, to be passed on.
+func putBack(r *http.Request, body []byte) {
+	r.Body, r.ContentLength = readCloser{bytes.NewReader(body), http.NoBody}, int64(len(body))
+}
+
 // read reads a request body of at most MaxBodyBytes, within the body
 // read timeout and the budget of bytes in unfinished bodies.
 func (b *bodyBudget) read(r *http.Request) ([]byte, *apiError) {

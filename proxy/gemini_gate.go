@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -156,7 +155,7 @@ func (gg geminiGate) createBatch(w http.ResponseWriter, r *http.Request) {
 func (gg geminiGate) checkBatch(w http.ResponseWriter, r *http.Request, at []string) bool {
 	body, e := gg.f.s.bodies.read(r)
 	if e != nil {
-		gg.f.refuse(w, &refusal{status: e.status, msg: e.msg, closes: e == bodyTooSlow || e == bodiesFull})
+		gg.f.refuse(w, refusalOf(e))
 		return false
 	}
 	// Every file the body may name, in whichever spelling Google's JSON
@@ -190,8 +189,7 @@ func (gg geminiGate) checkBatch(w http.ResponseWriter, r *http.Request, at []str
 			return false
 		}
 	}
-	r.Body = readCloser{bytes.NewReader(body), http.NoBody}
-	r.ContentLength = int64(len(body))
+	putBack(r, body)
 	return true
 }
 

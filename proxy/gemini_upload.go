@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/llmfleet/llmfleet/jsonmember"
@@ -61,7 +60,7 @@ func (gg geminiGate) upload(w http.ResponseWriter, r *http.Request) {
 func uploadQuery(r *http.Request) (map[string]string, *refusal) {
 	q := map[string]string{}
 	for k, v := range r.URL.Query() {
-		name := strings.ToLower(strings.TrimPrefix(k, "$"))
+		name := systemParam(k)
 		if _, twice := q[name]; twice || len(v) != 1 {
 			return nil, uploadRefusal("give the query parameter " + k + " once")
 		}
@@ -123,7 +122,7 @@ func (gg geminiGate) uploadStart(r *http.Request, q map[string]string) *refusal 
 	}
 	body, e := gg.f.s.bodies.read(r)
 	if e != nil {
-		return &refusal{status: e.status, msg: e.msg, closes: e == bodyTooSlow || e == bodiesFull}
+		return refusalOf(e)
 	}
 	if len(bytes.TrimSpace(body)) > 0 { // (a start without metadata is one)
 		if strict, ok := jsonmember.Requote(body); ok {
@@ -138,8 +137,7 @@ func (gg geminiGate) uploadStart(r *http.Request, q map[string]string) *refusal 
 				msg: "This llmfleet holds one key for all its clients: let the API name the file (give it a displayName instead of a name)."}
 		}
 	}
-	r.Body, r.ContentLength = readCloser{bytes.NewReader(body), http.NoBody}, int64(len(body))
-	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	putBack(r, body)
 	return nil
 }
 

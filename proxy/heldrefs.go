@@ -368,7 +368,7 @@ func (s *Server) refsOfBody(r *http.Request, f mountedFace, client string) *refu
 	if e := heldRefusal(s, r, f, client, body); e != nil {
 		return e
 	}
-	r.Body, r.ContentLength = readCloser{bytes.NewReader(body), http.NoBody}, int64(len(body))
+	putBack(r, body)
 	return nil
 }
 
@@ -383,9 +383,11 @@ func uncheckable(r *http.Request, body []byte) *refusal {
 	}
 	// Another form of the body (Google's JSON+protobuf arrays, named by
 	// the Content-Type or by a $ct parameter) names its fields by place.
-	q := r.URL.Query()
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); r.Header.Get("Content-Type") != "" && (err != nil || mt != "application/json") ||
-		q.Has("$ct") || q.Has("ct") {
+	ct := false
+	for k := range r.URL.Query() {
+		ct = ct || systemParam(k) == "ct"
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); r.Header.Get("Content-Type") != "" && (err != nil || mt != "application/json") || ct {
 		return &refusal{status: http.StatusUnsupportedMediaType, typ: "invalid_request_error",
 			msg: "This llmfleet holds one key for all its clients and checks what each request names: send the body as application/json."}
 	}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -139,8 +138,7 @@ func (f openAIFace) create(w http.ResponseWriter, r *http.Request, g ownerGate, 
 				return
 			}
 		}
-		r.Body = readCloser{bytes.NewReader(body), http.NoBody}
-		r.ContentLength = int64(len(body))
+		putBack(r, body)
 	}
 	rec, ok := g.create(w, r)
 	if !ok {

@@ -128,12 +128,17 @@ var methodOverrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Met
 // $httpMethod, the query form of X-HTTP-Method-Override), if r has one.
 func overrideParam(r *http.Request) (string, bool) {
 	for k := range r.URL.Query() {
-		if strings.EqualFold(strings.TrimPrefix(k, "$"), "httpMethod") {
+		if systemParam(k) == "httpmethod" {
 			return k, true
 		}
 	}
 	return "", false
 }
+
+// systemParam returns the name of a query parameter k as Google's front
+// end may read it, a system parameter's: without a leading $, in lower
+// case ($httpMethod, httpmethod; $ct, ct).
+func systemParam(k string) string { return strings.ToLower(strings.TrimPrefix(k, "$")) }
 
 // refuseMethodOverride refuses, with proxy-held keys, a request that asks
 // (by a header, or by the query parameter $httpMethod) to be taken for
