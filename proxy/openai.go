@@ -148,7 +148,7 @@ func (f openAIFace) route(r *http.Request, c *call, force llmfleet.Route) *refus
 	if c.endpoint == openaiwire.Responses {
 		// Admitted: a background response it continues from is ledgered
 		// first, if no read has been.
-		f.settleChained(r, c.req.Body)
+		settleChained(s, f.upstream(), r, c.req.Body)
 	}
 	return nil
 }

@@ -152,24 +152,24 @@ func (o *syncObserver) backgroundEnded(client string, a openaiwire.Answer, bodyB
 }
 
 // settleChained ledgers the end of each background response made through
-// the proxy that r, an admitted /v1/responses call of the face (its body
-// body), continues from (previous_response_id) and that no read has
+// the proxy that r, an admitted /v1/responses call of the OpenAI face of
+// s (its way upstream up; its body body), continues from (previous_response_id) and that no read has
 // ledgered yet: a client may use a background response's output so,
 // without reading it. The proxy reads it first, as a read by its id goes
-// (with r's credential, through the face's way upstream, where
-// backgroundEnd ledgers its end), within settleWait.
-func (f openAIFace) settleChained(r *http.Request, body []byte) {
-	if f.s.Observe == nil {
+// (with r's credential, through up, where backgroundEnd ledgers its end),
+// within settleWait.
+func settleChained(s *Server, up http.Handler, r *http.Request, body []byte) {
+	if s.Observe == nil {
 		return
 	}
 	ids, _ := memberStrings(body, []string{"previous_response_id"})
-	book := bookOf(f.s)
+	book := bookOf(s)
 	for _, id := range ids {
 		if !strings.HasPrefix(id, "resp_") || book.ledgered(r.Context(), id) || book.madeBy(r.Context(), id).client == "" {
 			continue // no background response made here, or ledgered already
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), settleWait)
-		res := serveInProcess(getOf(ctx, r, "/v1/responses/"+url.PathEscape(id), ""), f.upstream().ServeHTTP)
+		res := serveInProcess(getOf(ctx, r, "/v1/responses/"+url.PathEscape(id), ""), up.ServeHTTP)
 		io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 		cancel()
