@@ -196,7 +196,7 @@ func (g geminiForwarder) answered(gs *faceSync) {
 		return
 	}
 	outcome := "ok"
-	switch {
+	switch streamErr := b.t.streamError(); {
 	case b.status >= 400:
 		s, _ := geminiwire.ParseError(b.t.kept())
 		outcome = s.Status
@@ -204,8 +204,8 @@ func (g geminiForwarder) answered(gs *faceSync) {
 			outcome = geminiwire.StatusOf(b.status)
 		}
 		g.s.fwd.obs.failed(outcome)
-	case b.t.streamError() != "": // the stream ended in an error event after its 200
-		outcome = b.t.streamError()
+	case streamErr != "": // the stream ended in an error event after its 200
+		outcome = streamErr
 		g.s.fwd.obs.failed(outcome)
 	case !b.eof && gs.caller.Err() != nil:
 		outcome = "caller_canceled"
